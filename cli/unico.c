@@ -1,0 +1,416 @@
+/* unico.c - the command-line tool. A client of the public API only
+ * (include/unico.h): JSON on stdout, a human sentence on stderr for every
+ * error, and the exit codes of docs/cli.md. */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "unico.h"
+
+#define EXIT_USAGE 1
+
+static const char *const MAIN_HELP =
+    "unico - reliable UNIQUE constraints for NoSQL stores\n"
+    "\n"
+    "usage: unico [--store URL] COMMAND [ARGS...] [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  schema apply FILE|-            set the schema (DDL) of the store\n"
+    "  schema show [--ddl]            print the schema\n"
+    "  insert TABLE JSON|-            create a record\n"
+    "  update TABLE PK... JSON|-      change fields of a record (null clears)\n"
+    "  delete TABLE PK...             delete a record and free its values\n"
+    "  get TABLE PK...                print a record with its version\n"
+    "  lookup TABLE CONSTRAINT VALUE...  print the record holding a value\n"
+    "  check                          audit the store's invariants\n"
+    "\n"
+    "options:\n"
+    "  --store URL        store to use (default: $UNICO_STORE, else\n"
+    "                     lmdb:./unico-data)\n"
+    "  --op-id ID         operation id of a write: repeating a write with the\n"
+    "                     same id returns its first outcome, applied once\n"
+    "  --if-version N     update/delete only if the record is at version N\n"
+    "  -h, --help         help (also after a command: unico insert --help)\n"
+    "  --version          print the version\n"
+    "\n"
+    "exit codes: 0 ok, 1 bad input or usage, 2 not found, 3 unique conflict,\n"
+    "4 limit reached, 5 version mismatch, 6 busy, 7 store unavailable or\n"
+    "outcome unknown. See docs/cli.md.\n";
+
+typedef struct cmd_help {
+  const char *name;
+  const char *text;
+} cmd_help;
+
+static const cmd_help HELPS[] = {
+    {"schema",
+     "usage: unico schema apply FILE|-\n"
+     "       unico schema show [--ddl]\n"
+     "\n"
+     "apply: set the store's schema to the CREATE TABLE statements in FILE\n"
+     "(- reads standard input). The file is the complete schema. Prints\n"
+     "{\"schema_version\":N,\"tables\":[...],\"changed\":true|false}.\n"
+     "show: print {\"schema_version\":N,\"ddl\":\"...\"}; with --ddl, the DDL\n"
+     "text alone. See docs/ddl.md.\n"},
+    {"insert",
+     "usage: unico insert TABLE JSON|- [--op-id ID]\n"
+     "\n"
+     "Create a record from a JSON object (- reads it from standard input).\n"
+     "Prints {\"pk\":PK,\"version\":1}. Exit 3 when a unique value (or the\n"
+     "primary key) is taken: the error names the constraint, the value and\n"
+     "the owner's primary key.\n"},
+    {"update",
+     "usage: unico update TABLE PK... JSON|- [--if-version N] [--op-id ID]\n"
+     "\n"
+     "Patch a record: each field of the JSON object replaces that column;\n"
+     "null clears it. Values the record no longer holds are freed at once.\n"
+     "PK is one argument per primary key column. Prints {\"pk\":PK,\"version\":N}.\n"},
+    {"delete",
+     "usage: unico delete TABLE PK... [--if-version N] [--op-id ID]\n"
+     "\n"
+     "Delete a record and free its unique values. Prints the primary key and\n"
+     "the version that was deleted.\n"},
+    {"get",
+     "usage: unico get TABLE PK...\n"
+     "\n"
+     "Print {\"pk\":PK,\"version\":N,\"record\":{...}}. Exit 2 if absent.\n"},
+    {"lookup",
+     "usage: unico lookup TABLE CONSTRAINT VALUE...\n"
+     "\n"
+     "Print the record that holds VALUE (one argument per column of the\n"
+     "constraint) under the unique constraint, normalized as the constraint\n"
+     "says: {\"constraint\":C,\"value\":[...],\"pk\":PK,\"version\":N,\"record\":{...}}.\n"
+     "Exit 2 when no record holds it.\n"},
+    {"check",
+     "usage: unico check\n"
+     "\n"
+     "Scan every record and claim and verify that they agree: no value has\n"
+     "two owners, every value a record holds is claimed by it, every claim's\n"
+     "owner holds it. Prints a report; exit 0 when clean, 7 otherwise.\n"},
+};
+
+typedef struct opts {
+  const char *store;
+  const char *op_id;
+  uint64_t if_version;
+  int have_if_version;
+  int help;
+  int ddl;
+  int npos;
+  const char **pos;
+} opts;
+
+/* An error before or outside the library: same shape as library errors. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_t *o = json_pack("{s:s,s:i,s:s}", "error", "usage", "code", EXIT_USAGE,
+                        "message", msg);
+  char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  if (s) printf("%s\n", s);
+  free(s);
+  json_decref(o);
+  fprintf(stderr, "unico: %s (see unico --help)\n", msg);
+  return EXIT_USAGE;
+}
+
+static int report(int rc, const unico_result *res) {
+  if (rc == UNICO_OK) {
+    if (res->json) printf("%s\n", res->json);
+    return 0;
+  }
+  json_t *o = json_object();
+  json_object_set_new(o, "error", json_string(unico_errname(rc)));
+  json_object_set_new(o, "code", json_integer(unico_exit_code(rc)));
+  json_object_set_new(o, "message", json_string(res->message));
+  if (res->constraint[0])
+    json_object_set_new(o, "constraint", json_string(res->constraint));
+  if (res->value)
+    json_object_set_new(o, "value", json_loads(res->value, JSON_DECODE_ANY, NULL));
+  if (res->owner)
+    json_object_set_new(o, "owner", json_loads(res->owner, JSON_DECODE_ANY, NULL));
+  if (res->column[0])
+    json_object_set_new(o, "column", json_string(res->column));
+  if (rc == UNICO_EVERSION && res->version)
+    json_object_set_new(o, "current_version", json_integer((json_int_t)res->version));
+  if (res->json) /* e.g. check's report */
+    json_object_set_new(o, "report", json_loads(res->json, 0, NULL));
+  char *s = json_dumps(o, JSON_COMPACT);
+  if (s) printf("%s\n", s);
+  free(s);
+  json_decref(o);
+  fprintf(stderr, "unico: %s: %s\n", unico_strerror(rc), res->message);
+  return unico_exit_code(rc);
+}
+
+/* Read a whole file (or standard input for "-"). NULL with errno on error. */
+static char *slurp(const char *path) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f) return NULL;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t n = fread(buf + len, 1, cap - len - 1, f);
+    len += n;
+    if (len + 1 < cap) {
+      if (ferror(f)) {
+        free(buf);
+        buf = NULL;
+      }
+      break;
+    }
+    char *nb = realloc(buf, cap * 2);
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
+    cap *= 2;
+  }
+  if (buf) buf[len] = 0;
+  if (f != stdin) fclose(f);
+  return buf;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (!*s || *s == '-' || *s == '+') return -1;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v == 0) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, opts *o) {
+  o->pos = calloc((size_t)argc + 1, sizeof *o->pos);
+  if (!o->pos) return usage_error("out of memory");
+  int only_pos = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = NULL;
+    if (only_pos || a[0] != '-' || !strcmp(a, "-")) {
+      o->pos[o->npos++] = a;
+      continue;
+    }
+    if (!strcmp(a, "--")) {
+      only_pos = 1;
+      continue;
+    }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      o->help = 1;
+      continue;
+    }
+    if (!strcmp(a, "--version")) {
+      printf("unico %s\n", unico_version_string());
+      exit(0);
+    }
+    if (!strcmp(a, "--ddl")) {
+      o->ddl = 1;
+      continue;
+    }
+    const char *eq = strchr(a, '=');
+    size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+    const char *names[] = {"--store", "--op-id", "--if-version"};
+    int which = -1;
+    for (int k = 0; k < 3; k++)
+      if (strlen(names[k]) == nlen && !strncmp(a, names[k], nlen)) which = k;
+    if (which < 0) {
+      /* A negative number is a value, not an option (e.g. a PK of -5). */
+      char *end;
+      strtod(a, &end);
+      if (!*end) {
+        o->pos[o->npos++] = a;
+        continue;
+      }
+      return usage_error("unknown option %s", a);
+    }
+    if (eq) {
+      val = eq + 1;
+    } else {
+      if (i + 1 >= argc) return usage_error("option %s needs a value", a);
+      val = argv[++i];
+    }
+    switch (which) {
+    case 0: o->store = val; break;
+    case 1:
+      if (!*val) return usage_error("--op-id needs a non-empty value");
+      o->op_id = val;
+      break;
+    case 2:
+      if (parse_u64(val, &o->if_version))
+        return usage_error("--if-version needs a positive integer, got \"%s\"", val);
+      o->have_if_version = 1;
+      break;
+    }
+  }
+  return 0;
+}
+
+static void print_help(const char *cmd) {
+  for (size_t i = 0; cmd && i < sizeof HELPS / sizeof HELPS[0]; i++) {
+    if (!strcmp(HELPS[i].name, cmd)) {
+      fputs(HELPS[i].text, stdout);
+      return;
+    }
+  }
+  fputs(MAIN_HELP, stdout);
+}
+
+/* PK arguments (one per primary key column) to the JSON the API takes. */
+static int pk_from_args(unico *u, const char *table, const char **args,
+                        int n, char **pk_json, unico_result *res) {
+  int rc = unico_args_json(u, table, NULL, args, (size_t)n, res);
+  if (rc == UNICO_OK) {
+    *pk_json = res->json;
+    res->json = NULL;
+  }
+  return rc;
+}
+
+/* A JSON argument, or "-" for standard input. */
+static char *json_arg(const char *a, int *err) {
+  *err = 0;
+  if (strcmp(a, "-")) return strdup(a);
+  char *s = slurp("-");
+  if (!s) *err = 1;
+  return s;
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  memset(&o, 0, sizeof o);
+  int code = parse_args(argc, argv, &o);
+  if (code) {
+    free(o.pos);
+    return code;
+  }
+  const char *cmd = o.npos ? o.pos[0] : NULL;
+  if (o.help || !cmd) {
+    print_help(cmd);
+    free(o.pos);
+    if (!cmd && !o.help) {
+      fprintf(stderr, "unico: no command given\n");
+      return EXIT_USAGE;
+    }
+    return 0;
+  }
+  const char **args = o.pos + 1;
+  int nargs = o.npos - 1;
+  const char *store = o.store ? o.store : getenv("UNICO_STORE");
+
+  /* Check the shape of the command line before opening anything. */
+  int is_write = 0;
+  if (!strcmp(cmd, "schema")) {
+    if (nargs < 1 || (strcmp(args[0], "apply") && strcmp(args[0], "show")))
+      code = usage_error("schema needs a subcommand: apply FILE or show");
+    else if (!strcmp(args[0], "apply") && nargs != 2)
+      code = usage_error("schema apply needs one FILE (or - for standard input)");
+    else if (!strcmp(args[0], "show") && nargs != 1)
+      code = usage_error("schema show takes no arguments");
+  } else if (!strcmp(cmd, "insert")) {
+    is_write = 1;
+    if (nargs != 2) code = usage_error("insert needs TABLE and JSON");
+  } else if (!strcmp(cmd, "update")) {
+    is_write = 1;
+    if (nargs < 3) code = usage_error("update needs TABLE, PK and JSON");
+  } else if (!strcmp(cmd, "delete")) {
+    is_write = 1;
+    if (nargs < 2) code = usage_error("delete needs TABLE and PK");
+  } else if (!strcmp(cmd, "get")) {
+    if (nargs < 2) code = usage_error("get needs TABLE and PK");
+  } else if (!strcmp(cmd, "lookup")) {
+    if (nargs < 3) code = usage_error("lookup needs TABLE, CONSTRAINT and VALUE");
+  } else if (!strcmp(cmd, "check")) {
+    if (nargs != 0) code = usage_error("check takes no arguments");
+  } else {
+    code = usage_error("unknown command \"%s\"", cmd);
+  }
+  if (!code && o.op_id && !is_write)
+    code = usage_error("--op-id applies to insert, update and delete only");
+  if (!code && o.have_if_version && strcmp(cmd, "update") && strcmp(cmd, "delete"))
+    code = usage_error("--if-version applies to update and delete only");
+  if (!code && o.ddl && strcmp(cmd, "schema"))
+    code = usage_error("--ddl applies to schema show only");
+  if (code) {
+    free(o.pos);
+    return code;
+  }
+
+  unico_result res = UNICO_RESULT_INIT;
+  unico *u = NULL;
+  char *text = NULL, *pk = NULL;
+  int err = 0;
+  int rc = unico_open(&u, store, NULL, &res);
+  if (rc) {
+    code = report(rc, &res);
+    goto leave;
+  }
+  if (!strcmp(cmd, "schema") && !strcmp(args[0], "apply")) {
+    text = slurp(args[1]);
+    if (!text) {
+      code = usage_error("cannot read %s: %s", args[1], strerror(errno));
+      goto leave;
+    }
+    rc = unico_schema_apply(u, text, &res);
+  } else if (!strcmp(cmd, "schema")) {
+    rc = unico_schema_show(u, &res);
+    if (rc == UNICO_OK && o.ddl) {
+      json_t *j = json_loads(res.json, 0, NULL);
+      fputs(json_string_value(json_object_get(j, "ddl")), stdout);
+      json_decref(j);
+      code = 0;
+      goto leave;
+    }
+  } else if (!strcmp(cmd, "insert")) {
+    text = json_arg(args[1], &err);
+    if (err) {
+      code = usage_error("cannot read standard input");
+      goto leave;
+    }
+    rc = unico_insert(u, args[0], text, o.op_id, &res);
+  } else if (!strcmp(cmd, "update")) {
+    text = json_arg(args[nargs - 1], &err);
+    if (err) {
+      code = usage_error("cannot read standard input");
+      goto leave;
+    }
+    rc = pk_from_args(u, args[0], args + 1, nargs - 2, &pk, &res);
+    if (!rc)
+      rc = unico_update(u, args[0], pk, text, o.if_version, o.op_id, &res);
+  } else if (!strcmp(cmd, "delete")) {
+    rc = pk_from_args(u, args[0], args + 1, nargs - 1, &pk, &res);
+    if (!rc) rc = unico_delete(u, args[0], pk, o.if_version, o.op_id, &res);
+  } else if (!strcmp(cmd, "get")) {
+    rc = pk_from_args(u, args[0], args + 1, nargs - 1, &pk, &res);
+    if (!rc) rc = unico_get(u, args[0], pk, &res);
+  } else if (!strcmp(cmd, "lookup")) {
+    rc = unico_args_json(u, args[0], args[1], args + 2, (size_t)nargs - 2, &res);
+    if (!rc) {
+      char *vals = res.json;
+      res.json = NULL;
+      rc = unico_lookup(u, args[0], args[1], vals, &res);
+      free(vals);
+    }
+  } else if (!strcmp(cmd, "check")) {
+    rc = unico_check(u, &res);
+  }
+  code = report(rc, &res);
+leave:
+  free(text);
+  free(pk);
+  unico_result_clear(&res);
+  unico_close(u);
+  free(o.pos);
+  return code;
+}

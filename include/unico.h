@@ -1,0 +1,172 @@
+/* unico.h - reliable UNIQUE constraints for NoSQL stores: the public C API.
+ *
+ * This is the only header users include. Every function returns an int:
+ * UNICO_OK (0) or one of the negative UNICO_E* codes below, which live in a
+ * range reserved for unico (-41000 .. -40001) so they never clash with errno
+ * values or with the codes of the stores underneath. unico_strerror() names
+ * any of them.
+ *
+ * A unico handle is safe to share between threads. Several processes may
+ * open the same store at once; the store enforces the constraints for all.
+ *
+ * Results: every operation that can produce output or a detailed error takes
+ * a unico_result *. On success res->json holds the operation's output as a
+ * JSON text; on failure res->message holds a human sentence and the
+ * structured fields (constraint, value, owner, column) say what failed.
+ * The caller owns the result: initialise it with UNICO_RESULT_INIT (or
+ * memset 0) and release it with unico_result_clear(), which also makes it
+ * ready for reuse. A NULL unico_result * is accepted everywhere: then only
+ * the return code reports the outcome.
+ */
+#ifndef UNICO_H
+#define UNICO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UNICO_VERSION_MAJOR 0
+#define UNICO_VERSION_MINOR 1
+#define UNICO_VERSION_PATCH 0
+#define UNICO_VERSION_HEX                                                    \
+  ((UNICO_VERSION_MAJOR << 16) | (UNICO_VERSION_MINOR << 8) |                \
+   UNICO_VERSION_PATCH)
+#define UNICO_VERSION_STRING "0.1.0"
+
+/* Version of the library actually linked (UNICO_VERSION_HEX at its build). */
+unsigned int unico_version(void);
+const char *unico_version_string(void);
+
+/* Error codes, their messages and the CLI exit code each maps to, from one
+ * table so the three never drift apart. XX(name, value, message, exit). */
+#define UNICO_ERRNO_MAP(XX)                                                  \
+  XX(INVAL, -40001, "bad input", 1)                                        \
+  XX(NOTFOUND, -40002, "not found", 2)                                       \
+  XX(CONFLICT, -40003, "unique conflict", 3)                                 \
+  XX(LIMIT, -40004, "limit reached", 4)                                      \
+  XX(VERSION, -40005, "version mismatch", 5)                                 \
+  XX(BUSY, -40006, "value held by an operation in flight", 6)                \
+  XX(UNAVAILABLE, -40007, "store unavailable", 7)                            \
+  XX(UNKNOWN, -40008, "outcome unknown", 7)                                  \
+  XX(NOMEM, -40009, "out of memory", 7)                                      \
+  XX(FULL, -40010, "store is full", 7)                                       \
+  XX(SCHEMA, -40011, "schema change refused", 1)                             \
+  XX(CORRUPT, -40012, "store data is corrupt", 7)                            \
+  XX(UNSUPPORTED, -40013, "not supported by this store", 1)                  \
+  XX(OPID, -40014, "operation id already used for another request", 1)
+
+typedef enum unico_code {
+  UNICO_OK = 0,
+#define UNICO_XX_ENUM(name, value, msg, exitcode) UNICO_E##name = value,
+  UNICO_ERRNO_MAP(UNICO_XX_ENUM)
+#undef UNICO_XX_ENUM
+  UNICO_ELAST_ = -41000
+} unico_code;
+
+/* Static English text for any return code of this library; never NULL. */
+const char *unico_strerror(int rc);
+/* Short stable identifier ("conflict", "not_found", ...) used in JSON. */
+const char *unico_errname(int rc);
+/* The CLI exit code for a return code (0 for UNICO_OK). */
+int unico_exit_code(int rc);
+
+/* The result of one call; see the comment at the top of this file. */
+typedef struct unico_result {
+  int rc;               /* the call's return code */
+  char *json;           /* success output, malloc'd JSON text, or NULL */
+  char message[512];    /* failure: one human sentence */
+  char constraint[128]; /* conflict/limit: constraint name, "PRIMARY KEY" */
+  char column[128];     /* bad input: the offending column, if any */
+  char *value;          /* conflict: the normalized value, JSON array */
+  char *owner;          /* conflict: owner's primary key, JSON */
+  uint64_t version;     /* current version (mismatch) or new one (success) */
+} unico_result;
+
+#define UNICO_RESULT_INIT {0, NULL, {0}, {0}, {0}, NULL, NULL, 0}
+
+/* Free what a result holds and reset it. Accepts NULL. Cannot fail. */
+void unico_result_clear(unico_result *res);
+
+typedef struct unico unico;
+
+/* Options for unico_open(). Always start from UNICO_OPTIONS_INIT so fields
+ * added later get their defaults. */
+typedef struct unico_options {
+  int struct_version;           /* UNICO_OPTIONS_VERSION */
+  uint64_t outcome_retention_ms; /* how long op outcomes are kept; 0: 24 h */
+} unico_options;
+
+#define UNICO_OPTIONS_VERSION 1
+#define UNICO_OPTIONS_INIT {UNICO_OPTIONS_VERSION, 0}
+
+/* Open a store. url is "lmdb:PATH" (PATH a directory, created if missing;
+ * options as "lmdb:PATH?map_size=64GiB&sync=on"), or a bare path; NULL means
+ * "lmdb:./unico-data". opts may be NULL. On success *out is a new handle; on
+ * failure *out is NULL and res says why. */
+int unico_open(unico **out, const char *url, const unico_options *opts,
+               unico_result *res);
+
+/* Close a handle. Accepts NULL. No call may be running on it. */
+void unico_close(unico *u);
+
+/* Set the schema to the DDL text (the complete schema: every table it
+ * should have). Changes the store allows are documented in docs/ddl.md; any
+ * other change fails with UNICO_ESCHEMA and leaves the schema as it was.
+ * res->json: {"schema_version":N,"tables":[...],"changed":bool}. */
+int unico_schema_apply(unico *u, const char *ddl, unico_result *res);
+
+/* The DDL text last applied. res->json: {"schema_version":N,"ddl":"..."}.
+ * UNICO_ENOTFOUND when no schema was applied yet. */
+int unico_schema_show(unico *u, unico_result *res);
+
+/* The writes. record_json / patch_json are JSON objects. op_id may be NULL
+ * (one is generated); a write repeated with the same op_id returns the first
+ * outcome and is applied once (outcomes are kept for the retention period).
+ * if_version is 0 for "any version", otherwise the version the record must
+ * have. pk_json is the primary key as JSON: a scalar for a one-column key,
+ * an array for a composite one.
+ * Success output: {"pk":PK,"version":N} (delete: the version deleted). */
+int unico_insert(unico *u, const char *table, const char *record_json,
+                 const char *op_id, unico_result *res);
+int unico_update(unico *u, const char *table, const char *pk_json,
+                 const char *patch_json, uint64_t if_version,
+                 const char *op_id, unico_result *res);
+int unico_delete(unico *u, const char *table, const char *pk_json,
+                 uint64_t if_version, const char *op_id, unico_result *res);
+
+/* Read a record. res->json: {"pk":PK,"version":N,"record":{...}}. */
+int unico_get(unico *u, const char *table, const char *pk_json,
+              unico_result *res);
+
+/* Find the owner of a value of a unique constraint. values_json is a JSON
+ * array with one element per constraint column. res->json:
+ * {"constraint":C,"value":[...],"pk":PK,"version":N,"record":{...}}. */
+int unico_lookup(unico *u, const char *table, const char *constraint,
+                 const char *values_json, unico_result *res);
+
+/* Turn command-line strings into the JSON the calls above take, using the
+ * column types: for constraint NULL, the primary key of table (res->json is
+ * a scalar for a one-column key, else an array); otherwise the values of
+ * that unique constraint (always an array). "42" becomes 42 for an int
+ * column and stays "42" for a text one. */
+int unico_args_json(unico *u, const char *table, const char *constraint,
+                    const char *const *args, size_t nargs, unico_result *res);
+
+/* Scan the whole store and verify that records and claims agree (every
+ * claim's owner is live and holds the value, every live record's values are
+ * claimed by it, no value has two owners). res->json is a report with
+ * counts and at most 100 violations; returns UNICO_OK when there are none,
+ * UNICO_ECORRUPT when there are. */
+int unico_check(unico *u, unico_result *res);
+
+/* Remove outcomes older than the retention period. *removed (may be NULL)
+ * receives how many. Runs by itself from time to time; exposed for tools. */
+int unico_sweep(unico *u, uint64_t *removed, unico_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UNICO_H */

@@ -1,0 +1,211 @@
+/* unico.c - the public API (include/unico.h): argument checks, error names,
+ * and the hand-off to the executor. */
+#include "unico.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "store/store.h"
+#include "util/err.h"
+
+struct unico {
+  uexec *x;
+};
+
+unsigned int unico_version(void) { return UNICO_VERSION_HEX; }
+const char *unico_version_string(void) { return UNICO_VERSION_STRING; }
+
+const char *unico_strerror(int rc) {
+  switch (rc) {
+  case UNICO_OK:
+    return "ok";
+#define XX(name, value, msg, exitcode) \
+  case UNICO_E##name:                  \
+    return msg;
+    UNICO_ERRNO_MAP(XX)
+#undef XX
+  default:
+    return "unknown error";
+  }
+}
+
+const char *unico_errname(int rc) {
+  switch (rc) {
+  case UNICO_OK: return "ok";
+  case UNICO_EINVAL: return "invalid";
+  case UNICO_ENOTFOUND: return "not_found";
+  case UNICO_ECONFLICT: return "conflict";
+  case UNICO_ELIMIT: return "limit";
+  case UNICO_EVERSION: return "version_mismatch";
+  case UNICO_EBUSY: return "busy";
+  case UNICO_EUNAVAILABLE: return "unavailable";
+  case UNICO_EUNKNOWN: return "unknown_outcome";
+  case UNICO_ENOMEM: return "out_of_memory";
+  case UNICO_EFULL: return "store_full";
+  case UNICO_ESCHEMA: return "schema_refused";
+  case UNICO_ECORRUPT: return "corrupt";
+  case UNICO_EUNSUPPORTED: return "unsupported";
+  case UNICO_EOPID: return "op_id_reused";
+  default: return "error";
+  }
+}
+
+int unico_exit_code(int rc) {
+  switch (rc) {
+  case UNICO_OK:
+    return 0;
+#define XX(name, value, msg, exitcode) \
+  case UNICO_E##name:                  \
+    return exitcode;
+    UNICO_ERRNO_MAP(XX)
+#undef XX
+  default:
+    return 7;
+  }
+}
+
+void unico_result_clear(unico_result *res) {
+  if (!res) return;
+  free(res->json);
+  free(res->value);
+  free(res->owner);
+  memset(res, 0, sizeof *res);
+}
+
+/* Every call starts from a clean result and ends with rc and a message. */
+static void begin(unico_result *res) {
+  if (res) unico_result_clear(res);
+}
+
+static int finish(unico_result *res, int rc) {
+  if (!res) return rc;
+  res->rc = rc;
+  if (rc && !res->message[0])
+    snprintf(res->message, sizeof res->message, "%s", unico_strerror(rc));
+  if (rc) {
+    free(res->json);
+    res->json = NULL;
+  }
+  return rc;
+}
+
+#define NEED(u)                                                        \
+  do {                                                                 \
+    if (!(u)) return finish(res, uerr(res, UNICO_EINVAL, NULL, "no unico handle")); \
+  } while (0)
+
+int unico_open(unico **out, const char *url, const unico_options *opts,
+               unico_result *res) {
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  begin(res);
+  if (!out) return finish(res, uerr(res, UNICO_EINVAL, NULL, "out is NULL"));
+  *out = NULL;
+  if (opts && opts->struct_version != UNICO_OPTIONS_VERSION)
+    return finish(res, uerr(res, UNICO_EINVAL, NULL,
+                            "unico_options.struct_version is %d; this library "
+                            "knows %d (start from UNICO_OPTIONS_INIT)",
+                            opts->struct_version, UNICO_OPTIONS_VERSION));
+  int rc = ustore_open(&st, url, &e);
+  if (rc) {
+    uerr(res, rc, NULL, "%s", e.msg[0] ? e.msg : unico_strerror(rc));
+    return finish(res, rc);
+  }
+  unico *u = calloc(1, sizeof *u);
+  if (!u) {
+    st->vt->close(st);
+    return finish(res, uerr(res, UNICO_ENOMEM, NULL, "out of memory"));
+  }
+  rc = uexec_open(&u->x, st, opts, res);
+  if (rc) {
+    free(u);
+    return finish(res, rc);
+  }
+  *out = u;
+  return finish(res, UNICO_OK);
+}
+
+void unico_close(unico *u) {
+  if (!u) return;
+  uexec_close(u->x);
+  free(u);
+}
+
+int unico_schema_apply(unico *u, const char *ddl, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uexec_schema_apply(u->x, ddl, res));
+}
+
+int unico_schema_show(unico *u, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uexec_schema_show(u->x, res));
+}
+
+int unico_insert(unico *u, const char *table, const char *record_json,
+                 const char *op_id, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uexec_insert(u->x, table, record_json, op_id, res));
+}
+
+int unico_update(unico *u, const char *table, const char *pk_json,
+                 const char *patch_json, uint64_t if_version,
+                 const char *op_id, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uexec_update(u->x, table, pk_json, patch_json, if_version,
+                                  op_id, res));
+}
+
+int unico_delete(unico *u, const char *table, const char *pk_json,
+                 uint64_t if_version, const char *op_id, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res,
+                uexec_delete(u->x, table, pk_json, if_version, op_id, res));
+}
+
+int unico_get(unico *u, const char *table, const char *pk_json,
+              unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uexec_get(u->x, table, pk_json, res));
+}
+
+int unico_lookup(unico *u, const char *table, const char *constraint,
+                 const char *values_json, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res,
+                uexec_lookup(u->x, table, constraint, values_json, res));
+}
+
+int unico_args_json(unico *u, const char *table, const char *constraint,
+                    const char *const *args, size_t nargs, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res,
+                uexec_args_json(u->x, table, constraint, args, nargs, res));
+}
+
+int unico_check(unico *u, unico_result *res) {
+  begin(res);
+  NEED(u);
+  int rc = uexec_check(u->x, res);
+  /* The report stays in res->json when violations were found. */
+  char *report = res ? res->json : NULL;
+  if (res) res->json = NULL;
+  finish(res, rc);
+  if (res) res->json = report;
+  return rc;
+}
+
+int unico_sweep(unico *u, uint64_t *removed, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uexec_sweep(u->x, unow_ms(), removed, res));
+}

@@ -1,0 +1,414 @@
+/* schema_ops.c - the schema as stored in the store: the cache every write is
+ * checked against, and schema apply (a two-step change that first stops
+ * writers, then verifies that refused-on-filled-table changes only touch
+ * empty tables, then commits or rolls back). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec/exec_int.h"
+#include "keys/keyspace.h"
+#include "plan/plan.h"
+#include "util/err.h"
+
+static void sch_unref(usch *c) {
+  if (!c) return;
+  if (atomic_fetch_sub(&c->refs, 1) == 1) {
+    uschema_free(c->s);
+    free(c->ddl);
+    free(c);
+  }
+}
+
+void uexec_sch_put(usch *c) { sch_unref(c); }
+
+usch *uexec_sch_get(uexec *x) {
+  pthread_mutex_lock(&x->lock);
+  usch *c = x->cur;
+  atomic_fetch_add(&c->refs, 1);
+  pthread_mutex_unlock(&x->lock);
+  return c;
+}
+
+void uexec_sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+int uexec_store_err(unico_result *res, int rc, const char *what,
+                    const ustore_err *e) {
+  if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
+  return uerr(res, rc, NULL, "%s: %s", what,
+              e && e->msg[0] ? e->msg : unico_strerror(rc));
+}
+
+static int put_schema(uexec *x, const ubuf *key, int expect, uint64_t ver,
+                      const ustored_schema *ss, unico_result *res) {
+  ubuf v = UBUF_INIT;
+  ustore_err e = {{0}};
+  ustored_schema_encode(&v, ss);
+  if (!ubuf_ok(&v)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  ustore_op op = {key->p, key->len, expect, ver, USTORE_PUT, v.p, v.len,
+                  0, 0, 0, UBUF_INIT};
+  int rc = x->st->vt->cas(x->st, &op, &e);
+  ubuf_free(&op.cur);
+  ubuf_free(&v);
+  if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
+    return uexec_store_err(res, rc, "writing the schema", &e);
+  return rc;
+}
+
+int uexec_sch_load(uexec *x, usch **out, unico_result *res) {
+  ubuf key = UBUF_INIT, val = UBUF_INIT;
+  ustored_schema ss;
+  ustore_err e = {{0}};
+  uint64_t ver = 0;
+  int rc = UNICO_OK;
+  memset(&ss, 0, sizeof ss);
+  *out = NULL;
+  ukey_schema(&key);
+  for (int attempt = 0;; attempt++) {
+    ustored_schema_free(&ss);
+    rc = x->st->vt->get(x->st, key.p, key.len, &val, &ver, &e);
+    if (rc == UNICO_ENOTFOUND) {
+      ver = 0;
+      rc = UNICO_OK;
+      break;
+    }
+    if (rc) {
+      rc = uexec_store_err(res, rc, "reading the schema", &e);
+      goto leave;
+    }
+    if (ustored_schema_decode(val.p, val.len, &ss)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "the stored schema is corrupt");
+      goto leave;
+    }
+    if (ss.state != USCHEMA_CHANGING) break;
+    if (unow_ms() - ss.since_ms > SCHEMA_STALE_MS) {
+      /* The process applying it died: roll back to the schema before. */
+      ustored_schema back = {USCHEMA_READY, ss.prev_version, ss.prev_ddl,
+                             NULL, 0, unow_ms()};
+      rc = put_schema(x, &key, USTORE_VERSION, ver, &back, res);
+      if (rc < 0) goto leave;
+      continue;
+    }
+    if (attempt > 2000) {
+      rc = uerr(res, UNICO_EBUSY, NULL,
+                "a schema change is in progress; try again");
+      goto leave;
+    }
+    uexec_sleep_ms(5);
+  }
+  {
+    usch *c = calloc(1, sizeof *c);
+    uparse_error pe;
+    if (!c) {
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      goto leave;
+    }
+    atomic_init(&c->refs, 1);
+    c->store_ver = ver;
+    c->schema_version = ver ? ss.schema_version : 0;
+    c->ddl = strdup(ss.ddl ? ss.ddl : "");
+    if (!c->ddl) {
+      free(c);
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      goto leave;
+    }
+    if (uschema_parse(c->ddl, &c->s, &pe)) {
+      free(c->ddl);
+      free(c);
+      rc = uerr(res, UNICO_ECORRUPT, NULL,
+                "the stored schema does not parse (%d:%d: %s)", pe.line,
+                pe.col, pe.msg);
+      goto leave;
+    }
+    *out = c;
+  }
+leave:
+  ustored_schema_free(&ss);
+  ubuf_free(&key);
+  ubuf_free(&val);
+  return rc;
+}
+
+int uexec_sch_reload(uexec *x, unico_result *res) {
+  usch *c = NULL;
+  int rc = uexec_sch_load(x, &c, res);
+  if (rc) return rc;
+  pthread_mutex_lock(&x->lock);
+  usch *old = x->cur;
+  x->cur = c;
+  pthread_mutex_unlock(&x->lock);
+  sch_unref(old);
+  return UNICO_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* comparing schemas */
+
+static const char *con_kind_name(ucon_kind k) {
+  return k == UCON_LIMIT ? "LIMIT" : "UNIQUE";
+}
+
+static int con_equal(const utable *a, const uconstraint *ca, const utable *b,
+                     const uconstraint *cb) {
+  if (ca->kind != cb->kind || ca->ncols != cb->ncols || ca->norm != cb->norm ||
+      ca->limit != cb->limit || strcmp(ca->name, cb->name))
+    return 0;
+  for (size_t i = 0; i < ca->ncols; i++) {
+    const ucolumn *x = &a->cols[ca->cols[i]], *y = &b->cols[cb->cols[i]];
+    if (strcmp(x->name, y->name) || x->type != y->type) return 0;
+  }
+  return 1;
+}
+
+/* Does changing table o into n need the table to be empty? If so, say what
+ * changed in why. Returns 1 (needs empty), 0 (allowed on any table). */
+static int needs_empty(const utable *o, const utable *n, char *why,
+                       size_t wl) {
+  for (size_t i = 0; i < o->ncols; i++) {
+    int j = utable_column(n, o->cols[i].name);
+    if (j < 0) {
+      snprintf(why, wl, "column \"%s\" is dropped", o->cols[i].name);
+      return 1;
+    }
+    if (n->cols[j].type != o->cols[i].type) {
+      snprintf(why, wl, "column \"%s\" changes type from %s to %s",
+               o->cols[i].name, ucol_type_name(o->cols[i].type),
+               ucol_type_name(n->cols[j].type));
+      return 1;
+    }
+  }
+  int pk_same = o->npk == n->npk;
+  for (size_t i = 0; pk_same && i < o->npk; i++)
+    pk_same = !strcmp(o->cols[o->pk[i]].name, n->cols[n->pk[i]].name);
+  if (!pk_same) {
+    snprintf(why, wl, "the primary key changes");
+    return 1;
+  }
+  for (size_t i = 0; i < o->ncons; i++) {
+    int j = utable_constraint(n, o->cons[i].name);
+    if (j < 0) {
+      snprintf(why, wl, "%s constraint %s is dropped",
+               con_kind_name(o->cons[i].kind), o->cons[i].name);
+      return 1;
+    }
+    if (!con_equal(o, &o->cons[i], n, &n->cons[j])) {
+      snprintf(why, wl, "constraint %s changes", o->cons[i].name);
+      return 1;
+    }
+  }
+  for (size_t j = 0; j < n->ncons; j++) {
+    if (utable_constraint(o, n->cons[j].name) < 0) {
+      snprintf(why, wl,
+               "%s constraint %s is added (building claims for a table that "
+               "has records comes in a later release)",
+               con_kind_name(n->cons[j].kind), n->cons[j].name);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int schemas_equal(const uschema *a, const uschema *b) {
+  char why[8];
+  if (a->ntables != b->ntables) return 0;
+  for (size_t i = 0; i < a->ntables; i++) {
+    const utable *o = &a->tables[i], *n = uschema_table(b, o->name);
+    if (!n || o->ncols != n->ncols || o->ncons != n->ncons) return 0;
+    if (needs_empty(o, n, why, sizeof why)) return 0;
+    for (size_t c = 0; c < o->ncols; c++)
+      if (strcmp(o->cols[c].name, n->cols[c].name)) return 0;
+  }
+  return 1;
+}
+
+static int first_key_cb(void *ctx, const uint8_t *k, size_t kl,
+                        const uint8_t *v, size_t vl, uint64_t ver) {
+  (void)ctx, (void)k, (void)kl, (void)v, (void)vl, (void)ver;
+  return 1; /* stop at the first key: the table has records */
+}
+
+/* 1 if the table has at least one record, 0 if none, <0 on error. */
+static int table_has_records(uexec *x, const char *table, unico_result *res) {
+  ubuf p = UBUF_INIT;
+  ustore_err e = {{0}};
+  ukey_records(&p, table);
+  int rc = x->st->vt->scan(x->st, p.p, p.len, NULL, 0, first_key_cb, NULL, &e);
+  ubuf_free(&p);
+  if (rc == 1) return 1;
+  if (rc) return uexec_store_err(res, rc, "scanning records", &e);
+  return 0;
+}
+
+static int apply_output(unico_result *res, const uschema *s, uint64_t ver,
+                        int changed) {
+  json_t *o = json_object(), *t = json_array();
+  if (!o || !t) {
+    json_decref(o);
+    json_decref(t);
+    return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  for (size_t i = 0; i < s->ntables; i++)
+    json_array_append_new(t, json_string(s->tables[i].name));
+  json_object_set_new(o, "schema_version", json_integer((json_int_t)ver));
+  json_object_set_new(o, "tables", t);
+  json_object_set_new(o, "changed", json_boolean(changed));
+  if (res) {
+    res->json = json_dumps(o, JSON_COMPACT);
+    res->version = ver;
+  }
+  json_decref(o);
+  return UNICO_OK;
+}
+
+int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
+  uschema *ns = NULL;
+  usch *cur = NULL;
+  ubuf key = UBUF_INIT;
+  uparse_error pe;
+  int rc;
+  if (!ddl) return uerr(res, UNICO_EINVAL, NULL, "no schema text given");
+  if (uschema_parse(ddl, &ns, &pe))
+    return uerr(res, UNICO_EINVAL, NULL, "schema error at %d:%d: %s", pe.line,
+                pe.col, pe.msg);
+  for (size_t i = 0; i < ns->ntables; i++)
+    for (size_t j = 0; j < ns->tables[i].ncons; j++)
+      if (ns->tables[i].cons[j].kind == UCON_LIMIT) {
+        rc = uerr(res, UNICO_ESCHEMA, NULL,
+                  "table %s: LIMIT constraints (%s) are not enforced by this "
+                  "release yet, so the schema is refused rather than applied "
+                  "without them",
+                  ns->tables[i].name, ns->tables[i].cons[j].name);
+        goto leave;
+      }
+  ukey_schema(&key);
+  for (int attempt = 0; attempt < 100; attempt++) {
+    uexec_sch_put(cur);
+    cur = NULL;
+    rc = uexec_sch_load(x, &cur, res);
+    if (rc) goto leave;
+    if (schemas_equal(cur->s, ns) && cur->store_ver &&
+        !strcmp(cur->ddl, ddl)) {
+      rc = apply_output(res, ns, cur->schema_version, 0);
+      goto leave;
+    }
+    /* Which existing tables change in a way that needs them empty? */
+    const char *need[1024];
+    char whys[8][200];
+    size_t nneed = 0;
+    char why[200];
+    for (size_t i = 0; i < cur->s->ntables && nneed < 1024; i++) {
+      const utable *o = &cur->s->tables[i];
+      const utable *n = uschema_table(ns, o->name);
+      if (!n) {
+        snprintf(why, sizeof why, "the table is dropped");
+      } else if (!needs_empty(o, n, why, sizeof why)) {
+        continue;
+      }
+      if (nneed < 8) snprintf(whys[nneed], sizeof whys[nneed], "%s", why);
+      need[nneed++] = o->name;
+    }
+    ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
+                           (char *)ddl, NULL, 0, unow_ms()};
+    int expect = cur->store_ver ? USTORE_VERSION : USTORE_ABSENT;
+    if (nneed == 0) {
+      rc = put_schema(x, &key, expect, cur->store_ver, &next, res);
+      if (rc == USTORE_NOT_APPLIED) continue; /* raced: start again */
+      if (rc) goto leave;
+      break;
+    }
+    /* Step 1: mark the change in progress; writers checking the schema
+     * version now fail and wait, so no record can appear in a table we are
+     * about to find empty. */
+    ustored_schema changing = {USCHEMA_CHANGING, cur->schema_version + 1,
+                               (char *)ddl, cur->ddl, cur->schema_version,
+                               unow_ms()};
+    rc = put_schema(x, &key, expect, cur->store_ver, &changing, res);
+    if (rc == USTORE_NOT_APPLIED) continue;
+    if (rc) goto leave;
+    uint64_t mark_ver = cur->store_ver + 1;
+    /* Step 2: verify. */
+    int bad = -1;
+    for (size_t i = 0; i < nneed; i++) {
+      int h = table_has_records(x, need[i], res);
+      if (h < 0) {
+        rc = h;
+        break;
+      }
+      if (h) {
+        bad = (int)i;
+        break;
+      }
+    }
+    /* Step 3: commit, or put the old schema back. */
+    if (bad < 0 && rc == UNICO_OK) {
+      rc = put_schema(x, &key, USTORE_VERSION, mark_ver, &next, res);
+      if (rc == USTORE_NOT_APPLIED)
+        rc = uerr(res, UNICO_EBUSY, NULL,
+                  "the schema change took too long and was rolled back by "
+                  "another process; apply it again");
+      if (rc) goto leave;
+      break;
+    }
+    int saved = rc;
+    unico_result tmp = UNICO_RESULT_INIT;
+    ustored_schema back = {USCHEMA_READY, cur->schema_version, cur->ddl, NULL,
+                           0, unow_ms()};
+    if (cur->store_ver)
+      rc = put_schema(x, &key, USTORE_VERSION, mark_ver, &back, &tmp);
+    else {
+      /* There was no schema: remove the marker again. */
+      ustore_err e = {{0}};
+      ustore_op op = {key.p, key.len, USTORE_VERSION, mark_ver, USTORE_DEL,
+                      NULL, 0, 0, 0, 0, UBUF_INIT};
+      rc = x->st->vt->cas(x->st, &op, &e);
+      ubuf_free(&op.cur);
+    }
+    unico_result_clear(&tmp);
+    if (saved) {
+      rc = saved;
+      goto leave;
+    }
+    size_t idx = (size_t)bad;
+    rc = uerr(res, UNICO_ESCHEMA, NULL,
+              "table %s has records, and %s; the schema was not changed",
+              need[idx], idx < 8 ? whys[idx] : "it changes");
+    goto leave;
+  }
+  if (rc == UNICO_OK) {
+    rc = uexec_sch_reload(x, res);
+    if (rc == UNICO_OK) {
+      usch *c = uexec_sch_get(x);
+      rc = apply_output(res, ns, c->schema_version, 1);
+      uexec_sch_put(c);
+    }
+  }
+leave:
+  uexec_sch_put(cur);
+  uschema_free(ns);
+  ubuf_free(&key);
+  return rc;
+}
+
+int uexec_schema_show(uexec *x, unico_result *res) {
+  usch *c = NULL;
+  int rc = uexec_sch_load(x, &c, res);
+  if (rc) return rc;
+  if (!c->store_ver) {
+    uexec_sch_put(c);
+    return uerr(res, UNICO_ENOTFOUND, NULL,
+                "no schema has been applied to this store yet");
+  }
+  json_t *o = json_pack("{s:I,s:s}", "schema_version",
+                        (json_int_t)c->schema_version, "ddl", c->ddl);
+  if (res && o) {
+    res->json = json_dumps(o, JSON_COMPACT);
+    res->version = c->schema_version;
+  }
+  json_decref(o);
+  uexec_sch_put(c);
+  return o ? UNICO_OK : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+}

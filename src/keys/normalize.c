@@ -1,0 +1,37 @@
+/* normalize.c - NFKC_Casefold through utf8proc, and UTF-8 validation. */
+#include "keys/normalize.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+int unorm_utf8_valid(const char *s, size_t n) {
+  const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+  size_t i = 0;
+  while (i < n) {
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t k = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
+    if (k <= 0 || cp < 0) return 0;
+    i += (size_t)k;
+  }
+  return 1;
+}
+
+int unorm_casefold(const char *s, size_t n, char **out, size_t *outlen) {
+  *out = NULL;
+  *outlen = 0;
+  if (memchr(s, 0, n) || !unorm_utf8_valid(s, n)) return -1;
+  utf8proc_uint8_t *dst = NULL;
+  /* The options utf8proc_NFKC_Casefold() uses, with an explicit length. */
+  utf8proc_ssize_t r = utf8proc_map(
+      (const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
+      UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
+          UTF8PROC_CASEFOLD | UTF8PROC_IGNORE);
+  if (r < 0) {
+    free(dst);
+    return r == UTF8PROC_ERROR_NOMEM ? -2 : -1;
+  }
+  *out = (char *)dst;
+  *outlen = (size_t)r;
+  return 0;
+}

@@ -1,0 +1,283 @@
+/* plan.c - claims of a record and the stored forms of records, claims,
+ * outcomes and the schema (all tuples, see keys/tuple.h). */
+#include "plan/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys/keyspace.h"
+#include "keys/tuple.h"
+#include "records/record.h"
+#include "util/err.h"
+
+#define FMT 1 /* first element of every stored value: its format version */
+
+void uclaims_free(uclaims *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->n; i++) free(c->v[i].key);
+  free(c->v);
+  c->v = NULL;
+  c->n = 0;
+}
+
+int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,
+                int con) {
+  uclaim *v = realloc(c->v, (c->n + 1) * sizeof *v);
+  if (!v) return -1;
+  c->v = v;
+  uint8_t *k = malloc(klen ? klen : 1);
+  if (!k) return -1;
+  memcpy(k, key, klen);
+  v[c->n].key = k;
+  v[c->n].klen = klen;
+  v[c->n].voff = voff;
+  v[c->n].con = con;
+  c->n++;
+  return 0;
+}
+
+long uclaims_find(const uclaims *c, const uint8_t *key, size_t klen) {
+  for (size_t i = 0; i < c->n; i++)
+    if (c->v[i].klen == klen && !memcmp(c->v[i].key, key, klen)) return (long)i;
+  return -1;
+}
+
+int uplan_claims(const utable *t, json_t *body, uclaims *out,
+                 unico_result *res) {
+  ubuf k = UBUF_INIT;
+  int rc = UNICO_OK;
+  for (size_t i = 0; i < t->ncons; i++) {
+    const uconstraint *c = &t->cons[i];
+    if (c->kind != UCON_UNIQUE) continue;
+    ubuf_reset(&k);
+    ukey_claims(&k, t->name, c->name);
+    size_t voff = k.len;
+    int present;
+    rc = urec_unique_value(t, c, body, &k, &present, res);
+    if (rc) goto leave;
+    if (!present) continue;
+    if (!ubuf_ok(&k) || uclaims_add(out, k.p, k.len, voff, (int)i)) {
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      goto leave;
+    }
+  }
+leave:
+  ubuf_free(&k);
+  if (rc) uclaims_free(out);
+  return rc;
+}
+
+int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
+                      size_t *voff, int *con, char *table, size_t tlen) {
+  utup_reader r;
+  utup_item it;
+  ubuf s = UBUF_INIT;
+  int rc = -1;
+  *con = -1;
+  utup_reader_init(&r, key, klen);
+  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT || it.len != 1 ||
+      it.raw[0] != 'u')
+    goto leave;
+  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT) goto leave;
+  utup_item_copy(&it, &s);
+  if (table && tlen) {
+    size_t n = s.len < tlen - 1 ? s.len : tlen - 1;
+    memcpy(table, s.p ? (char *)s.p : "", n);
+    table[n] = 0;
+  }
+  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT) goto leave;
+  ubuf_reset(&s);
+  utup_item_copy(&it, &s);
+  if (t) *con = utable_constraint(t, s.p ? (char *)s.p : "");
+  *voff = r.off;
+  rc = 0;
+leave:
+  ubuf_free(&s);
+  return rc;
+}
+
+/* --- decoding helpers: each reads one element of an expected type --- */
+
+static int rd_int(utup_reader *r, int64_t *v) {
+  utup_item it;
+  if (utup_next(r, &it) != 1 || it.type != UTUP_INT) return -1;
+  *v = it.i;
+  return 0;
+}
+
+static int rd_str(utup_reader *r, char **out, size_t *len) {
+  utup_item it;
+  ubuf b = UBUF_INIT;
+  *out = NULL;
+  if (utup_next(r, &it) != 1 || (it.type != UTUP_TEXT && it.type != UTUP_BYTES))
+    return -1;
+  utup_item_copy(&it, &b);
+  if (len) *len = b.len;
+  *out = ubuf_take(&b);
+  return *out ? 0 : -1;
+}
+
+static void put_str(ubuf *b, const char *s) { utup_str(b, s ? s : ""); }
+
+void ustored_record_encode(ubuf *out, int state, uint64_t version,
+                           const char *op_id, const char *body,
+                           const uclaims *claims) {
+  utup_int(out, FMT);
+  utup_int(out, state);
+  utup_int(out, (int64_t)version);
+  put_str(out, op_id);
+  put_str(out, body);
+  utup_int(out, claims ? (int64_t)claims->n : 0);
+  for (size_t i = 0; claims && i < claims->n; i++)
+    utup_bytes(out, claims->v[i].key, claims->v[i].klen);
+}
+
+int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
+  utup_reader r;
+  int64_t fmt, state, ver, nc;
+  memset(rec, 0, sizeof *rec);
+  utup_reader_init(&r, p, n);
+  if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, &state) ||
+      rd_int(&r, &ver) || rd_str(&r, &rec->op_id, NULL) ||
+      rd_str(&r, &rec->body, NULL) || rd_int(&r, &nc) || nc < 0)
+    goto bad;
+  rec->state = (int)state;
+  rec->version = (uint64_t)ver;
+  for (int64_t i = 0; i < nc; i++) {
+    char *k;
+    size_t kl, voff;
+    int con;
+    if (rd_str(&r, &k, &kl)) goto bad;
+    int bad = uplan_claim_split(NULL, (uint8_t *)k, kl, &voff, &con, NULL, 0) ||
+              uclaims_add(&rec->claims, (uint8_t *)k, kl, voff, -1);
+    free(k);
+    if (bad) goto bad;
+  }
+  if (r.off != r.len) goto bad;
+  return 0;
+bad:
+  ustored_record_free(rec);
+  return -1;
+}
+
+void ustored_record_free(ustored_record *r) {
+  if (!r) return;
+  free(r->op_id);
+  free(r->body);
+  uclaims_free(&r->claims);
+  memset(r, 0, sizeof *r);
+}
+
+void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
+                          size_t owner_len, const char *op_id,
+                          int64_t since_ms) {
+  utup_int(out, FMT);
+  utup_int(out, state);
+  utup_bytes(out, owner, owner_len);
+  put_str(out, op_id);
+  utup_int(out, since_ms);
+}
+
+int ustored_claim_decode(const uint8_t *p, size_t n, ustored_claim *c) {
+  utup_reader r;
+  int64_t fmt, state;
+  memset(c, 0, sizeof *c);
+  utup_reader_init(&r, p, n);
+  if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, &state) ||
+      rd_str(&r, (char **)&c->owner, &c->owner_len) ||
+      rd_str(&r, &c->op_id, NULL) || rd_int(&r, &c->since_ms) ||
+      r.off != r.len) {
+    ustored_claim_free(c);
+    return -1;
+  }
+  c->state = (int)state;
+  return 0;
+}
+
+void ustored_claim_free(ustored_claim *c) {
+  if (!c) return;
+  free(c->owner);
+  free(c->op_id);
+  memset(c, 0, sizeof *c);
+}
+
+void ustored_outcome_encode(ubuf *out, const char *kind, const char *table,
+                            uint64_t fingerprint, int rc, const char *output,
+                            int64_t created_ms) {
+  utup_int(out, FMT);
+  put_str(out, kind);
+  put_str(out, table);
+  utup_int(out, (int64_t)fingerprint);
+  utup_int(out, rc);
+  put_str(out, output);
+  utup_int(out, created_ms);
+}
+
+int ustored_outcome_decode(const uint8_t *p, size_t n, ustored_outcome *o) {
+  utup_reader r;
+  int64_t fmt, fp, rc;
+  memset(o, 0, sizeof *o);
+  utup_reader_init(&r, p, n);
+  if (rd_int(&r, &fmt) || fmt != FMT || rd_str(&r, &o->kind, NULL) ||
+      rd_str(&r, &o->table, NULL) || rd_int(&r, &fp) || rd_int(&r, &rc) ||
+      rd_str(&r, &o->output, NULL) || rd_int(&r, &o->created_ms) ||
+      r.off != r.len) {
+    ustored_outcome_free(o);
+    return -1;
+  }
+  o->fingerprint = (uint64_t)fp;
+  o->rc = (int)rc;
+  return 0;
+}
+
+void ustored_outcome_free(ustored_outcome *o) {
+  if (!o) return;
+  free(o->kind);
+  free(o->table);
+  free(o->output);
+  memset(o, 0, sizeof *o);
+}
+
+void ustored_schema_encode(ubuf *out, const ustored_schema *s) {
+  utup_int(out, FMT);
+  utup_int(out, s->state);
+  utup_int(out, (int64_t)s->schema_version);
+  put_str(out, s->ddl);
+  put_str(out, s->prev_ddl);
+  utup_int(out, (int64_t)s->prev_version);
+  utup_int(out, s->since_ms);
+}
+
+int ustored_schema_decode(const uint8_t *p, size_t n, ustored_schema *s) {
+  utup_reader r;
+  int64_t fmt, state, ver, pver;
+  memset(s, 0, sizeof *s);
+  utup_reader_init(&r, p, n);
+  if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, &state) ||
+      rd_int(&r, &ver) || rd_str(&r, &s->ddl, NULL) ||
+      rd_str(&r, &s->prev_ddl, NULL) || rd_int(&r, &pver) ||
+      rd_int(&r, &s->since_ms) || r.off != r.len) {
+    ustored_schema_free(s);
+    return -1;
+  }
+  s->state = (int)state;
+  s->schema_version = (uint64_t)ver;
+  s->prev_version = (uint64_t)pver;
+  return 0;
+}
+
+void ustored_schema_free(ustored_schema *s) {
+  if (!s) return;
+  free(s->ddl);
+  free(s->prev_ddl);
+  memset(s, 0, sizeof *s);
+}
+
+uint64_t uplan_hash(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= UINT64_C(1099511628211);
+  }
+  return h;
+}

@@ -1,0 +1,108 @@
+/* plan.h - what a record change means for the store: the claims a record
+ * holds, which to take and which to release, and the stored forms of
+ * records, claims, outcomes and the schema. */
+#ifndef UNICO_PLAN_H
+#define UNICO_PLAN_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "schema/schema.h"
+#include "unico.h"
+#include "util/buf.h"
+
+/* A set of claim keys ("u", table, constraint, value...). */
+typedef struct uclaim {
+  uint8_t *key;
+  size_t klen;
+  size_t voff; /* where the value tuple starts inside key */
+  int con;     /* constraint index in the table, -1 if unknown */
+} uclaim;
+
+typedef struct uclaims {
+  size_t n;
+  uclaim *v;
+} uclaims;
+
+void uclaims_free(uclaims *c);
+int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,
+                int con);
+/* Index of key in c, or -1. */
+long uclaims_find(const uclaims *c, const uint8_t *key, size_t klen);
+
+/* The claims a record body holds under table t's unique constraints. */
+int uplan_claims(const utable *t, json_t *body, uclaims *out,
+                 unico_result *res);
+
+/* Find where the value starts in a claim key and which constraint of t it
+ * belongs to (-1 if none). Returns -1 when the key is not a claim key. */
+int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
+                      size_t *voff, int *con, char *table, size_t tlen);
+
+enum { UREC_LIVE = 1, UREC_DELETED = 2, UREC_ABORTED = 3 };
+enum { UCLAIM_COMMITTED = 1, UCLAIM_PENDING = 2, UCLAIM_HELD = 3 };
+enum { USCHEMA_READY = 1, USCHEMA_CHANGING = 2 };
+
+/* Stored record. Encode appends to out; decode fills a struct the caller
+ * frees with ustored_record_free (strings point into malloc'd copies). */
+typedef struct ustored_record {
+  int state;
+  uint64_t version;
+  char *op_id;
+  char *body; /* JSON text */
+  uclaims claims;
+} ustored_record;
+
+void ustored_record_encode(ubuf *out, int state, uint64_t version,
+                           const char *op_id, const char *body,
+                           const uclaims *claims);
+int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *r);
+void ustored_record_free(ustored_record *r);
+
+typedef struct ustored_claim {
+  int state;
+  uint8_t *owner; /* the owner's primary key tuple */
+  size_t owner_len;
+  char *op_id;
+  int64_t since_ms;
+} ustored_claim;
+
+void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
+                          size_t owner_len, const char *op_id,
+                          int64_t since_ms);
+int ustored_claim_decode(const uint8_t *p, size_t n, ustored_claim *c);
+void ustored_claim_free(ustored_claim *c);
+
+typedef struct ustored_outcome {
+  char *kind;
+  char *table;
+  uint64_t fingerprint;
+  int rc;
+  char *output;
+  int64_t created_ms;
+} ustored_outcome;
+
+void ustored_outcome_encode(ubuf *out, const char *kind, const char *table,
+                            uint64_t fingerprint, int rc, const char *output,
+                            int64_t created_ms);
+int ustored_outcome_decode(const uint8_t *p, size_t n, ustored_outcome *o);
+void ustored_outcome_free(ustored_outcome *o);
+
+typedef struct ustored_schema {
+  int state;
+  uint64_t schema_version;
+  char *ddl;
+  char *prev_ddl;
+  uint64_t prev_version;
+  int64_t since_ms;
+} ustored_schema;
+
+void ustored_schema_encode(ubuf *out, const ustored_schema *s);
+int ustored_schema_decode(const uint8_t *p, size_t n, ustored_schema *s);
+void ustored_schema_free(ustored_schema *s);
+
+/* 64-bit FNV-1a, to fingerprint requests for operation ids. */
+uint64_t uplan_hash(uint64_t h, const void *p, size_t n);
+#define UPLAN_HASH_INIT UINT64_C(14695981039346656037)
+
+#endif

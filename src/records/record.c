@@ -1,0 +1,524 @@
+/* record.c - JSON records against their table; typed key elements. */
+#include "records/record.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys/normalize.h"
+#include "keys/tuple.h"
+#include "util/err.h"
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+ * days_from_civil algorithm). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = (unsigned)(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int digits(const char *s, int n, int *out) {
+  int v = 0;
+  for (int i = 0; i < n; i++) {
+    if (!isdigit((unsigned char)s[i])) return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* RFC 3339 "YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM)" -> ms since epoch. */
+static int parse_rfc3339(const char *s, int64_t *ms) {
+  int Y, M, D, h, m, sec, frac = 0;
+  size_t n = strlen(s);
+  if (n < 20) return -1;
+  if (digits(s, 4, &Y) || s[4] != '-' || digits(s + 5, 2, &M) || s[7] != '-' ||
+      digits(s + 8, 2, &D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+      digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &m) ||
+      s[16] != ':' || digits(s + 17, 2, &sec))
+    return -1;
+  const char *p = s + 19;
+  if (*p == '.') {
+    int nd = 0;
+    p++;
+    while (isdigit((unsigned char)p[nd])) nd++;
+    if (nd < 1 || nd > 3) return -1;
+    digits(p, nd, &frac);
+    for (int i = nd; i < 3; i++) frac *= 10;
+    p += nd;
+  }
+  int off = 0;
+  if (*p == 'Z' || *p == 'z') {
+    p++;
+  } else if (*p == '+' || *p == '-') {
+    int oh, om;
+    if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) ||
+        oh > 23 || om > 59)
+      return -1;
+    off = (oh * 60 + om) * (*p == '-' ? -1 : 1);
+    p += 6;
+  } else {
+    return -1;
+  }
+  if (*p) return -1;
+  static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || m > 59 ||
+      sec > 60)
+    return -1;
+  int leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
+  if (M == 2 && D == 29 && !leap) return -1;
+  if (sec == 60) sec = 59; /* a leap second is the instant before the next */
+  int64_t days = days_from_civil(Y, (unsigned)M, (unsigned)D);
+  *ms = ((days * 86400 + h * 3600 + m * 60 + sec) - (int64_t)off * 60) * 1000 +
+        frac;
+  return 0;
+}
+
+static int uuid_norm(const char *s, char out[37]) {
+  if (strlen(s) != 36) return -1;
+  for (int i = 0; i < 36; i++) {
+    char c = s[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return -1;
+      out[i] = c;
+    } else {
+      if (!isxdigit((unsigned char)c)) return -1;
+      out[i] = (char)tolower((unsigned char)c);
+    }
+  }
+  out[36] = 0;
+  return 0;
+}
+
+static const char *json_kind(json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a number";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
+  case JSON_NULL: return "null";
+  }
+  return "a value";
+}
+
+static int type_err(const ucolumn *c, json_t *v, const char *want,
+                    unico_result *res) {
+  return uerr(res, UNICO_EINVAL, c->name,
+              "column \"%s\" is %s: expected %s, got %s", c->name,
+              ucol_type_name(c->type), want, json_kind(v));
+}
+
+int urec_put_value(ubuf *out, const ucolumn *c, unorm norm, json_t *v,
+                   unico_result *res) {
+  switch (c->type) {
+  case UCOL_TEXT: {
+    if (!json_is_string(v)) return type_err(c, v, "a string", res);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (memchr(s, 0, n) || !unorm_utf8_valid(s, n))
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "column \"%s\" holds a NUL character or invalid UTF-8",
+                  c->name);
+    if (norm == UNORM_CASEFOLD) {
+      char *f;
+      size_t fl;
+      int r = unorm_casefold(s, n, &f, &fl);
+      if (r == -2) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      if (r)
+        return uerr(res, UNICO_EINVAL, c->name,
+                    "column \"%s\" is not valid UTF-8", c->name);
+      utup_text(out, f, fl);
+      free(f);
+    } else {
+      utup_text(out, s, n);
+    }
+    break;
+  }
+  case UCOL_INT:
+    if (!json_is_integer(v)) return type_err(c, v, "an integer", res);
+    if (json_integer_value(v) < INT32_MIN || json_integer_value(v) > INT32_MAX)
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "column \"%s\" is int: %" JSON_INTEGER_FORMAT
+                  " is outside the 32-bit range",
+                  c->name, json_integer_value(v));
+    utup_int(out, json_integer_value(v));
+    break;
+  case UCOL_BIGINT:
+    if (!json_is_integer(v)) return type_err(c, v, "an integer", res);
+    utup_int(out, json_integer_value(v));
+    break;
+  case UCOL_BOOLEAN:
+    if (!json_is_boolean(v)) return type_err(c, v, "true or false", res);
+    utup_bool(out, json_is_true(v));
+    break;
+  case UCOL_UUID: {
+    char u[37];
+    if (!json_is_string(v)) return type_err(c, v, "a UUID string", res);
+    if (uuid_norm(json_string_value(v), u))
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "column \"%s\" is uuid: \"%.60s\" is not of the form "
+                  "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+                  c->name, json_string_value(v));
+    utup_text(out, u, 36);
+    break;
+  }
+  case UCOL_TIMESTAMP: {
+    int64_t ms;
+    if (json_is_integer(v)) {
+      ms = json_integer_value(v);
+    } else if (json_is_string(v)) {
+      if (parse_rfc3339(json_string_value(v), &ms))
+        return uerr(res, UNICO_EINVAL, c->name,
+                    "column \"%s\" is timestamp: \"%.60s\" is not an RFC 3339 "
+                    "time such as 2024-05-01T12:00:00Z (at most 3 fractional "
+                    "digits)",
+                    c->name, json_string_value(v));
+    } else {
+      return type_err(c, v, "milliseconds or an RFC 3339 string", res);
+    }
+    utup_int(out, ms);
+    break;
+  }
+  case UCOL_DOUBLE:
+    if (!json_is_number(v)) return type_err(c, v, "a number", res);
+    utup_double(out, json_number_value(v));
+    break;
+  default:
+    return uerr(res, UNICO_EINVAL, c->name, "column \"%s\" has an unknown type",
+                c->name);
+  }
+  if (!ubuf_ok(out)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  return UNICO_OK;
+}
+
+int urec_validate(const utable *t, json_t *obj, unico_result *res) {
+  const char *key;
+  json_t *v;
+  ubuf scratch = UBUF_INIT;
+  int rc = UNICO_OK;
+  if (!json_is_object(obj))
+    return uerr(res, UNICO_EINVAL, NULL,
+                "a record of table %s must be a JSON object", t->name);
+  json_object_foreach(obj, key, v) {
+    int ci = utable_column(t, key);
+    if (ci < 0) {
+      rc = uerr(res, UNICO_EINVAL, key, "table %s has no column \"%.100s\"",
+                t->name, key);
+      goto leave;
+    }
+    if (json_is_null(v)) continue;
+    ubuf_reset(&scratch);
+    rc = urec_put_value(&scratch, &t->cols[ci], UNORM_EXACT, v, res);
+    if (rc) goto leave;
+  }
+  for (size_t i = 0; i < t->npk; i++) {
+    const ucolumn *c = &t->cols[t->pk[i]];
+    v = json_object_get(obj, c->name);
+    if (!v || json_is_null(v)) {
+      rc = uerr(res, UNICO_EINVAL, c->name,
+                "primary key column \"%s\" of table %s is missing", c->name,
+                t->name);
+      goto leave;
+    }
+    if (json_is_string(v) && json_string_length(v) == 0) {
+      rc = uerr(res, UNICO_EINVAL, c->name,
+                "primary key column \"%s\" of table %s is empty", c->name,
+                t->name);
+      goto leave;
+    }
+  }
+leave:
+  ubuf_free(&scratch);
+  return rc;
+}
+
+int urec_pk(const utable *t, json_t *obj, ubuf *pk, unico_result *res) {
+  for (size_t i = 0; i < t->npk; i++) {
+    const ucolumn *c = &t->cols[t->pk[i]];
+    json_t *v = json_object_get(obj, c->name);
+    if (!v || json_is_null(v))
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "primary key column \"%s\" of table %s is missing", c->name,
+                  t->name);
+    if (json_is_string(v) && json_string_length(v) == 0)
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "primary key column \"%s\" of table %s is empty", c->name,
+                  t->name);
+    int rc = urec_put_value(pk, c, UNORM_EXACT, v, res);
+    if (rc) return rc;
+  }
+  return UNICO_OK;
+}
+
+json_t *urec_pk_json(const utable *t, json_t *obj) {
+  if (t->npk == 1) {
+    json_t *v = json_object_get(obj, t->cols[t->pk[0]].name);
+    return v ? json_incref(v) : json_null();
+  }
+  json_t *a = json_array();
+  if (!a) return NULL;
+  for (size_t i = 0; i < t->npk; i++) {
+    json_t *v = json_object_get(obj, t->cols[t->pk[i]].name);
+    json_array_append(a, v ? v : json_null());
+  }
+  return a;
+}
+
+int urec_pk_parse(const utable *t, const char *pk_json, ubuf *pk,
+                  unico_result *res) {
+  json_error_t je;
+  int rc = UNICO_OK;
+  if (!pk_json)
+    return uerr(res, UNICO_EINVAL, NULL, "no primary key given");
+  json_t *v = json_loads(pk_json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+  if (!v)
+    return uerr(res, UNICO_EINVAL, NULL,
+                "the primary key is not valid JSON: %s (column %d)", je.text,
+                je.column);
+  json_t *obj = json_object();
+  if (!obj) {
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    goto leave;
+  }
+  if (t->npk == 1 && !json_is_array(v)) {
+    json_object_set(obj, t->cols[t->pk[0]].name, v);
+  } else if (json_is_array(v) && json_array_size(v) == t->npk) {
+    for (size_t i = 0; i < t->npk; i++)
+      json_object_set(obj, t->cols[t->pk[i]].name, json_array_get(v, i));
+  } else {
+    rc = uerr(res, UNICO_EINVAL, NULL,
+              "the primary key of table %s has %zu column%s: give %s", t->name,
+              t->npk, t->npk == 1 ? "" : "s",
+              t->npk == 1 ? "one value" : "a JSON array with one value each");
+    goto leave;
+  }
+  rc = urec_pk(t, obj, pk, res);
+leave:
+  json_decref(obj);
+  json_decref(v);
+  return rc;
+}
+
+int urec_unique_value(const utable *t, const uconstraint *c, json_t *obj,
+                      ubuf *val, int *present, unico_result *res) {
+  *present = 0;
+  for (size_t i = 0; i < c->ncols; i++) {
+    json_t *v = json_object_get(obj, t->cols[c->cols[i]].name);
+    if (!v || json_is_null(v)) return UNICO_OK;
+  }
+  size_t mark = val->len;
+  for (size_t i = 0; i < c->ncols; i++) {
+    const ucolumn *col = &t->cols[c->cols[i]];
+    int rc = urec_put_value(val, col, c->norm,
+                            json_object_get(obj, col->name), res);
+    if (rc) {
+      val->len = mark;
+      return rc;
+    }
+  }
+  *present = 1;
+  return UNICO_OK;
+}
+
+int urec_values_parse(const utable *t, const uconstraint *c,
+                      const char *values_json, ubuf *val, unico_result *res) {
+  json_error_t je;
+  int rc = UNICO_OK;
+  json_t *a = json_loads(values_json ? values_json : "", JSON_DECODE_ANY, &je);
+  if (!a)
+    return uerr(res, UNICO_EINVAL, NULL, "the values are not valid JSON: %s",
+                je.text);
+  if (!json_is_array(a) || json_array_size(a) != c->ncols) {
+    rc = uerr(res, UNICO_EINVAL, NULL,
+              "constraint %s has %zu column%s: give a JSON array of %zu "
+              "value%s",
+              c->name, c->ncols, c->ncols == 1 ? "" : "s", c->ncols,
+              c->ncols == 1 ? "" : "s");
+    goto leave;
+  }
+  for (size_t i = 0; i < c->ncols; i++) {
+    const ucolumn *col = &t->cols[c->cols[i]];
+    json_t *v = json_array_get(a, i);
+    if (json_is_null(v)) {
+      rc = uerr(res, UNICO_EINVAL, col->name,
+                "a null value is never claimed (column \"%s\")", col->name);
+      goto leave;
+    }
+    rc = urec_put_value(val, col, c->norm, v, res);
+    if (rc) goto leave;
+  }
+leave:
+  json_decref(a);
+  return rc;
+}
+
+json_t *urec_tuple_json(const uint8_t *p, size_t n) {
+  utup_reader r;
+  utup_item it;
+  ubuf tmp = UBUF_INIT;
+  json_t *a = json_array();
+  int rc;
+  if (!a) return NULL;
+  utup_reader_init(&r, p, n);
+  while ((rc = utup_next(&r, &it)) == 1) {
+    json_t *v = NULL;
+    switch (it.type) {
+    case UTUP_NULL: v = json_null(); break;
+    case UTUP_TEXT:
+    case UTUP_BYTES:
+      ubuf_reset(&tmp);
+      utup_item_copy(&it, &tmp);
+      v = json_stringn(tmp.p ? (char *)tmp.p : "", tmp.len);
+      break;
+    case UTUP_INT: v = json_integer(it.i); break;
+    case UTUP_DOUBLE: v = json_real(it.d); break;
+    case UTUP_TRUE: v = json_true(); break;
+    case UTUP_FALSE: v = json_false(); break;
+    }
+    if (!v || json_array_append_new(a, v)) {
+      rc = -1;
+      break;
+    }
+  }
+  ubuf_free(&tmp);
+  if (rc < 0) {
+    json_decref(a);
+    return NULL;
+  }
+  return a;
+}
+
+int urec_patch(const utable *t, json_t *body, json_t *patch, json_t **out,
+               unico_result *res) {
+  const char *key;
+  json_t *v;
+  *out = NULL;
+  if (!json_is_object(patch))
+    return uerr(res, UNICO_EINVAL, NULL, "an update must be a JSON object");
+  json_t *n = json_deep_copy(body);
+  if (!n) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  json_object_foreach(patch, key, v) {
+    int ci = utable_column(t, key);
+    if (ci < 0) {
+      json_decref(n);
+      return uerr(res, UNICO_EINVAL, key, "table %s has no column \"%.100s\"",
+                  t->name, key);
+    }
+    if (t->cols[ci].pk_pos >= 0) {
+      json_t *old = json_object_get(body, key);
+      if (!old || !json_equal(old, v)) {
+        json_decref(n);
+        return uerr(res, UNICO_EINVAL, key,
+                    "primary key column \"%s\" cannot be changed; delete the "
+                    "record and insert a new one",
+                    key);
+      }
+      continue;
+    }
+    if (json_is_null(v))
+      json_object_del(n, key);
+    else
+      json_object_set(n, key, v);
+  }
+  int rc = urec_validate(t, n, res);
+  if (rc) {
+    json_decref(n);
+    return rc;
+  }
+  *out = n;
+  return UNICO_OK;
+}
+
+/* One command-line string as the JSON value of column c. */
+static json_t *arg_value(const ucolumn *c, const char *s, unico_result *res) {
+  char *end;
+  switch (c->type) {
+  case UCOL_INT:
+  case UCOL_BIGINT:
+  case UCOL_TIMESTAMP: {
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*s && !*end && !errno && !isspace((unsigned char)*s)) return json_integer(v);
+    if (c->type == UCOL_TIMESTAMP) return json_string(s);
+    uerr(res, UNICO_EINVAL, c->name, "column \"%s\" is %s: \"%.60s\" is not an integer",
+         c->name, ucol_type_name(c->type), s);
+    return NULL;
+  }
+  case UCOL_DOUBLE: {
+    errno = 0;
+    double d = strtod(s, &end);
+    if (*s && !*end && !errno && isfinite(d) && !isspace((unsigned char)*s))
+      return json_real(d);
+    uerr(res, UNICO_EINVAL, c->name, "column \"%s\" is double: \"%.60s\" is not a number",
+         c->name, s);
+    return NULL;
+  }
+  case UCOL_BOOLEAN:
+    if (!strcmp(s, "true")) return json_true();
+    if (!strcmp(s, "false")) return json_false();
+    uerr(res, UNICO_EINVAL, c->name, "column \"%s\" is boolean: expected true or false, got \"%.60s\"",
+         c->name, s);
+    return NULL;
+  default: {
+    json_t *v = json_string(s);
+    if (!v)
+      uerr(res, UNICO_EINVAL, c->name, "column \"%s\": the value is not valid UTF-8",
+           c->name);
+    return v;
+  }
+  }
+}
+
+int urec_args_json(const utable *t, const uconstraint *c,
+                   const char *const *args, size_t nargs, char **out,
+                   unico_result *res) {
+  size_t ncols = c ? c->ncols : t->npk;
+  const int *cols = c ? c->cols : t->pk;
+  *out = NULL;
+  if (nargs != ncols)
+    return uerr(res, UNICO_EINVAL, NULL, "%s %s of table %s has %zu column%s, %zu value%s given",
+                c ? "constraint" : "the", c ? c->name : "primary key", t->name, ncols,
+                ncols == 1 ? "" : "s", nargs, nargs == 1 ? "" : "s");
+  json_t *a = json_array();
+  if (!a) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  for (size_t i = 0; i < nargs; i++) {
+    json_t *v = arg_value(&t->cols[cols[i]], args[i], res);
+    if (!v) {
+      json_decref(a);
+      return res && res->rc ? res->rc : UNICO_EINVAL;
+    }
+    json_array_append_new(a, v);
+  }
+  json_t *o = (!c && ncols == 1) ? json_array_get(a, 0) : a;
+  *out = json_dumps(o, JSON_ENCODE_ANY | JSON_COMPACT);
+  json_decref(a);
+  if (!*out) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  return UNICO_OK;
+}
+
+int urec_parse_object(const char *text, const char *what, json_t **out,
+                      unico_result *res) {
+  json_error_t je;
+  *out = NULL;
+  if (!text) return uerr(res, UNICO_EINVAL, NULL, "no %s given", what);
+  json_t *v = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!v)
+    return uerr(res, UNICO_EINVAL, NULL, "the %s is not valid JSON: %s at line %d, column %d",
+                what, je.text, je.line, je.column);
+  if (!json_is_object(v)) {
+    json_decref(v);
+    return uerr(res, UNICO_EINVAL, NULL, "the %s must be a JSON object", what);
+  }
+  *out = v;
+  return UNICO_OK;
+}

@@ -1,0 +1,466 @@
+/* lmdb.c - the embedded store on LMDB: one environment in a directory,
+ * safe for many threads (MDB_NOTLS) and for several processes at once (LMDB's
+ * own lock file and robust mutexes). Every stored value is prefixed with its
+ * 8-byte big-endian version. The map grows by doubling up to max_map_size. */
+#include <errno.h>
+#include <stdarg.h>
+#include <strings.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "store/store.h"
+#include "unico.h"
+
+#define VHDR 8 /* bytes of version in front of every value */
+
+typedef struct lmdb_store {
+  ustore base;
+  MDB_env *env;
+  MDB_dbi dbi;
+  /* Transactions hold this shared; a map resize holds it exclusive, since
+   * LMDB allows mdb_env_set_mapsize() only with no transaction running in
+   * this process. */
+  pthread_rwlock_t resize;
+  int resize_init;
+  size_t map_size;
+  size_t max_map_size;
+  char path[4096];
+} lmdb_store;
+
+static void seterr(ustore_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void seterr(ustore_err *e, const char *fmt, ...) {
+  if (!e) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+}
+
+static int map_rc(lmdb_store *s, int rc, const char *what, ustore_err *e) {
+  switch (rc) {
+  case 0:
+    return UNICO_OK;
+  case MDB_NOTFOUND:
+    return UNICO_ENOTFOUND;
+  case MDB_MAP_FULL:
+    seterr(e,
+           "the store at %s is full: its map reached max_map_size=%zu bytes; "
+           "reopen it with lmdb:%s?max_map_size=BYTES (a larger value)",
+           s->path, s->max_map_size, s->path);
+    return UNICO_EFULL;
+  case ENOMEM:
+    seterr(e, "%s: out of memory", what);
+    return UNICO_ENOMEM;
+  case MDB_CORRUPTED:
+  case MDB_PAGE_NOTFOUND:
+  case MDB_INVALID:
+  case MDB_VERSION_MISMATCH:
+    seterr(e, "%s on %s: %s", what, s->path, mdb_strerror(rc));
+    return UNICO_ECORRUPT;
+  default:
+    seterr(e, "%s on %s: %s", what, s->path, mdb_strerror(rc));
+    return UNICO_EUNAVAILABLE;
+  }
+}
+
+static uint64_t get_ver(const MDB_val *v) {
+  const uint8_t *p = v->mv_data;
+  uint64_t u = 0;
+  for (int i = 0; i < VHDR; i++) u = (u << 8) | p[i];
+  return u;
+}
+
+/* Adopt a map size another process set, or grow ours; called with no
+ * transaction of ours running. */
+static int lm_remap(lmdb_store *s, size_t want, ustore_err *e) {
+  int rc = 0;
+  pthread_rwlock_wrlock(&s->resize);
+  if (want == 0) {
+    rc = mdb_env_set_mapsize(s->env, 0);
+  } else if (s->map_size < want) {
+    rc = mdb_env_set_mapsize(s->env, want);
+  }
+  if (rc == 0) {
+    MDB_envinfo info;
+    mdb_env_info(s->env, &info);
+    s->map_size = info.me_mapsize;
+  }
+  pthread_rwlock_unlock(&s->resize);
+  return map_rc(s, rc, "resizing the map", e);
+}
+
+/* Begin a transaction holding the resize lock shared. On success the caller
+ * must end it with lm_end(). */
+static int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn,
+                    ustore_err *e) {
+  for (int tries = 0; tries < 8; tries++) {
+    pthread_rwlock_rdlock(&s->resize);
+    int rc = mdb_txn_begin(s->env, NULL, flags, txn);
+    if (rc == 0) return UNICO_OK;
+    pthread_rwlock_unlock(&s->resize);
+    if (rc != MDB_MAP_RESIZED) return map_rc(s, rc, "beginning a transaction", e);
+    int r = lm_remap(s, 0, e); /* another process grew the map */
+    if (r) return r;
+  }
+  seterr(e, "the map of %s keeps changing size", s->path);
+  return UNICO_EUNAVAILABLE;
+}
+
+static void lm_abort(lmdb_store *s, MDB_txn *txn) {
+  mdb_txn_abort(txn);
+  pthread_rwlock_unlock(&s->resize);
+}
+
+static int lm_commit(lmdb_store *s, MDB_txn *txn) {
+  int rc = mdb_txn_commit(txn);
+  pthread_rwlock_unlock(&s->resize);
+  return rc;
+}
+
+static int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
+                  uint64_t *version, ustore_err *e) {
+  lmdb_store *s = (lmdb_store *)base;
+  MDB_txn *txn;
+  int rc = lm_begin(s, MDB_RDONLY, &txn, e);
+  if (rc) return rc;
+  MDB_val k = {klen, (void *)key}, v;
+  int mrc = mdb_get(txn, s->dbi, &k, &v);
+  if (mrc == 0) {
+    if (v.mv_size < VHDR) {
+      rc = UNICO_ECORRUPT;
+      seterr(e, "value shorter than its version header in %s", s->path);
+    } else {
+      if (version) *version = get_ver(&v);
+      if (val) {
+        ubuf_reset(val);
+        ubuf_put(val, (uint8_t *)v.mv_data + VHDR, v.mv_size - VHDR);
+        if (!ubuf_ok(val)) rc = UNICO_ENOMEM;
+      }
+    }
+  } else {
+    rc = map_rc(s, mrc, "reading", e);
+  }
+  lm_abort(s, txn);
+  return rc;
+}
+
+/* Apply ops inside txn: first evaluate every condition (so all failures are
+ * reported), then write. Returns UNICO_OK, USTORE_NOT_APPLIED or an error
+ * (MDB code through *mrc). */
+static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
+                     int *mrc) {
+  int failed = 0;
+  *mrc = 0;
+  for (size_t i = 0; i < n; i++) {
+    ustore_op *op = &ops[i];
+    MDB_val k = {op->klen, (void *)op->key}, v;
+    op->failed = 0;
+    if (op->expect == USTORE_ANY) continue;
+    int rc = mdb_get(txn, s->dbi, &k, &v);
+    if (rc && rc != MDB_NOTFOUND) {
+      *mrc = rc;
+      return -1;
+    }
+    int exists = rc == 0;
+    if (exists && v.mv_size < VHDR) {
+      *mrc = MDB_CORRUPTED;
+      return -1;
+    }
+    uint64_t ver = exists ? get_ver(&v) : 0;
+    int ok;
+    switch (op->expect) {
+    case USTORE_ABSENT: ok = !exists; break;
+    case USTORE_VERSION: ok = exists && ver == op->expect_version; break;
+    case USTORE_PRESENT: ok = exists; break;
+    default: ok = 0; break;
+    }
+    if (!ok) {
+      op->failed = 1;
+      op->exists = exists;
+      op->cur_version = ver;
+      ubuf_reset(&op->cur);
+      if (exists) ubuf_put(&op->cur, (uint8_t *)v.mv_data + VHDR, v.mv_size - VHDR);
+      failed = 1;
+    }
+  }
+  if (failed) return USTORE_NOT_APPLIED;
+  for (size_t i = 0; i < n; i++) {
+    ustore_op *op = &ops[i];
+    MDB_val k = {op->klen, (void *)op->key}, v;
+    int rc;
+    if (op->action == USTORE_CHECK) continue;
+    if (op->action == USTORE_DEL) {
+      rc = mdb_del(txn, s->dbi, &k, NULL);
+      if (rc == MDB_NOTFOUND) rc = 0;
+    } else {
+      uint64_t ver = 1;
+      rc = mdb_get(txn, s->dbi, &k, &v);
+      if (rc == 0) ver = get_ver(&v) + 1;
+      else if (rc != MDB_NOTFOUND) goto err;
+      MDB_val nv = {op->vlen + VHDR, NULL};
+      rc = mdb_put(txn, s->dbi, &k, &nv, MDB_RESERVE);
+      if (rc == 0) {
+        uint8_t *p = nv.mv_data;
+        for (int j = 0; j < VHDR; j++) p[j] = (uint8_t)(ver >> (56 - 8 * j));
+        if (op->vlen) memcpy(p + VHDR, op->val, op->vlen);
+      }
+    }
+  err:
+    if (rc) {
+      *mrc = rc;
+      return -1;
+    }
+  }
+  return UNICO_OK;
+}
+
+static int lm_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
+  lmdb_store *s = (lmdb_store *)base;
+  for (size_t i = 0; i < n; i++) {
+    if (ops[i].klen == 0 || ops[i].klen > 511) {
+      seterr(e, "key of %zu bytes is outside LMDB's 1..511", ops[i].klen);
+      return UNICO_EINVAL;
+    }
+  }
+  for (int tries = 0;; tries++) {
+    MDB_txn *txn;
+    int rc = lm_begin(s, 0, &txn, e);
+    if (rc) return rc;
+    int mrc;
+    rc = apply_ops(s, txn, ops, n, &mrc);
+    if (rc == USTORE_NOT_APPLIED) {
+      lm_abort(s, txn);
+      return rc;
+    }
+    if (rc == UNICO_OK) {
+      mrc = lm_commit(s, txn);
+      if (mrc == 0) return UNICO_OK;
+    } else {
+      lm_abort(s, txn);
+    }
+    /* Nothing was written: grow the map and try again, or give up. */
+    if (mrc == MDB_MAP_FULL && tries < 40) {
+      size_t want = s->map_size * 2;
+      if (want > s->max_map_size) want = s->max_map_size;
+      if (want > s->map_size) {
+        rc = lm_remap(s, want, e);
+        if (rc) return rc;
+        continue;
+      }
+    }
+    if (mrc == MDB_BAD_VALSIZE) {
+      seterr(e, "a key or value is too large for LMDB");
+      return UNICO_EINVAL;
+    }
+    return map_rc(s, mrc, "writing", e);
+  }
+}
+
+static int lm_cas(ustore *base, ustore_op *op, ustore_err *e) {
+  return lm_txn(base, op, 1, e);
+}
+
+static int lm_scan(ustore *base, const void *prefix, size_t plen,
+                   const void *after, size_t alen, ustore_scan_cb cb,
+                   void *ctx, ustore_err *e) {
+  lmdb_store *s = (lmdb_store *)base;
+  MDB_txn *txn;
+  MDB_cursor *cur = NULL;
+  int rc = lm_begin(s, MDB_RDONLY, &txn, e);
+  if (rc) return rc;
+  int mrc = mdb_cursor_open(txn, s->dbi, &cur);
+  if (mrc) goto done;
+  MDB_val k, v;
+  if (after) {
+    k.mv_size = alen;
+    k.mv_data = (void *)after;
+  } else {
+    k.mv_size = plen;
+    k.mv_data = (void *)prefix;
+  }
+  if (k.mv_size == 0) {
+    mrc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+  } else {
+    mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    if (mrc == 0 && after && k.mv_size == alen &&
+        memcmp(k.mv_data, after, alen) == 0)
+      mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+  }
+  while (mrc == 0) {
+    if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0) break;
+    if (v.mv_size < VHDR) {
+      mrc = MDB_CORRUPTED;
+      break;
+    }
+    int r = cb(ctx, k.mv_data, k.mv_size, (uint8_t *)v.mv_data + VHDR,
+               v.mv_size - VHDR, get_ver(&v));
+    if (r) {
+      rc = r;
+      goto out;
+    }
+    mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+  }
+done:
+  if (mrc && mrc != MDB_NOTFOUND) rc = map_rc(s, mrc, "scanning", e);
+out:
+  if (cur) mdb_cursor_close(cur);
+  lm_abort(s, txn);
+  return rc;
+}
+
+static void lm_close(ustore *base) {
+  lmdb_store *s = (lmdb_store *)base;
+  if (!s) return;
+  if (s->env) mdb_env_close(s->env);
+  if (s->resize_init) pthread_rwlock_destroy(&s->resize);
+  free(s);
+}
+
+static const ustore_vtab lmdb_vtab = {
+    USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
+    lm_scan, lm_close};
+
+/* "64GiB", "1048576", "512MiB", "2g": a size in bytes. */
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  unsigned long long mul = 1;
+  if (!strcasecmp(end, "") || !strcasecmp(end, "b")) mul = 1;
+  else if (!strcasecmp(end, "k") || !strcasecmp(end, "kib") || !strcasecmp(end, "kb")) mul = 1ULL << 10;
+  else if (!strcasecmp(end, "m") || !strcasecmp(end, "mib") || !strcasecmp(end, "mb")) mul = 1ULL << 20;
+  else if (!strcasecmp(end, "g") || !strcasecmp(end, "gib") || !strcasecmp(end, "gb")) mul = 1ULL << 30;
+  else if (!strcasecmp(end, "t") || !strcasecmp(end, "tib") || !strcasecmp(end, "tb")) mul = 1ULL << 40;
+  else return -1;
+  if (v > SIZE_MAX / mul) return -1;
+  *out = (size_t)(v * mul);
+  return 0;
+}
+
+int ustore_lmdb_open(ustore **out, const char *path, const char *query,
+                     ustore_err *e) {
+  int rc = UNICO_OK, mrc;
+  unsigned envflags = MDB_NOTLS;
+  size_t map_size = (size_t)1 << 30;     /* 1 GiB to start */
+  size_t max_map = (size_t)1 << 40;      /* grows up to 1 TiB */
+  int max_map_given = 0;
+  lmdb_store *s = NULL;
+  char *q = NULL;
+  *out = NULL;
+
+  if (!path || !*path) {
+    seterr(e, "lmdb store: empty path");
+    return UNICO_EINVAL;
+  }
+  if (strlen(path) >= sizeof s->path) {
+    seterr(e, "lmdb store: path too long");
+    return UNICO_EINVAL;
+  }
+  if (query && *query) {
+    q = strdup(query);
+    if (!q) return UNICO_ENOMEM;
+    char *save = NULL;
+    for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+      char *eq = strchr(kv, '=');
+      if (!eq) {
+        seterr(e, "lmdb store option \"%s\" has no value (expected NAME=VALUE)", kv);
+        rc = UNICO_EINVAL;
+        goto leave;
+      }
+      *eq = 0;
+      const char *val = eq + 1;
+      if (!strcmp(kv, "map_size") || !strcmp(kv, "max_map_size")) {
+        size_t v;
+        if (parse_size(val, &v) || v < ((size_t)1 << 20)) {
+          seterr(e, "lmdb store option %s=%s: expected a size of at least 1MiB such as 4GiB", kv, val);
+          rc = UNICO_EINVAL;
+          goto leave;
+        }
+        if (kv[1] == 'a') map_size = v;
+        else { max_map = v; max_map_given = 1; }
+      } else if (!strcmp(kv, "sync")) {
+        if (!strcmp(val, "on")) envflags &= ~(unsigned)(MDB_NOSYNC | MDB_NOMETASYNC);
+        else if (!strcmp(val, "off")) envflags |= MDB_NOSYNC;
+        else if (!strcmp(val, "data")) envflags |= MDB_NOMETASYNC;
+        else {
+          seterr(e, "lmdb store option sync=%s: expected on, data or off", val);
+          rc = UNICO_EINVAL;
+          goto leave;
+        }
+      } else {
+        seterr(e, "unknown lmdb store option \"%s\" (known: map_size, max_map_size, sync)", kv);
+        rc = UNICO_EINVAL;
+        goto leave;
+      }
+    }
+  }
+  if (map_size > max_map) {
+    if (max_map_given) {
+      seterr(e, "lmdb store: map_size is larger than max_map_size");
+      rc = UNICO_EINVAL;
+      goto leave;
+    }
+    max_map = map_size;
+  }
+
+  if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+    seterr(e, "cannot create the store directory %s: %s", path, strerror(errno));
+    rc = UNICO_EUNAVAILABLE;
+    goto leave;
+  }
+  s = calloc(1, sizeof *s);
+  if (!s) {
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
+  s->base.vt = &lmdb_vtab;
+  snprintf(s->path, sizeof s->path, "%s", path);
+  s->max_map_size = max_map;
+  if (pthread_rwlock_init(&s->resize, NULL)) {
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
+  s->resize_init = 1;
+  if ((mrc = mdb_env_create(&s->env))) goto mdb_fail;
+  if ((mrc = mdb_env_set_maxreaders(s->env, 1022))) goto mdb_fail;
+  if ((mrc = mdb_env_set_mapsize(s->env, map_size))) goto mdb_fail;
+  if ((mrc = mdb_env_open(s->env, path, envflags, 0664))) goto mdb_fail;
+  {
+    /* A larger file made by an earlier, larger map: adopt its size. */
+    MDB_envinfo info;
+    mdb_env_info(s->env, &info);
+    s->map_size = info.me_mapsize;
+    if (s->map_size > s->max_map_size) s->max_map_size = s->map_size;
+    int dead;
+    mdb_reader_check(s->env, &dead); /* free slots of killed processes */
+  }
+  {
+    MDB_txn *txn;
+    if ((mrc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))) goto mdb_fail;
+    mrc = mdb_dbi_open(txn, NULL, 0, &s->dbi);
+    mdb_txn_abort(txn);
+    if (mrc) goto mdb_fail;
+  }
+  *out = &s->base;
+  s = NULL;
+  goto leave;
+mdb_fail:
+  if (mrc == EACCES || mrc == ENOENT || mrc == ENOTDIR)
+    seterr(e, "cannot open the store at %s: %s", path, mdb_strerror(mrc));
+  else
+    seterr(e, "cannot open the LMDB store at %s: %s", path, mdb_strerror(mrc));
+  rc = mrc == MDB_INVALID || mrc == MDB_VERSION_MISMATCH ? UNICO_ECORRUPT
+                                                         : UNICO_EUNAVAILABLE;
+leave:
+  if (s) lm_close(&s->base);
+  free(q);
+  return rc;
+}

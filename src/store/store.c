@@ -1,0 +1,31 @@
+/* store.c - choose a store backend from a URL. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "unico.h"
+
+int ustore_open(ustore **out, const char *url, ustore_err *e) {
+  *out = NULL;
+  if (!url || !*url) url = "lmdb:./unico-data";
+  const char *rest = url;
+  if (!strncmp(url, "lmdb://", 7)) {
+    rest = url + 7;
+  } else if (!strncmp(url, "lmdb:", 5)) {
+    rest = url + 5;
+  } else if (strstr(url, "://")) {
+    if (e)
+      snprintf(e->msg, sizeof e->msg,
+               "unsupported store URL \"%s\" (this build knows lmdb:PATH)", url);
+    return UNICO_EUNSUPPORTED;
+  }
+  /* Split PATH?QUERY. */
+  const char *qm = strchr(rest, '?');
+  size_t plen = qm ? (size_t)(qm - rest) : strlen(rest);
+  char *path = strndup(rest, plen);
+  if (!path) return UNICO_ENOMEM;
+  int rc = ustore_lmdb_open(out, path, qm ? qm + 1 : NULL, e);
+  free(path);
+  return rc;
+}

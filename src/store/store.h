@@ -1,0 +1,111 @@
+/* store.h - the store interface: the one vtable every backend implements.
+ *
+ * Stores know nothing of tables or constraints: they keep byte keys and byte
+ * values, each value with a version the store maintains (1 when created,
+ * +1 on every change), and they honour conditions on those versions.
+ *
+ *   get   linearizable read of one key;
+ *   cas   one conditional write (expect absent / version = n / anything);
+ *   txn   several conditional writes, all or nothing (only where the store
+ *         can: caps & USTORE_CAP_TXN; otherwise UNICO_EUNSUPPORTED);
+ *   scan  keys with a prefix, in key order.
+ *
+ * Return codes are unico codes (include/unico.h) plus USTORE_NOT_APPLIED
+ * (a condition did not hold; nothing was written). An error that leaves the
+ * outcome of a write unknown is UNICO_EUNKNOWN; one that certainly wrote
+ * nothing is UNICO_EUNAVAILABLE (or another definite code).
+ *
+ * The vtable is versioned like SQLite's sqlite3_vfs: fields are only ever
+ * appended, and `version` says how many a backend fills in.
+ */
+#ifndef UNICO_STORE_H
+#define UNICO_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+#define USTORE_NOT_APPLIED 1
+
+enum ustore_expect {
+  USTORE_ANY = 0,     /* no condition */
+  USTORE_ABSENT = 1,  /* the key must not exist */
+  USTORE_VERSION = 2, /* the key must exist with version expect_version */
+  USTORE_PRESENT = 3  /* the key must exist, any version */
+};
+
+enum ustore_action {
+  USTORE_PUT = 1,  /* write val (version becomes old + 1, or 1) */
+  USTORE_DEL = 2,  /* remove the key (no-op if absent) */
+  USTORE_CHECK = 3 /* condition only, write nothing */
+};
+
+/* One conditional write. The caller fills the inputs; the store fills the
+ * outputs. `cur` must be initialised (UBUF_INIT) and is freed by the caller.
+ * Inputs are only read during the call. */
+typedef struct ustore_op {
+  const void *key;
+  size_t klen;
+  int expect;              /* enum ustore_expect */
+  uint64_t expect_version; /* for USTORE_VERSION */
+  int action;              /* enum ustore_action */
+  const void *val;
+  size_t vlen;
+  /* outputs, set when the call returns USTORE_NOT_APPLIED: */
+  int failed;           /* this op's condition did not hold */
+  int exists;           /* the key exists (failed ops only) */
+  uint64_t cur_version; /* its version (failed ops only) */
+  ubuf cur;             /* its value (failed ops only) */
+} ustore_op;
+
+/* A precise message for the error a call returned (may be left empty). */
+typedef struct ustore_err {
+  char msg[256];
+} ustore_err;
+
+typedef struct ustore ustore;
+
+/* Called for each key of a scan; return non-zero to stop the scan (the scan
+ * then returns that value). Pointers are valid only during the call. */
+typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
+                              const uint8_t *val, size_t vlen,
+                              uint64_t version);
+
+#define USTORE_CAP_TXN 0x1u     /* txn() is supported */
+#define USTORE_VTAB_VERSION 1
+
+typedef struct ustore_vtab {
+  int version;       /* USTORE_VTAB_VERSION the backend was written for */
+  const char *name;  /* "lmdb", ... */
+  unsigned caps;     /* USTORE_CAP_* */
+  /* Read one key. UNICO_OK with val/version, or UNICO_ENOTFOUND. */
+  int (*get)(ustore *s, const void *key, size_t klen, ubuf *val,
+             uint64_t *version, ustore_err *e);
+  /* One conditional write. UNICO_OK or USTORE_NOT_APPLIED (op->cur etc.). */
+  int (*cas)(ustore *s, ustore_op *op, ustore_err *e);
+  /* All or nothing. UNICO_OK when every condition held and every write was
+   * made; USTORE_NOT_APPLIED when any condition failed (each failed op is
+   * marked and carries the current value); nothing written then. A key may
+   * appear at most once in one txn. */
+  int (*txn)(ustore *s, ustore_op *ops, size_t n, ustore_err *e);
+  /* Keys starting with prefix, in order, starting strictly after `after`
+   * when after is not NULL. */
+  int (*scan)(ustore *s, const void *prefix, size_t plen, const void *after,
+              size_t alen, ustore_scan_cb cb, void *ctx, ustore_err *e);
+  /* Release everything. Accepts a half-opened store. */
+  void (*close)(ustore *s);
+} ustore_vtab;
+
+struct ustore {
+  const ustore_vtab *vt;
+};
+
+/* Open a store from a URL ("lmdb:PATH?opts", or a bare path). */
+int ustore_open(ustore **out, const char *url, ustore_err *e);
+
+/* Backends. */
+int ustore_lmdb_open(ustore **out, const char *path, const char *query,
+                     ustore_err *e);
+
+#endif

@@ -1,0 +1,86 @@
+/* buf.c - growable byte buffer (see buf.h). */
+#include "util/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ubuf_free(ubuf *b) {
+  if (!b) return;
+  free(b->p);
+  b->p = NULL;
+  b->len = b->cap = 0;
+  b->oom = 0;
+}
+
+void ubuf_reset(ubuf *b) {
+  b->len = 0;
+  b->oom = 0;
+  if (b->p) b->p[0] = 0;
+}
+
+int ubuf_reserve(ubuf *b, size_t extra) {
+  if (b->oom) return -1;
+  size_t need = b->len + extra + 1; /* room for the terminating NUL */
+  if (need < b->len) goto fail;     /* overflow */
+  if (need <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < need) {
+    if (cap > SIZE_MAX / 2) goto fail;
+    cap *= 2;
+  }
+  uint8_t *p = realloc(b->p, cap);
+  if (!p) goto fail;
+  b->p = p;
+  b->cap = cap;
+  return 0;
+fail:
+  b->oom = 1;
+  return -1;
+}
+
+void ubuf_put(ubuf *b, const void *p, size_t n) {
+  if (ubuf_reserve(b, n)) return;
+  if (n) memcpy(b->p + b->len, p, n);
+  b->len += n;
+  b->p[b->len] = 0;
+}
+
+void ubuf_putc(ubuf *b, uint8_t c) { ubuf_put(b, &c, 1); }
+
+void ubuf_puts(ubuf *b, const char *s) { ubuf_put(b, s, strlen(s)); }
+
+void ubuf_printf(ubuf *b, const char *fmt, ...) {
+  va_list ap;
+  char small[256];
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    b->oom = 1;
+    return;
+  }
+  if ((size_t)n < sizeof small) {
+    ubuf_put(b, small, (size_t)n);
+    return;
+  }
+  if (ubuf_reserve(b, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf((char *)b->p + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+char *ubuf_take(ubuf *b) {
+  if (b->oom) {
+    ubuf_free(b);
+    return NULL;
+  }
+  if (!b->p && ubuf_reserve(b, 0)) return NULL;
+  char *s = (char *)b->p;
+  s[b->len] = 0;
+  b->p = NULL;
+  b->len = b->cap = 0;
+  return s;
+}
