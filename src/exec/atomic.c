@@ -226,9 +226,14 @@ static void describe_conflict(const utable *t, const uconstraint *c,
       off += (size_t)snprintf(cols + off, sizeof cols - off, "%s%s",
                               i ? ", " : "", t->cols[t->pk[i]].name);
   }
+  /* value_json is an array: show its elements as a tuple, (a, b). */
+  size_t vl = strlen(value_json);
+  int inner = vl >= 2 && value_json[0] == '[' ? (int)vl - 2 : (int)vl;
+  const char *vs = vl >= 2 && value_json[0] == '[' ? value_json + 1 : value_json;
   uerr(res, UNICO_ECONFLICT, NULL,
-       "%s of table %s: (%s) = %.200s is already taken by record %.100s",
-       c ? c->name : "PRIMARY KEY", t->name, cols, value_json, owner_json);
+       "%s.(%s) = (%.*s) is already taken by record %.100s (constraint %s)",
+       t->name, cols, inner > 200 ? 200 : inner, vs, owner_json,
+       c ? c->name : "PRIMARY KEY");
 }
 
 /* Fill res with a unique conflict on claim key ops[i] (or the primary key). */

@@ -272,7 +272,7 @@ int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
   int rc;
   if (!ddl) return uerr(res, UNICO_EINVAL, NULL, "no schema text given");
   if (uschema_parse(ddl, &ns, &pe))
-    return uerr(res, UNICO_EINVAL, NULL, "schema error at %d:%d: %s", pe.line,
+    return uerr(res, UNICO_EINVAL, NULL, "schema error at line %d, column %d: %s", pe.line,
                 pe.col, pe.msg);
   for (size_t i = 0; i < ns->ntables; i++)
     for (size_t j = 0; j < ns->tables[i].ncons; j++)
