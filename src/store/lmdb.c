@@ -31,7 +31,17 @@ typedef struct lmdb_store {
   size_t map_size;
   size_t max_map_size;
   char path[4096];
+  /* LMDB forbids opening one environment twice in a process (closing one
+   * copy would drop the other's locks), so opens of the same directory share
+   * one lmdb_store: registry link, identity and reference count. */
+  struct lmdb_store *next;
+  dev_t dev;
+  ino_t ino;
+  int refs;
 } lmdb_store;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static lmdb_store *registry;
 
 static void seterr(ustore_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -315,12 +325,26 @@ out:
   return rc;
 }
 
-static void lm_close(ustore *base) {
-  lmdb_store *s = (lmdb_store *)base;
-  if (!s) return;
+static void lm_free(lmdb_store *s) {
   if (s->env) mdb_env_close(s->env);
   if (s->resize_init) pthread_rwlock_destroy(&s->resize);
   free(s);
+}
+
+static void lm_close(ustore *base) {
+  lmdb_store *s = (lmdb_store *)base;
+  if (!s) return;
+  pthread_mutex_lock(&registry_lock);
+  int last = --s->refs <= 0;
+  if (last) {
+    for (lmdb_store **pp = &registry; *pp; pp = &(*pp)->next)
+      if (*pp == s) {
+        *pp = s->next;
+        break;
+      }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  if (last) lm_free(s);
 }
 
 static const ustore_vtab lmdb_vtab = {
@@ -384,7 +408,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
           rc = UNICO_EINVAL;
           goto leave;
         }
-        if (kv[1] == 'a') map_size = v;
+        if (!strcmp(kv, "map_size")) map_size = v;
         else { max_map = v; max_map_given = 1; }
       } else if (!strcmp(kv, "sync")) {
         if (!strcmp(val, "on")) envflags &= ~(unsigned)(MDB_NOSYNC | MDB_NOMETASYNC);
@@ -416,15 +440,38 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
     rc = UNICO_EUNAVAILABLE;
     goto leave;
   }
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    seterr(e, "the store path %s is not a directory", path);
+    rc = UNICO_EUNAVAILABLE;
+    goto leave;
+  }
+  pthread_mutex_lock(&registry_lock);
+  for (lmdb_store *r = registry; r; r = r->next) {
+    if (r->dev == st.st_dev && r->ino == st.st_ino) {
+      r->refs++;
+      *out = &r->base;
+      pthread_mutex_unlock(&registry_lock);
+      goto leave;
+    }
+  }
   s = calloc(1, sizeof *s);
   if (!s) {
+    pthread_mutex_unlock(&registry_lock);
     rc = UNICO_ENOMEM;
     goto leave;
   }
+  s->dev = st.st_dev;
+  s->ino = st.st_ino;
+  s->refs = 1;
   s->base.vt = &lmdb_vtab;
   snprintf(s->path, sizeof s->path, "%s", path);
   s->max_map_size = max_map;
+  /* Default (reader-preferring) kind on purpose: a scan callback may take
+   * the lock again for a get, which a writer-preferring lock could deadlock
+   * while a resize waits. */
   if (pthread_rwlock_init(&s->resize, NULL)) {
+    pthread_mutex_unlock(&registry_lock);
     rc = UNICO_ENOMEM;
     goto leave;
   }
@@ -449,10 +496,14 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
     mdb_txn_abort(txn);
     if (mrc) goto mdb_fail;
   }
+  s->next = registry;
+  registry = s;
+  pthread_mutex_unlock(&registry_lock);
   *out = &s->base;
   s = NULL;
   goto leave;
 mdb_fail:
+  pthread_mutex_unlock(&registry_lock);
   if (mrc == EACCES || mrc == ENOENT || mrc == ENOTDIR)
     seterr(e, "cannot open the store at %s: %s", path, mdb_strerror(mrc));
   else
@@ -460,7 +511,7 @@ mdb_fail:
   rc = mrc == MDB_INVALID || mrc == MDB_VERSION_MISMATCH ? UNICO_ECORRUPT
                                                          : UNICO_EUNAVAILABLE;
 leave:
-  if (s) lm_close(&s->base);
+  if (s) lm_free(s);
   free(q);
   return rc;
 }

@@ -1,0 +1,251 @@
+/* test_store_lmdb.c - the store interface on LMDB: conditions and versions,
+ * all-or-nothing transactions that report every failed condition, scans,
+ * map growth, a clear error when full, bad options, shared environments. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "unico.h"
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/unico-test-store-%d", (int)getpid());
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) { return setup(state); }
+
+static ustore *open_store(const char *sub, const char *query) {
+  char url[512];
+  snprintf(url, sizeof url, "lmdb:%s-%s%s%s", dir, sub, query ? "?" : "",
+           query ? query : "");
+  ustore *s = NULL;
+  ustore_err e = {{0}};
+  int rc = ustore_open(&s, url, &e);
+  if (rc) fprintf(stderr, "open %s: %d %s\n", url, rc, e.msg);
+  assert_int_equal(rc, UNICO_OK);
+  return s;
+}
+
+static ustore_op op(const char *key, int expect, uint64_t ver, int action,
+                    const char *val) {
+  ustore_op o;
+  memset(&o, 0, sizeof o);
+  o.key = key;
+  o.klen = strlen(key);
+  o.expect = expect;
+  o.expect_version = ver;
+  o.action = action;
+  o.val = val;
+  o.vlen = val ? strlen(val) : 0;
+  return o;
+}
+
+static void test_cas_versions(void **state) {
+  (void)state;
+  ustore *s = open_store("cas", NULL);
+  ustore_err e = {{0}};
+  ubuf v = UBUF_INIT;
+  uint64_t ver = 0;
+  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_ENOTFOUND);
+  ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "one");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_OK);
+  assert_int_equal(ver, 1);
+  assert_int_equal(v.len, 3);
+  assert_memory_equal(v.p, "one", 3);
+  /* absent expected, present found: not applied, current value returned */
+  o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "two");
+  assert_int_equal(s->vt->cas(s, &o, &e), USTORE_NOT_APPLIED);
+  assert_true(o.failed && o.exists);
+  assert_int_equal(o.cur_version, 1);
+  assert_memory_equal(o.cur.p, "one", 3);
+  ubuf_free(&o.cur);
+  /* wrong version: not applied; right version: applied, version 2 */
+  o = op("k", USTORE_VERSION, 7, USTORE_PUT, "two");
+  assert_int_equal(s->vt->cas(s, &o, &e), USTORE_NOT_APPLIED);
+  ubuf_free(&o.cur);
+  o = op("k", USTORE_VERSION, 1, USTORE_PUT, "two");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_OK);
+  assert_int_equal(ver, 2);
+  /* version expected on an absent key fails with exists = 0 */
+  o = op("nokey", USTORE_VERSION, 1, USTORE_PUT, "x");
+  assert_int_equal(s->vt->cas(s, &o, &e), USTORE_NOT_APPLIED);
+  assert_false(o.exists);
+  ubuf_free(&o.cur);
+  /* delete with a condition */
+  o = op("k", USTORE_VERSION, 2, USTORE_DEL, NULL);
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_ENOTFOUND);
+  ubuf_free(&v);
+  s->vt->close(s);
+}
+
+static void test_txn_all_or_nothing(void **state) {
+  (void)state;
+  ustore *s = open_store("txn", NULL);
+  ustore_err e = {{0}};
+  ubuf v = UBUF_INIT;
+  ustore_op seed = op("b", USTORE_ANY, 0, USTORE_PUT, "taken");
+  assert_int_equal(s->vt->cas(s, &seed, &e), UNICO_OK);
+  seed = op("d", USTORE_ANY, 0, USTORE_PUT, "taken too");
+  assert_int_equal(s->vt->cas(s, &seed, &e), UNICO_OK);
+  ustore_op ops[4] = {op("a", USTORE_ABSENT, 0, USTORE_PUT, "A"),
+                      op("b", USTORE_ABSENT, 0, USTORE_PUT, "B"),
+                      op("c", USTORE_ABSENT, 0, USTORE_PUT, "C"),
+                      op("d", USTORE_ABSENT, 0, USTORE_PUT, "D")};
+  assert_int_equal(s->vt->txn(s, ops, 4, &e), USTORE_NOT_APPLIED);
+  /* every failed condition is reported, with its current value */
+  assert_false(ops[0].failed);
+  assert_true(ops[1].failed);
+  assert_false(ops[2].failed);
+  assert_true(ops[3].failed);
+  assert_memory_equal(ops[1].cur.p, "taken", 5);
+  assert_memory_equal(ops[3].cur.p, "taken too", 9);
+  for (int i = 0; i < 4; i++) ubuf_free(&ops[i].cur);
+  /* and nothing was written */
+  assert_int_equal(s->vt->get(s, "a", 1, &v, NULL, &e), UNICO_ENOTFOUND);
+  assert_int_equal(s->vt->get(s, "c", 1, &v, NULL, &e), UNICO_ENOTFOUND);
+  assert_int_equal(s->vt->get(s, "b", 1, &v, NULL, &e), UNICO_OK);
+  assert_memory_equal(v.p, "taken", 5);
+  /* a CHECK op conditions without writing */
+  ustore_op ok[2] = {op("b", USTORE_PRESENT, 0, USTORE_CHECK, NULL),
+                     op("a", USTORE_ABSENT, 0, USTORE_PUT, "A")};
+  assert_int_equal(s->vt->txn(s, ok, 2, &e), UNICO_OK);
+  assert_int_equal(s->vt->get(s, "a", 1, &v, NULL, &e), UNICO_OK);
+  ubuf_free(&v);
+  s->vt->close(s);
+}
+
+typedef struct seen {
+  int n;
+  char keys[16][8];
+} seen;
+
+static int collect(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
+                   size_t vl, uint64_t ver) {
+  (void)v, (void)vl, (void)ver;
+  seen *s = ctx;
+  if (s->n < 16) {
+    snprintf(s->keys[s->n], sizeof s->keys[0], "%.*s", (int)kl, (const char *)k);
+    s->n++;
+  }
+  return 0;
+}
+
+static void test_scan(void **state) {
+  (void)state;
+  ustore *s = open_store("scan", NULL);
+  ustore_err e = {{0}};
+  const char *keys[] = {"p2", "a1", "p1", "p3", "q1", "p"};
+  for (int i = 0; i < 6; i++) {
+    ustore_op o = op(keys[i], USTORE_ANY, 0, USTORE_PUT, "v");
+    assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  }
+  seen got = {0, {{0}}};
+  assert_int_equal(s->vt->scan(s, "p", 1, NULL, 0, collect, &got, &e), 0);
+  assert_int_equal(got.n, 4);
+  assert_string_equal(got.keys[0], "p");
+  assert_string_equal(got.keys[1], "p1");
+  assert_string_equal(got.keys[3], "p3");
+  memset(&got, 0, sizeof got);
+  assert_int_equal(s->vt->scan(s, "p", 1, "p1", 2, collect, &got, &e), 0);
+  assert_int_equal(got.n, 2);
+  assert_string_equal(got.keys[0], "p2");
+  s->vt->close(s);
+}
+
+static void test_growth_and_full(void **state) {
+  (void)state;
+  ustore_err e = {{0}};
+  char big[4000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  /* starts at 1 MiB, must grow to hold ~8 MiB */
+  ustore *s = open_store("grow", "map_size=1MiB");
+  for (int i = 0; i < 2000; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "key%06d", i);
+    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, big);
+    int rc = s->vt->cas(s, &o, &e);
+    if (rc) fprintf(stderr, "put %d: %d %s\n", i, rc, e.msg);
+    assert_int_equal(rc, UNICO_OK);
+  }
+  s->vt->close(s);
+  /* capped at 2 MiB: a clear "full" error naming the option */
+  s = open_store("full", "map_size=1MiB&max_map_size=2MiB");
+  int rc = UNICO_OK, i;
+  for (i = 0; i < 2000 && rc == UNICO_OK; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "key%06d", i);
+    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, big);
+    rc = s->vt->cas(s, &o, &e);
+  }
+  assert_int_equal(rc, UNICO_EFULL);
+  assert_non_null(strstr(e.msg, "max_map_size"));
+  /* what was written before stays readable */
+  ubuf v = UBUF_INIT;
+  assert_int_equal(s->vt->get(s, "key000000", 9, &v, NULL, &e), UNICO_OK);
+  ubuf_free(&v);
+  s->vt->close(s);
+}
+
+static void test_bad_options(void **state) {
+  (void)state;
+  const char *bad[] = {"lmdb:/tmp/x?map_size=abc", "lmdb:/tmp/x?bogus=1",
+                       "lmdb:/tmp/x?sync=maybe", "lmdb:/tmp/x?map_size",
+                       "dynamo://nowhere/t", "lmdb:/proc/version/x"};
+  int want[] = {UNICO_EINVAL, UNICO_EINVAL, UNICO_EINVAL, UNICO_EINVAL,
+                UNICO_EUNSUPPORTED, UNICO_EUNAVAILABLE};
+  for (int i = 0; i < 6; i++) {
+    ustore *s = (ustore *)1;
+    ustore_err e = {{0}};
+    int rc = ustore_open(&s, bad[i], &e);
+    if (rc != want[i]) fprintf(stderr, "%s: %d %s\n", bad[i], rc, e.msg);
+    assert_int_equal(rc, want[i]);
+    assert_null(s);
+    assert_true(e.msg[0] != 0);
+  }
+}
+
+static void test_shared_env(void **state) {
+  (void)state;
+  /* Two opens of one directory in one process share the environment, and
+   * closing one leaves the other working. */
+  ustore *a = open_store("shared", NULL), *b = open_store("shared", NULL);
+  ustore_err e = {{0}};
+  ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(a->vt->cas(a, &o, &e), UNICO_OK);
+  ubuf v = UBUF_INIT;
+  assert_int_equal(b->vt->get(b, "k", 1, &v, NULL, &e), UNICO_OK);
+  a->vt->close(a);
+  o = op("k2", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(b->vt->cas(b, &o, &e), UNICO_OK);
+  assert_int_equal(b->vt->get(b, "k2", 2, &v, NULL, &e), UNICO_OK);
+  ubuf_free(&v);
+  b->vt->close(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cas_versions),
+      cmocka_unit_test(test_txn_all_or_nothing),
+      cmocka_unit_test(test_scan),
+      cmocka_unit_test(test_growth_and_full),
+      cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_shared_env),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
