@@ -328,6 +328,19 @@ static const utable *find_table(const usch *c, const char *table,
   return t;
 }
 
+/* The current schema, re-read from the store once when it lacks the table
+ * (or constraint): another process may have added it since we cached ours. */
+static usch *schema_for(uexec *x, const char *table, const char *constraint) {
+  usch *sc = uexec_sch_get(x);
+  const utable *t = table ? uschema_table(sc->s, table) : NULL;
+  if (t && (!constraint || utable_constraint(t, constraint) >= 0)) return sc;
+  uexec_sch_put(sc);
+  unico_result tmp = UNICO_RESULT_INIT;
+  uexec_sch_reload(x, &tmp); /* on failure keep the cached one */
+  unico_result_clear(&tmp);
+  return uexec_sch_get(x);
+}
+
 static int not_found(const utable *t, const char *pk_json, unico_result *res) {
   return uerr(res, UNICO_ENOTFOUND, NULL, "table %s has no record %.200s",
               t->name, pk_json);
@@ -355,7 +368,7 @@ static int do_write(uexec *x, int kind, const char *table, const char *arg1,
   }
 
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    usch *sc = uexec_sch_get(x);
+    usch *sc = attempt ? uexec_sch_get(x) : schema_for(x, table, NULL);
     wctx w = {0};
     ubuf pk = UBUF_INIT, rkey = UBUF_INIT, rv = UBUF_INIT;
     uclaims newc = {0, NULL};
@@ -586,7 +599,7 @@ static int record_output(const utable *t, const ustored_record *r,
 
 int uexec_get(uexec *x, const char *table, const char *pk_json,
               unico_result *res) {
-  usch *sc = uexec_sch_get(x);
+  usch *sc = schema_for(x, table, NULL);
   ubuf pk = UBUF_INIT, key = UBUF_INIT;
   ustored_record r;
   int rc;
@@ -613,7 +626,7 @@ leave:
 
 int uexec_lookup(uexec *x, const char *table, const char *constraint,
                  const char *values_json, unico_result *res) {
-  usch *sc = uexec_sch_get(x);
+  usch *sc = schema_for(x, table, constraint);
   ubuf val = UBUF_INIT, key = UBUF_INIT, cv = UBUF_INIT;
   ustored_record r;
   ustored_claim cl;
@@ -688,7 +701,7 @@ leave:
 
 int uexec_args_json(uexec *x, const char *table, const char *constraint,
                     const char *const *args, size_t nargs, unico_result *res) {
-  usch *sc = uexec_sch_get(x);
+  usch *sc = schema_for(x, table, constraint);
   int rc;
   const utable *t = find_table(sc, table, res);
   const uconstraint *c = NULL;

@@ -351,6 +351,25 @@ static const ustore_vtab lmdb_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
     lm_scan, lm_close};
 
+/* mkdir -p: create path and its missing parents. 0 or -1 with errno. */
+static int mkdir_p(const char *path) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n >= sizeof buf) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char c = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    buf[i] = c;
+  }
+  return 0;
+}
+
 /* "64GiB", "1048576", "512MiB", "2g": a size in bytes. */
 static int parse_size(const char *s, size_t *out) {
   char *end;
@@ -435,7 +454,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
     max_map = map_size;
   }
 
-  if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+  if (mkdir_p(path)) {
     seterr(e, "cannot create the store directory %s: %s", path, strerror(errno));
     rc = UNICO_EUNAVAILABLE;
     goto leave;
