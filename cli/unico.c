@@ -296,13 +296,13 @@ int main(int argc, char **argv) {
     return code;
   }
   const char *cmd = o.npos ? o.pos[0] : NULL;
-  if (o.help || !cmd) {
+  if (!cmd && !o.help) {
+    free(o.pos);
+    return usage_error("no command given");
+  }
+  if (o.help) {
     print_help(cmd);
     free(o.pos);
-    if (!cmd && !o.help) {
-      fprintf(stderr, "unico: no command given\n");
-      return EXIT_USAGE;
-    }
     return 0;
   }
   const char **args = o.pos + 1;

@@ -341,6 +341,19 @@ static usch *schema_for(uexec *x, const char *table, const char *constraint) {
   return uexec_sch_get(x);
 }
 
+/* 1 when the store's schema key is no longer at the version sc was read. */
+static int schema_moved(uexec *x, const usch *sc) {
+  ubuf k = UBUF_INIT;
+  ustore_err e = {{0}};
+  uint64_t ver = 0;
+  ukey_schema(&k);
+  int rc = x->st->vt->get(x->st, k.p, k.len, NULL, &ver, &e);
+  ubuf_free(&k);
+  if (rc == UNICO_ENOTFOUND) ver = 0;
+  else if (rc) return 0;
+  return ver != sc->store_ver;
+}
+
 static int not_found(const utable *t, const char *pk_json, unico_result *res) {
   return uerr(res, UNICO_ENOTFOUND, NULL, "table %s has no record %.200s",
               t->name, pk_json);
@@ -367,6 +380,7 @@ static int do_write(uexec *x, int kind, const char *table, const char *arg1,
     if (rc) return rc;
   }
 
+  int rechecked = 0;
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     usch *sc = attempt ? uexec_sch_get(x) : schema_for(x, table, NULL);
     wctx w = {0};
@@ -443,6 +457,25 @@ static int do_write(uexec *x, int kind, const char *table, const char *arg1,
         rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
         goto round_end;
       }
+    }
+    /* Keys the store cannot hold are bad input, named precisely. */
+    size_t maxk = x->st->vt->max_key;
+    if (maxk && rkey.len > maxk) {
+      rc = uerr(res, UNICO_EINVAL, t->cols[t->pk[0]].name,
+                "the primary key of table %s is too long for this store "
+                "(%zu bytes encoded, at most %zu)",
+                t->name, rkey.len, maxk);
+      goto round_end;
+    }
+    for (size_t i = 0; maxk && i < newc.n; i++) {
+      if (newc.v[i].klen <= maxk) continue;
+      const uconstraint *c = &t->cons[newc.v[i].con];
+      rc = uerr(res, UNICO_EINVAL, t->cols[c->cols[0]].name,
+                "the value of constraint %s is too long for this store "
+                "(%zu bytes encoded with its table and constraint names, at "
+                "most %zu)",
+                c->name, newc.v[i].klen, maxk);
+      goto round_end;
     }
     uint64_t new_version = kind == OP_INSERT ? 1 : old.version + (kind == OP_UPDATE);
     rc = set_output(res, pkj, new_version, &output);
@@ -546,6 +579,20 @@ static int do_write(uexec *x, int kind, const char *table, const char *arg1,
     free(body_s);
     free(output);
     free(canon_s);
+    /* Bad input against a cached schema another process may have changed
+     * (a column added, say): check once whether the store has moved on. */
+    if (rc == UNICO_EINVAL && !retry && !rechecked) {
+      rechecked = 1;
+      if (schema_moved(x, sc)) {
+        unico_result tmp = UNICO_RESULT_INIT;
+        retry = uexec_sch_reload(x, &tmp) == UNICO_OK;
+        unico_result_clear(&tmp);
+        if (retry && res) {
+          res->message[0] = 0;
+          res->column[0] = 0;
+        }
+      }
+    }
     uexec_sch_put(sc);
     if (!retry) break;
     rc = UNICO_EBUSY;

@@ -253,7 +253,7 @@ int uexec_check(uexec *x, unico_result *res) {
   if ((rc = scan_kind(&c, "u", claim_cb))) goto leave;
   if ((rc = scan_kind(&c, "o", count_cb))) goto leave;
   /* Invariant 1: no normalized value held by two live records. */
-  qsort(c.pairs, c.npairs, sizeof *c.pairs, pair_cmp);
+  if (c.npairs) qsort(c.pairs, c.npairs, sizeof *c.pairs, pair_cmp);
   for (size_t i = 1; i < c.npairs; i++)
     if (!pair_cmp(&c.pairs[i - 1], &c.pairs[i]))
       violation(&c, "duplicate_value", c.pairs[i].claim, c.pairs[i].clen,

@@ -512,6 +512,11 @@ int urec_parse_object(const char *text, const char *what, json_t **out,
   *out = NULL;
   if (!text) return uerr(res, UNICO_EINVAL, NULL, "no %s given", what);
   json_t *v = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!v && strstr(je.text, "\\u0000"))
+    return uerr(res, UNICO_EINVAL, NULL,
+                "the %s holds a NUL character (\\u0000) in a string at line %d, "
+                "column %d; strings must not contain NUL",
+                what, je.line, je.column);
   if (!v)
     return uerr(res, UNICO_EINVAL, NULL, "the %s is not valid JSON: %s at line %d, column %d",
                 what, je.text, je.line, je.column);

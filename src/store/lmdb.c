@@ -138,6 +138,7 @@ static int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
                   uint64_t *version, ustore_err *e) {
   lmdb_store *s = (lmdb_store *)base;
   MDB_txn *txn;
+  if (klen == 0 || klen > 511) return UNICO_ENOTFOUND; /* cannot be stored */
   int rc = lm_begin(s, MDB_RDONLY, &txn, e);
   if (rc) return rc;
   MDB_val k = {klen, (void *)key}, v;
@@ -349,7 +350,7 @@ static void lm_close(ustore *base) {
 
 static const ustore_vtab lmdb_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
-    lm_scan, lm_close};
+    lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */};
 
 /* mkdir -p: create path and its missing parents. 0 or -1 with errno. */
 static int mkdir_p(const char *path) {

@@ -95,6 +95,8 @@ typedef struct ustore_vtab {
               size_t alen, ustore_scan_cb cb, void *ctx, ustore_err *e);
   /* Release everything. Accepts a half-opened store. */
   void (*close)(ustore *s);
+  /* The longest key the store accepts, in bytes (0: no limit). */
+  size_t max_key;
 } ustore_vtab;
 
 struct ustore {

@@ -1,0 +1,609 @@
+#!/usr/bin/env bash
+# cli_scenarios.sh - field scenarios and the CLI contract, through the unico
+# binary only. Usage: bash cli_scenarios.sh /path/to/unico SCRATCHDIR
+#
+# Every command runs through expect_exit (or expect_text for help and raw
+# DDL), which checks the exit code, that stdout is exactly one JSON object,
+# that stderr is non-empty exactly when the exit code is not 0, and that an
+# error object's "code" is the exit code. Field checks use python3 (no jq).
+# Prints "N passed, M failed" last and exits non-zero when M > 0.
+set -u
+
+if [ $# -ne 2 ]; then
+  echo "usage: bash cli_scenarios.sh /path/to/unico SCRATCHDIR" >&2
+  exit 2
+fi
+UNICO=$1
+SCRATCH=$2
+case $SCRATCH in /*) ;; *) SCRATCH=$PWD/$SCRATCH ;; esac
+rm -rf "$SCRATCH"
+mkdir -p "$SCRATCH" || exit 2
+unset UNICO_STORE
+
+PASS=0
+FAIL=0
+OUT=$SCRATCH/.stdout
+ERR=$SCRATCH/.stderr
+CODE=0
+DESC=""   # the last command, for failure messages
+STDIN=""  # when set, fed to the next command on standard input
+STORE=""  # --store URL of the current scenario
+
+# ------------------------------------------------------------- harness
+
+pass() { PASS=$((PASS + 1)); }
+fail() {
+  FAIL=$((FAIL + 1))
+  echo "FAIL: $*"
+  echo "  command: $DESC"
+  echo "  exit:    $CODE"
+  echo "  stdout:  $(head -c 2000 "$OUT")"
+  echo "  stderr:  $(head -c 2000 "$ERR")"
+}
+
+# run CMD...: run a command, capture stdout, stderr and exit code.
+run() {
+  DESC="$*"
+  if [ -n "$STDIN" ]; then
+    DESC="$DESC  <<< $(printf %s "$STDIN" | head -c 200)"
+    printf '%s' "$STDIN" | "$@" >"$OUT" 2>"$ERR"
+    CODE=$?
+  else
+    "$@" >"$OUT" 2>"$ERR" </dev/null
+    CODE=$?
+  fi
+  STDIN=""
+}
+
+# One python3 process answers every JSON question (starting python3 for each
+# check would dominate the run time). A request is one line of fields
+# separated by \x1f; the reply is one line of problems separated by \x1f,
+# empty when there are none.
+PYSRC='
+import json, sys
+
+NAMES = {"invalid", "not_found", "conflict", "limit", "version_mismatch",
+         "busy", "unavailable", "unknown_outcome", "out_of_memory",
+         "store_full", "schema_refused", "corrupt", "unsupported",
+         "op_id_reused", "usage"}
+
+def load(path):
+    return open(path, encoding="utf-8").read()
+
+def check_json(path, code):
+    text = load(path)
+    try:
+        v = json.loads(text)
+    except ValueError as e:
+        return ["stdout is not one JSON value: %s" % e]
+    if not isinstance(v, dict):
+        return ["stdout is JSON but not an object"]
+    p = []
+    if not text.endswith("\n") or text.count("\n") != 1:
+        p.append("stdout is not one line ending in a newline")
+    if code != 0:
+        if v.get("error") not in NAMES:
+            p.append("error object has no known \"error\" name: %r" % v.get("error"))
+        if v.get("code") != code:
+            p.append("error object has \"code\" %r, exit code is %d" % (v.get("code"), code))
+        if not isinstance(v.get("message"), str) or not v.get("message"):
+            p.append("error object has no message")
+    elif "error" in v:
+        p.append("exit 0 with an error object")
+    return p
+
+MISSING = object()
+
+def at(v, path):
+    for k in path.split(".") if path else []:
+        if isinstance(v, list) and k.isdigit() and int(k) < len(v):
+            v = v[int(k)]
+        elif isinstance(v, dict) and k in v:
+            v = v[k]
+        else:
+            return MISSING
+    return v
+
+def field(path, fpath, want):
+    try:
+        v = at(json.loads(load(path)), fpath)
+    except ValueError:
+        return ["stdout is not JSON"]
+    if want is MISSING:
+        return [] if v is MISSING else ["%s is %s, expected it absent" % (fpath, json.dumps(v))]
+    if v is MISSING:
+        return ["%s is absent, expected %s" % (fpath, json.dumps(want))]
+    if v != want or type(v) != type(want):
+        return ["%s is %s, expected %s" % (fpath, json.dumps(v, ensure_ascii=False),
+                                           json.dumps(want, ensure_ascii=False))]
+    return []
+
+for line in sys.stdin:
+    f = line.rstrip("\n").split("\x1f")
+    try:
+        if f[0] == "json":
+            p = check_json(f[1], int(f[2]))
+        elif f[0] == "field":
+            p = field(f[1], f[2], MISSING if f[3] == "absent" else json.loads(f[3]))
+        elif f[0] == "field_file":
+            p = field(f[1], f[2], load(f[3]))
+        else:
+            p = ["harness: unknown request %r" % f[0]]
+    except Exception as e:
+        p = ["harness error: %r" % (e,)]
+    sys.stdout.write("\x1f".join(x.replace("\n", " ") for x in p) + "\n")
+    sys.stdout.flush()
+'
+coproc PY { exec python3 -u -c "$PYSRC"; }
+
+# ask FIELD...: send one request to the python process, print its problems
+# one a line.
+ask() {
+  local IFS=$'\x1f'
+  printf '%s\n' "$*" >&"${PY[1]}"
+  local reply
+  IFS= read -r reply <&"${PY[0]}"
+  [ -n "$reply" ] && printf '%s\n' "$reply" | tr '\037' '\n'
+  return 0
+}
+
+# Checks shared by expect_exit and expect_text; prints the problems.
+common_problems() {
+  local want=$1
+  [ "$CODE" -eq "$want" ] || echo "exit code $CODE, expected $want"
+  if [ "$want" -eq 0 ] && [ -s "$ERR" ]; then
+    echo "stderr is not empty on success"
+  fi
+  if [ "$want" -ne 0 ] && [ ! -s "$ERR" ]; then
+    echo "stderr is empty on failure"
+  fi
+  return 0
+}
+
+# report PROBLEMS: one check passed (no problems) or failed.
+report() {
+  local problems
+  problems=$(printf '%s' "$1" | sed '/^$/d')
+  if [ -z "$problems" ]; then pass; else fail "$problems"; fi
+}
+
+# expect_exit N CMD...: exit code N, stdout one JSON object, stderr non-empty
+# exactly when N != 0, and an error object {"error":..,"code":N,"message":..}.
+expect_exit() {
+  local want=$1
+  shift
+  run "$@"
+  report "$(common_problems "$want"; ask json "$OUT" "$CODE")"
+}
+
+# expect_text N CMD...: like expect_exit for output that is not JSON (help,
+# raw DDL): stdout must be non-empty.
+expect_text() {
+  local want=$1
+  shift
+  run "$@"
+  report "$(common_problems "$want"; [ -s "$OUT" ] || echo "stdout is empty")"
+}
+
+# field PATH WANT: the JSON value at PATH (dots; numbers index arrays) of the
+# last stdout equals the JSON value WANT ("absent": no such member).
+field() { report "$(ask field "$OUT" "$1" "$2")"; }
+# field_file PATH FILE: the value at PATH is the text of FILE.
+field_file() { report "$(ask field_file "$OUT" "$1" "$2")"; }
+
+# out_contains TEXT / err_contains TEXT: the last stdout / stderr has TEXT.
+out_contains() {
+  if grep -qF -- "$1" "$OUT"; then pass; else fail "stdout lacks \"$1\""; fi
+}
+err_contains() {
+  if grep -qF -- "$1" "$ERR"; then pass; else fail "stderr lacks \"$1\""; fi
+}
+# message_has_location L C: the error message names line L, column C.
+message_has_location() {
+  if grep -qE -- "(\\b$1:$2\\b|line $1, column $2)" "$OUT"; then pass
+  else fail "the message does not name line $1, column $2"; fi
+}
+# check_true DESCRIPTION CMD...: a plain shell condition.
+check_true() {
+  local what=$1
+  shift
+  if "$@"; then pass; else fail "$what"; fi
+}
+
+# A fresh store per scenario.
+scenario() {
+  echo "--- $1"
+  STORE="lmdb:$SCRATCH/$2"
+  rm -rf "${SCRATCH:?}/${2:?}"
+}
+u() { "$UNICO" --store "$STORE" "$@"; }
+
+# ------------------------------------------------------------- schema
+
+DDL=$SCRATCH/schema.cql
+cat >"$DDL" <<'EOF'
+CREATE TABLE users (
+  id       text PRIMARY KEY,
+  username text,
+  email    text,
+  phone    text,
+  UNIQUE (username) NORMALIZE casefold,
+  CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,
+  UNIQUE (phone)
+);
+
+CREATE TABLE links (
+  id text PRIMARY KEY,
+  a  text,
+  b  text,
+  UNIQUE (a, b)
+);
+
+CREATE TABLE votes (
+  poll_id text,
+  voter   text,
+  choice  text,
+  PRIMARY KEY (poll_id, voter)
+);
+
+CREATE TABLE items (
+  id   int PRIMARY KEY,
+  name text
+);
+EOF
+
+# ------------------------------------------------------------- scenarios
+
+scenario "sign-up: username and email both unique, lookup by username" signup
+expect_exit 0 u schema apply "$DDL"
+field changed true
+field schema_version 1
+field tables '["users","links","votes","items"]'
+expect_exit 0 u insert users '{"id":"u1","username":"alice","email":"alice@example.com"}'
+field pk '"u1"'
+field version 1
+expect_exit 3 u insert users '{"id":"u2","username":"Alice","email":"other@example.com"}'
+field error '"conflict"'
+field constraint '"users_username_key"'
+field value '["alice"]'
+field owner '"u1"'
+expect_exit 3 u insert users '{"id":"u2","username":"bob","email":"alice@example.com"}'
+field constraint '"users_email"'
+field owner '"u1"'
+expect_exit 0 u insert users '{"id":"u2","username":"bob","email":"bob@example.com"}'
+expect_exit 0 u lookup users users_username_key alice
+field pk '"u1"'
+field constraint '"users_username_key"'
+field value '["alice"]'
+field version 1
+field record.email '"alice@example.com"'
+expect_exit 0 u lookup users users_username_key ALICE
+field pk '"u1"'
+expect_exit 0 u lookup users users_username_key bob
+field pk '"u2"'
+expect_exit 2 u lookup users users_username_key carol
+field error '"not_found"'
+expect_exit 0 u check
+field ok true
+field records 2
+
+scenario "an email equal to a phone number does not collide" email_phone
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","email":"5550100"}'
+expect_exit 0 u insert users '{"id":"u2","phone":"5550100"}'
+expect_exit 0 u insert users '{"id":"u3","username":"5550100"}'
+expect_exit 0 u lookup users users_email 5550100
+field pk '"u1"'
+expect_exit 0 u lookup users users_phone_key 5550100
+field pk '"u2"'
+expect_exit 0 u lookup users users_username_key 5550100
+field pk '"u3"'
+
+scenario "(a#b, c) and (a, b#c) do not collide" composite
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert links '{"id":"l1","a":"a#b","b":"c"}'
+expect_exit 0 u insert links '{"id":"l2","a":"a","b":"b#c"}'
+expect_exit 0 u lookup links links_a_b_key 'a#b' c
+field pk '"l1"'
+field value '["a#b","c"]'
+expect_exit 0 u lookup links links_a_b_key a 'b#c'
+field pk '"l2"'
+expect_exit 3 u insert links '{"id":"l3","a":"a","b":"b#c"}'
+field constraint '"links_a_b_key"'
+field value '["a","b#c"]'
+field owner '"l2"'
+expect_exit 1 u lookup links links_a_b_key a
+
+scenario "changing an email frees the old one for others at once" email_change
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","email":"old@example.com"}'
+expect_exit 0 u update users u1 '{"email":"new@example.com"}'
+field pk '"u1"'
+field version 2
+expect_exit 0 u insert users '{"id":"u2","email":"old@example.com"}'
+expect_exit 3 u insert users '{"id":"u3","email":"NEW@example.com"}'
+field owner '"u1"'
+field value '["new@example.com"]'
+expect_exit 0 u lookup users users_email old@example.com
+field pk '"u2"'
+expect_exit 0 u get users u1
+field record.email '"new@example.com"'
+field version 2
+
+scenario "Alice@Example.COM and alice@example.com collide under casefold" casefold
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","email":"Alice@Example.COM"}'
+expect_exit 3 u insert users '{"id":"u2","email":"alice@example.com"}'
+field error '"conflict"'
+field code 3
+field constraint '"users_email"'
+field value '["alice@example.com"]'
+field owner '"u1"'
+err_contains "users_email"
+expect_exit 0 u get users u1
+field record.email '"Alice@Example.COM"'
+expect_exit 2 u get users u2
+
+scenario "a refused write leaves every value it touched free" refused
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","phone":"999"}'
+expect_exit 3 u insert users '{"id":"u2","username":"newbie","email":"new@example.com","phone":"999"}'
+field constraint '"users_phone_key"'
+field owner '"u1"'
+expect_exit 2 u get users u2
+expect_exit 2 u lookup users users_username_key newbie
+expect_exit 2 u lookup users users_email new@example.com
+expect_exit 0 u insert users '{"id":"u3","username":"newbie","email":"new@example.com"}'
+# a refused update too: u3 keeps its values and version
+expect_exit 3 u update users u3 '{"username":"other","phone":"999"}'
+expect_exit 0 u get users u3
+field version 1
+field record.username '"newbie"'
+expect_exit 0 u insert users '{"id":"u4","username":"other"}'
+expect_exit 0 u check
+field ok true
+
+scenario "two records without a phone do not collide" no_phone
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","email":"a@example.com"}'
+expect_exit 0 u insert users '{"id":"u2","email":"b@example.com"}'
+expect_exit 0 u insert users '{"id":"u3","phone":null}'
+expect_exit 0 u update users u1 '{"phone":"1"}'
+expect_exit 0 u update users u1 '{"phone":null}'
+field version 3
+expect_exit 0 u insert users '{"id":"u4","phone":"1"}'
+expect_exit 0 u check
+field ok true
+field records 4
+
+# ------------------------------------------------------------- contract
+
+scenario "help" help
+expect_text 0 "$UNICO" --help
+out_contains "usage:"
+expect_text 0 "$UNICO" -h
+out_contains "usage:"
+for cmd in schema insert update delete get lookup check; do
+  expect_text 0 "$UNICO" "$cmd" --help
+  out_contains "usage: unico $cmd"
+done
+expect_text 0 "$UNICO" --version
+out_contains "unico "
+
+scenario "usage errors: exit 1, JSON on stdout, a sentence on stderr" usage
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1"}'
+expect_exit 1 u frobnicate
+field error '"usage"'
+out_contains "frobnicate"
+# no command at all is a usage error like any other
+expect_exit 1 "$UNICO" --store "$STORE"
+for args in "get" "get users" "insert users" "update users u1" "delete users" \
+            "lookup users users_email" "schema" "schema apply" "schema drop" \
+            "check extra"; do
+  # shellcheck disable=SC2086
+  expect_exit 1 u $args
+  field error '"usage"'
+done
+for v in abc 0 -1 1.5 ''; do
+  expect_exit 1 u update users u1 '{}' --if-version "$v"
+  field error '"usage"'
+  out_contains "if-version"
+done
+expect_exit 1 u delete users u1 --if-version=x
+expect_exit 1 u get users u1 --bogus
+field error '"usage"'
+out_contains "--bogus"
+expect_exit 1 u --bogus get users u1
+expect_exit 1 u get users u1 --op-id x
+expect_exit 1 u get users u1 --if-version 1
+expect_exit 1 u insert users '{"id":"u9"}' --op-id
+expect_exit 2 u get users u9
+# bad input from the library: exit 1 with the library's error name
+expect_exit 1 u insert nosuchtable '{"id":"u1"}'
+field error '"invalid"'
+expect_exit 1 u get items abc
+field error '"invalid"'
+field column '"id"'
+expect_exit 1 u lookup users nosuchconstraint x
+expect_exit 1 u insert users '{"id":"u2","nosuchcolumn":1}'
+field column '"nosuchcolumn"'
+expect_exit 1 u update users u1 '{"id":"u7"}'
+field column '"id"'
+expect_exit 1 u schema apply "$SCRATCH/does-not-exist.cql"
+
+scenario "not found, version mismatch" exits
+expect_exit 0 u schema apply "$DDL"
+expect_exit 2 u get users nobody
+field error '"not_found"'
+expect_exit 2 u update users nobody '{"phone":"1"}'
+expect_exit 2 u delete users nobody
+expect_exit 0 u insert users '{"id":"u1","phone":"1"}'
+expect_exit 0 u update users u1 '{"phone":"2"}' --if-version 1
+field version 2
+expect_exit 5 u update users u1 '{"phone":"3"}' --if-version 1
+field error '"version_mismatch"'
+field current_version 2
+expect_exit 5 u delete users u1 --if-version 7
+field current_version 2
+expect_exit 0 u get users u1
+field version 2
+field record.phone '"2"'
+expect_exit 0 u delete users u1 --if-version 2
+field version 2
+expect_exit 2 u get users u1
+expect_exit 0 u schema show
+field schema_version 1
+
+scenario "standard input: insert - and schema apply -" stdin
+STDIN=$(cat "$DDL")$'\n'
+expect_exit 0 u schema apply -
+field changed true
+STDIN=$(cat "$DDL")$'\n'
+expect_exit 0 u schema apply -
+field changed false
+STDIN='{"id":"u1","email":"in@example.com"}'
+expect_exit 0 u insert users -
+field pk '"u1"'
+STDIN='{"phone":"42"}'
+expect_exit 0 u update users u1 -
+field version 2
+expect_exit 0 u get users u1
+field record '{"id":"u1","email":"in@example.com","phone":"42"}'
+STDIN=''
+expect_exit 1 u insert users -
+
+scenario "schema show and show --ddl print the DDL back" show
+expect_exit 2 u schema show
+field error '"not_found"'
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u schema show
+field schema_version 1
+field_file ddl "$DDL"
+expect_text 0 u schema show --ddl
+check_true "schema show --ddl prints the applied DDL" cmp -s "$OUT" "$DDL"
+cp "$OUT" "$SCRATCH/shown.cql"
+expect_exit 0 u schema apply "$SCRATCH/shown.cql"
+field changed false
+expect_exit 1 u get users u1 --ddl
+
+scenario "malformed JSON and DDL errors" bad_input
+expect_exit 0 u schema apply "$DDL"
+expect_exit 1 u insert users '{"id":"u1",'
+field error '"invalid"'
+out_contains "JSON"
+expect_exit 1 u insert users '["u1"]'
+field error '"invalid"'
+out_contains "object"
+expect_exit 1 u update users u1 'nope'
+expect_exit 2 u get users u1
+printf 'CREATE TABLE t (\n  id text PRIMARY KEY,\n  x texx\n);\n' >"$SCRATCH/bad.cql"
+expect_exit 1 u schema apply "$SCRATCH/bad.cql"
+field error '"invalid"'
+message_has_location 3 5
+err_contains "texx"
+printf 'CREATE TABLE t (id text PRIMARY KEY, LIMIT 10 PER (id));\n' >"$SCRATCH/limit.cql"
+expect_exit 1 u schema apply "$SCRATCH/limit.cql"
+field error '"schema_refused"'
+expect_exit 0 u schema show
+field schema_version 1
+
+scenario "composite and int primary keys take one argument per column" pk_args
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert votes '{"poll_id":"p1","voter":"v1","choice":"x"}'
+field pk '["p1","v1"]'
+expect_exit 0 u insert votes '{"poll_id":"p1","voter":"v2","choice":"x"}'
+expect_exit 0 u get votes p1 v1
+field pk '["p1","v1"]'
+field record.choice '"x"'
+expect_exit 1 u get votes p1
+expect_exit 1 u get votes p1 v1 extra
+expect_exit 0 u update votes p1 v1 '{"choice":"y"}'
+field pk '["p1","v1"]'
+field version 2
+expect_exit 0 u get votes p1 v1
+field record.choice '"y"'
+expect_exit 0 u delete votes p1 v1 --if-version 2
+field version 2
+expect_exit 2 u get votes p1 v1
+expect_exit 0 u get votes p1 v2
+field version 1
+expect_exit 0 u insert items '{"id":42,"name":"answer"}'
+field pk 42
+expect_exit 0 u insert items '{"id":-5,"name":"negative"}'
+expect_exit 0 u get items 42
+field pk 42
+expect_exit 0 u get items -5
+field record.name '"negative"'
+expect_exit 0 u update items 42 '{"name":"still"}'
+field version 2
+expect_exit 0 u delete items -5
+expect_exit 2 u get items -5
+
+scenario "--op-id: a repeated write returns the identical output, applied once" op_id
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","email":"a@example.com"}' --op-id signup-1
+first=$(cat "$OUT")
+expect_exit 0 u insert users '{"id":"u1","email":"a@example.com"}' --op-id signup-1
+check_true "repeated insert prints the identical stdout" [ "$(cat "$OUT")" = "$first" ]
+expect_exit 0 u update users u1 '{"phone":"7"}' --op-id change-1
+field version 2
+first=$(cat "$OUT")
+expect_exit 0 u update users u1 '{"phone":"7"}' --op-id=change-1
+check_true "repeated update prints the identical stdout" [ "$(cat "$OUT")" = "$first" ]
+expect_exit 0 u get users u1
+field version 2
+expect_exit 1 u update users u1 '{"phone":"8"}' --op-id change-1
+field error '"op_id_reused"'
+expect_exit 1 u insert users '{"id":"u2"}' --op-id signup-1
+field error '"op_id_reused"'
+expect_exit 2 u get users u2
+# a refused write leaves no outcome: retried with the same id, it executes
+expect_exit 3 u insert users '{"id":"u3","email":"a@example.com"}' --op-id signup-3
+expect_exit 0 u delete users u1 --op-id del-1
+first=$(cat "$OUT")
+expect_exit 0 u delete users u1 --op-id del-1
+check_true "repeated delete prints the identical stdout" [ "$(cat "$OUT")" = "$first" ]
+expect_exit 0 u insert users '{"id":"u3","email":"a@example.com"}' --op-id signup-3
+field pk '"u3"'
+
+scenario "UNICO_STORE is used when --store is absent" env_store
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1"}'
+expect_exit 0 env UNICO_STORE="$STORE" "$UNICO" get users u1
+field pk '"u1"'
+expect_exit 0 env UNICO_STORE="$STORE" "$UNICO" insert users '{"id":"u2"}'
+expect_exit 0 u get users u2
+# --store wins over the environment
+expect_exit 2 env UNICO_STORE="lmdb:$SCRATCH/env_other" "$UNICO" --store "$STORE" get users u3
+expect_exit 0 env UNICO_STORE="lmdb:$SCRATCH/env_other" "$UNICO" --store "$STORE" get users u1
+expect_exit 2 env UNICO_STORE="lmdb:$SCRATCH/env_other" "$UNICO" schema show
+
+scenario "a store that cannot be created: exit 7" unavailable
+echo "not a directory" >"$SCRATCH/regular-file"
+expect_exit 7 "$UNICO" --store "lmdb:$SCRATCH/regular-file/store" get users u1
+field error '"unavailable"'
+expect_exit 7 "$UNICO" --store "lmdb:$SCRATCH/regular-file/store" schema apply "$DDL"
+expect_exit 1 "$UNICO" --store "lmdb:$SCRATCH/opts?sync=sometimes" check
+expect_exit 1 "$UNICO" --store "nosuchstore://host/x" check
+field error '"unsupported"'
+
+scenario "check on a healthy store" check
+expect_exit 0 u check
+field ok true
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","email":"a@example.com","username":"a","phone":"1"}'
+expect_exit 0 u insert links '{"id":"l1","a":"x","b":"y"}'
+expect_exit 0 u check
+field ok true
+field records 2
+field claims 4
+field violations_total 0
+
+# ------------------------------------------------------------- summary
+
+eval "exec ${PY[1]}>&-"
+wait "$PY_PID" 2>/dev/null
+rm -f "$OUT" "$ERR"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
