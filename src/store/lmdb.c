@@ -253,6 +253,15 @@ static int lm_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
     if (rc == UNICO_OK) {
       mrc = lm_commit(s, txn);
       if (mrc == 0) return UNICO_OK;
+      /* A commit that failed writing or syncing (EIO, ENOSPC, ...) may have
+       * reached the disk in part: its outcome is unknown to the caller. */
+      if (mrc != MDB_MAP_FULL && mrc != ENOMEM && mrc != MDB_BAD_VALSIZE &&
+          mrc != MDB_TXN_FULL) {
+        seterr(e, "committing to %s failed (%s); the write may or may not "
+                  "have been applied: retry it with the same operation id",
+               s->path, mdb_strerror(mrc));
+        return UNICO_EUNKNOWN;
+      }
     } else {
       lm_abort(s, txn);
     }
