@@ -123,8 +123,12 @@ int unico_schema_apply(unico *u, const char *ddl, unico_result *res);
 int unico_schema_show(unico *u, unico_result *res);
 
 /* The writes. record_json / patch_json are JSON objects. op_id may be NULL
- * (one is generated); a write repeated with the same op_id returns the first
- * outcome and is applied once (outcomes are kept for the retention period).
+ * (one is generated). A write that was applied under an op_id is never
+ * applied again: repeating it with the same op_id (within the retention
+ * period, 24 h by default) returns its first outcome. A write that was
+ * refused (conflict, version mismatch, bad input) left nothing behind, not
+ * even an outcome, so repeating it runs it afresh. The same op_id with a
+ * different request is UNICO_EOPID.
  * if_version is 0 for "any version", otherwise the version the record must
  * have. pk_json is the primary key as JSON: a scalar for a one-column key,
  * an array for a composite one.

@@ -1,0 +1,1525 @@
+/* torture.c - threads and processes race for shared UNIQUE values under a
+ * per-thread journal, with and without SIGKILL; verify() then proves the
+ * invariants of DESIGN.md section 4 (1, 3 and 5) from the journals and a
+ * freshly opened store. Public API only. Modes: concurrency, crash, verify.
+ *
+ * Journal contract (one file per writer thread, "journal-*.log" in DIR; each
+ * line is one JSON object written by a single write(2)):
+ *   {"ev":"intent","seq":S,"pk":P,"kind":"insert|update|delete","op":OPID,
+ *    "from":V,"body"|"patch":{...},"expect":BODY|null[,"adopt":STATE]}
+ *     is written BEFORE the call: "from" is the version the writer believes
+ *     P has, "expect" the body P has if the call applies (null: absent),
+ *     "adopt" (janitor only) the state P was verified to have just before.
+ *   {"ev":"ack","seq":S,"pk":P,"rc":RC,"err":NAME,"version":V,
+ *    "present":B,"body":BODY|null,"busy":N}
+ *     is written AFTER the call: the outcome and the state (version, body)
+ *     the writer now believes P has (a success's resulting version and
+ *     body; after a refusal the unchanged belief).
+ *   {"ev":"replay","seq":S,"pk":P,"rc":RC,"version":V}
+ *     after some successes: the same call repeated with the same op id
+ *     (it must return the first outcome and change nothing).
+ *   {"ev":"settle","pk":P,"adopt":STATE}   (crash-mode janitor only)
+ *     the state P was verified to have after its writer was killed with an
+ *     intent unacked; from here on P must keep exactly that state.
+ * Every pk is written by one thread only, so its events are totally ordered
+ * by that thread's journal; files are read in name order, which is also the
+ * order in which the crash mode's janitor journals follow the rounds. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unico.h"
+
+#define TABLE "users"
+#define C_EMAIL "users_email"
+#define C_PHONE "users_phone_key"
+#define NVALUES 50      /* emails and phones each come from this many */
+#define KPKS 8          /* primary keys owned by one worker thread */
+#define MIN_OPS 20000   /* concurrency mode: the minimum */
+#define MIN_KILLS 50    /* crash mode: the minimum */
+#define MAX_THREADS 64  /* per process */
+#define MAX_PROCS 64
+#define BUSY_RETRIES 100
+#define MAX_PRINTED 100 /* violations printed in detail per verify */
+#define WATCHDOG_S 600  /* one phase (a run, a round, a verify) at most */
+
+static const char SCHEMA[] =
+    "CREATE TABLE users (id text PRIMARY KEY, email text, phone text, "
+    "stamp text, CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold, "
+    "UNIQUE (phone));";
+
+enum { K_INSERT, K_UPDATE, K_DELETE };
+static const char *const kind_names[] = {"insert", "update", "delete"};
+
+/* ------------------------------------------------------------------ */
+/* small utilities */
+
+/* splitmix64: a tiny seeded PRNG, one per thread. */
+typedef struct rng {
+  uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r) {
+  uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* Uniform enough in [0, n) for n > 0. */
+static unsigned rng_below(rng *r, unsigned n) {
+  return (unsigned)(rng_next(r) % n);
+}
+
+static uint64_t mix_seed(uint64_t seed, int a, int b, int c) {
+  rng r = {seed ^ ((uint64_t)(unsigned)a << 40) ^
+           ((uint64_t)(unsigned)b << 20) ^ (uint64_t)(unsigned)c};
+  return rng_next(&r);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* snprintf that reports truncation: 0 when buf holds the whole text. */
+static int fmt(char *buf, size_t n, const char *f, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fmt(char *buf, size_t n, const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  int w = vsnprintf(buf, n, f, ap);
+  va_end(ap);
+  return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+/* The JSON text of a string (a one-column text primary key); malloc'd. */
+static char *json_str_text(const char *s) {
+  json_t *j = json_string(s);
+  char *t = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  json_decref(j);
+  return t;
+}
+
+/* Append o as one line with a single write(2). Steals o. 0 or -1. */
+static int jput(int fd, json_t *o) {
+  char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  if (!s) return -1;
+  size_t n = strlen(s);
+  char *line = realloc(s, n + 2);
+  if (!line) {
+    free(s);
+    return -1;
+  }
+  line[n] = '\n';
+  line[n + 1] = 0;
+  ssize_t w = write(fd, line, n + 1);
+  free(line);
+  return w == (ssize_t)(n + 1) ? 0 : -1;
+}
+
+/* Watchdog: a phase that takes longer than WATCHDOG_S is reported as a hang
+ * (the children of the current phase are killed) instead of a silent stall. */
+static volatile sig_atomic_t wd_pgid;
+
+static void on_alarm(int sig) {
+  static const char m[] =
+      "torture: WATCHDOG: a phase made no progress for too long: HANG "
+      "(a stuck store lock?)\n";
+  (void)sig;
+  ssize_t w = write(2, m, sizeof m - 1);
+  (void)w;
+  if (wd_pgid > 0) kill(-(pid_t)wd_pgid, SIGKILL);
+  _exit(3);
+}
+
+static void watchdog(unsigned seconds) { alarm(seconds); }
+
+/* ------------------------------------------------------------------ */
+/* the workload: one thread */
+
+/* What a worker thread believes of one of its primary keys. */
+typedef struct pkstate {
+  char pk[96];
+  int present;
+  uint64_t version;
+  json_t *body; /* owned; NULL when absent */
+} pkstate;
+
+typedef struct worker {
+  const char *dir;
+  unico *u; /* shared by the process's threads */
+  int round; /* crash mode: >= 1 and part of every name; 0 otherwise */
+  int proc, thr;
+  long nops; /* operations to run; < 0: until killed */
+  uint64_t seed;
+  int failed; /* an unexpected result was met (printed) */
+  char prefix[64];
+} worker;
+
+static void random_email(rng *r, char *buf, size_t n) {
+  fmt(buf, n, "user%u@example.com", rng_below(r, NVALUES));
+  for (char *p = buf; *p; p++)
+    if (isalpha((unsigned char)*p) && rng_below(r, 2))
+      *p = (char)toupper((unsigned char)*p);
+}
+
+static void random_phone(rng *r, char *buf, size_t n) {
+  fmt(buf, n, "+1555000%02u", rng_below(r, NVALUES));
+}
+
+/* body with patch applied (null removes a column), as unico_update does. */
+static json_t *apply_patch(json_t *body, json_t *patch) {
+  json_t *n = json_deep_copy(body);
+  const char *k;
+  json_t *v;
+  if (!n) return NULL;
+  json_object_foreach(patch, k, v) {
+    if (json_is_null(v))
+      json_object_del(n, k);
+    else
+      json_object_set(n, k, v);
+  }
+  return n;
+}
+
+static void wfail(worker *w, const char *f, ...)
+    __attribute__((format(printf, 2, 3)));
+static void wfail(worker *w, const char *f, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(msg, sizeof msg, f, ap);
+  va_end(ap);
+  fprintf(stderr, "torture: FAIL [%s] %s\n", w->prefix, msg);
+  w->failed = 1;
+}
+
+/* One write, retried on UNICO_EBUSY with the same op id (so applied at most
+ * once); *busy counts the retries. Returns the last rc. */
+static int call(worker *w, int kind, const char *pktext, const char *argtext,
+                uint64_t from, const char *op, unico_result *res, int *busy) {
+  for (;;) {
+    int rc;
+    switch (kind) {
+    case K_INSERT:
+      rc = unico_insert(w->u, TABLE, argtext, op, res);
+      break;
+    case K_UPDATE:
+      rc = unico_update(w->u, TABLE, pktext, argtext, from, op, res);
+      break;
+    default:
+      rc = unico_delete(w->u, TABLE, pktext, from, op, res);
+      break;
+    }
+    if (rc != UNICO_EBUSY || *busy >= BUSY_RETRIES) return rc;
+    (*busy)++;
+    sleep_ms(1);
+  }
+}
+
+/* One operation on one of the thread's keys, journaled. 0, or -1 after a
+ * failure was reported (the thread must stop). */
+static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
+  pkstate *p = &ps[rng_below(r, KPKS)];
+  char op[128], stamp[24], email[64], phone[32];
+  json_t *arg = NULL, *expect = NULL;
+  char *argtext = NULL, *pktext = NULL;
+  int kind, rc = UNICO_OK, ret = -1, busy = 0;
+  uint64_t from = p->version; /* the version the write is conditioned on */
+  unico_result res = UNICO_RESULT_INIT;
+
+  if (fmt(op, sizeof op, "%s-%lu", w->prefix, seq)) {
+    wfail(w, "operation id too long");
+    return -1;
+  }
+  fmt(stamp, sizeof stamp, "%016" PRIx64, rng_next(r));
+  if (!p->present) {
+    kind = K_INSERT;
+    random_email(r, email, sizeof email);
+    arg = json_pack("{s:s,s:s,s:s}", "id", p->pk, "email", email, "stamp",
+                    stamp);
+    unsigned ph = rng_below(r, 10);
+    if (arg && ph < 8) {
+      random_phone(r, phone, sizeof phone);
+      json_object_set_new(arg, "phone", json_string(phone));
+    } else if (arg && ph == 8) {
+      json_object_set_new(arg, "phone", json_null());
+    }
+    expect = arg ? json_incref(arg) : NULL;
+  } else if (rng_below(r, 55) < 40) {
+    kind = K_UPDATE;
+    arg = json_pack("{s:s}", "stamp", stamp);
+    unsigned what = rng_below(r, 100);
+    if (arg && what < 55) {
+      random_email(r, email, sizeof email);
+      json_object_set_new(arg, "email", json_string(email));
+    }
+    if (arg && what >= 35 && what < 80) {
+      random_phone(r, phone, sizeof phone);
+      json_object_set_new(arg, "phone", json_string(phone));
+    } else if (arg && what >= 80) {
+      json_object_set_new(arg, "phone", json_null());
+    }
+    expect = arg ? apply_patch(p->body, arg) : NULL;
+  } else {
+    kind = K_DELETE;
+  }
+  if (kind != K_DELETE && (!arg || !expect)) {
+    wfail(w, "out of memory building a request");
+    goto leave;
+  }
+  argtext = arg ? json_dumps(arg, JSON_COMPACT) : NULL;
+  pktext = json_str_text(p->pk);
+  json_t *in = json_pack("{s:s,s:I,s:s,s:s,s:s,s:I,s:O}", "ev", "intent",
+                         "seq", (json_int_t)seq, "pk", p->pk, "kind",
+                         kind_names[kind], "op", op, "from",
+                         (json_int_t)p->version, "expect",
+                         expect ? expect : json_null());
+  if (in && arg) json_object_set(in, kind == K_INSERT ? "body" : "patch", arg);
+  if (!pktext || (arg && !argtext) || jput(fd, in)) {
+    wfail(w, "cannot journal the intent of %s: %s", op, strerror(errno));
+    goto leave;
+  }
+
+  rc = call(w, kind, pktext, argtext, from, op, &res, &busy);
+
+  int bad = 0;
+  if (rc == UNICO_OK) {
+    uint64_t want = kind == K_INSERT ? 1 : p->version + (kind == K_UPDATE);
+    if (res.version != want) {
+      wfail(w, "%s of %s (op %s) succeeded with version %" PRIu64
+               ", expected %" PRIu64,
+            kind_names[kind], p->pk, op, res.version, want);
+      bad = 1;
+    }
+    json_decref(p->body);
+    p->body = NULL;
+    if (kind == K_DELETE) {
+      p->present = 0;
+      p->version = 0;
+    } else {
+      p->present = 1;
+      p->version = res.version;
+      p->body = json_incref(expect);
+    }
+  } else if (rc == UNICO_ECONFLICT) {
+    /* Refused: the thread's belief stays. Only the shared values may
+     * conflict, never the thread's own key, and never with itself. */
+    if (kind == K_DELETE || (strcmp(res.constraint, C_EMAIL) &&
+                             strcmp(res.constraint, C_PHONE))) {
+      wfail(w, "%s of %s (op %s): unexpected conflict on %s: %s",
+            kind_names[kind], p->pk, op, res.constraint, res.message);
+      bad = 1;
+    } else if (res.owner && !strcmp(res.owner, pktext)) {
+      wfail(w, "%s of %s (op %s): conflict with itself: %s", kind_names[kind],
+            p->pk, op, res.message);
+      bad = 1;
+    }
+  } else {
+    wfail(w, "%s of %s (op %s, body %s, believed version %" PRIu64
+             "): rc %d (%s): %s",
+          kind_names[kind], p->pk, op, argtext ? argtext : "-", p->version, rc,
+          unico_errname(rc), res.message);
+    bad = 1;
+  }
+  json_t *ack = json_pack("{s:s,s:I,s:s,s:i,s:s,s:I,s:b,s:O,s:i}", "ev", "ack",
+                          "seq", (json_int_t)seq, "pk", p->pk, "rc", rc, "err",
+                          unico_errname(rc), "version",
+                          (json_int_t)p->version, "present", p->present,
+                          "body", p->body ? p->body : json_null(), "busy",
+                          busy);
+  if (jput(fd, ack)) {
+    wfail(w, "cannot journal the ack of %s: %s", op, strerror(errno));
+    goto leave;
+  }
+  /* Now and then repeat a success with the same op id: it must return the
+   * first outcome and not apply again (verify sees a second application as
+   * a version or body the journal does not have). Journaled as "replay". */
+  if (!bad && rc == UNICO_OK && rng_below(r, 32) == 0) {
+    int b2 = 0;
+    uint64_t first = res.version;
+    int rc2 = call(w, kind, pktext, argtext, from, op, &res, &b2);
+    if (rc2 != UNICO_OK || res.version != first) {
+      wfail(w, "replay of %s %s (op %s) returned rc %d (%s) version %" PRIu64
+               ", the first outcome was ok version %" PRIu64 ": %s",
+            kind_names[kind], p->pk, op, rc2, unico_errname(rc2), res.version,
+            first, res.message);
+      bad = 1;
+    }
+    json_t *rp = json_pack("{s:s,s:I,s:s,s:i,s:I}", "ev", "replay", "seq",
+                           (json_int_t)seq, "pk", p->pk, "rc", rc2, "version",
+                           (json_int_t)res.version);
+    if (jput(fd, rp)) {
+      wfail(w, "cannot journal the replay of %s: %s", op, strerror(errno));
+      goto leave;
+    }
+  }
+  ret = bad ? -1 : 0;
+leave:
+  unico_result_clear(&res);
+  json_decref(arg);
+  json_decref(expect);
+  free(argtext);
+  free(pktext);
+  return ret;
+}
+
+static void *worker_main(void *vp) {
+  worker *w = vp;
+  char path[4096];
+  pkstate ps[KPKS];
+  rng r = {w->seed};
+  memset(ps, 0, sizeof ps);
+  int fd = -1;
+  if (fmt(path, sizeof path, "%s/journal-%s.log", w->dir, w->prefix))
+    wfail(w, "journal path too long");
+  else if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                      0644)) < 0)
+    wfail(w, "cannot open %s: %s", path, strerror(errno));
+  /* Crash mode: a failure must not wait for the kill to be seen. */
+  if (fd < 0) {
+    if (w->nops < 0) _exit(2);
+    return NULL;
+  }
+  for (int k = 0; k < KPKS; k++)
+    fmt(ps[k].pk, sizeof ps[k].pk, "%s-k%d", w->prefix, k);
+  for (unsigned long seq = 1; w->nops < 0 || (long)seq <= w->nops; seq++) {
+    if (step(w, &r, fd, ps, seq)) {
+      if (w->nops < 0) _exit(2);
+      break;
+    }
+  }
+  for (int k = 0; k < KPKS; k++) json_decref(ps[k].body);
+  close(fd);
+  return NULL;
+}
+
+/* A worker process: nthreads threads on one handle. Returns the exit code:
+ * 0 when every thread ran its operations without a failure. */
+static int worker_process(const char *dir, int round, int proc, int nthreads,
+                          long ops_per_thread, uint64_t seed) {
+  char url[4200];
+  unico *u = NULL;
+  unico_result res = UNICO_RESULT_INIT;
+  worker ws[MAX_THREADS];
+  pthread_t tids[MAX_THREADS];
+  int code = 0, started = 0;
+  if (fmt(url, sizeof url, "lmdb:%s/store", dir)) return 2;
+  int rc = unico_open(&u, url, NULL, &res);
+  if (rc) {
+    fprintf(stderr, "torture: FAIL worker %d: open %s: %s\n", proc, url,
+            res.message);
+    unico_result_clear(&res);
+    return 2;
+  }
+  unico_result_clear(&res);
+  for (int t = 0; t < nthreads; t++) {
+    worker *w = &ws[t];
+    memset(w, 0, sizeof *w);
+    w->dir = dir;
+    w->u = u;
+    w->round = round;
+    w->proc = proc;
+    w->thr = t;
+    w->nops = ops_per_thread;
+    w->seed = mix_seed(seed, round, proc, t);
+    if (round)
+      fmt(w->prefix, sizeof w->prefix, "r%04d-p%d-t%d", round, proc, t);
+    else
+      fmt(w->prefix, sizeof w->prefix, "p%d-t%d", proc, t);
+    if (pthread_create(&tids[t], NULL, worker_main, w)) {
+      fprintf(stderr, "torture: FAIL worker %d: pthread_create\n", proc);
+      code = 2;
+      break;
+    }
+    started++;
+  }
+  for (int t = 0; t < started; t++) {
+    pthread_join(tids[t], NULL);
+    if (ws[t].failed) code = 1;
+  }
+  unico_close(u);
+  return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* verify */
+
+/* What the journals say of one primary key. */
+typedef struct vpk {
+  char *pk;
+  const char *file; /* journal that wrote it last (borrowed) */
+  int present;
+  uint64_t version;
+  json_t *body;    /* owned; NULL when absent */
+  json_t *pending; /* owned: intent line with no ack yet, or NULL */
+} vpk;
+
+typedef struct vstats {
+  int allow_inflight; /* crash mode: a last unacked intent may have applied */
+  long violations, printed;
+  int cat;          /* the check now running: 0 a, 1 b, 2 c (and journals) */
+  long by_cat[3];   /* violations per check */
+  long replays;
+  long files, lines, torn, intents, acks, acked_ok, conflicts, errors, busy;
+  long by_kind[3];
+  long live, emails, phones, lookups;
+  long inflight_applied, inflight_not;
+  long check_records, check_claims, check_outcomes;
+  vpk *pks;
+  size_t npks, cap;
+  json_t *index; /* pk -> index into pks */
+  /* [{pk, present, version, body, pending}] of the pks that are live or
+   * whose last intent has no ack: their stored state, for the janitor. */
+  json_t *live_list;
+} vstats;
+
+static void viol(vstats *v, const char *f, ...)
+    __attribute__((format(printf, 2, 3)));
+static void viol(vstats *v, const char *f, ...) {
+  v->violations++;
+  v->by_cat[v->cat]++;
+  if (v->printed >= MAX_PRINTED) return;
+  v->printed++;
+  va_list ap;
+  va_start(ap, f);
+  fputs("torture: VIOLATION: ", stdout);
+  vprintf(f, ap);
+  fputc('\n', stdout);
+  va_end(ap);
+}
+
+/* A compact text of j for messages ("-" for NULL), malloc'd: the caller
+ * frees it. */
+static char *jtext(const json_t *j) {
+  char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  return s ? s : strdup("-");
+}
+
+static vpk *vpk_get(vstats *v, const char *pk) {
+  json_t *ix = json_object_get(v->index, pk);
+  if (ix) return &v->pks[json_integer_value(ix)];
+  if (v->npks == v->cap) {
+    size_t cap = v->cap ? v->cap * 2 : 256;
+    vpk *n = realloc(v->pks, cap * sizeof *n);
+    if (!n) return NULL;
+    v->pks = n;
+    v->cap = cap;
+  }
+  vpk *p = &v->pks[v->npks];
+  memset(p, 0, sizeof *p);
+  p->pk = strdup(pk);
+  if (!p->pk ||
+      json_object_set_new(v->index, pk, json_integer((json_int_t)v->npks))) {
+    free(p->pk);
+    return NULL;
+  }
+  v->npks++;
+  return p;
+}
+
+static int kind_of(const char *s) {
+  for (int k = 0; k < 3; k++)
+    if (s && !strcmp(s, kind_names[k])) return k;
+  return -1;
+}
+
+static int state_eq(int pa, uint64_t va, const json_t *ba, int pb, uint64_t vb,
+                    const json_t *bb) {
+  if (pa != pb) return 0;
+  if (!pa) return 1;
+  return va == vb && ba && bb && json_equal((json_t *)ba, (json_t *)bb);
+}
+
+/* The state p has if its pending intent applies. */
+static void pending_result(const vpk *p, int *present, uint64_t *version,
+                           json_t **body) {
+  int kind = kind_of(json_string_value(json_object_get(p->pending, "kind")));
+  json_t *e = json_object_get(p->pending, "expect");
+  *present = kind != K_DELETE;
+  *version = kind == K_INSERT ? 1 : kind == K_UPDATE ? p->version + 1 : 0;
+  *body = *present ? e : NULL;
+}
+
+static void set_state(vpk *p, int present, uint64_t version, json_t *body) {
+  json_t *b = present && body ? json_incref(body) : NULL;
+  json_decref(p->body);
+  p->present = present;
+  p->version = present ? version : 0;
+  p->body = b;
+}
+
+/* The janitor saw state `adopt` in the store: it must be p's acked state or
+ * its pending intent applied; it becomes p's state and settles the intent. */
+static void v_adopt(vstats *v, vpk *p, json_t *adopt, const char *file,
+                    long lineno) {
+  int ap = json_is_true(json_object_get(adopt, "present"));
+  uint64_t av = (uint64_t)json_integer_value(json_object_get(adopt, "version"));
+  json_t *ab = json_object_get(adopt, "body");
+  if (json_is_null(ab)) ab = NULL;
+  int ok = state_eq(p->present, p->version, p->body, ap, av, ab);
+  if (!ok && p->pending) {
+    int pp;
+    uint64_t pv;
+    json_t *pb;
+    pending_result(p, &pp, &pv, &pb);
+    ok = state_eq(pp, pv, pb, ap, av, ab);
+  }
+  if (!ok)
+    viol(v, "%s:%ld: pk %s adopted a state that no journaled event gives",
+         file, lineno, p->pk);
+  set_state(p, ap, av, ab);
+  json_decref(p->pending);
+  p->pending = NULL;
+}
+
+/* One journal line. */
+static void v_line(vstats *v, const char *file, long lineno, json_t *o) {
+  const char *ev = json_string_value(json_object_get(o, "ev"));
+  const char *pk = json_string_value(json_object_get(o, "pk"));
+  json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+  vpk *p = pk ? vpk_get(v, pk) : NULL;
+  if (!ev || !p) {
+    viol(v, "%s:%ld: malformed journal line", file, lineno);
+    return;
+  }
+  if (p->file && strcmp(p->file, file) && !json_object_get(o, "adopt"))
+    viol(v, "%s:%ld: pk %s also written by %s", file, lineno, pk, p->file);
+  p->file = file;
+  if (!strcmp(ev, "replay")) {
+    v->replays++; /* its outcome was checked by the worker */
+    return;
+  }
+  if (!strcmp(ev, "settle")) {
+    json_t *adopt = json_object_get(o, "adopt");
+    if (!adopt) viol(v, "%s:%ld: settle without a state", file, lineno);
+    else v_adopt(v, p, adopt, file, lineno);
+    return;
+  }
+  if (!strcmp(ev, "intent")) {
+    v->intents++;
+    int kind = kind_of(json_string_value(json_object_get(o, "kind")));
+    json_t *adopt = json_object_get(o, "adopt");
+    if (kind < 0) {
+      viol(v, "%s:%ld: intent of unknown kind", file, lineno);
+      return;
+    }
+    if (adopt) {
+      v_adopt(v, p, adopt, file, lineno);
+    } else if (p->pending) {
+      viol(v, "%s:%ld: pk %s has a second intent before the ack of seq %" JSON_INTEGER_FORMAT,
+           file, lineno, pk,
+           json_integer_value(json_object_get(p->pending, "seq")));
+    }
+    uint64_t from = (uint64_t)json_integer_value(json_object_get(o, "from"));
+    if ((kind == K_INSERT && p->present) ||
+        (kind != K_INSERT && (!p->present || from != p->version)))
+      viol(v, "%s:%ld: pk %s: %s from version %" PRIu64
+              " but the journal says %s version %" PRIu64,
+           file, lineno, pk, kind_names[kind], from,
+           p->present ? "present at" : "absent,", p->version);
+    json_decref(p->pending);
+    p->pending = json_incref(o);
+    return;
+  }
+  if (strcmp(ev, "ack")) {
+    viol(v, "%s:%ld: unknown event %s", file, lineno, ev);
+    return;
+  }
+  v->acks++;
+  if (!p->pending ||
+      json_integer_value(json_object_get(p->pending, "seq")) != seq) {
+    viol(v, "%s:%ld: ack of pk %s seq %" JSON_INTEGER_FORMAT
+            " without its intent",
+         file, lineno, pk, seq);
+    return;
+  }
+  int rc = (int)json_integer_value(json_object_get(o, "rc"));
+  int kind = kind_of(json_string_value(json_object_get(p->pending, "kind")));
+  v->busy += (long)json_integer_value(json_object_get(o, "busy"));
+  int ap = json_is_true(json_object_get(o, "present"));
+  json_t *ab = json_object_get(o, "body");
+  if (json_is_null(ab)) ab = NULL;
+  uint64_t av = (uint64_t)json_integer_value(json_object_get(o, "version"));
+  if (rc == UNICO_OK) {
+    int pp;
+    uint64_t pv;
+    json_t *pb;
+    pending_result(p, &pp, &pv, &pb);
+    /* The writer's belief after a success must be the intent applied. */
+    if (!state_eq(pp, pv, pb, ap, av, ab))
+      viol(v, "%s:%ld: pk %s seq %" JSON_INTEGER_FORMAT
+              ": acked state differs from its intent (version %" PRIu64
+              " vs %" PRIu64 ")",
+           file, lineno, pk, seq, av, pv);
+    set_state(p, ap, av, ab);
+    v->acked_ok++;
+    if (kind >= 0) v->by_kind[kind]++;
+  } else if (rc == UNICO_ECONFLICT) {
+    v->conflicts++;
+    if (!state_eq(p->present, p->version, p->body, ap, av, ab))
+      viol(v, "%s:%ld: pk %s seq %" JSON_INTEGER_FORMAT
+              ": a refused write changed the writer's belief",
+           file, lineno, pk, seq);
+  } else {
+    /* The worker already failed on this; its outcome is unknown, so it
+     * stays pending (either outcome is accepted below). */
+    v->errors++;
+    viol(v, "%s:%ld: pk %s seq %" JSON_INTEGER_FORMAT
+            ": the write failed with %s (%d)",
+         file, lineno, pk, seq,
+         json_string_value(json_object_get(o, "err")), rc);
+    return;
+  }
+  json_decref(p->pending);
+  p->pending = NULL;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Read every journal of dir in name order into v. 0, or -1 on an I/O error
+ * (reported as a violation). */
+static int v_journals(vstats *v, const char *dir, char ***names_out,
+                      size_t *n_out) {
+  DIR *d = opendir(dir);
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  *names_out = NULL;
+  *n_out = 0;
+  if (!d) {
+    viol(v, "cannot open %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (strncmp(de->d_name, "journal-", 8) || l < 12 ||
+        strcmp(de->d_name + l - 4, ".log"))
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      char **nn = realloc(names, cap * sizeof *nn);
+      if (!nn) break;
+      names = nn;
+    }
+    if (!(names[n] = strdup(de->d_name))) break;
+    n++;
+  }
+  closedir(d);
+  if (n) qsort(names, n, sizeof *names, name_cmp);
+  *names_out = names;
+  *n_out = n;
+  for (size_t i = 0; i < n; i++) {
+    char path[4096];
+    if (fmt(path, sizeof path, "%s/%s", dir, names[i])) {
+      viol(v, "path too long: %s/%s", dir, names[i]);
+      return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+      viol(v, "cannot open %s: %s", path, strerror(errno));
+      return -1;
+    }
+    char *buf = NULL;
+    size_t len = 0, bcap = 0;
+    for (;;) {
+      if (bcap - len < 65536) {
+        bcap = bcap ? bcap * 2 : 1 << 20;
+        char *nb = realloc(buf, bcap);
+        if (!nb) break;
+        buf = nb;
+      }
+      size_t got = fread(buf + len, 1, bcap - len, f);
+      len += got;
+      if (got == 0) break;
+    }
+    int err = ferror(f) || !buf;
+    fclose(f);
+    if (err) {
+      free(buf);
+      viol(v, "cannot read %s", path);
+      return -1;
+    }
+    v->files++;
+    long lineno = 0;
+    size_t off = 0;
+    while (off < len) {
+      char *nl = memchr(buf + off, '\n', len - off);
+      lineno++;
+      if (!nl) {
+        /* A line cut by a kill during its write(2): the call it announced
+         * (an intent) was never made, or (an ack) it had already ended,
+         * which the pending intent covers. */
+        if (!v->allow_inflight)
+          viol(v, "%s:%ld: incomplete last line", names[i], lineno);
+        v->torn++;
+        break;
+      }
+      json_error_t je;
+      json_t *o = json_loadb(buf + off, (size_t)(nl - (buf + off)), 0, &je);
+      if (!o) {
+        viol(v, "%s:%ld: not JSON: %s", names[i], lineno, je.text);
+      } else {
+        v->lines++;
+        v_line(v, names[i], lineno, o);
+        json_decref(o);
+      }
+      off = (size_t)(nl - buf) + 1;
+    }
+    free(buf);
+  }
+  return 0;
+}
+
+/* Lowercase ASCII copy (the workload's values are ASCII, so this is the
+ * casefold), into buf. */
+static void ascii_lower(const char *s, char *buf, size_t n) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < n; i++) buf[i] = (char)tolower((unsigned char)s[i]);
+  buf[i] = 0;
+}
+
+/* unico_lookup of one value; *owner_out gets the owner's pk (malloc'd) or
+ * NULL on UNICO_ENOTFOUND. Returns the rc. */
+static int lookup(unico *u, const char *con, const char *value,
+                  char **owner_out, unico_result *res) {
+  json_t *a = json_pack("[s]", value);
+  char *vt = a ? json_dumps(a, JSON_COMPACT) : NULL;
+  json_decref(a);
+  *owner_out = NULL;
+  if (!vt) return UNICO_ENOMEM;
+  int rc = unico_lookup(u, TABLE, con, vt, res);
+  free(vt);
+  if (rc == UNICO_OK) {
+    json_t *o = json_loads(res->json ? res->json : "", 0, NULL);
+    const char *pk = json_string_value(json_object_get(o, "pk"));
+    *owner_out = strdup(pk ? pk : "(no pk in lookup output)");
+    json_decref(o);
+    if (!*owner_out) rc = UNICO_ENOMEM;
+  }
+  return rc;
+}
+
+/* Check one value: the lookup must name `holder` (NULL: nobody holds it). */
+static void check_lookup(vstats *v, unico *u, const char *con,
+                         const char *value, const char *holder) {
+  unico_result res = UNICO_RESULT_INIT;
+  char *owner = NULL;
+  int rc = lookup(u, con, value, &owner, &res);
+  v->lookups++;
+  if (holder && rc != UNICO_OK)
+    viol(v, "lookup %s [\"%s\"]: rc %d (%s: %s), but live record %s holds it",
+         con, value, rc, unico_errname(rc), res.message, holder);
+  else if (holder && strcmp(owner, holder))
+    viol(v, "lookup %s [\"%s\"] returned %s, but live record %s holds it", con,
+         value, owner, holder);
+  else if (!holder && rc == UNICO_OK)
+    viol(v, "lookup %s [\"%s\"] returned %s, but no live record holds it", con,
+         value, owner);
+  else if (!holder && rc != UNICO_ENOTFOUND)
+    viol(v, "lookup %s [\"%s\"]: rc %d (%s: %s)", con, value, rc,
+         unico_errname(rc), res.message);
+  free(owner);
+  unico_result_clear(&res);
+}
+
+/* Read the journals of dir and the store at dir/store (opened fresh) and
+ * check invariants 1, 3 and 5 (see the top of this file). allow_inflight:
+ * the workers were killed, so each pk's last intent may lack its ack. When
+ * live_out is not NULL it receives [{pk, present, version, body, pending}]
+ * (the stored state) of the pks that are live or have an unacked intent. Prints a summary line per check; returns the violation count
+ * (-1 when the store cannot be opened). *acked_out (may be NULL) receives
+ * the number of acked operations. */
+static long verify(const char *dir, int allow_inflight, json_t **live_out,
+                   long *acked_out) {
+  vstats v;
+  char url[4200];
+  char **names = NULL;
+  size_t nnames = 0;
+  unico *u = NULL;
+  unico_result res = UNICO_RESULT_INIT;
+  json_t *emails = json_object(), *phones = json_object();
+  memset(&v, 0, sizeof v);
+  v.allow_inflight = allow_inflight;
+  v.cat = 2;
+  v.index = json_object();
+  v.live_list = json_array();
+  if (live_out) *live_out = NULL;
+  if (acked_out) *acked_out = 0;
+  if (!v.index || !v.live_list || !emails || !phones) {
+    viol(&v, "out of memory");
+    goto leave;
+  }
+  if (v_journals(&v, dir, &names, &nnames)) goto leave;
+
+  if (fmt(url, sizeof url, "lmdb:%s/store", dir)) {
+    viol(&v, "store path too long");
+    goto leave;
+  }
+  int rc = unico_open(&u, url, NULL, &res);
+  if (rc) {
+    viol(&v, "cannot open %s: %s", url, res.message);
+    goto leave;
+  }
+
+  /* (c) every pk's stored state is its last acked state, or (crash mode)
+   * its unacked last intent applied exactly. */
+  for (size_t i = 0; i < v.npks; i++) {
+    vpk *p = &v.pks[i];
+    char *pkt = json_str_text(p->pk);
+    int gp = 0;
+    uint64_t gv = 0;
+    json_t *gb = NULL, *got = NULL;
+    rc = pkt ? unico_get(u, TABLE, pkt, &res) : UNICO_ENOMEM;
+    free(pkt);
+    if (rc == UNICO_OK) {
+      got = json_loads(res.json ? res.json : "", 0, NULL);
+      gp = 1;
+      gv = (uint64_t)json_integer_value(json_object_get(got, "version"));
+      gb = json_object_get(got, "record");
+      if (!gb) viol(&v, "get %s: no record in %s", p->pk, res.json);
+    } else if (rc != UNICO_ENOTFOUND) {
+      viol(&v, "get %s: rc %d (%s): %s", p->pk, rc, unico_errname(rc),
+           res.message);
+      unico_result_clear(&res);
+      continue;
+    }
+    unico_result_clear(&res);
+    if (p->pending && !allow_inflight)
+      viol(&v, "pk %s: intent seq %" JSON_INTEGER_FORMAT " has no ack",
+           p->pk, json_integer_value(json_object_get(p->pending, "seq")));
+    if (state_eq(p->present, p->version, p->body, gp, gv, gb)) {
+      if (p->pending) v.inflight_not++;
+    } else {
+      int pp = 0;
+      uint64_t pv = 0;
+      json_t *pb = NULL;
+      if (p->pending) pending_result(p, &pp, &pv, &pb);
+      if (p->pending && state_eq(pp, pv, pb, gp, gv, gb)) {
+        v.inflight_applied++;
+      } else {
+        char *want = jtext(p->body), *have = jtext(gb);
+        char *inf = p->pending ? jtext(p->pending) : NULL;
+        viol(&v,
+             "pk %s (%s): last acked state %s v%" PRIu64 " %s, but the store "
+             "has %s v%" PRIu64 " %s%s%s",
+             p->pk, p->file ? p->file : "?",
+             p->present ? "present" : "absent", p->version, want,
+             gp ? "present" : "absent", gv, have,
+             inf ? "; unacked intent " : "", inf ? inf : "");
+        free(want);
+        free(have);
+        free(inf);
+      }
+    }
+    if ((gp && gb) || p->pending)
+      json_array_append_new(
+          v.live_list,
+          json_pack("{s:s,s:b,s:I,s:O,s:b}", "pk", p->pk, "present", gp && gb,
+                    "version", (json_int_t)gv, "body",
+                    gp && gb ? gb : json_null(), "pending", p->pending != NULL));
+    if (gp && gb) {
+      v.live++;
+      v.cat = 1;
+      /* (b) independently of the library: no two live records share a
+       * casefolded email or a phone. */
+      const char *em = json_string_value(json_object_get(gb, "email"));
+      const char *ph = json_string_value(json_object_get(gb, "phone"));
+      if (em) {
+        char low[128];
+        ascii_lower(em, low, sizeof low);
+        json_t *prev = json_object_get(emails, low);
+        if (prev)
+          viol(&v, "live records %s and %s both hold email %s",
+               json_string_value(prev), p->pk, low);
+        else
+          json_object_set_new(emails, low, json_string(p->pk));
+        v.emails++;
+      }
+      if (ph) {
+        json_t *prev = json_object_get(phones, ph);
+        if (prev)
+          viol(&v, "live records %s and %s both hold phone %s",
+               json_string_value(prev), p->pk, ph);
+        else
+          json_object_set_new(phones, ph, json_string(p->pk));
+        v.phones++;
+      }
+      v.cat = 2;
+    }
+    json_decref(got);
+  }
+
+  /* (b) through the library: each live value's lookup names its holder
+   * (with the stored spelling and a case-swapped one), and each value of the
+   * workload's space is held by whom the lookup says, or by nobody. */
+  v.cat = 1;
+  for (size_t i = 0; i < json_array_size(v.live_list); i++) {
+    json_t *e = json_array_get(v.live_list, i);
+    const char *pk = json_string_value(json_object_get(e, "pk"));
+    json_t *b = json_object_get(e, "body");
+    if (!json_is_true(json_object_get(e, "present"))) continue;
+    const char *em = json_string_value(json_object_get(b, "email"));
+    const char *ph = json_string_value(json_object_get(b, "phone"));
+    if (em) {
+      char low[128];
+      ascii_lower(em, low, sizeof low);
+      const char *holder = json_string_value(json_object_get(emails, low));
+      check_lookup(&v, u, C_EMAIL, em, holder ? holder : pk);
+    }
+    if (ph) {
+      const char *holder = json_string_value(json_object_get(phones, ph));
+      check_lookup(&v, u, C_PHONE, ph, holder ? holder : pk);
+    }
+  }
+  for (int n = 0; n < NVALUES; n++) {
+    char val[64];
+    fmt(val, sizeof val, "user%d@example.com", n);
+    const char *holder = json_string_value(json_object_get(emails, val));
+    check_lookup(&v, u, C_EMAIL, val, holder);
+    fmt(val, sizeof val, "USER%d@EXAMPLE.COM", n);
+    check_lookup(&v, u, C_EMAIL, val, holder);
+    fmt(val, sizeof val, "+1555000%02d", n);
+    check_lookup(&v, u, C_PHONE, val, json_string_value(json_object_get(phones, val)));
+  }
+
+  /* (a) the library's own audit, which must also count exactly the live
+   * records and the claims their values need: nothing refused left a
+   * claim or a record behind (d). */
+  v.cat = 0;
+  rc = unico_check(u, &res);
+  {
+    json_t *rep = json_loads(res.json ? res.json : "", 0, NULL);
+    v.check_records = (long)json_integer_value(json_object_get(rep, "records"));
+    v.check_claims = (long)json_integer_value(json_object_get(rep, "claims"));
+    v.check_outcomes = (long)json_integer_value(json_object_get(rep, "outcomes"));
+    if (rc != UNICO_OK || !json_is_true(json_object_get(rep, "ok")))
+      viol(&v, "unico_check: rc %d (%s): %s; report %s", rc, unico_errname(rc),
+           res.message, res.json ? res.json : "(none)");
+    else if (v.check_records != v.live)
+      viol(&v, "unico_check counts %ld live records, the journals' pks %ld",
+           v.check_records, v.live);
+    else if (v.check_claims != v.emails + v.phones)
+      viol(&v, "unico_check counts %ld claims; the live records hold %ld "
+               "values",
+           v.check_claims, v.emails + v.phones);
+    json_decref(rep);
+  }
+  unico_result_clear(&res);
+
+  static const char *const verdict[] = {"ok", "FAILED"};
+  printf("  a) unico_check (inv. 1, 5): %s, records %ld, claims %ld, outcomes "
+         "%ld\n",
+         verdict[v.by_cat[0] > 0], v.check_records, v.check_claims,
+         v.check_outcomes);
+  printf("  b) unique values and lookups (inv. 1, 5): %s, live %ld, emails "
+         "%ld, phones %ld, lookups %ld\n",
+         verdict[v.by_cat[1] > 0], v.live, v.emails, v.phones, v.lookups);
+  printf("  c) durability (inv. 3): %s, pks %ld, journals %ld, lines %ld (torn %ld), "
+         "acked ok %ld (insert %ld, update %ld, delete %ld), in flight at "
+         "kill: applied %ld, not applied %ld\n",
+         verdict[v.by_cat[2] > 0], (long)v.npks, v.files, v.lines, v.torn, v.acked_ok,
+         v.by_kind[K_INSERT], v.by_kind[K_UPDATE], v.by_kind[K_DELETE],
+         v.inflight_applied, v.inflight_not);
+  printf("  d) refused writes left nothing (inv. 3): %s, conflicts %ld, busy "
+         "retries %ld, errors %ld, op-id replays %ld (per pk: c, per value "
+         "and record: a)\n",
+         verdict[v.by_cat[0] + v.by_cat[2] > 0], v.conflicts, v.busy,
+         v.errors, v.replays);
+leave:
+  if (v.violations > v.printed)
+    printf("torture: ... and %ld more violations\n", v.violations - v.printed);
+  printf("  verify: %s (%ld violation%s)\n", v.violations ? "FAILED" : "ok",
+         v.violations, v.violations == 1 ? "" : "s");
+  fflush(stdout);
+  unico_result_clear(&res);
+  unico_close(u);
+  if (acked_out) *acked_out = v.acked_ok + v.conflicts;
+  if (live_out)
+    *live_out = v.live_list;
+  else
+    json_decref(v.live_list);
+  for (size_t i = 0; i < v.npks; i++) {
+    free(v.pks[i].pk);
+    json_decref(v.pks[i].body);
+    json_decref(v.pks[i].pending);
+  }
+  free(v.pks);
+  json_decref(v.index);
+  json_decref(emails);
+  json_decref(phones);
+  for (size_t i = 0; i < nnames; i++) free(names[i]);
+  free(names);
+  return v.violations;
+}
+
+/* ------------------------------------------------------------------ */
+/* modes */
+
+/* Remove what an earlier run left in dir (only the files this program
+ * makes) and create it; then apply the schema to a fresh store. 0 or -1. */
+static int fresh_dir(const char *dir) {
+  char path[4096];
+  if (mkdir(dir, 0777) && errno != EEXIST) {
+    fprintf(stderr, "torture: cannot create %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  DIR *d = opendir(dir);
+  if (!d) {
+    fprintf(stderr, "torture: cannot open %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (strncmp(de->d_name, "journal-", 8) || l < 12 ||
+        strcmp(de->d_name + l - 4, ".log"))
+      continue;
+    if (fmt(path, sizeof path, "%s/%s", dir, de->d_name) || unlink(path)) {
+      fprintf(stderr, "torture: cannot remove %s/%s\n", dir, de->d_name);
+      closedir(d);
+      return -1;
+    }
+  }
+  closedir(d);
+  static const char *const files[] = {"store/data.mdb", "store/lock.mdb"};
+  for (size_t i = 0; i < 2; i++) {
+    if (fmt(path, sizeof path, "%s/%s", dir, files[i])) return -1;
+    if (unlink(path) && errno != ENOENT) {
+      fprintf(stderr, "torture: cannot remove %s: %s\n", path, strerror(errno));
+      return -1;
+    }
+  }
+  if (fmt(path, sizeof path, "%s/store", dir)) return -1;
+  if (rmdir(path) && errno != ENOENT) {
+    fprintf(stderr, "torture: cannot remove %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+
+  char url[4200];
+  unico *u = NULL;
+  unico_result res = UNICO_RESULT_INIT;
+  if (fmt(url, sizeof url, "lmdb:%s/store", dir)) return -1;
+  int rc = unico_open(&u, url, NULL, &res);
+  if (!rc) rc = unico_schema_apply(u, SCHEMA, &res);
+  if (rc) fprintf(stderr, "torture: setting up %s: %s\n", url, res.message);
+  unico_result_clear(&res);
+  unico_close(u);
+  return rc ? -1 : 0;
+}
+
+/* Fork one worker process into process group *pgid (the first one leads
+ * it; *pgid 0 before). Returns the pid, or -1. */
+static pid_t spawn(pid_t *pgid, const char *dir, int round, int proc,
+                   int nthreads, long ops_per_thread, uint64_t seed) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "torture: fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    alarm(0);
+    setpgid(0, *pgid);
+    if (ops_per_thread > 0) alarm(WATCHDOG_S);
+    exit(worker_process(dir, round, proc, nthreads, ops_per_thread, seed));
+  }
+  if (setpgid(pid, *pgid ? *pgid : pid) && errno != EACCES)
+    fprintf(stderr, "torture: setpgid: %s\n", strerror(errno));
+  if (!*pgid) *pgid = pid;
+  wd_pgid = (sig_atomic_t)*pgid;
+  return pid;
+}
+
+static double env_scale(void) {
+  const char *s = getenv("UNICO_TORTURE_SCALE");
+  char *end;
+  if (!s || !*s) return 1.0;
+  double d = strtod(s, &end);
+  if (*end || !(d > 0) || d > 1000) {
+    fprintf(stderr, "torture: ignoring UNICO_TORTURE_SCALE=%s\n", s);
+    return 1.0;
+  }
+  return d;
+}
+
+static int mode_concurrency(const char *dir, int threads, int procs, long ops,
+                            uint64_t seed) {
+  pid_t pids[MAX_PROCS], pgid = 0;
+  int bad = 0, n = 0;
+  long per = (ops + (long)procs * threads - 1) / ((long)procs * threads);
+  printf("torture concurrency: %d processes x %d threads, %ld ops each "
+         "(%ld in total), seed %" PRIu64 ", store lmdb:%s/store\n",
+         procs, threads, per, per * procs * threads, seed, dir);
+  if (fresh_dir(dir)) return 1;
+  watchdog(WATCHDOG_S);
+  double t0 = now_s();
+  for (int p = 0; p < procs; p++) {
+    pid_t pid = spawn(&pgid, dir, 0, p, threads, per, seed);
+    if (pid < 0) {
+      bad = 1;
+      break;
+    }
+    pids[n++] = pid;
+  }
+  for (int i = 0; i < n; i++) {
+    int st;
+    while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+      printf("torture: FAIL worker process %d ended with %s %d\n", i,
+             WIFEXITED(st) ? "exit code" : "signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+      bad = 1;
+    }
+  }
+  wd_pgid = 0;
+  double el = now_s() - t0;
+  watchdog(WATCHDOG_S);
+  long done = 0;
+  long nv = verify(dir, 0, NULL, &done);
+  alarm(0);
+  printf("torture concurrency: %ld operations answered in %.2f s: %.0f ops/s\n",
+         done, el, el > 0 ? (double)done / el : 0.0);
+  if (done < per * procs * threads && !bad) {
+    printf("torture: FAIL only %ld of %ld operations were journaled\n", done,
+           per * procs * threads);
+    bad = 1;
+  }
+  printf("torture concurrency: %s\n", bad || nv ? "FAILED" : "passed");
+  return bad || nv ? 1 : 0;
+}
+
+/* A write right after the kill: the write lock and the values a killed
+ * writer may have been using must not be blocked (invariant 4). */
+static int probe(unico *u, int round) {
+  char pk[64], body[256], pkt[80];
+  unico_result res = UNICO_RESULT_INIT;
+  fmt(pk, sizeof pk, "probe-r%04d", round);
+  fmt(pkt, sizeof pkt, "\"%s\"", pk);
+  fmt(body, sizeof body,
+      "{\"id\":\"%s\",\"email\":\"probe-%d@torture.invalid\",\"phone\":"
+      "\"probe-%d\"}",
+      pk, round, round);
+  int rc = unico_insert(u, TABLE, body, NULL, &res);
+  if (!rc) rc = unico_delete(u, TABLE, pkt, 1, NULL, &res);
+  if (rc)
+    printf("torture: FAIL probe write after round %d: rc %d (%s): %s\n", round,
+           rc, unico_errname(rc), res.message);
+  unico_result_clear(&res);
+  return rc ? -1 : 0;
+}
+
+/* After a clean round: delete about two thirds of the live records, so the
+ * values are contended by both new writers and old records. Journaled like
+ * a worker (journal-rNNNN-zjanitor.log, after that round's files in name
+ * order); each intent "adopt"s the state verify found. A pk whose last
+ * intent had no ack and that is not deleted gets a "settle" line with the
+ * state found, so later rounds hold it to exactly that state. 0 or -1. */
+static int janitor(unico *u, const char *dir, int round, json_t *live,
+                   rng *r, long *deleted) {
+  char path[4096];
+  int ret = 0;
+  *deleted = 0;
+  if (fmt(path, sizeof path, "%s/journal-r%04d-zjanitor.log", dir, round))
+    return -1;
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    printf("torture: FAIL cannot open %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  unsigned long seq = 0;
+  for (size_t i = 0; i < json_array_size(live) && !ret; i++) {
+    json_t *e = json_array_get(live, i);
+    const char *pk = json_string_value(json_object_get(e, "pk"));
+    json_int_t ver = json_integer_value(json_object_get(e, "version"));
+    int present = json_is_true(json_object_get(e, "present"));
+    if (!present || rng_below(r, 3) == 0) {
+      if (json_is_true(json_object_get(e, "pending"))) {
+        json_t *st = json_pack("{s:s,s:s,s:{s:b,s:I,s:O}}", "ev", "settle",
+                               "pk", pk ? pk : "", "adopt", "present", present,
+                               "version", ver, "body",
+                               json_object_get(e, "body"));
+        if (jput(fd, st)) {
+          printf("torture: FAIL janitor cannot journal: %s\n", strerror(errno));
+          ret = -1;
+        }
+      }
+      continue;
+    }
+    char op[96];
+    char *pkt = json_str_text(pk ? pk : "");
+    unico_result res = UNICO_RESULT_INIT;
+    seq++;
+    fmt(op, sizeof op, "r%04d-janitor-%lu", round, seq);
+    json_t *in = json_pack(
+        "{s:s,s:I,s:s,s:s,s:s,s:I,s:n,s:{s:b,s:I,s:O}}", "ev", "intent", "seq",
+        (json_int_t)seq, "pk", pk ? pk : "", "kind", "delete", "op", op,
+        "from", ver, "expect", "adopt", "present", 1, "version", ver, "body",
+        json_object_get(e, "body"));
+    if (!pkt || jput(fd, in)) {
+      printf("torture: FAIL janitor cannot journal: %s\n", strerror(errno));
+      free(pkt);
+      ret = -1;
+      break;
+    }
+    int rc = unico_delete(u, TABLE, pkt, (uint64_t)ver, op, &res);
+    if (rc)
+      printf("torture: FAIL janitor delete %s v%" JSON_INTEGER_FORMAT
+             ": rc %d (%s): %s\n",
+             pk, ver, rc, unico_errname(rc), res.message);
+    else
+      (*deleted)++;
+    json_t *ack = json_pack("{s:s,s:I,s:s,s:i,s:s,s:I,s:b,s:O,s:i}", "ev",
+                            "ack", "seq", (json_int_t)seq, "pk", pk, "rc", rc,
+                            "err", unico_errname(rc), "version",
+                            rc ? ver : 0, "present", rc != 0, "body",
+                            rc ? json_object_get(e, "body") : json_null(),
+                            "busy", 0);
+    if (jput(fd, ack)) ret = -1;
+    if (rc) ret = -1;
+    unico_result_clear(&res);
+    free(pkt);
+  }
+  close(fd);
+  return ret;
+}
+
+static int mode_crash(const char *dir, int kills, uint64_t seed) {
+  rng r = {seed};
+  char url[4200];
+  printf("torture crash: %d kills, seed %" PRIu64 " (rerun with --seed %" PRIu64
+         "), store lmdb:%s/store\n",
+         kills, seed, seed, dir);
+  if (fresh_dir(dir) || fmt(url, sizeof url, "lmdb:%s/store", dir)) return 1;
+  double t0 = now_s();
+  for (int round = 1; round <= kills; round++) {
+    pid_t pids[MAX_PROCS], pgid = 0;
+    int threads[MAX_PROCS], n = 0, bad = 0;
+    int procs = 2 + (int)rng_below(&r, 3);
+    long ms = 20 + (long)rng_below(&r, 131);
+    watchdog(WATCHDOG_S);
+    for (int p = 0; p < procs; p++) {
+      threads[p] = 2 + (int)rng_below(&r, 3);
+      pid_t pid = spawn(&pgid, dir, round, p, threads[p], -1,
+                        mix_seed(seed, round, 0, 0));
+      if (pid < 0) {
+        bad = 1;
+        break;
+      }
+      pids[n++] = pid;
+    }
+    sleep_ms(ms);
+    /* All at once: the group, then each (in case one had not joined). */
+    if (pgid) kill(-pgid, SIGKILL);
+    for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+    for (int i = 0; i < n; i++) {
+      int st;
+      while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR) {
+      }
+      if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+        printf("torture: FAIL round %d: worker process %d ended with %s %d "
+               "before the kill\n",
+               round, i, WIFEXITED(st) ? "exit code" : "signal",
+               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        bad = 1;
+      }
+    }
+    wd_pgid = 0;
+    printf("round %d/%d: %d processes x", round, kills, procs);
+    for (int i = 0; i < procs; i++) printf(" %d", threads[i]);
+    printf(" threads, killed after %ld ms\n", ms);
+
+    unico *u = NULL;
+    unico_result res = UNICO_RESULT_INIT;
+    int rc = unico_open(&u, url, NULL, &res);
+    if (rc) printf("torture: FAIL open %s: %s\n", url, res.message);
+    unico_result_clear(&res);
+    if (rc || probe(u, round)) bad = 1;
+    unico_close(u);
+    u = NULL;
+
+    json_t *live = NULL;
+    long done = 0;
+    long nv = verify(dir, 1, &live, &done);
+    long deleted = 0;
+    if (!bad && !nv) {
+      rc = unico_open(&u, url, NULL, &res);
+      unico_result_clear(&res);
+      if (rc || janitor(u, dir, round, live, &r, &deleted)) bad = 1;
+      unico_close(u);
+    }
+    json_decref(live);
+    alarm(0);
+    if (bad || nv) {
+      printf("torture crash: FAILED in round %d (seed %" PRIu64 ")\n", round,
+             seed);
+      return 1;
+    }
+    printf("  janitor deleted %ld records; %ld operations answered so far\n",
+           deleted, done);
+  }
+  printf("torture crash: %d kills, every round verified clean, %.1f s: "
+         "passed\n",
+         kills, now_s() - t0);
+  return 0;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: torture concurrency --dir DIR [--procs 4] [--threads 4] "
+          "[--ops 20000] [--seed N]\n"
+          "       torture crash --dir DIR [--kills 50] [--seed N]\n"
+          "       torture verify --dir DIR [--inflight]\n"
+          "\n"
+          "concurrency: --procs worker processes, each with --threads "
+          "threads on its\n"
+          "  own handle (4 x 4 = 16 threads by default), run at least --ops "
+          "operations\n"
+          "  in total, then verify. crash: each of --kills rounds forks 2-4 "
+          "processes of\n"
+          "  2-4 threads, SIGKILLs them after 20-150 ms and verifies. verify: "
+          "check the\n"
+          "  journals and store in DIR (--inflight: accept writes in flight "
+          "at a kill;\n"
+          "  on by default when DIR holds crash-mode journals).\n"
+          "UNICO_TORTURE_SCALE (default 1) multiplies the default --ops and "
+          "--kills;\n"
+          "  they never go below 20000 and 50.\n");
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Whether dir holds crash-mode journals ("journal-r..."). */
+static int has_crash_journals(const char *dir) {
+  DIR *d = opendir(dir);
+  int found = 0;
+  struct dirent *de;
+  if (!d) return 0;
+  while (!found && (de = readdir(d)))
+    found = !strncmp(de->d_name, "journal-r", 9);
+  closedir(d);
+  return found;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : NULL, *dir = NULL;
+  long threads = 4, procs = 4, ops = -1, kills = -1, inflight = 0;
+  uint64_t seed = 0;
+  int have_seed = 0;
+  if (!mode || !strcmp(mode, "--help") || !strcmp(mode, "-h")) {
+    usage(mode ? stdout : stderr);
+    return mode ? 0 : 1;
+  }
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    int bad = 0;
+    if (!strcmp(a, "--inflight")) {
+      inflight = 1;
+      continue;
+    }
+    if (!val) {
+      bad = 1;
+    } else if (!strcmp(a, "--dir")) {
+      dir = val;
+    } else if (!strcmp(a, "--threads")) {
+      bad = parse_long(val, 1, MAX_THREADS, &threads);
+    } else if (!strcmp(a, "--procs")) {
+      bad = parse_long(val, 1, MAX_PROCS, &procs);
+    } else if (!strcmp(a, "--ops")) {
+      bad = parse_long(val, 1, 1000000000L, &ops);
+    } else if (!strcmp(a, "--kills")) {
+      bad = parse_long(val, 1, 1000000L, &kills);
+    } else if (!strcmp(a, "--seed")) {
+      char *end;
+      errno = 0;
+      seed = strtoull(val, &end, 10);
+      bad = errno || end == val || *end;
+      have_seed = 1;
+    } else {
+      bad = 1;
+    }
+    if (bad) {
+      fprintf(stderr, "torture: bad argument %s%s%s\n", a, val ? " " : "",
+              val ? val : "");
+      usage(stderr);
+      return 1;
+    }
+    i++;
+  }
+  if (!dir) {
+    fprintf(stderr, "torture: --dir DIR is required\n");
+    usage(stderr);
+    return 1;
+  }
+  if (!have_seed) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    seed = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
+           ((uint64_t)getpid() << 32);
+    seed %= 1000000000000ULL;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, NULL);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+
+  double scale = env_scale();
+  if (!strcmp(mode, "concurrency")) {
+    if (ops < 0) {
+      ops = (long)(MIN_OPS * scale);
+      if (ops < MIN_OPS) ops = MIN_OPS;
+    }
+    return mode_concurrency(dir, (int)threads, (int)procs, ops, seed);
+  }
+  if (!strcmp(mode, "crash")) {
+    if (kills < 0) {
+      kills = (long)(MIN_KILLS * scale);
+      if (kills < MIN_KILLS) kills = MIN_KILLS;
+    }
+    return mode_crash(dir, (int)kills, seed);
+  }
+  if (!strcmp(mode, "verify")) {
+    int inf = inflight || has_crash_journals(dir);
+    printf("torture verify: %s%s\n", dir,
+           inf ? " (writes in flight at a kill accepted)" : "");
+    return verify(dir, inf, NULL, NULL) ? 1 : 0;
+  }
+  fprintf(stderr, "torture: unknown mode %s\n", mode);
+  usage(stderr);
+  return 1;
+}
