@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "setup: %s\n", r.message);
     return 1;
   }
-  long acked = 0, counts[8] = {0};
+  long counts[8] = {0};
   for (long i = 0; i < iters; i++) {
     char *in = mutate();
     char opid[32];
@@ -146,9 +146,9 @@ int main(int argc, char **argv) {
     case 0:
     case 1:
       rc = unico_insert(u, "users", in, rnd() % 2 ? opid : NULL, &r);
-      acked += rc == UNICO_OK;
       counts[rc == UNICO_OK ? 0 : rc == UNICO_EINVAL ? 1 : rc == UNICO_ECONFLICT ? 2 : 3]++;
-      if (getenv("FUZZ_DEBUG") && rc && rc != UNICO_EINVAL && rc != UNICO_ECONFLICT) fprintf(stderr, "other: %s\n", r.message);
+      if (getenv("FUZZ_DEBUG") && rc && rc != UNICO_EINVAL && rc != UNICO_ECONFLICT)
+        fprintf(stderr, "other: %s\n", r.message);
       expect(rc, &r, "insert", in);
       break;
     case 2:

@@ -62,7 +62,7 @@ static void test_casefold_output_is_stable(void **state) {
 static void test_invalid_utf8(void **state) {
   (void)state;
   const char *bad[] = {"\xC3", "\xC0\xAF", "\xED\xA0\x80", "\xF8\x88\x80\x80\x80",
-                       "a\xFF" "b", "\xE2\x82"};
+                       ("a\xFF" "b"), "\xE2\x82"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *out = (char *)1;
     size_t n = 7;

@@ -384,7 +384,7 @@ static int do_write(uexec *x, int kind, const char *table, const char *arg1,
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     usch *sc = attempt ? uexec_sch_get(x) : schema_for(x, table, NULL);
     wctx w = {0};
-    ubuf pk = UBUF_INIT, rkey = UBUF_INIT, rv = UBUF_INIT;
+    ubuf pk = UBUF_INIT, rkey = UBUF_INIT;
     uclaims newc = {0, NULL};
     ustored_record old;
     uint64_t sver = 0;
@@ -571,7 +571,6 @@ static int do_write(uexec *x, int kind, const char *table, const char *arg1,
     w_free(&w);
     ubuf_free(&pk);
     ubuf_free(&rkey);
-    ubuf_free(&rv);
     uclaims_free(&newc);
     ustored_record_free(&old);
     json_decref(body);
