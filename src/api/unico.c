@@ -6,13 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec.h"
+#include <inttypes.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "api/internal.h"
+#include "plan/plan.h"
 #include "store/store.h"
 #include "util/err.h"
-
-struct unico {
-  uexec *x;
-};
 
 unsigned int unico_version(void) { return UNICO_VERSION_HEX; }
 const char *unico_version_string(void) { return UNICO_VERSION_STRING; }
@@ -118,9 +119,17 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
     st->vt->close(st);
     return finish(res, uerr(res, UNICO_ENOMEM, NULL, "out of memory"));
   }
-  rc = uexec_open(&u->x, st, opts, res);
+  pthread_mutex_init(&u->lock, NULL);
+  atomic_init(&u->opseq, 0);
+  /* Generated op ids: a random per-handle prefix and a counter. */
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+    r = (uint64_t)unow_ms() ^ ((uint64_t)getpid() << 32);
+  snprintf(u->opprefix, sizeof u->opprefix, "g-%016" PRIx64, r);
+  rc = uexec_open(&u->x, st, opts ? opts->outcome_retention_ms : 0, res);
+  if (!rc) rc = uapi_sch_load(u, &u->cur, res);
   if (rc) {
-    free(u);
+    unico_close(u);
     return finish(res, rc);
   }
   *out = u;
@@ -129,27 +138,29 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
 
 void unico_close(unico *u) {
   if (!u) return;
+  uapi_sch_put(u->cur);
   uexec_close(u->x);
+  pthread_mutex_destroy(&u->lock);
   free(u);
 }
 
 int unico_schema_apply(unico *u, const char *ddl, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uexec_schema_apply(u->x, ddl, res));
+  return finish(res, uapi_schema_apply(u, ddl, res));
 }
 
 int unico_schema_show(unico *u, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uexec_schema_show(u->x, res));
+  return finish(res, uapi_schema_show(u, res));
 }
 
 int unico_insert(unico *u, const char *table, const char *record_json,
                  const char *op_id, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uexec_insert(u->x, table, record_json, op_id, res));
+  return finish(res, uapi_write(u, UPLAN_INSERT, table, record_json, NULL, 0, op_id, res));
 }
 
 int unico_update(unico *u, const char *table, const char *pk_json,
@@ -157,23 +168,23 @@ int unico_update(unico *u, const char *table, const char *pk_json,
                  const char *op_id, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uexec_update(u->x, table, pk_json, patch_json, if_version,
-                                  op_id, res));
+  return finish(res, uapi_write(u, UPLAN_UPDATE, table, patch_json, pk_json,
+                                if_version, op_id, res));
 }
 
 int unico_delete(unico *u, const char *table, const char *pk_json,
                  uint64_t if_version, const char *op_id, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res,
-                uexec_delete(u->x, table, pk_json, if_version, op_id, res));
+  return finish(res, uapi_write(u, UPLAN_DELETE, table, NULL, pk_json,
+                                if_version, op_id, res));
 }
 
 int unico_get(unico *u, const char *table, const char *pk_json,
               unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uexec_get(u->x, table, pk_json, res));
+  return finish(res, uapi_get(u, table, pk_json, res));
 }
 
 int unico_lookup(unico *u, const char *table, const char *constraint,
@@ -181,7 +192,7 @@ int unico_lookup(unico *u, const char *table, const char *constraint,
   begin(res);
   NEED(u);
   return finish(res,
-                uexec_lookup(u->x, table, constraint, values_json, res));
+                uapi_lookup(u, table, constraint, values_json, res));
 }
 
 int unico_args_json(unico *u, const char *table, const char *constraint,
@@ -189,13 +200,13 @@ int unico_args_json(unico *u, const char *table, const char *constraint,
   begin(res);
   NEED(u);
   return finish(res,
-                uexec_args_json(u->x, table, constraint, args, nargs, res));
+                uapi_args_json(u, table, constraint, args, nargs, res));
 }
 
 int unico_check(unico *u, unico_result *res) {
   begin(res);
   NEED(u);
-  int rc = uexec_check(u->x, res);
+  int rc = uapi_check(u, res);
   /* The report stays in res->json when violations were found. */
   char *report = res ? res->json : NULL;
   if (res) res->json = NULL;

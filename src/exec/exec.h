@@ -1,38 +1,64 @@
-/* exec.h - the executor: runs record operations against a store, keeping
- * the schema cache, operation ids and outcomes. This build has executor 1
- * (atomic: one store transaction per operation) for stores with txn(). */
+/* exec.h - the executor: applies planned writes (plan/plan.h) to a store and
+ * reports which condition refused them; reads, scans and the outcome sweep.
+ * It knows keys, stored formats and store conditions, nothing of JSON or of
+ * schemas. This build has executor 1, "atomic": one store transaction per
+ * write, for stores with txn(). */
 #ifndef UNICO_EXEC_H
 #define UNICO_EXEC_H
 
 #include <stdint.h>
 
+#include "plan/plan.h"
 #include "store/store.h"
 #include "unico.h"
 
 typedef struct uexec uexec;
 
-/* Takes ownership of st (closed by uexec_close, also on failure). */
-int uexec_open(uexec **out, ustore *st, const unico_options *opts,
+/* Takes ownership of st (closed by uexec_close, also when this fails).
+ * retention_ms: how long outcomes are kept. */
+int uexec_open(uexec **out, ustore *st, uint64_t retention_ms,
                unico_result *res);
-void uexec_close(uexec *x);
+void uexec_close(uexec *x); /* accepts NULL */
 
-int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res);
-int uexec_schema_show(uexec *x, unico_result *res);
-int uexec_insert(uexec *x, const char *table, const char *json,
-                 const char *op_id, unico_result *res);
-int uexec_update(uexec *x, const char *table, const char *pk_json,
-                 const char *patch_json, uint64_t if_version,
-                 const char *op_id, unico_result *res);
-int uexec_delete(uexec *x, const char *table, const char *pk_json,
-                 uint64_t if_version, const char *op_id, unico_result *res);
-int uexec_get(uexec *x, const char *table, const char *pk_json,
-              unico_result *res);
-int uexec_lookup(uexec *x, const char *table, const char *constraint,
-                 const char *values_json, unico_result *res);
-int uexec_args_json(uexec *x, const char *table, const char *constraint,
-                    const char *const *args, size_t nargs, unico_result *res);
-int uexec_check(uexec *x, unico_result *res);
+/* Why a write was not applied. */
+enum uexec_refusal {
+  UREFUSED_SCHEMA = 1,  /* the schema moved since the plan was made */
+  UREFUSED_OUTCOME,     /* an outcome exists under the op id (a race) */
+  UREFUSED_RECORD,      /* insert: the record exists; else: it moved */
+  UREFUSED_CLAIM        /* a value is taken; see claim and owner */
+};
+
+typedef struct uexec_refused {
+  int why;           /* enum uexec_refusal */
+  size_t claim;      /* UREFUSED_CLAIM: index into plan->take */
+  ustored_claim owner; /* UREFUSED_CLAIM: the claim that holds the value */
+} uexec_refused;
+
+/* Apply a plan all or nothing. UNICO_OK when applied; USTORE_NOT_APPLIED
+ * when a condition failed (nothing written; *why says which, in the order
+ * schema, outcome, record, claims; free why->owner with
+ * ustored_claim_free); another code (res filled) on a store error, where
+ * UNICO_EUNKNOWN means the write may or may not have been applied. */
+int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
+                unico_result *res);
+
+/* Read one key: UNICO_OK (val, version), UNICO_ENOTFOUND, or an error. */
+int uexec_read(uexec *x, const ubuf *key, ubuf *val, uint64_t *version,
+               unico_result *res);
+/* A one-key conditional write (for the schema key). */
+int uexec_cas(uexec *x, ustore_op *op, unico_result *res);
+/* Every key starting with prefix, in order; cb as in store.h. Returns what
+ * a stopping callback returned, or an error code (res filled). */
+int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
+               unico_result *res);
+
+/* The longest key the store accepts (0: no limit). */
+size_t uexec_max_key(uexec *x);
+
+/* Remove outcomes created before now_ms - retention. */
 int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
                 unico_result *res);
+/* Count a write; every 4096th runs a sweep. */
+void uexec_count_write(uexec *x);
 
 #endif

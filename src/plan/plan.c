@@ -281,3 +281,88 @@ uint64_t uplan_hash(uint64_t h, const void *p, size_t n) {
   }
   return h;
 }
+
+/* ------------------------------------------------------------------ */
+/* planned writes */
+
+static const char *const kind_names[] = {"insert", "update", "delete"};
+
+const char *uplan_kind_name(int kind) {
+  return kind >= 0 && kind <= 2 ? kind_names[kind] : "write";
+}
+
+void uplan_init(uplan *p) {
+  memset(p, 0, sizeof *p);
+}
+
+void uplan_free(uplan *p) {
+  if (!p) return;
+  ubuf_free(&p->skey);
+  ubuf_free(&p->rkey);
+  ubuf_free(&p->rval);
+  uclaims_free(&p->take);
+  ubuf_free(&p->claim_val);
+  uclaims_free(&p->release);
+  ubuf_free(&p->okey);
+  ubuf_free(&p->oval);
+  ubuf_free(&p->oidx);
+  uplan_init(p);
+}
+
+int uplan_write(uplan *p, int kind, const char *table, const utable *t,
+                const ubuf *pk, json_t *body, const ustored_record *old,
+                uint64_t old_sver, uint64_t schema_ver, const char *op_id,
+                const char *outcome, uint64_t fp, int64_t now_ms,
+                unico_result *res) {
+  uclaims need = {0, NULL};
+  char *body_s = NULL;
+  int rc = UNICO_OK;
+  uplan_free(p);
+  p->kind = kind;
+  p->schema_ver = schema_ver;
+  ukey_schema(&p->skey);
+  ukey_record(&p->rkey, table, pk->p, pk->len);
+  p->rver = old ? old_sver : 0;
+  if (kind != UPLAN_DELETE) {
+    rc = uplan_claims(t, body, &need, res);
+    if (rc) goto leave;
+    body_s = json_dumps(body, JSON_COMPACT);
+    if (!body_s) goto oom;
+    uint64_t version = old ? old->version + 1 : 1;
+    ustored_record_encode(&p->rval, UREC_LIVE, version, op_id, body_s, &need);
+  }
+  /* Take what the new record needs and the old one did not hold; release
+   * what the old one held and the new one does not need. */
+  for (size_t i = 0; i < need.n; i++) {
+    if (old && uclaims_find(&old->claims, need.v[i].key, need.v[i].klen) >= 0)
+      continue;
+    if (uclaims_add(&p->take, need.v[i].key, need.v[i].klen, need.v[i].voff,
+                    need.v[i].con))
+      goto oom;
+  }
+  for (size_t i = 0; old && i < old->claims.n; i++) {
+    const uclaim *c = &old->claims.v[i];
+    if (uclaims_find(&need, c->key, c->klen) >= 0) continue;
+    if (uclaims_add(&p->release, c->key, c->klen, c->voff, c->con)) goto oom;
+  }
+  ustored_claim_encode(&p->claim_val, UCLAIM_COMMITTED, pk->p, pk->len, op_id,
+                       now_ms);
+  if (outcome) {
+    ukey_outcome(&p->okey, op_id);
+    ukey_outcome_index(&p->oidx, now_ms, op_id);
+    ustored_outcome_encode(&p->oval, uplan_kind_name(kind), table, fp, UNICO_OK,
+                           outcome, now_ms);
+  }
+  if (!ubuf_ok(&p->skey) || !ubuf_ok(&p->rkey) || !ubuf_ok(&p->rval) ||
+      !ubuf_ok(&p->claim_val) || !ubuf_ok(&p->okey) || !ubuf_ok(&p->oval) ||
+      !ubuf_ok(&p->oidx))
+    goto oom;
+  goto leave;
+oom:
+  rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+leave:
+  uclaims_free(&need);
+  free(body_s);
+  if (rc) uplan_free(p);
+  return rc;
+}

@@ -101,6 +101,43 @@ void ustored_schema_encode(ubuf *out, const ustored_schema *s);
 int ustored_schema_decode(const uint8_t *p, size_t n, ustored_schema *s);
 void ustored_schema_free(ustored_schema *s);
 
+/* ------------------------------------------------------------------ */
+/* A planned write: everything one insert, update or delete must change,
+ * with the conditions that make it correct. An executor applies it all or
+ * nothing, or reports which condition failed. */
+
+enum { UPLAN_INSERT = 0, UPLAN_UPDATE = 1, UPLAN_DELETE = 2 };
+
+typedef struct uplan {
+  int kind;
+  ubuf skey;           /* the schema key ... */
+  uint64_t schema_ver; /* ... must still be at this store version (0: absent) */
+  ubuf rkey;           /* the record key */
+  uint64_t rver;       /* update/delete: the record's store version as read */
+  ubuf rval;           /* insert/update: the new stored record */
+  uclaims take;        /* claims to take: each must be absent */
+  ubuf claim_val;      /* the stored claim written under every taken key */
+  uclaims release;     /* claims to give up */
+  ubuf okey;           /* outcome key, empty when the caller gave no op id */
+  ubuf oval;           /* the outcome */
+  ubuf oidx;           /* its age-index key */
+} uplan;
+
+void uplan_init(uplan *p);
+const char *uplan_kind_name(int kind); /* "insert", "update", "delete" */
+void uplan_free(uplan *p); /* accepts NULL; leaves p re-initialised */
+
+/* Plan a write of table t. pk is the primary key tuple; body the new record
+ * (NULL for a delete); old the record as read with its store version
+ * old_sver (NULL for an insert); op_id is stored in record and claims;
+ * outcome (may be NULL) is the output to remember under op_id with the
+ * request fingerprint fp; now_ms stamps claims and the outcome. */
+int uplan_write(uplan *p, int kind, const char *table, const utable *t,
+                const ubuf *pk, json_t *body, const ustored_record *old,
+                uint64_t old_sver, uint64_t schema_ver, const char *op_id,
+                const char *outcome, uint64_t fp, int64_t now_ms,
+                unico_result *res);
+
 /* 64-bit FNV-1a, to fingerprint requests for operation ids. */
 uint64_t uplan_hash(uint64_t h, const void *p, size_t n);
 #define UPLAN_HASH_INIT UINT64_C(14695981039346656037)

@@ -1,4 +1,4 @@
-/* schema_ops.c - the schema as stored in the store: the cache every write is
+/* schema.c - the schema as stored in the store: the cache every write is
  * checked against, and schema apply (a two-step change that first stops
  * writers, then verifies that refused-on-filled-table changes only touch
  * empty tables, then commits or rolls back). */
@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/exec_int.h"
+#include <jansson.h>
+
+#include "api/internal.h"
 #include "keys/keyspace.h"
 #include "plan/plan.h"
 #include "util/err.h"
@@ -21,48 +23,37 @@ static void sch_unref(usch *c) {
   }
 }
 
-void uexec_sch_put(usch *c) { sch_unref(c); }
+void uapi_sch_put(usch *c) { sch_unref(c); }
 
-usch *uexec_sch_get(uexec *x) {
-  pthread_mutex_lock(&x->lock);
-  usch *c = x->cur;
+usch *uapi_sch_get(unico *u) {
+  pthread_mutex_lock(&u->lock);
+  usch *c = u->cur;
   atomic_fetch_add(&c->refs, 1);
-  pthread_mutex_unlock(&x->lock);
+  pthread_mutex_unlock(&u->lock);
   return c;
 }
 
-void uexec_sleep_ms(int ms) {
+void uapi_sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
-int uexec_store_err(unico_result *res, int rc, const char *what,
-                    const ustore_err *e) {
-  if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
-  return uerr(res, rc, NULL, "%s: %s", what,
-              e && e->msg[0] ? e->msg : unico_strerror(rc));
-}
-
-static int put_schema(uexec *x, const ubuf *key, int expect, uint64_t ver,
+static int put_schema(unico *u, const ubuf *key, int expect, uint64_t ver,
                       const ustored_schema *ss, unico_result *res) {
   ubuf v = UBUF_INIT;
-  ustore_err e = {{0}};
   ustored_schema_encode(&v, ss);
   if (!ubuf_ok(&v)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   ustore_op op = {key->p, key->len, expect, ver, USTORE_PUT, v.p, v.len,
                   0, 0, 0, UBUF_INIT};
-  int rc = x->st->vt->cas(x->st, &op, &e);
+  int rc = uexec_cas(u->x, &op, res);
   ubuf_free(&op.cur);
   ubuf_free(&v);
-  if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
-    return uexec_store_err(res, rc, "writing the schema", &e);
   return rc;
 }
 
-int uexec_sch_load(uexec *x, usch **out, unico_result *res) {
+int uapi_sch_load(unico *u, usch **out, unico_result *res) {
   ubuf key = UBUF_INIT, val = UBUF_INIT;
   ustored_schema ss;
-  ustore_err e = {{0}};
   uint64_t ver = 0;
   int rc = UNICO_OK;
   memset(&ss, 0, sizeof ss);
@@ -70,16 +61,13 @@ int uexec_sch_load(uexec *x, usch **out, unico_result *res) {
   ukey_schema(&key);
   for (int attempt = 0;; attempt++) {
     ustored_schema_free(&ss);
-    rc = x->st->vt->get(x->st, key.p, key.len, &val, &ver, &e);
+    rc = uexec_read(u->x, &key, &val, &ver, res);
     if (rc == UNICO_ENOTFOUND) {
       ver = 0;
       rc = UNICO_OK;
       break;
     }
-    if (rc) {
-      rc = uexec_store_err(res, rc, "reading the schema", &e);
-      goto leave;
-    }
+    if (rc) goto leave;
     if (ustored_schema_decode(val.p, val.len, &ss)) {
       rc = uerr(res, UNICO_ECORRUPT, NULL, "the stored schema is corrupt");
       goto leave;
@@ -89,7 +77,7 @@ int uexec_sch_load(uexec *x, usch **out, unico_result *res) {
       /* The process applying it died: roll back to the schema before. */
       ustored_schema back = {USCHEMA_READY, ss.prev_version, ss.prev_ddl,
                              NULL, 0, unow_ms()};
-      rc = put_schema(x, &key, USTORE_VERSION, ver, &back, res);
+      rc = put_schema(u, &key, USTORE_VERSION, ver, &back, res);
       if (rc < 0) goto leave;
       continue;
     }
@@ -98,7 +86,7 @@ int uexec_sch_load(uexec *x, usch **out, unico_result *res) {
                 "a schema change is in progress; try again");
       goto leave;
     }
-    uexec_sleep_ms(5);
+    uapi_sleep_ms(5);
   }
   {
     usch *c = calloc(1, sizeof *c);
@@ -133,14 +121,14 @@ leave:
   return rc;
 }
 
-int uexec_sch_reload(uexec *x, unico_result *res) {
+int uapi_sch_reload(unico *u, unico_result *res) {
   usch *c = NULL;
-  int rc = uexec_sch_load(x, &c, res);
+  int rc = uapi_sch_load(u, &c, res);
   if (rc) return rc;
-  pthread_mutex_lock(&x->lock);
-  usch *old = x->cur;
-  x->cur = c;
-  pthread_mutex_unlock(&x->lock);
+  pthread_mutex_lock(&u->lock);
+  usch *old = u->cur;
+  u->cur = c;
+  pthread_mutex_unlock(&u->lock);
   sch_unref(old);
   return UNICO_OK;
 }
@@ -232,15 +220,12 @@ static int first_key_cb(void *ctx, const uint8_t *k, size_t kl,
 }
 
 /* 1 if the table has at least one record, 0 if none, <0 on error. */
-static int table_has_records(uexec *x, const char *table, unico_result *res) {
+static int table_has_records(unico *u, const char *table, unico_result *res) {
   ubuf p = UBUF_INIT;
-  ustore_err e = {{0}};
   ukey_records(&p, table);
-  int rc = x->st->vt->scan(x->st, p.p, p.len, NULL, 0, first_key_cb, NULL, &e);
+  int rc = uexec_scan(u->x, &p, first_key_cb, NULL, res);
   ubuf_free(&p);
-  if (rc == 1) return 1;
-  if (rc) return uexec_store_err(res, rc, "scanning records", &e);
-  return 0;
+  return rc; /* 1: has records (the callback stopped), 0: none, <0: error */
 }
 
 static int apply_output(unico_result *res, const uschema *s, uint64_t ver,
@@ -264,7 +249,7 @@ static int apply_output(unico_result *res, const uschema *s, uint64_t ver,
   return UNICO_OK;
 }
 
-int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
+int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
   uschema *ns = NULL;
   usch *cur = NULL;
   ubuf key = UBUF_INIT;
@@ -286,9 +271,9 @@ int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
       }
   ukey_schema(&key);
   for (int attempt = 0; attempt < 100; attempt++) {
-    uexec_sch_put(cur);
+    uapi_sch_put(cur);
     cur = NULL;
-    rc = uexec_sch_load(x, &cur, res);
+    rc = uapi_sch_load(u, &cur, res);
     if (rc) goto leave;
     if (schemas_equal(cur->s, ns) && cur->store_ver &&
         !strcmp(cur->ddl, ddl)) {
@@ -315,7 +300,7 @@ int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
                            (char *)ddl, NULL, 0, unow_ms()};
     int expect = cur->store_ver ? USTORE_VERSION : USTORE_ABSENT;
     if (nneed == 0) {
-      rc = put_schema(x, &key, expect, cur->store_ver, &next, res);
+      rc = put_schema(u, &key, expect, cur->store_ver, &next, res);
       if (rc == USTORE_NOT_APPLIED) continue; /* raced: start again */
       if (rc) goto leave;
       break;
@@ -326,14 +311,14 @@ int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
     ustored_schema changing = {USCHEMA_CHANGING, cur->schema_version + 1,
                                (char *)ddl, cur->ddl, cur->schema_version,
                                unow_ms()};
-    rc = put_schema(x, &key, expect, cur->store_ver, &changing, res);
+    rc = put_schema(u, &key, expect, cur->store_ver, &changing, res);
     if (rc == USTORE_NOT_APPLIED) continue;
     if (rc) goto leave;
     uint64_t mark_ver = cur->store_ver + 1;
     /* Step 2: verify. */
     int bad = -1;
     for (size_t i = 0; i < nneed; i++) {
-      int h = table_has_records(x, need[i], res);
+      int h = table_has_records(u, need[i], res);
       if (h < 0) {
         rc = h;
         break;
@@ -345,7 +330,7 @@ int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
     }
     /* Step 3: commit, or put the old schema back. */
     if (bad < 0 && rc == UNICO_OK) {
-      rc = put_schema(x, &key, USTORE_VERSION, mark_ver, &next, res);
+      rc = put_schema(u, &key, USTORE_VERSION, mark_ver, &next, res);
       if (rc == USTORE_NOT_APPLIED)
         rc = uerr(res, UNICO_EBUSY, NULL,
                   "the schema change took too long and was rolled back by "
@@ -358,13 +343,12 @@ int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
     ustored_schema back = {USCHEMA_READY, cur->schema_version, cur->ddl, NULL,
                            0, unow_ms()};
     if (cur->store_ver)
-      rc = put_schema(x, &key, USTORE_VERSION, mark_ver, &back, &tmp);
+      rc = put_schema(u, &key, USTORE_VERSION, mark_ver, &back, &tmp);
     else {
       /* There was no schema: remove the marker again. */
-      ustore_err e = {{0}};
       ustore_op op = {key.p, key.len, USTORE_VERSION, mark_ver, USTORE_DEL,
                       NULL, 0, 0, 0, 0, UBUF_INIT};
-      rc = x->st->vt->cas(x->st, &op, &e);
+      rc = uexec_cas(u->x, &op, &tmp);
       ubuf_free(&op.cur);
     }
     unico_result_clear(&tmp);
@@ -379,26 +363,26 @@ int uexec_schema_apply(uexec *x, const char *ddl, unico_result *res) {
     goto leave;
   }
   if (rc == UNICO_OK) {
-    rc = uexec_sch_reload(x, res);
+    rc = uapi_sch_reload(u, res);
     if (rc == UNICO_OK) {
-      usch *c = uexec_sch_get(x);
+      usch *c = uapi_sch_get(u);
       rc = apply_output(res, ns, c->schema_version, 1);
-      uexec_sch_put(c);
+      uapi_sch_put(c);
     }
   }
 leave:
-  uexec_sch_put(cur);
+  uapi_sch_put(cur);
   uschema_free(ns);
   ubuf_free(&key);
   return rc;
 }
 
-int uexec_schema_show(uexec *x, unico_result *res) {
+int uapi_schema_show(unico *u, unico_result *res) {
   usch *c = NULL;
-  int rc = uexec_sch_load(x, &c, res);
+  int rc = uapi_sch_load(u, &c, res);
   if (rc) return rc;
   if (!c->store_ver) {
-    uexec_sch_put(c);
+    uapi_sch_put(c);
     return uerr(res, UNICO_ENOTFOUND, NULL,
                 "no schema has been applied to this store yet");
   }
@@ -409,6 +393,6 @@ int uexec_schema_show(uexec *x, unico_result *res) {
     res->version = c->schema_version;
   }
   json_decref(o);
-  uexec_sch_put(c);
+  uapi_sch_put(c);
   return o ? UNICO_OK : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
 }

@@ -1,11 +1,13 @@
-/* check.c - whole-store audit of the invariants (records and claims agree,
- * no value has two owners) and the sweep of outcomes past retention. */
+/* check.c - whole-store audit of the invariants: records and claims agree,
+ * no value has two owners. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec_int.h"
+#include <jansson.h>
+
+#include "api/internal.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
@@ -22,7 +24,7 @@ typedef struct pair {
 } pair;
 
 typedef struct chk {
-  uexec *x;
+  unico *u;
   const uschema *s;
   json_t *violations;
   uint64_t nviol, records, claims, outcomes;
@@ -118,14 +120,14 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                 "the record lists a claim its values do not need");
   /* Each needed claim must exist and name this record (invariant 5). */
   for (size_t i = 0; i < want.n; i++) {
-    ustore_err e = {{0}};
     ustored_claim cl;
-    int rc = c->x->st->vt->get(c->x->st, want.v[i].key, want.v[i].klen, &cv, NULL, &e);
+    ubuf ck = {want.v[i].key, want.v[i].klen, want.v[i].klen, 0};
+    int rc = uexec_read(c->u->x, &ck, &cv, NULL, c->res);
     if (rc == UNICO_ENOTFOUND) {
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "no claim exists for a value the record holds");
     } else if (rc) {
-      c->err = uexec_store_err(c->res, rc, "reading a claim", &e);
+      c->err = rc;
       ustored_record_free(&r);
       uclaims_free(&want);
       ubuf_free(&cv);
@@ -180,7 +182,6 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   char table[256];
   size_t voff;
   int con;
-  ustore_err e = {{0}};
   (void)ver;
   c->claims++;
   if (uplan_claim_split(NULL, k, kl, &voff, &con, table, sizeof table) ||
@@ -189,11 +190,11 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     return 0;
   }
   ukey_record(&rk, table, cl.owner, cl.owner_len);
-  int rc = c->x->st->vt->get(c->x->st, rk.p, rk.len, &rv, NULL, &e);
+  int rc = uexec_read(c->u->x, &rk, &rv, NULL, c->res);
   if (rc == UNICO_ENOTFOUND) {
     violation(c, "orphan_claim", k, kl, "the claim's owner record does not exist");
   } else if (rc) {
-    c->err = uexec_store_err(c->res, rc, "reading a record", &e);
+    c->err = rc;
   } else if (ustored_record_decode(rv.p, rv.len, &r)) {
     violation(c, "corrupt_record", rk.p, rk.len, "the record cannot be decoded");
   } else {
@@ -226,22 +227,20 @@ static int pair_cmp(const void *a, const void *b) {
 
 static int scan_kind(chk *c, const char *kind, ustore_scan_cb cb) {
   ubuf p = UBUF_INIT;
-  ustore_err e = {{0}};
   ukey_kind(&p, kind);
-  int rc = c->x->st->vt->scan(c->x->st, p.p, p.len, NULL, 0, cb, c, &e);
+  int rc = uexec_scan(c->u->x, &p, cb, c, c->res);
   ubuf_free(&p);
   if (c->err) return c->err;
-  if (rc) return uexec_store_err(c->res, rc, "scanning", &e);
-  return UNICO_OK;
+  return rc < 0 ? rc : UNICO_OK;
 }
 
-int uexec_check(uexec *x, unico_result *res) {
+int uapi_check(unico *u, unico_result *res) {
   usch *sc = NULL;
   chk c;
-  int rc = uexec_sch_load(x, &sc, res);
+  int rc = uapi_sch_load(u, &sc, res);
   if (rc) return rc;
   memset(&c, 0, sizeof c);
-  c.x = x;
+  c.u = u;
   c.s = sc->s;
   c.res = res;
   c.violations = json_array();
@@ -276,78 +275,6 @@ leave:
   }
   free(c.pairs);
   json_decref(c.violations);
-  uexec_sch_put(sc);
-  return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* sweep */
-
-#define SWEEP_BATCH 256
-
-typedef struct swp {
-  int64_t cutoff;
-  size_t n;
-  ubuf keys[SWEEP_BATCH]; /* index keys */
-  char *ids[SWEEP_BATCH];
-} swp;
-
-static int sweep_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
-                    size_t vl, uint64_t ver) {
-  swp *s = ctx;
-  utup_reader r;
-  utup_item it;
-  ubuf id = UBUF_INIT;
-  (void)v, (void)vl, (void)ver;
-  utup_reader_init(&r, k, kl);
-  if (utup_next(&r, &it) != 1 || utup_next(&r, &it) != 1 || it.type != UTUP_INT)
-    return 0; /* not ours: leave it */
-  if (it.i >= s->cutoff) return 1; /* index is in age order: done */
-  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT) return 0;
-  utup_item_copy(&it, &id);
-  s->ids[s->n] = ubuf_take(&id);
-  s->keys[s->n] = (ubuf)UBUF_INIT;
-  ubuf_put(&s->keys[s->n], k, kl);
-  s->n++;
-  return s->n == SWEEP_BATCH ? 2 : 0;
-}
-
-int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
-                unico_result *res) {
-  uint64_t total = 0;
-  int rc = UNICO_OK;
-  for (;;) {
-    swp s;
-    ubuf p = UBUF_INIT;
-    ustore_err e = {{0}};
-    s.cutoff = now_ms - (int64_t)x->retention_ms;
-    s.n = 0;
-    ukey_kind(&p, "x");
-    int sr = x->st->vt->scan(x->st, p.p, p.len, NULL, 0, sweep_cb, &s, &e);
-    ubuf_free(&p);
-    if (sr < 0) rc = uexec_store_err(res, sr, "scanning outcomes", &e);
-    ustore_op ops[2 * SWEEP_BATCH];
-    ubuf okeys[SWEEP_BATCH];
-    for (size_t i = 0; i < s.n; i++) {
-      okeys[i] = (ubuf)UBUF_INIT;
-      ukey_outcome(&okeys[i], s.ids[i] ? s.ids[i] : "");
-      ops[2 * i] = (ustore_op){s.keys[i].p, s.keys[i].len, USTORE_ANY, 0,
-                               USTORE_DEL, NULL, 0, 0, 0, 0, UBUF_INIT};
-      ops[2 * i + 1] = (ustore_op){okeys[i].p, okeys[i].len, USTORE_ANY, 0,
-                                   USTORE_DEL, NULL, 0, 0, 0, 0, UBUF_INIT};
-    }
-    if (!rc && s.n) {
-      int tr = x->st->vt->txn(x->st, ops, 2 * s.n, &e);
-      if (tr) rc = uexec_store_err(res, tr, "removing old outcomes", &e);
-      else total += s.n;
-    }
-    for (size_t i = 0; i < s.n; i++) {
-      ubuf_free(&s.keys[i]);
-      ubuf_free(&okeys[i]);
-      free(s.ids[i]);
-    }
-    if (rc || sr != 2) break;
-  }
-  if (removed) *removed = total;
+  uapi_sch_put(sc);
   return rc;
 }

@@ -1,0 +1,568 @@
+/* write.c - the record operations behind the public API: parse and check
+ * the JSON, plan the write (plan/), run it through the executor (exec/) and
+ * turn a refusal into the answer the caller gets; reads and lookups. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "keys/keyspace.h"
+#include "keys/tuple.h"
+#include "plan/plan.h"
+#include "records/record.h"
+#include "util/err.h"
+
+#define MAX_ATTEMPTS 1000
+
+static void gen_op_id(unico *u, char *buf, size_t n) {
+  uint64_t seq = atomic_fetch_add(&u->opseq, 1);
+  snprintf(buf, n, "%s-%" PRIu64, u->opprefix, seq);
+}
+
+static int check_op_id(const char *op_id, unico_result *res) {
+  size_t n = strlen(op_id);
+  if (n == 0 || n > 128)
+    return uerr(res, UNICO_EINVAL, NULL,
+                "an operation id must be 1 to 128 bytes long");
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)op_id[i] < 0x20 || op_id[i] == 0x7f)
+      return uerr(res, UNICO_EINVAL, NULL,
+                  "an operation id must not contain control characters");
+  return UNICO_OK;
+}
+
+/* What identifies a request: kind, table, canonical body, key, version. */
+static uint64_t fingerprint(int kind, const char *table, const char *body,
+                            const ubuf *pk, uint64_t if_version) {
+  uint64_t h = UPLAN_HASH_INIT;
+  h = uplan_hash(h, uplan_kind_name(kind), strlen(uplan_kind_name(kind)) + 1);
+  h = uplan_hash(h, table, strlen(table) + 1);
+  if (body) h = uplan_hash(h, body, strlen(body) + 1);
+  h = uplan_hash(h, "|", 1);
+  h = uplan_hash(h, pk->p, pk->len);
+  return uplan_hash(h, &if_version, sizeof if_version);
+}
+
+/* A canonical text of a JSON value (keys sorted), for fingerprints. */
+static char *canon(json_t *v) {
+  return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+}
+
+/* The constraint's columns as "(a, b)" and the value as JSON, for messages. */
+static void describe_conflict(const utable *t, const uconstraint *c,
+                              const char *value_json, const char *owner_json,
+                              unico_result *res) {
+  char cols[256] = "";
+  size_t off = 0;
+  for (size_t i = 0; c && i < c->ncols && off < sizeof cols; i++)
+    off += (size_t)snprintf(cols + off, sizeof cols - off, "%s%s", i ? ", " : "",
+                            t->cols[c->cols[i]].name);
+  if (!c) {
+    for (size_t i = 0; i < t->npk && off < sizeof cols; i++)
+      off += (size_t)snprintf(cols + off, sizeof cols - off, "%s%s",
+                              i ? ", " : "", t->cols[t->pk[i]].name);
+  }
+  /* value_json is an array: show its elements as a tuple, (a, b). */
+  size_t vl = strlen(value_json);
+  int inner = vl >= 2 && value_json[0] == '[' ? (int)vl - 2 : (int)vl;
+  const char *vs = vl >= 2 && value_json[0] == '[' ? value_json + 1 : value_json;
+  uerr(res, UNICO_ECONFLICT, NULL,
+       "%s.(%s) = (%.*s) is already taken by record %.100s (constraint %s)",
+       t->name, cols, inner > 200 ? 200 : inner, vs, owner_json,
+       c ? c->name : "PRIMARY KEY");
+}
+
+/* Fill res with a unique conflict on claim key ops[i] (or the primary key). */
+static int report_conflict(const utable *t, int con, const uint8_t *val,
+                           size_t vlen, const uint8_t *owner, size_t olen,
+                           unico_result *res) {
+  json_t *vj = urec_tuple_json(val, vlen);
+  json_t *oj = urec_tuple_json(owner, olen);
+  char *vs = NULL, *os = NULL;
+  if (vj && oj) {
+    vs = json_dumps(vj, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_t *one = t->npk == 1 ? json_array_get(oj, 0) : oj;
+    os = json_dumps(one ? one : oj, JSON_COMPACT | JSON_ENCODE_ANY);
+  }
+  json_decref(vj);
+  json_decref(oj);
+  if (!vs || !os) {
+    free(vs);
+    free(os);
+    return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim could not be decoded");
+  }
+  const uconstraint *c = con >= 0 ? &t->cons[con] : NULL;
+  describe_conflict(t, c, vs, os, res);
+  if (res) {
+    snprintf(res->constraint, sizeof res->constraint, "%s",
+             c ? c->name : "PRIMARY KEY");
+    free(res->value);
+    free(res->owner);
+    res->value = vs;
+    res->owner = os;
+  } else {
+    free(vs);
+    free(os);
+  }
+  return UNICO_ECONFLICT;
+}
+
+static int set_output(unico_result *res, json_t *pk, uint64_t version,
+                      char **keep) {
+  json_t *o = json_pack("{s:O,s:I}", "pk", pk, "version", (json_int_t)version);
+  char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  if (!s) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  if (res) {
+    res->version = version;
+    res->json = strdup(s);
+  }
+  if (keep)
+    *keep = s;
+  else
+    free(s);
+  return UNICO_OK;
+}
+
+static const utable *find_table(const usch *c, const char *table,
+                                unico_result *res) {
+  const utable *t = table ? uschema_table(c->s, table) : NULL;
+  if (!t) {
+    if (!c->store_ver)
+      uerr(res, UNICO_EINVAL, NULL,
+           "table %s does not exist: no schema has been applied to this store",
+           table ? table : "(none)");
+    else
+      uerr(res, UNICO_EINVAL, NULL, "table %s does not exist in the schema",
+           table ? table : "(none)");
+  }
+  return t;
+}
+
+/* 1 when the store's schema key is no longer at the version sc was read. */
+static int schema_moved(unico *u, const usch *sc) {
+  ubuf k = UBUF_INIT;
+  uint64_t ver = 0;
+  ukey_schema(&k);
+  int rc = uexec_read(u->x, &k, NULL, &ver, NULL);
+  ubuf_free(&k);
+  if (rc == UNICO_ENOTFOUND) ver = 0;
+  else if (rc) return 0;
+  return ver != sc->store_ver;
+}
+
+/* The current schema, re-read from the store once when it lacks the table
+ * (or constraint): another process may have added it since we cached ours. */
+static usch *schema_for(unico *u, const char *table, const char *constraint) {
+  usch *sc = uapi_sch_get(u);
+  const utable *t = table ? uschema_table(sc->s, table) : NULL;
+  if (t && (!constraint || utable_constraint(t, constraint) >= 0)) return sc;
+  uapi_sch_put(sc);
+  unico_result tmp = UNICO_RESULT_INIT;
+  uapi_sch_reload(u, &tmp); /* on failure keep the cached one */
+  unico_result_clear(&tmp);
+  return uapi_sch_get(u);
+}
+
+static int not_found(const utable *t, const char *pk_json, unico_result *res) {
+  return uerr(res, UNICO_ENOTFOUND, NULL, "table %s has no record %.200s",
+              t->name, pk_json);
+}
+
+/* {"pk":..,"version":..,"record":{..}} plus extra fields from `extra`. */
+static int record_output(const utable *t, const ustored_record *r,
+                         json_t *extra, unico_result *res) {
+  json_t *body = json_loads(r->body, 0, NULL);
+  if (!body) return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
+  json_t *o = extra ? json_incref(extra) : json_object();
+  json_object_set_new(o, "pk", urec_pk_json(t, body));
+  json_object_set_new(o, "version", json_integer((json_int_t)r->version));
+  json_object_set_new(o, "record", body);
+  if (res) {
+    res->json = json_dumps(o, JSON_COMPACT);
+    res->version = r->version;
+  }
+  json_decref(o);
+  if (res && !res->json) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  return UNICO_OK;
+}
+
+/* A write seen before under op_id: return its first outcome. UNICO_OK when
+ * found (res filled), UNICO_ENOTFOUND when not, or an error. */
+static int outcome_find(unico *u, const char *op_id, int kind,
+                        const char *table, uint64_t fp, unico_result *res) {
+  ubuf k = UBUF_INIT, v = UBUF_INIT;
+  ustored_outcome o;
+  ukey_outcome(&k, op_id);
+  int rc = uexec_read(u->x, &k, &v, NULL, res);
+  if (rc) goto leave;
+  if (ustored_outcome_decode(v.p, v.len, &o)) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL,
+              "the outcome of operation %s is corrupt", op_id);
+    goto leave;
+  }
+  if (strcmp(o.kind, uplan_kind_name(kind)) || strcmp(o.table, table) ||
+      o.fingerprint != fp) {
+    rc = uerr(res, UNICO_EOPID, NULL,
+              "operation id \"%s\" was already used for a different request "
+              "(%s on table %s)",
+              op_id, o.kind, o.table);
+  } else if (res) {
+    res->json = strdup(o.output);
+    json_t *j = json_loads(o.output, 0, NULL);
+    if (j) res->version = (uint64_t)json_integer_value(json_object_get(j, "version"));
+    json_decref(j);
+    if (!res->json) rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  ustored_outcome_free(&o);
+leave:
+  ubuf_free(&k);
+  ubuf_free(&v);
+  return rc;
+}
+
+/* Read and decode a record. UNICO_ENOTFOUND if absent (or not live). */
+static int read_record(unico *u, const ubuf *key, ustored_record *r,
+                       uint64_t *sver, unico_result *res) {
+  ubuf v = UBUF_INIT;
+  int rc = uexec_read(u->x, key, &v, sver, res);
+  if (rc == UNICO_OK) {
+    if (ustored_record_decode(v.p, v.len, r)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+    } else if (r->state != UREC_LIVE) {
+      ustored_record_free(r);
+      rc = UNICO_ENOTFOUND;
+    }
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
+/* Keys the store cannot hold are bad input, named precisely. */
+static int check_key_sizes(unico *u, const utable *t, const uplan *p,
+                           unico_result *res) {
+  size_t maxk = uexec_max_key(u->x);
+  if (!maxk) return UNICO_OK;
+  if (p->rkey.len > maxk)
+    return uerr(res, UNICO_EINVAL, t->cols[t->pk[0]].name,
+                "the primary key of table %s is too long for this store "
+                "(%zu bytes encoded, at most %zu)",
+                t->name, p->rkey.len, maxk);
+  for (size_t i = 0; i < p->take.n; i++) {
+    if (p->take.v[i].klen <= maxk) continue;
+    const uconstraint *c = &t->cons[p->take.v[i].con];
+    return uerr(res, UNICO_EINVAL, t->cols[c->cols[0]].name,
+                "the value of constraint %s is too long for this store "
+                "(%zu bytes encoded with its table and constraint names, at "
+                "most %zu)",
+                c->name, p->take.v[i].klen, maxk);
+  }
+  return UNICO_OK;
+}
+
+/* Insert (json = record), update (json = patch) or delete, with retries
+ * when the schema or the record moved under us. */
+int uapi_write(unico *u, int kind, const char *table, const char *json,
+               const char *pk_json, uint64_t if_version, const char *op_id_in,
+               unico_result *res) {
+  json_t *input = NULL;
+  char opbuf[64];
+  const char *op_id = op_id_in;
+  int rc = UNICO_OK, rechecked = 0;
+  if (op_id) {
+    rc = check_op_id(op_id, res);
+    if (rc) return rc;
+  } else {
+    gen_op_id(u, opbuf, sizeof opbuf);
+    op_id = opbuf;
+  }
+  if (kind != UPLAN_DELETE) {
+    rc = urec_parse_object(json, kind == UPLAN_INSERT ? "record" : "update",
+                           &input, res);
+    if (rc) return rc;
+  }
+
+  for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    usch *sc = attempt ? uapi_sch_get(u) : schema_for(u, table, NULL);
+    ubuf pk = UBUF_INIT, rkey = UBUF_INIT;
+    ustored_record old;
+    uplan plan;
+    uexec_refused why;
+    uint64_t sver = 0;
+    json_t *body = NULL, *pkj = NULL;
+    char *output = NULL, *canon_s = NULL;
+    int retry = 0, have_old = 0;
+    memset(&old, 0, sizeof old);
+    memset(&why, 0, sizeof why);
+    uplan_init(&plan);
+    if (res) {
+      free(res->json);
+      res->json = NULL;
+    }
+
+    const utable *t = find_table(sc, table, res);
+    if (!t) {
+      rc = UNICO_EINVAL;
+      goto round_end;
+    }
+    /* The primary key and the new body. */
+    if (kind == UPLAN_INSERT) {
+      rc = urec_validate(t, input, res);
+      if (!rc) rc = urec_pk(t, input, &pk, res);
+      if (rc) goto round_end;
+      body = json_incref(input);
+    } else {
+      rc = urec_pk_parse(t, pk_json, &pk, res);
+      if (rc) goto round_end;
+    }
+    canon_s = input ? canon(input) : NULL;
+    uint64_t fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
+    /* Seen this operation before? Then its first outcome is the answer. */
+    if (op_id_in) {
+      rc = outcome_find(u, op_id, kind, t->name, fp, res);
+      if (rc != UNICO_ENOTFOUND) goto round_end;
+      rc = UNICO_OK;
+    }
+    if (kind != UPLAN_INSERT) {
+      ukey_record(&rkey, t->name, pk.p, pk.len);
+      rc = read_record(u, &rkey, &old, &sver, res);
+      if (rc == UNICO_ENOTFOUND) {
+        rc = not_found(t, pk_json, res);
+        goto round_end;
+      }
+      if (rc) goto round_end;
+      have_old = 1;
+      if (if_version && old.version != if_version) {
+        rc = uerr(res, UNICO_EVERSION, NULL,
+                  "record %.200s of table %s is at version %" PRIu64
+                  ", not %" PRIu64,
+                  pk_json, t->name, old.version, if_version);
+        if (res) res->version = old.version;
+        goto round_end;
+      }
+      json_t *ob = json_loads(old.body, 0, NULL);
+      if (!ob) {
+        rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
+        goto round_end;
+      }
+      if (kind == UPLAN_UPDATE) {
+        rc = urec_patch(t, ob, input, &body, res);
+        json_decref(ob);
+        if (rc) goto round_end;
+      } else {
+        body = ob;
+      }
+    }
+    pkj = urec_pk_json(t, body);
+    uint64_t new_version =
+        kind == UPLAN_INSERT ? 1 : old.version + (kind == UPLAN_UPDATE);
+    rc = set_output(res, pkj, new_version, &output);
+    if (rc) goto round_end;
+    rc = uplan_write(&plan, kind, t->name, t, &pk,
+                     kind == UPLAN_DELETE ? NULL : body,
+                     have_old ? &old : NULL, sver, sc->store_ver, op_id,
+                     op_id_in ? output : NULL, fp, unow_ms(), res);
+    if (!rc) rc = check_key_sizes(u, t, &plan, res);
+    if (rc) goto round_end;
+
+    rc = uexec_apply(u->x, &plan, &why, res);
+    if (rc != USTORE_NOT_APPLIED) goto round_end; /* applied, or an error */
+    /* Not applied: say why. */
+    if (res) {
+      free(res->json);
+      res->json = NULL;
+      res->version = 0;
+    }
+    switch (why.why) {
+    case UREFUSED_SCHEMA:
+      rc = uapi_sch_reload(u, res);
+      if (!rc) retry = 1;
+      break;
+    case UREFUSED_OUTCOME:
+      retry = 1; /* the same op raced us: the next round returns its outcome */
+      break;
+    case UREFUSED_RECORD:
+      if (kind == UPLAN_INSERT)
+        rc = report_conflict(t, -1, pk.p, pk.len, pk.p, pk.len, res);
+      else
+        retry = 1; /* changed under us: read again (and check if_version) */
+      break;
+    default: {
+      const uclaim *c = &plan.take.v[why.claim];
+      rc = report_conflict(t, c->con, c->key + c->voff, c->klen - c->voff,
+                           why.owner.owner, why.owner.owner_len, res);
+      break;
+    }
+    }
+  round_end:
+    /* Bad input against a cached schema another process may have changed
+     * (a column added, say): check once whether the store has moved on. */
+    if (rc == UNICO_EINVAL && !retry && !rechecked) {
+      rechecked = 1;
+      if (schema_moved(u, sc)) {
+        unico_result tmp = UNICO_RESULT_INIT;
+        retry = uapi_sch_reload(u, &tmp) == UNICO_OK;
+        unico_result_clear(&tmp);
+        if (retry && res) {
+          res->message[0] = 0;
+          res->column[0] = 0;
+        }
+      }
+    }
+    ustored_claim_free(&why.owner);
+    uplan_free(&plan);
+    ubuf_free(&pk);
+    ubuf_free(&rkey);
+    ustored_record_free(&old);
+    json_decref(body);
+    json_decref(pkj);
+    free(output);
+    free(canon_s);
+    uapi_sch_put(sc);
+    if (!retry) break;
+    rc = UNICO_EBUSY;
+    if (attempt > 20) uapi_sleep_ms(attempt > 100 ? 5 : 1);
+  }
+  if (rc == UNICO_EBUSY && res && !res->message[0])
+    uerr(res, rc, NULL, "the record kept changing under %d attempts; try again",
+         MAX_ATTEMPTS);
+  if (rc && res) {
+    free(res->json);
+    res->json = NULL;
+  }
+  json_decref(input);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* reads */
+
+int uapi_get(unico *u, const char *table, const char *pk_json,
+              unico_result *res) {
+  usch *sc = schema_for(u, table, NULL);
+  ubuf pk = UBUF_INIT, key = UBUF_INIT;
+  ustored_record r;
+  int rc;
+  memset(&r, 0, sizeof r);
+  const utable *t = find_table(sc, table, res);
+  if (!t) {
+    rc = UNICO_EINVAL;
+    goto leave;
+  }
+  rc = urec_pk_parse(t, pk_json, &pk, res);
+  if (rc) goto leave;
+  ukey_record(&key, t->name, pk.p, pk.len);
+  rc = read_record(u, &key, &r, NULL, res);
+  if (rc == UNICO_ENOTFOUND) rc = not_found(t, pk_json, res);
+  if (rc) goto leave;
+  rc = record_output(t, &r, NULL, res);
+leave:
+  ustored_record_free(&r);
+  ubuf_free(&pk);
+  ubuf_free(&key);
+  uapi_sch_put(sc);
+  return rc;
+}
+
+int uapi_lookup(unico *u, const char *table, const char *constraint,
+                 const char *values_json, unico_result *res) {
+  usch *sc = schema_for(u, table, constraint);
+  ubuf val = UBUF_INIT, key = UBUF_INIT, cv = UBUF_INIT;
+  ustored_record r;
+  ustored_claim cl;
+  int rc;
+  memset(&r, 0, sizeof r);
+  memset(&cl, 0, sizeof cl);
+  const utable *t = find_table(sc, table, res);
+  if (!t) {
+    rc = UNICO_EINVAL;
+    goto leave;
+  }
+  int ci = constraint ? utable_constraint(t, constraint) : -1;
+  if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
+    rc = uerr(res, UNICO_EINVAL, NULL,
+              "table %s has no unique constraint named %s", t->name,
+              constraint ? constraint : "(none)");
+    goto leave;
+  }
+  const uconstraint *c = &t->cons[ci];
+  rc = urec_values_parse(t, c, values_json, &val, res);
+  if (rc) goto leave;
+  json_t *vj = urec_tuple_json(val.p, val.len);
+  char *vs = vj ? json_dumps(vj, JSON_COMPACT) : NULL;
+  json_decref(vj);
+  ukey_claim(&key, t->name, c->name, val.p, val.len);
+  /* The claim names the owner; the owner's record must hold the value
+   * (validity rule). A reader racing a writer may see the claim of a record
+   * whose change has since moved on: then read again. */
+  for (int attempt = 0; attempt < 100; attempt++) {
+    ustored_claim_free(&cl);
+    ustored_record_free(&r);
+    rc = uexec_read(u->x, &key, &cv, NULL, res);
+    if (rc) break;
+    if (ustored_claim_decode(cv.p, cv.len, &cl)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
+      break;
+    }
+    ubuf rk = UBUF_INIT;
+    ukey_record(&rk, t->name, cl.owner, cl.owner_len);
+    rc = read_record(u, &rk, &r, NULL, res);
+    ubuf_free(&rk);
+    if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) break;
+    if (rc && rc != UNICO_ENOTFOUND) break;
+    rc = UNICO_ENOTFOUND; /* moved on since: look again */
+  }
+  if (rc == UNICO_ENOTFOUND) {
+    rc = uerr(res, UNICO_ENOTFOUND, NULL,
+              "no record of table %s holds %.200s under constraint %s", t->name,
+              vs ? vs : "the value", c->name);
+  } else if (rc == UNICO_OK) {
+    json_t *extra = json_object();
+    json_object_set_new(extra, "constraint", json_string(c->name));
+    json_object_set_new(extra, "value", json_loads(vs ? vs : "null", JSON_DECODE_ANY, NULL));
+    rc = record_output(t, &r, extra, res);
+    json_decref(extra);
+  }
+  free(vs);
+leave:
+  ustored_record_free(&r);
+  ustored_claim_free(&cl);
+  ubuf_free(&val);
+  ubuf_free(&key);
+  ubuf_free(&cv);
+  uapi_sch_put(sc);
+  return rc;
+}
+
+int uapi_args_json(unico *u, const char *table, const char *constraint,
+                    const char *const *args, size_t nargs, unico_result *res) {
+  usch *sc = schema_for(u, table, constraint);
+  int rc;
+  const utable *t = find_table(sc, table, res);
+  const uconstraint *c = NULL;
+  if (!t) {
+    rc = UNICO_EINVAL;
+    goto leave;
+  }
+  if (constraint) {
+    int ci = utable_constraint(t, constraint);
+    if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
+      rc = uerr(res, UNICO_EINVAL, NULL,
+                "table %s has no unique constraint named %s", t->name,
+                constraint);
+      goto leave;
+    }
+    c = &t->cons[ci];
+  }
+  char *out = NULL;
+  rc = urec_args_json(t, c, args, nargs, &out, res);
+  if (res)
+    res->json = out;
+  else
+    free(out);
+leave:
+  uapi_sch_put(sc);
+  return rc;
+}
