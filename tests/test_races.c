@@ -1,0 +1,236 @@
+/* test_races.c - many clients racing in one process through the public
+ * API: for one value exactly one insert wins and every loser is told who
+ * holds it; optimistic updates with --if-version lose no increment; two
+ * records swapping a unique value through a free one never both hold it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unico.h"
+
+#define THREADS 16
+
+static char base[256];
+static unico *U;
+
+/* cmocka's assertions must not run on other threads: they count here and
+ * the test's own thread asserts the count is zero. */
+static atomic_int thread_failures;
+#define TCHECK(cond)                                                     \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      atomic_fetch_add(&thread_failures, 1);                             \
+    }                                                                    \
+  } while (0)
+
+static const char *DDL =
+    "CREATE TABLE users (id text PRIMARY KEY, email text, n int,"
+    " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold);";
+
+static int setup(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(base, sizeof base, "/tmp/unico-races-%d", (int)getpid());
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  if (system(cmd) != 0) return -1;
+  char url[300];
+  snprintf(url, sizeof url, "lmdb:%s?sync=off", base);
+  unico_result r = UNICO_RESULT_INIT;
+  int rc = unico_open(&U, url, NULL, &r);
+  if (!rc) rc = unico_schema_apply(U, DDL, &r);
+  unico_result_clear(&r);
+  return rc ? -1 : 0;
+}
+
+static int teardown(void **state) {
+  unico_close(U);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  (void)state;
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+typedef struct racer {
+  int round, id;
+  atomic_int *go;
+  int rc;
+  char owner[64];
+  char constraint[128];
+} racer;
+
+static void *race_insert(void *arg) {
+  racer *r = arg;
+  unico_result res = UNICO_RESULT_INIT;
+  char rec[128];
+  /* Everyone spells the same address differently: casefold makes it one. */
+  snprintf(rec, sizeof rec, "{\"id\":\"r%d-%d\",\"email\":\"%s%d@Example.com\"}",
+           r->round, r->id, r->id % 2 ? "HOT" : "hot", r->round);
+  while (!atomic_load(r->go)) {
+  }
+  r->rc = unico_insert(U, "users", rec, NULL, &res);
+  if (res.owner) snprintf(r->owner, sizeof r->owner, "%s", res.owner);
+  snprintf(r->constraint, sizeof r->constraint, "%s", res.constraint);
+  unico_result_clear(&res);
+  return NULL;
+}
+
+static void test_one_winner(void **state) {
+  (void)state;
+  for (int round = 0; round < 200; round++) {
+    atomic_int go = 0;
+    racer rs[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      memset(&rs[i], 0, sizeof rs[i]);
+      rs[i].round = round;
+      rs[i].id = i;
+      rs[i].go = &go;
+      pthread_create(&th[i], NULL, race_insert, &rs[i]);
+    }
+    atomic_store(&go, 1);
+    int winners = 0, winner = -1;
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+      if (rs[i].rc == UNICO_OK) {
+        winners++;
+        winner = i;
+      }
+    assert_int_equal(winners, 1);
+    char want[64];
+    snprintf(want, sizeof want, "\"r%d-%d\"", round, winner);
+    for (int i = 0; i < THREADS; i++) {
+      if (i == winner) continue;
+      assert_int_equal(rs[i].rc, UNICO_ECONFLICT);
+      assert_string_equal(rs[i].constraint, "users_email");
+      assert_string_equal(rs[i].owner, want);
+    }
+    /* and lookup agrees */
+    unico_result res = UNICO_RESULT_INIT;
+    char vals[64];
+    snprintf(vals, sizeof vals, "[\"HOT%d@EXAMPLE.COM\"]", round);
+    assert_int_equal(unico_lookup(U, "users", "users_email", vals, &res), UNICO_OK);
+    json_t *j = json_loads(res.json, 0, NULL);
+    char *pk = json_dumps(json_object_get(j, "pk"), JSON_ENCODE_ANY);
+    assert_string_equal(pk, want);
+    free(pk);
+    json_decref(j);
+    unico_result_clear(&res);
+  }
+}
+
+/* Read-modify-write of one counter with --if-version: a lost update would
+ * leave the counter below the number of acknowledged increments. */
+static atomic_long acked;
+
+static void *increment(void *arg) {
+  (void)arg;
+  unico_result res = UNICO_RESULT_INIT;
+  for (int done = 0; done < 100 && !atomic_load(&thread_failures);) {
+    TCHECK(unico_get(U, "users", "\"counter\"", &res) == UNICO_OK);
+    json_t *j = json_loads(res.json, 0, NULL);
+    long n = (long)json_integer_value(json_object_get(json_object_get(j, "record"), "n"));
+    uint64_t v = (uint64_t)json_integer_value(json_object_get(j, "version"));
+    json_decref(j);
+    char patch[64];
+    snprintf(patch, sizeof patch, "{\"n\":%ld}", n + 1);
+    int rc = unico_update(U, "users", "\"counter\"", patch, v, NULL, &res);
+    if (rc == UNICO_OK) {
+      done++;
+      atomic_fetch_add(&acked, 1);
+    } else {
+      TCHECK(rc == UNICO_EVERSION);
+    }
+  }
+  unico_result_clear(&res);
+  return NULL;
+}
+
+static void test_no_lost_update(void **state) {
+  (void)state;
+  unico_result res = UNICO_RESULT_INIT;
+  assert_int_equal(unico_insert(U, "users", "{\"id\":\"counter\",\"n\":0}", NULL, &res),
+                   UNICO_OK);
+  pthread_t th[8];
+  for (int i = 0; i < 8; i++) pthread_create(&th[i], NULL, increment, NULL);
+  for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+  assert_int_equal(atomic_load(&thread_failures), 0);
+  assert_int_equal(unico_get(U, "users", "\"counter\"", &res), UNICO_OK);
+  json_t *j = json_loads(res.json, 0, NULL);
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "record"), "n")),
+                   atomic_load(&acked));
+  assert_int_equal(json_integer_value(json_object_get(j, "version")), 1 + atomic_load(&acked));
+  assert_int_equal(atomic_load(&acked), 800);
+  json_decref(j);
+  unico_result_clear(&res);
+}
+
+/* Two records pass one value back and forth (each releases it by moving to
+ * a private value, then tries to take it) while a checker looks it up: the
+ * owner it reports always holds the value. */
+static atomic_int stop_swap;
+
+static void *swapper(void *arg) {
+  const char *me = arg;
+  unico_result res = UNICO_RESULT_INIT;
+  char pk[32], mine[64];
+  snprintf(pk, sizeof pk, "\"%s\"", me);
+  snprintf(mine, sizeof mine, "{\"email\":\"own-%s@x\"}", me);
+  for (int i = 0; i < 2000 && !atomic_load(&stop_swap); i++) {
+    int rc = unico_update(U, "users", pk, "{\"email\":\"shared@x\"}", 0, NULL, &res);
+    TCHECK(rc == UNICO_OK || rc == UNICO_ECONFLICT);
+    rc = unico_update(U, "users", pk, mine, 0, NULL, &res);
+    TCHECK(rc == UNICO_OK);
+  }
+  unico_result_clear(&res);
+  return NULL;
+}
+
+static void test_swap_and_lookup(void **state) {
+  (void)state;
+  unico_result res = UNICO_RESULT_INIT;
+  assert_int_equal(unico_insert(U, "users", "{\"id\":\"A\"}", NULL, &res), UNICO_OK);
+  assert_int_equal(unico_insert(U, "users", "{\"id\":\"B\"}", NULL, &res), UNICO_OK);
+  pthread_t a, b;
+  pthread_create(&a, NULL, swapper, "A");
+  pthread_create(&b, NULL, swapper, "B");
+  long seen = 0;
+  for (int i = 0; i < 3000; i++) {
+    int rc = unico_lookup(U, "users", "users_email", "[\"shared@x\"]", &res);
+    if (rc == UNICO_ENOTFOUND) continue;
+    assert_int_equal(rc, UNICO_OK);
+    json_t *j = json_loads(res.json, 0, NULL);
+    const char *email =
+        json_string_value(json_object_get(json_object_get(j, "record"), "email"));
+    /* invariant 5: the owner returned holds the value */
+    assert_non_null(email);
+    assert_string_equal(email, "shared@x");
+    json_decref(j);
+    seen++;
+  }
+  atomic_store(&stop_swap, 1);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  assert_int_equal(atomic_load(&thread_failures), 0);
+  assert_true(seen > 0);
+  assert_int_equal(unico_check(U, &res), UNICO_OK);
+  unico_result_clear(&res);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_one_winner),
+      cmocka_unit_test(test_no_lost_update),
+      cmocka_unit_test(test_swap_and_lookup),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
