@@ -40,27 +40,28 @@ extern "C" {
 unsigned int unico_version(void);
 const char *unico_version_string(void);
 
-/* Error codes, their messages and the CLI exit code each maps to, from one
- * table so the three never drift apart. XX(name, value, message, exit). */
+/* Error codes, their stable names (as in JSON errors), messages and the CLI
+ * exit code each maps to, from one table so they never drift apart.
+ * XX(name, value, json_name, message, exit). */
 #define UNICO_ERRNO_MAP(XX)                                                  \
-  XX(INVAL, -40001, "bad input", 1)                                        \
-  XX(NOTFOUND, -40002, "not found", 2)                                       \
-  XX(CONFLICT, -40003, "unique conflict", 3)                                 \
-  XX(LIMIT, -40004, "limit reached", 4)                                      \
-  XX(VERSION, -40005, "version mismatch", 5)                                 \
-  XX(BUSY, -40006, "value held by an operation in flight", 6)                \
-  XX(UNAVAILABLE, -40007, "store unavailable", 7)                            \
-  XX(UNKNOWN, -40008, "outcome unknown", 7)                                  \
-  XX(NOMEM, -40009, "out of memory", 7)                                      \
-  XX(FULL, -40010, "store is full", 7)                                       \
-  XX(SCHEMA, -40011, "schema change refused", 1)                             \
-  XX(CORRUPT, -40012, "store data is corrupt", 7)                            \
-  XX(UNSUPPORTED, -40013, "not supported by this store", 1)                  \
-  XX(OPID, -40014, "operation id already used for another request", 1)
+  XX(INVAL, -40001, "invalid", "bad input", 1)                               \
+  XX(NOTFOUND, -40002, "not_found", "not found", 2)                          \
+  XX(CONFLICT, -40003, "conflict", "unique conflict", 3)                     \
+  XX(LIMIT, -40004, "limit", "limit reached", 4)                             \
+  XX(VERSION, -40005, "version_mismatch", "version mismatch", 5)             \
+  XX(BUSY, -40006, "busy", "value held by an operation in flight", 6)        \
+  XX(UNAVAILABLE, -40007, "unavailable", "store unavailable", 7)             \
+  XX(UNKNOWN, -40008, "unknown_outcome", "outcome unknown", 7)               \
+  XX(NOMEM, -40009, "out_of_memory", "out of memory", 7)                     \
+  XX(FULL, -40010, "store_full", "store is full", 7)                         \
+  XX(SCHEMA, -40011, "schema_refused", "schema change refused", 1)           \
+  XX(CORRUPT, -40012, "corrupt", "store data is corrupt", 7)                 \
+  XX(UNSUPPORTED, -40013, "unsupported", "not supported by this store", 1)   \
+  XX(OPID, -40014, "op_id_reused", "operation id already used for another request", 1)
 
 typedef enum unico_code {
   UNICO_OK = 0,
-#define UNICO_XX_ENUM(name, value, msg, exitcode) UNICO_E##name = value,
+#define UNICO_XX_ENUM(name, value, id, msg, exitcode) UNICO_E##name = value,
   UNICO_ERRNO_MAP(UNICO_XX_ENUM)
 #undef UNICO_XX_ENUM
   UNICO_ELAST_ = -41000

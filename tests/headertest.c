@@ -8,7 +8,7 @@
 int main(void) {
   /* Every code has a message, a name and an exit code in 1..7. */
   static const int codes[] = {
-#define XX(name, value, msg, exitcode) UNICO_E##name,
+#define XX(name, value, id, msg, exitcode) UNICO_E##name,
       UNICO_ERRNO_MAP(XX)
 #undef XX
   };

@@ -60,23 +60,6 @@ static void violation(chk *c, const char *kind, const uint8_t *key, size_t kl,
   free(ks);
 }
 
-/* Split a record key ("r", table, pk...) into table name and pk offset. */
-static int split_record_key(const uint8_t *k, size_t kl, char *table,
-                            size_t tl, size_t *pkoff) {
-  utup_reader r;
-  utup_item it;
-  ubuf s = UBUF_INIT;
-  utup_reader_init(&r, k, kl);
-  if (utup_next(&r, &it) != 1 || utup_next(&r, &it) != 1 ||
-      it.type != UTUP_TEXT)
-    return -1;
-  utup_item_copy(&it, &s);
-  snprintf(table, tl, "%s", s.p ? (char *)s.p : "");
-  ubuf_free(&s);
-  *pkoff = r.off;
-  return 0;
-}
-
 static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                      size_t vl, uint64_t ver) {
   chk *c = ctx;
@@ -86,7 +69,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   uclaims want = {0, NULL};
   ubuf cv = UBUF_INIT;
   (void)ver;
-  if (split_record_key(k, kl, table, sizeof table, &pkoff) ||
+  if (ukey_split_table(k, kl, "r", table, sizeof table, &pkoff) ||
       ustored_record_decode(v, vl, &r)) {
     violation(c, "corrupt_record", k, kl, "the record cannot be decoded");
     return 0;

@@ -22,8 +22,8 @@ const char *unico_strerror(int rc) {
   switch (rc) {
   case UNICO_OK:
     return "ok";
-#define XX(name, value, msg, exitcode) \
-  case UNICO_E##name:                  \
+#define XX(name, value, id, msg, exitcode) \
+  case UNICO_E##name:                      \
     return msg;
     UNICO_ERRNO_MAP(XX)
 #undef XX
@@ -34,22 +34,15 @@ const char *unico_strerror(int rc) {
 
 const char *unico_errname(int rc) {
   switch (rc) {
-  case UNICO_OK: return "ok";
-  case UNICO_EINVAL: return "invalid";
-  case UNICO_ENOTFOUND: return "not_found";
-  case UNICO_ECONFLICT: return "conflict";
-  case UNICO_ELIMIT: return "limit";
-  case UNICO_EVERSION: return "version_mismatch";
-  case UNICO_EBUSY: return "busy";
-  case UNICO_EUNAVAILABLE: return "unavailable";
-  case UNICO_EUNKNOWN: return "unknown_outcome";
-  case UNICO_ENOMEM: return "out_of_memory";
-  case UNICO_EFULL: return "store_full";
-  case UNICO_ESCHEMA: return "schema_refused";
-  case UNICO_ECORRUPT: return "corrupt";
-  case UNICO_EUNSUPPORTED: return "unsupported";
-  case UNICO_EOPID: return "op_id_reused";
-  default: return "error";
+  case UNICO_OK:
+    return "ok";
+#define XX(name, value, id, msg, exitcode) \
+  case UNICO_E##name:                      \
+    return id;
+    UNICO_ERRNO_MAP(XX)
+#undef XX
+  default:
+    return "error";
   }
 }
 
@@ -57,8 +50,8 @@ int unico_exit_code(int rc) {
   switch (rc) {
   case UNICO_OK:
     return 0;
-#define XX(name, value, msg, exitcode) \
-  case UNICO_E##name:                  \
+#define XX(name, value, id, msg, exitcode) \
+  case UNICO_E##name:                      \
     return exitcode;
     UNICO_ERRNO_MAP(XX)
 #undef XX

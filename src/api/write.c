@@ -317,10 +317,12 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       rc = urec_pk_parse(t, pk_json, &pk, res);
       if (rc) goto round_end;
     }
-    canon_s = input ? canon(input) : NULL;
-    uint64_t fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
-    /* Seen this operation before? Then its first outcome is the answer. */
+    /* Seen this operation before? Then its first outcome is the answer.
+     * (Without a caller's op id there is no outcome to find or keep.) */
+    uint64_t fp = 0;
     if (op_id_in) {
+      canon_s = input ? canon(input) : NULL;
+      fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
       rc = outcome_find(u, op_id, kind, t->name, fp, res);
       if (rc != UNICO_ENOTFOUND) goto round_end;
       rc = UNICO_OK;

@@ -80,7 +80,8 @@ int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
   return rc;
 }
 
-void uexec_count_write(uexec *x) {
+/* Count a write; every SWEEP_EVERY-th runs a sweep. */
+static void count_write(uexec *x) {
   if ((atomic_fetch_add(&x->writes, 1) + 1) % SWEEP_EVERY == 0)
     uexec_sweep(x, unow_ms(), NULL, NULL);
 }
@@ -140,7 +141,7 @@ int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
   }
   rc = x->st->vt->txn(x->st, ops, i, &e);
   if (rc == UNICO_OK) {
-    uexec_count_write(x);
+    count_write(x);
   } else if (rc == USTORE_NOT_APPLIED) {
     if (ops[s_at].failed) {
       why->why = UREFUSED_SCHEMA;

@@ -58,7 +58,5 @@ size_t uexec_max_key(uexec *x);
 /* Remove outcomes created before now_ms - retention. */
 int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
                 unico_result *res);
-/* Count a write; every 4096th runs a sweep. */
-void uexec_count_write(uexec *x);
 
 #endif

@@ -3,6 +3,8 @@
 
 #include "keys/tuple.h"
 
+#include <string.h>
+
 void ukey_kind(ubuf *b, const char *kind) { utup_str(b, kind); }
 
 void ukey_schema(ubuf *b) { utup_str(b, "s"); }
@@ -38,4 +40,37 @@ void ukey_outcome_index(ubuf *b, int64_t created_ms, const char *op_id) {
   utup_str(b, "x");
   utup_int(b, created_ms);
   utup_str(b, op_id);
+}
+
+int ukey_text_at(const uint8_t *key, size_t klen, size_t *off, ubuf *out) {
+  utup_reader r;
+  utup_item it;
+  if (*off > klen) return -1;
+  utup_reader_init(&r, key + *off, klen - *off);
+  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT) return -1;
+  ubuf_reset(out);
+  utup_item_copy(&it, out);
+  if (!ubuf_ok(out)) return -1;
+  *off += r.off;
+  return 0;
+}
+
+int ukey_split_table(const uint8_t *key, size_t klen, const char *kind,
+                     char *table, size_t tlen, size_t *rest) {
+  ubuf s = UBUF_INIT;
+  size_t off = 0;
+  int rc = -1;
+  if (ukey_text_at(key, klen, &off, &s) || s.len != strlen(kind) ||
+      memcmp(s.p, kind, s.len) || ukey_text_at(key, klen, &off, &s))
+    goto leave;
+  if (table && tlen) {
+    size_t n = s.len < tlen - 1 ? s.len : tlen - 1;
+    memcpy(table, s.p ? (char *)s.p : "", n);
+    table[n] = 0;
+  }
+  *rest = off;
+  rc = 0;
+leave:
+  ubuf_free(&s);
+  return rc;
 }

@@ -25,4 +25,14 @@ void ukey_outcome(ubuf *b, const char *op_id);
 void ukey_outcome_index(ubuf *b, int64_t created_ms, const char *op_id);
 void ukey_kind(ubuf *b, const char *kind); /* prefix of every key of a kind */
 
+/* Read the element at *off of key as text into out (replacing its content)
+ * and advance *off past it. -1 when it is missing or not text. */
+int ukey_text_at(const uint8_t *key, size_t klen, size_t *off, ubuf *out);
+
+/* For a key of kind ("r", "u"): its table name into table (NUL-terminated,
+ * cut to tlen; may be NULL) and in *rest the offset just after it. -1 when
+ * the key is not of that kind. */
+int ukey_split_table(const uint8_t *key, size_t klen, const char *kind,
+                     char *table, size_t tlen, size_t *rest);
+
 #endif

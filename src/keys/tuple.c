@@ -147,5 +147,3 @@ long utup_count(const void *p, size_t len) {
   while ((rc = utup_next(&r, &it)) == 1) n++;
   return rc < 0 ? -1 : n;
 }
-
-int utup_valid(const void *p, size_t len) { return utup_count(p, len) >= 0; }

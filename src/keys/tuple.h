@@ -65,8 +65,6 @@ void utup_reader_init(utup_reader *r, const void *p, size_t len);
 int utup_next(utup_reader *r, utup_item *it);
 /* Append the unescaped payload of a BYTES/TEXT element to out. */
 void utup_item_copy(const utup_item *it, ubuf *out);
-/* 1 when the encoding p/len is a whole, well-formed sequence of elements. */
-int utup_valid(const void *p, size_t len);
 /* Number of elements, or -1 if malformed. */
 long utup_count(const void *p, size_t len);
 

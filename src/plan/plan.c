@@ -69,27 +69,15 @@ leave:
 
 int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
                       size_t *voff, int *con, char *table, size_t tlen) {
-  utup_reader r;
-  utup_item it;
   ubuf s = UBUF_INIT;
+  size_t off;
   int rc = -1;
   *con = -1;
-  utup_reader_init(&r, key, klen);
-  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT || it.len != 1 ||
-      it.raw[0] != 'u')
+  if (ukey_split_table(key, klen, "u", table, tlen, &off) ||
+      ukey_text_at(key, klen, &off, &s))
     goto leave;
-  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT) goto leave;
-  utup_item_copy(&it, &s);
-  if (table && tlen) {
-    size_t n = s.len < tlen - 1 ? s.len : tlen - 1;
-    memcpy(table, s.p ? (char *)s.p : "", n);
-    table[n] = 0;
-  }
-  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT) goto leave;
-  ubuf_reset(&s);
-  utup_item_copy(&it, &s);
   if (t) *con = utable_constraint(t, s.p ? (char *)s.p : "");
-  *voff = r.off;
+  *voff = off;
   rc = 0;
 leave:
   ubuf_free(&s);

@@ -201,6 +201,23 @@ int urec_put_value(ubuf *out, const ucolumn *c, unorm norm, json_t *v,
   return UNICO_OK;
 }
 
+/* Every primary key column is present, not null and (text) not empty. */
+static int pk_present(const utable *t, json_t *obj, unico_result *res) {
+  for (size_t i = 0; i < t->npk; i++) {
+    const ucolumn *c = &t->cols[t->pk[i]];
+    json_t *v = json_object_get(obj, c->name);
+    if (!v || json_is_null(v))
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "primary key column \"%s\" of table %s is missing", c->name,
+                  t->name);
+    if (json_is_string(v) && json_string_length(v) == 0)
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "primary key column \"%s\" of table %s is empty", c->name,
+                  t->name);
+  }
+  return UNICO_OK;
+}
+
 int urec_validate(const utable *t, json_t *obj, unico_result *res) {
   const char *key;
   json_t *v;
@@ -221,43 +238,19 @@ int urec_validate(const utable *t, json_t *obj, unico_result *res) {
     rc = urec_put_value(&scratch, &t->cols[ci], UNORM_EXACT, v, res);
     if (rc) goto leave;
   }
-  for (size_t i = 0; i < t->npk; i++) {
-    const ucolumn *c = &t->cols[t->pk[i]];
-    v = json_object_get(obj, c->name);
-    if (!v || json_is_null(v)) {
-      rc = uerr(res, UNICO_EINVAL, c->name,
-                "primary key column \"%s\" of table %s is missing", c->name,
-                t->name);
-      goto leave;
-    }
-    if (json_is_string(v) && json_string_length(v) == 0) {
-      rc = uerr(res, UNICO_EINVAL, c->name,
-                "primary key column \"%s\" of table %s is empty", c->name,
-                t->name);
-      goto leave;
-    }
-  }
+  rc = pk_present(t, obj, res);
 leave:
   ubuf_free(&scratch);
   return rc;
 }
 
 int urec_pk(const utable *t, json_t *obj, ubuf *pk, unico_result *res) {
-  for (size_t i = 0; i < t->npk; i++) {
+  int rc = pk_present(t, obj, res);
+  for (size_t i = 0; !rc && i < t->npk; i++) {
     const ucolumn *c = &t->cols[t->pk[i]];
-    json_t *v = json_object_get(obj, c->name);
-    if (!v || json_is_null(v))
-      return uerr(res, UNICO_EINVAL, c->name,
-                  "primary key column \"%s\" of table %s is missing", c->name,
-                  t->name);
-    if (json_is_string(v) && json_string_length(v) == 0)
-      return uerr(res, UNICO_EINVAL, c->name,
-                  "primary key column \"%s\" of table %s is empty", c->name,
-                  t->name);
-    int rc = urec_put_value(pk, c, UNORM_EXACT, v, res);
-    if (rc) return rc;
+    rc = urec_put_value(pk, c, UNORM_EXACT, json_object_get(obj, c->name), res);
   }
-  return UNICO_OK;
+  return rc;
 }
 
 json_t *urec_pk_json(const utable *t, json_t *obj) {

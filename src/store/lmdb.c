@@ -185,6 +185,8 @@ static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
       return -1;
     }
     uint64_t ver = exists ? get_ver(&v) : 0;
+    op->exists = exists; /* remembered for the write pass below */
+    op->cur_version = ver;
     int ok;
     switch (op->expect) {
     case USTORE_ABSENT: ok = !exists; break;
@@ -194,8 +196,6 @@ static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
     }
     if (!ok) {
       op->failed = 1;
-      op->exists = exists;
-      op->cur_version = ver;
       ubuf_reset(&op->cur);
       if (exists) ubuf_put(&op->cur, (uint8_t *)v.mv_data + VHDR, v.mv_size - VHDR);
       failed = 1;
@@ -211,10 +211,15 @@ static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
       rc = mdb_del(txn, s->dbi, &k, NULL);
       if (rc == MDB_NOTFOUND) rc = 0;
     } else {
+      /* A conditioned op already read the key; others read it now. */
       uint64_t ver = 1;
-      rc = mdb_get(txn, s->dbi, &k, &v);
-      if (rc == 0) ver = get_ver(&v) + 1;
-      else if (rc != MDB_NOTFOUND) goto err;
+      if (op->expect != USTORE_ANY) {
+        ver = op->exists ? op->cur_version + 1 : 1;
+      } else {
+        rc = mdb_get(txn, s->dbi, &k, &v);
+        if (rc == 0) ver = get_ver(&v) + 1;
+        else if (rc != MDB_NOTFOUND) goto err;
+      }
       MDB_val nv = {op->vlen + VHDR, NULL};
       rc = mdb_put(txn, s->dbi, &k, &nv, MDB_RESERVE);
       if (rc == 0) {

@@ -1,8 +1,6 @@
 /* buf.c - growable byte buffer (see buf.h). */
 #include "util/buf.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,29 +46,6 @@ void ubuf_put(ubuf *b, const void *p, size_t n) {
 }
 
 void ubuf_putc(ubuf *b, uint8_t c) { ubuf_put(b, &c, 1); }
-
-void ubuf_puts(ubuf *b, const char *s) { ubuf_put(b, s, strlen(s)); }
-
-void ubuf_printf(ubuf *b, const char *fmt, ...) {
-  va_list ap;
-  char small[256];
-  va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    b->oom = 1;
-    return;
-  }
-  if ((size_t)n < sizeof small) {
-    ubuf_put(b, small, (size_t)n);
-    return;
-  }
-  if (ubuf_reserve(b, (size_t)n)) return;
-  va_start(ap, fmt);
-  vsnprintf((char *)b->p + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
 
 char *ubuf_take(ubuf *b) {
   if (b->oom) {

@@ -21,9 +21,6 @@ void ubuf_reset(ubuf *b);                /* empty, keeps memory */
 int ubuf_reserve(ubuf *b, size_t extra); /* 0 ok, -1 out of memory */
 void ubuf_put(ubuf *b, const void *p, size_t n);
 void ubuf_putc(ubuf *b, uint8_t c);
-void ubuf_puts(ubuf *b, const char *s);
-void ubuf_printf(ubuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 static inline int ubuf_ok(const ubuf *b) { return !b->oom; }
 /* Take the contents as a malloc'd NUL-terminated string; b becomes empty.
  * Returns NULL on out of memory (and frees b). */
