@@ -1,8 +1,13 @@
 #!/bin/sh
 # Install what unico needs to build and test, from Debian's packages.
 # Idempotent: installs only what is missing. Run as root (or with sudo).
+# Usage: scripts/deps.sh [--bench]   (--bench: also what bench/run.sh needs:
+# the PostgreSQL 15 server, gnuplot, perf and wrk)
 set -eu
-PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev libcmocka-dev python3"
+PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev curl"
+if [ "${1:-}" = "--bench" ]; then
+  PKGS="$PKGS postgresql-15 gnuplot-nox linux-perf wrk"
+fi
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
