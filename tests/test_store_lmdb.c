@@ -1,6 +1,9 @@
 /* test_store_lmdb.c - the store interface on LMDB: conditions and versions,
  * all-or-nothing transactions that report every failed condition, scans,
- * map growth, a clear error when full, bad options, shared environments. */
+ * map growth, a clear error when full, bad options, shared environments;
+ * group commit: concurrent requests share batches, yet each is all or
+ * nothing and sees the writes of the requests batched before it. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -238,6 +241,154 @@ static void test_shared_env(void **state) {
   b->vt->close(b);
 }
 
+/* ---- group commit ---- */
+
+#define GC_THREADS 16
+#define GC_ROUNDS 300
+
+static ustore *gc_store;
+
+typedef struct gc_arg {
+  int t;
+  int wins, losses, errors;
+} gc_arg;
+
+/* Every thread races for "race/i" and, in the same request, writes its own
+ * "mine/t/i": only the winner's own key may exist afterwards. */
+static void *gc_racer(void *p) {
+  gc_arg *a = p;
+  for (int i = 0; i < GC_ROUNDS; i++) {
+    char rk[32], mk[32], tv[16];
+    snprintf(rk, sizeof rk, "race/%04d", i);
+    snprintf(mk, sizeof mk, "mine/%02d/%04d", a->t, i);
+    snprintf(tv, sizeof tv, "t%02d", a->t);
+    ustore_op ops[2] = {op(rk, USTORE_ABSENT, 0, USTORE_PUT, tv),
+                        op(mk, USTORE_ABSENT, 0, USTORE_PUT, tv)};
+    ustore_err e = {{0}};
+    int rc = gc_store->vt->txn(gc_store, ops, 2, &e);
+    if (rc == UNICO_OK) {
+      a->wins++;
+    } else if (rc == USTORE_NOT_APPLIED && ops[0].failed && !ops[1].failed &&
+               ops[0].exists && ops[0].cur_version == 1 &&
+               ops[0].cur.len == 3 && ops[0].cur.p[0] == 't') {
+      a->losses++;
+    } else {
+      fprintf(stderr, "racer %d round %d: rc %d %s\n", a->t, i, rc, e.msg);
+      a->errors++;
+    }
+    ubuf_free(&ops[0].cur);
+    ubuf_free(&ops[1].cur);
+  }
+  return NULL;
+}
+
+static void test_group_commit_races(void **state) {
+  (void)state;
+  gc_store = open_store("gc", NULL); /* durable: sync=on */
+  pthread_t th[GC_THREADS];
+  gc_arg args[GC_THREADS];
+  for (int t = 0; t < GC_THREADS; t++) {
+    args[t] = (gc_arg){t, 0, 0, 0};
+    assert_int_equal(pthread_create(&th[t], NULL, gc_racer, &args[t]), 0);
+  }
+  int wins = 0, losses = 0;
+  for (int t = 0; t < GC_THREADS; t++) {
+    pthread_join(th[t], NULL);
+    assert_int_equal(args[t].errors, 0);
+    wins += args[t].wins;
+    losses += args[t].losses;
+  }
+  assert_int_equal(wins, GC_ROUNDS);
+  assert_int_equal(losses, GC_ROUNDS * (GC_THREADS - 1));
+  /* Each race key names its winner, whose own key exists; no loser's own
+   * key was written (its request was aborted alone, inside a batch). */
+  ustore_err e = {{0}};
+  ubuf v = UBUF_INIT;
+  for (int i = 0; i < GC_ROUNDS; i++) {
+    char rk[32];
+    snprintf(rk, sizeof rk, "race/%04d", i);
+    assert_int_equal(gc_store->vt->get(gc_store, rk, strlen(rk), &v, NULL, &e),
+                     UNICO_OK);
+    int winner = atoi((char *)v.p + 1);
+    for (int t = 0; t < GC_THREADS; t++) {
+      char mk[32];
+      snprintf(mk, sizeof mk, "mine/%02d/%04d", t, i);
+      int rc = gc_store->vt->get(gc_store, mk, strlen(mk), NULL, NULL, &e);
+      assert_int_equal(rc, t == winner ? UNICO_OK : UNICO_ENOTFOUND);
+    }
+  }
+  ubuf_free(&v);
+  /* Requests were batched: fewer write transactions than requests. */
+  ustore_lmdb_stats st;
+  ustore_lmdb_stats_get(gc_store, &st);
+  fprintf(stderr, "group commit: %llu requests in %llu batches, %llu syncs\n",
+          (unsigned long long)st.requests, (unsigned long long)st.batches,
+          (unsigned long long)st.syncs);
+  assert_int_equal(st.requests, (uint64_t)GC_ROUNDS * GC_THREADS);
+  assert_true(st.batches < st.requests);
+  assert_true(st.syncs <= st.batches);
+  gc_store->vt->close(gc_store);
+}
+
+#define FULL_THREADS 8
+
+typedef struct full_arg {
+  int t, ok, full, other;
+} full_arg;
+
+/* Two 1.5 KB values per request until the capped map is full. */
+static void *gc_filler(void *p) {
+  full_arg *a = p;
+  char big[1500];
+  memset(big, 'a' + a->t, sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  for (int i = 0; i < 100000 && !a->full; i++) {
+    char k1[32], k2[32];
+    snprintf(k1, sizeof k1, "a/%d/%06d", a->t, i);
+    snprintf(k2, sizeof k2, "b/%d/%06d", a->t, i);
+    ustore_op ops[2] = {op(k1, USTORE_ABSENT, 0, USTORE_PUT, big),
+                        op(k2, USTORE_ABSENT, 0, USTORE_PUT, big)};
+    ustore_err e = {{0}};
+    int rc = gc_store->vt->txn(gc_store, ops, 2, &e);
+    if (rc == UNICO_OK) a->ok++;
+    else if (rc == UNICO_EFULL) a->full = 1;
+    else a->other++;
+  }
+  return NULL;
+}
+
+static void test_group_commit_full(void **state) {
+  (void)state;
+  /* The map fills up in the middle of batches: each request is written
+   * whole or not at all, and every thread gets a clear "full". */
+  gc_store = open_store("gcfull", "map_size=1MiB&max_map_size=4MiB&sync=off");
+  pthread_t th[FULL_THREADS];
+  full_arg args[FULL_THREADS];
+  for (int t = 0; t < FULL_THREADS; t++) {
+    args[t] = (full_arg){t, 0, 0, 0};
+    assert_int_equal(pthread_create(&th[t], NULL, gc_filler, &args[t]), 0);
+  }
+  for (int t = 0; t < FULL_THREADS; t++) pthread_join(th[t], NULL);
+  ustore_err e = {{0}};
+  int total = 0;
+  for (int t = 0; t < FULL_THREADS; t++) {
+    assert_int_equal(args[t].other, 0);
+    assert_int_equal(args[t].full, 1);
+    total += args[t].ok;
+    /* acknowledged pairs exist whole; the refused one left nothing */
+    for (int i = 0; i <= args[t].ok; i++) {
+      char k1[32], k2[32];
+      snprintf(k1, sizeof k1, "a/%d/%06d", t, i);
+      snprintf(k2, sizeof k2, "b/%d/%06d", t, i);
+      int want = i < args[t].ok ? UNICO_OK : UNICO_ENOTFOUND;
+      assert_int_equal(gc_store->vt->get(gc_store, k1, strlen(k1), NULL, NULL, &e), want);
+      assert_int_equal(gc_store->vt->get(gc_store, k2, strlen(k2), NULL, NULL, &e), want);
+    }
+  }
+  assert_true(total > 100); /* the map grew past 1 MiB before filling */
+  gc_store->vt->close(gc_store);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cas_versions),
@@ -246,6 +397,8 @@ int main(void) {
       cmocka_unit_test(test_growth_and_full),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_shared_env),
+      cmocka_unit_test(test_group_commit_races),
+      cmocka_unit_test(test_group_commit_full),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -110,4 +110,12 @@ int ustore_open(ustore **out, const char *url, ustore_err *e);
 int ustore_lmdb_open(ustore **out, const char *path, const char *query,
                      ustore_err *e);
 
+/* Group-commit counters of an LMDB store since it was opened in this
+ * process: write requests, the batches (write transactions) that carried
+ * them, and the acknowledging syncs. For tests and benchmarks. */
+typedef struct ustore_lmdb_stats {
+  uint64_t requests, batches, syncs;
+} ustore_lmdb_stats;
+void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
+
 #endif
