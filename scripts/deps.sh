@@ -4,7 +4,7 @@
 # Usage: scripts/deps.sh [--bench]   (--bench: also what bench/run.sh needs:
 # the PostgreSQL 15 server, gnuplot, perf and wrk)
 set -eu
-PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev curl"
+PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev curl"
 if [ "${1:-}" = "--bench" ]; then
   PKGS="$PKGS postgresql-15 gnuplot-nox linux-perf wrk"
 fi

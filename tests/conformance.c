@@ -1,6 +1,7 @@
 /* conformance.c - the conformance suite: what every store must do, through
  * the public API only (include/unico.h). Each test opens a fresh store at
  *   $UNICO_TEST_STORE_BASE (default "lmdb:") + $UNICO_TEST_DIR + "/" + test
+ *   + $UNICO_TEST_STORE_QUERY (default none; "?wal=on" for log mode)
  * so other stores run the very same cases by changing the base. Every case
  * asserts exact return codes and the structured fields of unico_result, and
  * parses JSON output with jansson; teardown runs unico_check on the store. */
@@ -128,7 +129,8 @@ static int setup(void **state) {
              (long)time(NULL));
   if (is_lmdb())
     rm_rf(f->dir);
-  snprintf(f->url, sizeof f->url, "%s%s", store_base(), f->dir);
+  const char *q = getenv("UNICO_TEST_STORE_QUERY"); /* e.g. "?wal=on" */
+  snprintf(f->url, sizeof f->url, "%s%s%s", store_base(), f->dir, q ? q : "");
   int rc = unico_open(&f->u, f->url, NULL, &f->r);
   if (rc) {
     fprintf(stderr, "setup: cannot open %s: %d %s: %s\n", f->url, rc,

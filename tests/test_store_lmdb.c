@@ -282,9 +282,8 @@ static void *gc_racer(void *p) {
   return NULL;
 }
 
-static void test_group_commit_races(void **state) {
-  (void)state;
-  gc_store = open_store("gc", NULL); /* durable: sync=on */
+static void group_commit_races(const char *sub, const char *query) {
+  gc_store = open_store(sub, query); /* durable: sync=on */
   pthread_t th[GC_THREADS];
   gc_arg args[GC_THREADS];
   for (int t = 0; t < GC_THREADS; t++) {
@@ -328,6 +327,17 @@ static void test_group_commit_races(void **state) {
   assert_true(st.batches < st.requests);
   assert_true(st.syncs <= st.batches);
   gc_store->vt->close(gc_store);
+}
+
+static void test_group_commit_races(void **state) {
+  (void)state;
+  group_commit_races("gc", NULL);
+}
+
+static void test_group_commit_races_log(void **state) {
+  (void)state;
+  /* log mode, with a table small enough to freeze and checkpoint often */
+  group_commit_races("gclog", "wal=on&wal_size=64KiB");
 }
 
 #define FULL_THREADS 8
@@ -398,6 +408,7 @@ int main(void) {
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_shared_env),
       cmocka_unit_test(test_group_commit_races),
+      cmocka_unit_test(test_group_commit_races_log),
       cmocka_unit_test(test_group_commit_full),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -24,9 +24,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
+#include <zlib.h>
 
+#include "store/memtable.h"
 #include "store/store.h"
 #include "unico.h"
 
@@ -61,6 +68,29 @@ typedef struct lmdb_store {
   uint64_t n_requests, n_batches, n_syncs; /* counters (under q_lock) */
   pthread_mutex_t sync_lock;      /* held across the acknowledging sync */
   int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
+  int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */
+  /* log mode (wal=on; see "log mode" below) */
+  int wal;
+  pthread_rwlock_t mt_lock; /* guards the tables (not their immutability) */
+  int mt_init;
+  umt *active;              /* written since the current log file began */
+  umt *frozen;              /* being checkpointed into LMDB, or NULL */
+  int wal_fd;               /* current log file (q_lock for syncers) */
+  uint64_t wal_no;          /* its number */
+  uint64_t wal_off;         /* where the next batch goes (leader) */
+  uint64_t wal_zeroed;      /* the file is zero-filled up to here (leader) */
+  int old_fd;               /* the frozen table's log file, or -1 */
+  uint64_t old_no;
+  ubuf wal_buf;             /* the leader's batch, as log records */
+  pthread_t ckpt_thread;
+  int ckpt_started;
+  pthread_cond_t ckpt_cv;   /* (q_lock) a table froze, a checkpoint ended */
+  int ckpt_busy;            /* (q_lock) a frozen table awaits its checkpoint */
+  int ckpt_stop;            /* (q_lock) the checkpointer must end */
+  atomic_int failed;        /* the log failed: writes are refused */
+  char failed_msg[200];
+  uint64_t n_checkpoints;   /* (q_lock) */
+  size_t ckpt_bytes;        /* wal_size: freeze the active table past this */
 } lmdb_store;
 
 enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
@@ -180,7 +210,30 @@ static int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
   lmdb_store *s = (lmdb_store *)base;
   MDB_txn *txn;
   if (klen == 0 || klen > 511) return UNICO_ENOTFOUND; /* cannot be stored */
-  int rc = lm_begin(s, MDB_RDONLY, &txn, e);
+  int rc;
+  if (s->wal) {
+    /* Log mode: the tables first. LMDB's snapshot is taken before the lock
+     * is released, so a checkpoint dropping the frozen table cannot fall
+     * between the two looks. */
+    pthread_rwlock_rdlock(&s->mt_lock);
+    umt_entry *me = umt_find(s->active, key, klen);
+    if (!me && s->frozen) me = umt_find(s->frozen, key, klen);
+    if (me) {
+      rc = me->deleted ? UNICO_ENOTFOUND : UNICO_OK;
+      if (rc == UNICO_OK && version) *version = me->version;
+      if (rc == UNICO_OK && val) {
+        ubuf_reset(val);
+        ubuf_put(val, me->kv + me->klen, me->vlen);
+        if (!ubuf_ok(val)) rc = UNICO_ENOMEM;
+      }
+      pthread_rwlock_unlock(&s->mt_lock);
+      return rc;
+    }
+    rc = lm_begin(s, MDB_RDONLY, &txn, e);
+    pthread_rwlock_unlock(&s->mt_lock);
+  } else {
+    rc = lm_begin(s, MDB_RDONLY, &txn, e);
+  }
   if (rc) return rc;
   MDB_val k = {klen, (void *)key}, v;
   int mrc = mdb_get(txn, s->dbi, &k, &v);
@@ -382,6 +435,532 @@ static int batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
   return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* log mode (wal=on)
+ *
+ * LMDB copies every page a transaction touches to a new place, so a commit
+ * writes whole 4 KiB pages scattered over the file: about one page per key
+ * written (a unique insert writes four keys), each a random write, plus two
+ * syncs. In log mode a batch is appended to a log file instead (about 60
+ * bytes plus the keys and values per key written) and synced once; the
+ * latest version of each key written lives in an in-memory table (the
+ * active table) that reads consult before LMDB. When the table is large
+ * enough it is frozen, a new log file begins, and a checkpointer thread
+ * writes the frozen table into LMDB in one synced transaction that also
+ * records the log file's number; then that file is deleted. On open, log
+ * files newer than the recorded number are replayed into LMDB. The price:
+ * one process owns the store (an exclusive lock on unico.lock); processes
+ * in plain mode hold it shared.
+ *
+ * A log record is one request: u32 payload length, u32 CRC-32 of the
+ * payload, then the payload: u32 op count, and per op u8 action (1 put,
+ * 2 delete), u16 key length, u32 value length, u64 version, key, value.
+ * All integers little-endian. A torn last record (short or bad CRC) ends
+ * replay: it was never acknowledged, since answers wait for its sync. */
+
+#define CKPT_BYTES ((size_t)64 << 20) /* default wal_size */
+#define CKPT_KEY "\x00unico-log-checkpoint" /* outside the tuple key space */
+#define CKPT_KLEN (sizeof CKPT_KEY - 1)
+
+static void put_le(ubuf *b, uint64_t v, int n) {
+  uint8_t x[8];
+  for (int i = 0; i < n; i++) x[i] = (uint8_t)(v >> (8 * i));
+  ubuf_put(b, x, (size_t)n);
+}
+
+static uint64_t get_le(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static void wal_path(const lmdb_store *s, uint64_t no, char *out, size_t n) {
+  snprintf(out, n, "%s/log-%016" PRIx64 ".unico", s->path, no);
+}
+
+static void fail_log(lmdb_store *s, const char *what, int err) {
+  if (atomic_exchange(&s->failed, 1)) return;
+  snprintf(s->failed_msg, sizeof s->failed_msg,
+           "%s the log of %.80s failed (%s); writes are refused until the "
+           "store is reopened",
+           what, s->path, strerror(err));
+}
+
+/* The current state of key across the active table, the frozen table and
+ * LMDB (txn): 1 exists (version, value), 0 absent, -1 with *mrc an error.
+ * The value pointer is valid while mt_lock and txn are held. */
+static int log_lookup(lmdb_store *s, MDB_txn *txn, const void *key,
+                      size_t klen, uint64_t *ver, const uint8_t **val,
+                      size_t *vlen, int *mrc) {
+  umt_entry *e = umt_find(s->active, key, klen);
+  if (!e && s->frozen) e = umt_find(s->frozen, key, klen);
+  if (e) {
+    if (e->deleted) return 0;
+    *ver = e->version;
+    *val = e->kv + e->klen;
+    *vlen = e->vlen;
+    return 1;
+  }
+  MDB_val k = {klen, (void *)key}, v;
+  int rc = mdb_get(txn, s->dbi, &k, &v);
+  if (rc == MDB_NOTFOUND) return 0;
+  if (rc == 0 && v.mv_size < VHDR) rc = MDB_CORRUPTED;
+  if (rc) {
+    *mrc = rc;
+    return -1;
+  }
+  *ver = get_ver(&v);
+  *val = (uint8_t *)v.mv_data + VHDR;
+  *vlen = v.mv_size - VHDR;
+  return 1;
+}
+
+/* Apply one request to the active table and append its log record to
+ * s->wal_buf. Called with mt_lock held for writing. */
+static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
+  int mrc = 0, failed = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    ustore_op *op = &r->ops[i];
+    op->failed = 0;
+    op->exists = 0;
+    op->cur_version = 0;
+    uint64_t ver = 0;
+    const uint8_t *val = NULL;
+    size_t vlen = 0;
+    int ex = 0;
+    if (op->expect == USTORE_ANY && op->action == USTORE_CHECK) continue;
+    ex = log_lookup(s, txn, op->key, op->klen, &ver, &val, &vlen, &mrc);
+    if (ex < 0) return map_rc(s, mrc, "reading", r->e);
+    op->exists = ex;
+    op->cur_version = ex ? ver : 0;
+    int ok = 1;
+    switch (op->expect) {
+    case USTORE_ABSENT: ok = !ex; break;
+    case USTORE_VERSION: ok = ex && ver == op->expect_version; break;
+    case USTORE_PRESENT: ok = ex; break;
+    default: break;
+    }
+    if (!ok) {
+      op->failed = 1;
+      ubuf_reset(&op->cur);
+      if (ex) ubuf_put(&op->cur, val, vlen);
+      if (!ubuf_ok(&op->cur)) return UNICO_ENOMEM;
+      failed = 1;
+    }
+  }
+  if (failed) return USTORE_NOT_APPLIED;
+  size_t at = s->wal_buf.len, nops = 0;
+  put_le(&s->wal_buf, 0, 4); /* length and CRC, filled below */
+  put_le(&s->wal_buf, 0, 4);
+  put_le(&s->wal_buf, 0, 4); /* op count */
+  for (size_t i = 0; i < r->n; i++) {
+    ustore_op *op = &r->ops[i];
+    if (op->action == USTORE_CHECK) continue;
+    if (op->action == USTORE_DEL && !op->exists) continue; /* nothing to do */
+    int del = op->action == USTORE_DEL;
+    uint64_t ver = op->exists ? op->cur_version + 1 : 1;
+    if (umt_set(s->active, op->key, op->klen, ver, del, op->val, op->vlen)) {
+      fail_log(s, "memory ran out while writing to", ENOMEM);
+      return UNICO_ENOMEM;
+    }
+    uint8_t act = del ? 2 : 1;
+    ubuf_put(&s->wal_buf, &act, 1);
+    put_le(&s->wal_buf, op->klen, 2);
+    put_le(&s->wal_buf, del ? 0 : op->vlen, 4);
+    put_le(&s->wal_buf, del ? 0 : ver, 8);
+    ubuf_put(&s->wal_buf, op->key, op->klen);
+    if (!del && op->vlen) ubuf_put(&s->wal_buf, op->val, op->vlen);
+    nops++;
+  }
+  if (!ubuf_ok(&s->wal_buf)) {
+    fail_log(s, "memory ran out while writing to", ENOMEM);
+    return UNICO_ENOMEM;
+  }
+  uint8_t *p = s->wal_buf.p + at;
+  size_t plen = s->wal_buf.len - at - 8;
+  for (int j = 0; j < 4; j++) p[8 + j] = (uint8_t)(nops >> (8 * j));
+  uint32_t crc = (uint32_t)crc32(0L, p + 8, (uInt)plen);
+  for (int j = 0; j < 4; j++) p[j] = (uint8_t)(plen >> (8 * j));
+  for (int j = 0; j < 4; j++) p[4 + j] = (uint8_t)(crc >> (8 * j));
+  return UNICO_OK;
+}
+
+#define LOG_EXTEND ((uint64_t)8 << 20) /* zero-fill the log this far ahead */
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
+  while (n) {
+    ssize_t w = pwrite(fd, p, n, (off_t)off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+    off += (uint64_t)w;
+  }
+  return 0;
+}
+
+/* Append the batch at wal_off. The file is zero-filled (and that synced)
+ * ahead of the writes: overwriting written blocks lets fdatasync skip the
+ * file system's journal, which an append would need for the new size
+ * (measured here: 0.13 ms against 0.35 ms per sync). Zeros also end
+ * replay cleanly. */
+static int log_write(lmdb_store *s, const uint8_t *p, size_t n) {
+  if (s->wal_off + n > s->wal_zeroed) {
+    static const uint8_t zeros[65536];
+    uint64_t to = s->wal_off + n + LOG_EXTEND;
+    for (uint64_t at = s->wal_zeroed; at < to; at += sizeof zeros)
+      if (pwrite_all(s->wal_fd, zeros, sizeof zeros, at)) return -1;
+    if (s->sync_mode != SYNC_OFF && fsync(s->wal_fd)) return -1;
+    s->wal_zeroed = to;
+  }
+  if (pwrite_all(s->wal_fd, p, n, s->wal_off)) return -1;
+  s->wal_off += n;
+  return 0;
+}
+
+/* The log-mode batch: every request against the tables, then one append.
+ * Returns 1 when something was appended. */
+static int log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
+  lm_req *r;
+  size_t i = 0;
+  int applied = 0;
+  ubuf_reset(&s->wal_buf);
+  for (r = batch; r; r = r->next, i++) {
+    retry_of[i] = RETRY_NO;
+    r->applied = 0;
+    if (atomic_load(&s->failed)) {
+      seterr(r->e, "%s", s->failed_msg);
+      r->rc = UNICO_EUNAVAILABLE;
+      continue;
+    }
+    MDB_txn *txn;
+    pthread_rwlock_wrlock(&s->mt_lock);
+    int rc = lm_begin(s, MDB_RDONLY, &txn, r->e);
+    if (rc == UNICO_OK) {
+      size_t before = s->wal_buf.len;
+      rc = log_apply(s, txn, r);
+      lm_abort(s, txn);
+      if (rc == UNICO_OK) {
+        r->applied = 1;
+        applied++;
+      } else if (rc != USTORE_NOT_APPLIED) {
+        s->wal_buf.len = before;
+      }
+    }
+    pthread_rwlock_unlock(&s->mt_lock);
+    r->rc = rc;
+  }
+  if (!applied || !s->wal_buf.len) return 0;
+  if (log_write(s, s->wal_buf.p, s->wal_buf.len)) {
+    int err = errno;
+    fail_log(s, "appending to", err);
+    for (r = batch; r; r = r->next) {
+      if (!r->applied) continue;
+      seterr(r->e, "%s; the write may or may not have been applied: retry "
+                   "it with the same operation id once reopened",
+             s->failed_msg);
+      r->rc = UNICO_EUNKNOWN;
+    }
+  }
+  return 1;
+}
+
+/* Write a table into LMDB in one synced transaction that also records the
+ * number of the log file it came from. */
+static int checkpoint_table(lmdb_store *s, umt *t, uint64_t no,
+                            ustore_err *e) {
+  umt_entry **v = NULL;
+  size_t n = 0;
+  if (umt_collect(t, "", 0, &v, &n)) return UNICO_ENOMEM;
+  int rc = UNICO_OK;
+  for (int tries = 0;; tries++) {
+    MDB_txn *txn;
+    rc = lm_begin(s, 0, &txn, e);
+    if (rc) break;
+    int mrc = 0;
+    for (size_t i = 0; i < n && !mrc; i++) {
+      MDB_val k = {v[i]->klen, v[i]->kv}, val;
+      if (v[i]->deleted) {
+        mrc = mdb_del(txn, s->dbi, &k, NULL);
+        if (mrc == MDB_NOTFOUND) mrc = 0;
+        continue;
+      }
+      val.mv_size = v[i]->vlen + VHDR;
+      mrc = mdb_put(txn, s->dbi, &k, &val, MDB_RESERVE);
+      if (mrc) break;
+      uint8_t *p = val.mv_data;
+      for (int j = 0; j < VHDR; j++) p[j] = (uint8_t)(v[i]->version >> (56 - 8 * j));
+      memcpy(p + VHDR, v[i]->kv + v[i]->klen, v[i]->vlen);
+    }
+    if (!mrc) {
+      uint8_t nb[8 + VHDR] = {0};
+      for (int j = 0; j < 8; j++) nb[VHDR + j] = (uint8_t)(no >> (8 * j));
+      nb[VHDR - 1] = 1;
+      MDB_val k = {CKPT_KLEN, (void *)CKPT_KEY}, val = {sizeof nb, nb};
+      mrc = mdb_put(txn, s->dbi, &k, &val, 0);
+    }
+    if (mrc) {
+      lm_abort(s, txn);
+    } else {
+      mrc = lm_commit(s, txn);
+      if (!mrc && s->sync_mode != SYNC_OFF) mrc = mdb_env_sync(s->env, 1);
+      if (!mrc) break;
+    }
+    if (mrc == MDB_MAP_FULL && tries < 40) {
+      size_t want = s->map_size * 2;
+      if (want > s->max_map_size) want = s->max_map_size;
+      if (want > s->map_size) {
+        rc = lm_remap(s, want, e);
+        if (rc) break;
+        continue;
+      }
+    }
+    rc = map_rc(s, mrc, "checkpointing", e);
+    break;
+  }
+  free(v);
+  return rc;
+}
+
+/* Freeze the active table and start a new log file; the checkpointer takes
+ * it from there. Called by the leader, between batches. */
+static void log_rotate(lmdb_store *s) {
+  char path[4200];
+  wal_path(s, s->wal_no + 1, path, sizeof path);
+  if (s->sync_mode != SYNC_OFF && fdatasync(s->wal_fd)) {
+    fail_log(s, "syncing", errno);
+    return;
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  umt *t = malloc(sizeof *t);
+  if (fd < 0 || !t || umt_init(t)) {
+    int err = fd < 0 ? errno : ENOMEM;
+    if (fd >= 0) close(fd);
+    free(t);
+    fail_log(s, "starting a new file for", err);
+    return;
+  }
+  pthread_rwlock_wrlock(&s->mt_lock);
+  s->frozen = s->active;
+  s->active = t;
+  pthread_rwlock_unlock(&s->mt_lock);
+  pthread_mutex_lock(&s->q_lock);
+  s->old_fd = s->wal_fd;
+  s->old_no = s->wal_no;
+  s->wal_fd = fd;
+  s->wal_no++;
+  s->wal_off = s->wal_zeroed = 0;
+  s->ckpt_busy = 1;
+  pthread_cond_broadcast(&s->ckpt_cv);
+  pthread_mutex_unlock(&s->q_lock);
+}
+
+/* The checkpointer thread: writes each frozen table into LMDB, then drops
+ * it and its log file. */
+static void *ckpt_main(void *arg) {
+  lmdb_store *s = arg;
+  pthread_mutex_lock(&s->q_lock);
+  for (;;) {
+    while (!s->ckpt_busy && !s->ckpt_stop)
+      pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
+    if (!s->ckpt_busy) break;
+    pthread_mutex_unlock(&s->q_lock);
+    ustore_err e = {{0}};
+    int rc = checkpoint_table(s, s->frozen, s->old_no, &e);
+    if (rc == UNICO_OK) {
+      char path[4200];
+      pthread_rwlock_wrlock(&s->mt_lock);
+      umt_free(s->frozen);
+      free(s->frozen);
+      s->frozen = NULL;
+      pthread_rwlock_unlock(&s->mt_lock);
+      pthread_mutex_lock(&s->sync_lock);
+      close(s->old_fd);
+      s->old_fd = -1;
+      pthread_mutex_unlock(&s->sync_lock);
+      wal_path(s, s->old_no, path, sizeof path);
+      unlink(path);
+    } else {
+      fail_log(s, "checkpointing", EIO); /* the frozen table stays readable */
+    }
+    pthread_mutex_lock(&s->q_lock);
+    s->ckpt_busy = 0;
+    s->n_checkpoints++;
+    pthread_cond_broadcast(&s->ckpt_cv);
+  }
+  pthread_mutex_unlock(&s->q_lock);
+  return NULL;
+}
+
+/* Replay log files newer than the last checkpoint into LMDB, then delete
+ * every log file. Needs the exclusive lock. Sets s->wal_no to the number
+ * after the newest file seen. */
+static int log_recover(lmdb_store *s, ustore_err *e) {
+  uint64_t ckpt = 0, newest = 0;
+  MDB_txn *txn;
+  int rc = lm_begin(s, MDB_RDONLY, &txn, e);
+  if (rc) return rc;
+  MDB_val k = {CKPT_KLEN, (void *)CKPT_KEY}, v;
+  if (mdb_get(txn, s->dbi, &k, &v) == 0 && v.mv_size == VHDR + 8)
+    ckpt = get_le((uint8_t *)v.mv_data + VHDR, 8);
+  lm_abort(s, txn);
+  DIR *d = opendir(s->path);
+  if (!d) {
+    seterr(e, "cannot list %s: %s", s->path, strerror(errno));
+    return UNICO_EUNAVAILABLE;
+  }
+  uint64_t *nos = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    uint64_t no;
+    char tail[16];
+    if (sscanf(de->d_name, "log-%16" SCNx64 ".%15s", &no, tail) != 2 ||
+        strcmp(tail, "unico") != 0)
+      continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      uint64_t *nn = realloc(nos, cap * sizeof *nn);
+      if (!nn) {
+        closedir(d);
+        free(nos);
+        return UNICO_ENOMEM;
+      }
+      nos = nn;
+    }
+    nos[n++] = no;
+    if (no > newest) newest = no;
+  }
+  closedir(d);
+  for (size_t i = 1; i < n; i++) /* few files: insertion sort */
+    for (size_t j = i; j > 0 && nos[j - 1] > nos[j]; j--) {
+      uint64_t t = nos[j];
+      nos[j] = nos[j - 1];
+      nos[j - 1] = t;
+    }
+  for (size_t i = 0; i < n && rc == UNICO_OK; i++) {
+    if (nos[i] <= ckpt) continue;
+    char path[4200];
+    wal_path(s, nos[i], path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+      seterr(e, "cannot read the log file %s: %s", path, strerror(errno));
+      rc = UNICO_EUNAVAILABLE;
+      break;
+    }
+    umt t;
+    if (umt_init(&t)) {
+      fclose(f);
+      rc = UNICO_ENOMEM;
+      break;
+    }
+    /* Later records of a key replace earlier ones, so the table ends with
+     * the state the file leads to; versions are absolute. */
+    ubuf rec = UBUF_INIT;
+    for (;;) {
+      uint8_t hdr[8];
+      if (fread(hdr, 1, 8, f) != 8) break;
+      uint32_t plen = (uint32_t)get_le(hdr, 4), crc = (uint32_t)get_le(hdr + 4, 4);
+      if (plen < 4 || plen > (1u << 30)) break; /* zeros: the end */
+      ubuf_reset(&rec);
+      if (ubuf_reserve(&rec, plen)) {
+        rc = UNICO_ENOMEM;
+        break;
+      }
+      if (fread(rec.p, 1, plen, f) != plen) break; /* torn tail */
+      rec.len = plen;
+      if ((uint32_t)crc32(0L, rec.p, plen) != crc) break;
+      const uint8_t *p = rec.p, *end = rec.p + plen;
+      uint32_t nops = (uint32_t)get_le(p, 4);
+      p += 4;
+      for (uint32_t j = 0; j < nops && rc == UNICO_OK; j++) {
+        if (end - p < 15) break;
+        int act = p[0];
+        size_t kl = (size_t)get_le(p + 1, 2), vl = (size_t)get_le(p + 3, 4);
+        uint64_t ver = get_le(p + 7, 8);
+        p += 15;
+        if ((size_t)(end - p) < kl + vl) break;
+        if (umt_set(&t, p, kl, ver, act == 2, p + kl, vl)) rc = UNICO_ENOMEM;
+        p += kl + vl;
+      }
+    }
+    ubuf_free(&rec);
+    fclose(f);
+    if (rc == UNICO_OK) rc = checkpoint_table(s, &t, nos[i], e);
+    umt_free(&t);
+  }
+  if (rc == UNICO_OK) {
+    for (size_t i = 0; i < n; i++) {
+      char path[4200];
+      wal_path(s, nos[i], path, sizeof path);
+      unlink(path);
+    }
+  }
+  free(nos);
+  s->wal_no = (newest > ckpt ? newest : ckpt) + 1;
+  return rc;
+}
+
+/* Start log mode: the tables, the first log file, the checkpointer. */
+static int log_start(lmdb_store *s, ustore_err *e) {
+  char path[4200];
+  if (pthread_rwlock_init(&s->mt_lock, NULL)) return UNICO_ENOMEM;
+  s->mt_init = 1;
+  s->active = malloc(sizeof *s->active);
+  if (!s->active || umt_init(s->active)) {
+    free(s->active);
+    s->active = NULL;
+    return UNICO_ENOMEM;
+  }
+  wal_path(s, s->wal_no, path, sizeof path);
+  s->wal_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  if (s->wal_fd < 0) {
+    seterr(e, "cannot create the log file %s: %s", path, strerror(errno));
+    return UNICO_EUNAVAILABLE;
+  }
+  if (pthread_cond_init(&s->ckpt_cv, NULL)) return UNICO_ENOMEM;
+  if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s)) return UNICO_ENOMEM;
+  s->ckpt_started = 1;
+  return UNICO_OK;
+}
+
+/* Stop log mode: end the checkpointer, write both tables into LMDB, and
+ * delete the log files. What cannot be checkpointed stays in the log. */
+static void log_stop(lmdb_store *s) {
+  if (s->ckpt_started) {
+    pthread_mutex_lock(&s->q_lock);
+    s->ckpt_stop = 1;
+    pthread_cond_broadcast(&s->ckpt_cv);
+    pthread_mutex_unlock(&s->q_lock);
+    pthread_join(s->ckpt_thread, NULL);
+    pthread_cond_destroy(&s->ckpt_cv);
+  }
+  ustore_err e = {{0}};
+  char path[4200];
+  if (s->frozen && !atomic_load(&s->failed) &&
+      checkpoint_table(s, s->frozen, s->old_no, &e) == UNICO_OK) {
+    wal_path(s, s->old_no, path, sizeof path);
+    unlink(path);
+  }
+  if (s->old_fd >= 0) close(s->old_fd);
+  if (s->active && s->wal_fd >= 0 && !atomic_load(&s->failed) &&
+      (s->active->n == 0 ||
+       checkpoint_table(s, s->active, s->wal_no, &e) == UNICO_OK)) {
+    wal_path(s, s->wal_no, path, sizeof path);
+    unlink(path);
+  }
+  if (s->wal_fd >= 0) close(s->wal_fd);
+  for (umt **t = &s->active; t <= &s->frozen; t++) {
+    if (*t) umt_free(*t);
+    free(*t);
+    *t = NULL;
+  }
+  ubuf_free(&s->wal_buf);
+  if (s->mt_init) pthread_rwlock_destroy(&s->mt_lock);
+}
+
 /* Make every batch up to `seq` durable. One fdatasync covers every commit
  * made before it starts, so concurrent callers share it; and a commit's own
  * data sync covers the meta pages of the commits before it (see lead()).
@@ -397,9 +976,15 @@ static int make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
   pthread_mutex_lock(&s->q_lock);
   need = s->durable < seq;
   uint64_t target = s->committed;
+  int fd = s->wal_fd; /* log mode: the file the batch went to (or later) */
   pthread_mutex_unlock(&s->q_lock);
   if (need) {
-    rc = mdb_env_sync(s->env, 1);
+    if (s->wal) {
+      rc = fdatasync(fd) ? errno : 0;
+      if (rc) fail_log(s, "syncing", rc);
+    } else {
+      rc = mdb_env_sync(s->env, 1);
+    }
     pthread_mutex_lock(&s->q_lock);
     s->n_syncs++;
     if (rc == 0 && s->durable < target) s->durable = target;
@@ -430,7 +1015,25 @@ static void lead(lmdb_store *s) {
   last->next = NULL;
   pthread_mutex_unlock(&s->q_lock);
 
-  int wrote = batch_apply(s, batch, retry_of);
+  int wrote = s->wal ? log_batch_apply(s, batch, retry_of)
+                     : batch_apply(s, batch, retry_of);
+  /* Log mode: freeze a full table (its log synced first, so the batches in
+   * it are durable), or wait for the checkpointer if it fell far behind. */
+  int rotated = 0;
+  /* (a table's size: its keys and values plus ~100 bytes per entry) */
+  if (s->wal && !atomic_load(&s->failed) &&
+      s->active->bytes + 100 * s->active->n >= s->ckpt_bytes) {
+    pthread_mutex_lock(&s->q_lock);
+    while (s->ckpt_busy && !atomic_load(&s->failed) &&
+           s->active->bytes + 100 * s->active->n >= 4 * s->ckpt_bytes)
+      pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
+    int busy = s->ckpt_busy;
+    pthread_mutex_unlock(&s->q_lock);
+    if (!busy) {
+      log_rotate(s);
+      rotated = !atomic_load(&s->failed);
+    }
+  }
   int full = 0;
   size_t i = 0;
   for (r = batch; r; r = r->next, i++) full |= retry_of[i] == RETRY_FULL;
@@ -451,9 +1054,10 @@ static void lead(lmdb_store *s) {
   if (wrote) {
     s->committed++;
     /* this commit's data sync made the earlier meta pages durable */
-    if (s->sync_mode == SYNC_ON && s->durable < s->committed - 1)
+    if (!s->wal && s->sync_mode == SYNC_ON && s->durable < s->committed - 1)
       s->durable = s->committed - 1;
   }
+  if (rotated) s->durable = s->committed; /* log_rotate synced the log */
   s->n_batches++;
   s->n_requests += n;
   uint64_t seq = s->committed; /* the state every request of the batch saw */
@@ -488,7 +1092,7 @@ static void lead(lmdb_store *s) {
   if (s->q_head) pthread_cond_signal(&s->q_head->cv);
   pthread_mutex_unlock(&s->q_lock);
 
-  if (keep && s->sync_mode == SYNC_ON) {
+  if (keep && (s->sync_mode == SYNC_ON || (s->wal && s->sync_mode == SYNC_DATA))) {
     ustore_err se = {{0}};
     if (make_durable(s, seq, &se)) {
       for (r = keep; r; r = r->next) {
@@ -542,11 +1146,69 @@ void ustore_lmdb_stats_get(ustore *base, ustore_lmdb_stats *out) {
   out->requests = s->n_requests;
   out->batches = s->n_batches;
   out->syncs = s->n_syncs;
+  out->checkpoints = s->n_checkpoints;
   pthread_mutex_unlock(&s->q_lock);
 }
 
 static int lm_cas(ustore *base, ustore_op *op, ustore_err *e) {
   return lm_txn(base, op, 1, e);
+}
+
+/* Log mode: a scan's copy of the table entries under its prefix. */
+typedef struct mem_item {
+  size_t koff, kl, voff, vl; /* into the blob */
+  uint64_t ver;
+  int deleted;
+} mem_item;
+
+typedef struct mem_snap {
+  ubuf blob;
+  mem_item *it;
+  size_t n;
+} mem_snap;
+
+static int snap_add(mem_snap *m, const umt_entry *x) {
+  mem_item *t = &m->it[m->n++];
+  t->koff = m->blob.len;
+  t->kl = x->klen;
+  ubuf_put(&m->blob, x->kv, x->klen + x->vlen);
+  t->voff = t->koff + x->klen;
+  t->vl = x->vlen;
+  t->ver = x->version;
+  t->deleted = x->deleted;
+  return ubuf_ok(&m->blob) ? 0 : -1;
+}
+
+/* Copy the entries of both tables under prefix and after `after`, in key
+ * order, the active table's winning over the frozen one's. With mt_lock. */
+static int mem_snapshot(lmdb_store *s, const void *prefix, size_t plen,
+                        const void *after, size_t alen, mem_snap *m) {
+  umt_entry **a = NULL, **f = NULL;
+  size_t na = 0, nf = 0, i = 0, j = 0;
+  int rc = -1;
+  memset(m, 0, sizeof *m);
+  if (umt_collect(s->active, prefix, plen, &a, &na)) goto out;
+  if (s->frozen && umt_collect(s->frozen, prefix, plen, &f, &nf)) goto out;
+  m->it = malloc((na + nf + 1) * sizeof *m->it);
+  if (!m->it) goto out;
+  while (i < na || j < nf) {
+    const umt_entry *x;
+    int c = i == na ? 1 : j == nf ? -1
+                      : umt_keycmp(a[i]->kv, a[i]->klen, f[j]->kv, f[j]->klen);
+    if (c <= 0) {
+      x = a[i++];
+      if (c == 0) j++;
+    } else {
+      x = f[j++];
+    }
+    if (after && umt_keycmp(x->kv, x->klen, after, alen) <= 0) continue;
+    if (snap_add(m, x)) goto out;
+  }
+  rc = 0;
+out:
+  free(a);
+  free(f);
+  return rc;
 }
 
 static int lm_scan(ustore *base, const void *prefix, size_t plen,
@@ -555,8 +1217,30 @@ static int lm_scan(ustore *base, const void *prefix, size_t plen,
   lmdb_store *s = (lmdb_store *)base;
   MDB_txn *txn;
   MDB_cursor *cur = NULL;
-  int rc = lm_begin(s, MDB_RDONLY, &txn, e);
-  if (rc) return rc;
+  mem_snap m;
+  size_t mi = 0;
+  int rc;
+  memset(&m, 0, sizeof m);
+  if (s->wal) {
+    /* The tables' entries and LMDB's snapshot, taken under one lock, form
+     * one consistent view; the scan merges them, the tables winning. */
+    pthread_rwlock_rdlock(&s->mt_lock);
+    if (mem_snapshot(s, prefix, plen, after, alen, &m)) {
+      pthread_rwlock_unlock(&s->mt_lock);
+      ubuf_free(&m.blob);
+      free(m.it);
+      return UNICO_ENOMEM;
+    }
+    rc = lm_begin(s, MDB_RDONLY, &txn, e);
+    pthread_rwlock_unlock(&s->mt_lock);
+  } else {
+    rc = lm_begin(s, MDB_RDONLY, &txn, e);
+  }
+  if (rc) {
+    ubuf_free(&m.blob);
+    free(m.it);
+    return rc;
+  }
   int mrc = mdb_cursor_open(txn, s->dbi, &cur);
   if (mrc) goto done;
   MDB_val k, v;
@@ -575,30 +1259,50 @@ static int lm_scan(ustore *base, const void *prefix, size_t plen,
         memcmp(k.mv_data, after, alen) == 0)
       mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
   }
-  while (mrc == 0) {
-    if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0) break;
-    if (v.mv_size < VHDR) {
+  for (;;) {
+    int have_l = mrc == 0 && k.mv_size >= plen &&
+                 memcmp(k.mv_data, prefix, plen) == 0;
+    if (mrc && mrc != MDB_NOTFOUND) break;
+    if (!have_l && mi == m.n) {
+      mrc = 0;
+      break;
+    }
+    if (have_l && v.mv_size < VHDR) {
       mrc = MDB_CORRUPTED;
       break;
     }
-    int r = cb(ctx, k.mv_data, k.mv_size, (uint8_t *)v.mv_data + VHDR,
+    const mem_item *t = mi < m.n ? &m.it[mi] : NULL;
+    int c = !have_l ? 1 : !t ? -1
+            : umt_keycmp(k.mv_data, k.mv_size, m.blob.p + t->koff, t->kl);
+    int r = 0;
+    if (c < 0) { /* LMDB's key, untouched since the last checkpoint */
+      if (k.mv_size && ((uint8_t *)k.mv_data)[0] != 0) /* not ours */
+        r = cb(ctx, k.mv_data, k.mv_size, (uint8_t *)v.mv_data + VHDR,
                v.mv_size - VHDR, get_ver(&v));
+    } else if (!t->deleted) {
+      r = cb(ctx, m.blob.p + t->koff, t->kl, m.blob.p + t->voff, t->vl, t->ver);
+    }
     if (r) {
       rc = r;
       goto out;
     }
-    mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    if (c >= 0) mi++;
+    if (c <= 0) mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
   }
 done:
   if (mrc && mrc != MDB_NOTFOUND) rc = map_rc(s, mrc, "scanning", e);
 out:
   if (cur) mdb_cursor_close(cur);
   lm_abort(s, txn);
+  ubuf_free(&m.blob);
+  free(m.it);
   return rc;
 }
 
 static void lm_free(lmdb_store *s) {
+  if (s->wal) log_stop(s);
   if (s->env) mdb_env_close(s->env);
+  if (s->lock_fd >= 0) close(s->lock_fd); /* releases the flock */
   if (s->q_init) {
     pthread_mutex_destroy(&s->q_lock);
     pthread_mutex_destroy(&s->sync_lock);
@@ -626,6 +1330,50 @@ static void lm_close(ustore *base) {
 static const ustore_vtab lmdb_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
     lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */};
+
+/* The store's lock: any process takes it exclusive first and replays what
+ * a log-mode process left behind; log mode keeps it exclusive, plain mode
+ * turns it shared. Plain processes share the store; a log-mode process
+ * owns it alone (its recent writes live in its memory). */
+static int take_lock(lmdb_store *s, int wal, ustore_err *e) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/unico.lock", s->path);
+  s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+  if (s->lock_fd < 0) {
+    seterr(e, "cannot open %s: %s", path, strerror(errno));
+    return UNICO_EUNAVAILABLE;
+  }
+  int excl = 0;
+  for (int i = 0; i < 2000; i++) { /* up to ~2 s while others open */
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) == 0) {
+      excl = 1;
+      break;
+    }
+    if (!wal && flock(s->lock_fd, LOCK_SH | LOCK_NB) == 0) break;
+    usleep(1000);
+  }
+  if (!excl && wal) {
+    seterr(e, "the store at %s is in use by another process; log mode "
+              "(wal=on) needs it alone",
+           s->path);
+    return UNICO_EBUSY;
+  }
+  if (!excl && flock(s->lock_fd, LOCK_SH | LOCK_NB) != 0) {
+    seterr(e, "the store at %s is owned by a process in log mode (wal=on); "
+              "reach it through that process (unico serve) or stop it",
+           s->path);
+    return UNICO_EBUSY;
+  }
+  if (excl) {
+    int rc = log_recover(s, e);
+    if (rc) return rc;
+    if (!wal && flock(s->lock_fd, LOCK_SH) != 0) {
+      seterr(e, "cannot share the lock of %s: %s", s->path, strerror(errno));
+      return UNICO_EUNAVAILABLE;
+    }
+  }
+  return UNICO_OK;
+}
 
 /* mkdir -p: create path and its missing parents. 0 or -1 with errno. */
 static int mkdir_p(const char *path) {
@@ -672,6 +1420,8 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   size_t max_map = (size_t)1 << 40;      /* grows up to 1 TiB */
   int max_map_given = 0;
   int sync_mode = SYNC_ON;
+  int wal = 0;
+  size_t ckpt_bytes = CKPT_BYTES;
   lmdb_store *s = NULL;
   char *q = NULL;
   *out = NULL;
@@ -697,7 +1447,13 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
       }
       *eq = 0;
       const char *val = eq + 1;
-      if (!strcmp(kv, "map_size") || !strcmp(kv, "max_map_size")) {
+      if (!strcmp(kv, "wal_size")) {
+        if (parse_size(val, &ckpt_bytes) || ckpt_bytes < 4096) {
+          seterr(e, "lmdb store option wal_size=%s: expected a size of at least 4KiB such as 64MiB", val);
+          rc = UNICO_EINVAL;
+          goto leave;
+        }
+      } else if (!strcmp(kv, "map_size") || !strcmp(kv, "max_map_size")) {
         size_t v;
         if (parse_size(val, &v) || v < ((size_t)1 << 20)) {
           seterr(e, "lmdb store option %s=%s: expected a size of at least 1MiB such as 4GiB", kv, val);
@@ -706,6 +1462,14 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
         }
         if (!strcmp(kv, "map_size")) map_size = v;
         else { max_map = v; max_map_given = 1; }
+      } else if (!strcmp(kv, "wal")) {
+        if (!strcmp(val, "on")) wal = 1;
+        else if (!strcmp(val, "off")) wal = 0;
+        else {
+          seterr(e, "lmdb store option wal=%s: expected on or off", val);
+          rc = UNICO_EINVAL;
+          goto leave;
+        }
       } else if (!strcmp(kv, "sync")) {
         if (!strcmp(val, "on")) sync_mode = SYNC_ON;
         else if (!strcmp(val, "off")) sync_mode = SYNC_OFF;
@@ -716,7 +1480,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
           goto leave;
         }
       } else {
-        seterr(e, "unknown lmdb store option \"%s\" (known: map_size, max_map_size, sync)", kv);
+        seterr(e, "unknown lmdb store option \"%s\" (known: map_size, max_map_size, sync, wal, wal_size)", kv);
         rc = UNICO_EINVAL;
         goto leave;
       }
@@ -764,6 +1528,8 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   s->dev = st.st_dev;
   s->ino = st.st_ino;
   s->refs = 1;
+  s->lock_fd = s->wal_fd = s->old_fd = -1;
+  s->ckpt_bytes = ckpt_bytes;
   s->base.vt = &lmdb_vtab;
   snprintf(s->path, sizeof s->path, "%s", path);
   s->max_map_size = max_map;
@@ -808,6 +1574,17 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
     mrc = mdb_dbi_open(txn, NULL, 0, &s->dbi);
     mdb_txn_abort(txn);
     if (mrc) goto mdb_fail;
+  }
+  if ((rc = take_lock(s, wal, e)) != UNICO_OK) {
+    pthread_mutex_unlock(&registry_lock);
+    goto leave;
+  }
+  if (wal) {
+    s->wal = 1;
+    if ((rc = log_start(s, e)) != UNICO_OK) {
+      pthread_mutex_unlock(&registry_lock);
+      goto leave;
+    }
   }
   s->next = registry;
   registry = s;

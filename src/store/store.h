@@ -111,10 +111,11 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
                      ustore_err *e);
 
 /* Group-commit counters of an LMDB store since it was opened in this
- * process: write requests, the batches (write transactions) that carried
- * them, and the acknowledging syncs. For tests and benchmarks. */
+ * process: write requests, the batches (write transactions, or log appends
+ * in log mode) that carried them, the acknowledging syncs, and the
+ * checkpoints of log mode. For tests and benchmarks. */
 typedef struct ustore_lmdb_stats {
-  uint64_t requests, batches, syncs;
+  uint64_t requests, batches, syncs, checkpoints;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
 

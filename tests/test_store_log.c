@@ -1,0 +1,482 @@
+/* test_store_log.c - the LMDB store's log mode (wal=on): a random history
+ * checked against a model through many checkpoints, scans merging the
+ * tables with LMDB, recovery after SIGKILL (every acknowledged write is
+ * there), a torn last record, and the lock that gives one log-mode process
+ * the store alone. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "unico.h"
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/unico-test-log-%d", (int)getpid());
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) { return setup(state); }
+
+static int try_open(ustore **s, const char *sub, const char *query,
+                    ustore_err *e) {
+  char url[512];
+  snprintf(url, sizeof url, "lmdb:%s-%s%s%s", dir, sub, query ? "?" : "",
+           query ? query : "");
+  *s = NULL;
+  return ustore_open(s, url, e);
+}
+
+static ustore *open_store(const char *sub, const char *query) {
+  ustore *s;
+  ustore_err e = {{0}};
+  int rc = try_open(&s, sub, query, &e);
+  if (rc) fprintf(stderr, "open %s: %d %s\n", sub, rc, e.msg);
+  assert_int_equal(rc, UNICO_OK);
+  return s;
+}
+
+static ustore_op op(const char *key, int expect, uint64_t ver, int action,
+                    const char *val) {
+  ustore_op o;
+  memset(&o, 0, sizeof o);
+  o.key = key;
+  o.klen = strlen(key);
+  o.expect = expect;
+  o.expect_version = ver;
+  o.action = action;
+  o.val = val;
+  o.vlen = val ? strlen(val) : 0;
+  return o;
+}
+
+/* ---- a random history against a model ---- */
+
+#define NKEYS 300
+
+typedef struct model {
+  int exists[NKEYS];
+  uint64_t ver[NKEYS];
+  char val[NKEYS][48];
+} model;
+
+static uint64_t rng = 88172645463325252ULL;
+static uint64_t rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+static void keyname(int i, char *out) { snprintf(out, 16, "k%03d", i); }
+
+typedef struct scan_acc {
+  const model *m;
+  int next; /* the model key expected next */
+  int seen;
+  int bad;
+} scan_acc;
+
+static int next_live(const model *m, int from) {
+  while (from < NKEYS && !m->exists[from]) from++;
+  return from;
+}
+
+static int scan_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
+                   size_t vl, uint64_t ver) {
+  scan_acc *a = ctx;
+  char want[16];
+  a->next = next_live(a->m, a->next);
+  if (a->next >= NKEYS) {
+    fprintf(stderr, "scan: extra key %.*s\n", (int)kl, (const char *)k);
+    a->bad++;
+    return 0;
+  }
+  keyname(a->next, want);
+  if (kl != strlen(want) || memcmp(k, want, kl) != 0 ||
+      ver != a->m->ver[a->next] || vl != strlen(a->m->val[a->next]) ||
+      memcmp(v, a->m->val[a->next], vl) != 0) {
+    fprintf(stderr, "scan: got %.*s v%llu, want %s v%llu\n", (int)kl,
+            (const char *)k, (unsigned long long)ver, want,
+            (unsigned long long)a->m->ver[a->next]);
+    a->bad++;
+  }
+  a->next++;
+  a->seen++;
+  return 0;
+}
+
+/* Every key's value and version, a full scan, and a scan that starts after
+ * a key, all agree with the model. */
+static void verify(ustore *s, const model *m) {
+  ustore_err e = {{0}};
+  ubuf v = UBUF_INIT;
+  for (int i = 0; i < NKEYS; i++) {
+    char k[16];
+    uint64_t ver = 0;
+    keyname(i, k);
+    int rc = s->vt->get(s, k, strlen(k), &v, &ver, &e);
+    assert_int_equal(rc, m->exists[i] ? UNICO_OK : UNICO_ENOTFOUND);
+    if (m->exists[i]) {
+      assert_int_equal(ver, m->ver[i]);
+      assert_int_equal(v.len, strlen(m->val[i]));
+      assert_memory_equal(v.p, m->val[i], v.len);
+    }
+  }
+  ubuf_free(&v);
+  scan_acc a = {m, 0, 0, 0};
+  assert_int_equal(s->vt->scan(s, "k", 1, NULL, 0, scan_cb, &a, &e), 0);
+  assert_int_equal(a.bad, 0);
+  assert_int_equal(next_live(m, a.next), NKEYS);
+  int from = (int)(rnd() % NKEYS);
+  char after[16];
+  keyname(from, after);
+  scan_acc b = {m, from + 1, 0, 0};
+  assert_int_equal(s->vt->scan(s, "k", 1, after, strlen(after), scan_cb, &b, &e), 0);
+  assert_int_equal(b.bad, 0);
+  assert_int_equal(next_live(m, b.next), NKEYS);
+}
+
+static void random_history(ustore *s, model *m, int steps) {
+  for (int step = 0; step < steps; step++) {
+    int n = 1 + (int)(rnd() % 3), idx[3];
+    char keys[3][16], vals[3][48];
+    ustore_op ops[3];
+    for (int j = 0; j < n; j++) { /* distinct keys */
+      do idx[j] = (int)(rnd() % NKEYS);
+      while ((j > 0 && idx[j] == idx[0]) || (j > 1 && idx[j] == idx[1]));
+      keyname(idx[j], keys[j]);
+      snprintf(vals[j], sizeof vals[j], "v%d-%d", step, j);
+      int kind = (int)(rnd() % 6);
+      int i = idx[j];
+      switch (kind) {
+      case 0: ops[j] = op(keys[j], USTORE_ANY, 0, USTORE_PUT, vals[j]); break;
+      case 1: ops[j] = op(keys[j], USTORE_ABSENT, 0, USTORE_PUT, vals[j]); break;
+      case 2: /* right version most of the time */
+        ops[j] = op(keys[j], USTORE_VERSION, m->ver[i] + (rnd() % 4 == 0),
+                    USTORE_PUT, vals[j]);
+        break;
+      case 3: ops[j] = op(keys[j], USTORE_ANY, 0, USTORE_DEL, NULL); break;
+      case 4: ops[j] = op(keys[j], USTORE_PRESENT, 0, USTORE_DEL, NULL); break;
+      default: ops[j] = op(keys[j], USTORE_PRESENT, 0, USTORE_CHECK, NULL); break;
+      }
+    }
+    /* the model's verdict */
+    int ok = 1, fail[3] = {0, 0, 0};
+    for (int j = 0; j < n; j++) {
+      int i = idx[j], f = 0;
+      switch (ops[j].expect) {
+      case USTORE_ABSENT: f = m->exists[i]; break;
+      case USTORE_VERSION: f = !m->exists[i] || m->ver[i] != ops[j].expect_version; break;
+      case USTORE_PRESENT: f = !m->exists[i]; break;
+      default: break;
+      }
+      fail[j] = f;
+      if (f) ok = 0;
+    }
+    ustore_err e = {{0}};
+    int rc = s->vt->txn(s, ops, (size_t)n, &e);
+    if (rc != (ok ? UNICO_OK : USTORE_NOT_APPLIED))
+      fprintf(stderr, "step %d: rc %d (%s), model says %d\n", step, rc, e.msg, ok);
+    assert_int_equal(rc, ok ? UNICO_OK : USTORE_NOT_APPLIED);
+    for (int j = 0; j < n; j++) {
+      int i = idx[j];
+      if (!ok) {
+        assert_int_equal(ops[j].failed, fail[j]);
+        if (fail[j] && m->exists[i]) {
+          assert_int_equal(ops[j].cur_version, m->ver[i]);
+          assert_int_equal(ops[j].cur.len, strlen(m->val[i]));
+        }
+      } else if (ops[j].action == USTORE_PUT) {
+        m->ver[i] = m->exists[i] ? m->ver[i] + 1 : 1;
+        m->exists[i] = 1;
+        memcpy(m->val[i], vals[j], sizeof m->val[i]);
+      } else if (ops[j].action == USTORE_DEL) {
+        m->exists[i] = 0;
+        m->ver[i] = 0;
+      }
+      ubuf_free(&ops[j].cur);
+    }
+    if (step % 997 == 0) verify(s, m);
+  }
+}
+
+static void test_log_model(void **state) {
+  (void)state;
+  static model m;
+  memset(&m, 0, sizeof m);
+  /* a tiny wal_size: the active table freezes and is checkpointed often */
+  ustore *s = open_store("model", "wal=on&wal_size=8KiB&sync=off");
+  random_history(s, &m, 12000);
+  verify(s, &m);
+  ustore_lmdb_stats st;
+  ustore_lmdb_stats_get(s, &st);
+  fprintf(stderr, "log mode: %llu requests, %llu batches, %llu checkpoints\n",
+          (unsigned long long)st.requests, (unsigned long long)st.batches,
+          (unsigned long long)st.checkpoints);
+  assert_true(st.checkpoints >= 5);
+  s->vt->close(s); /* checkpoints the rest */
+  /* plain mode reads what log mode wrote, and log mode again after it */
+  s = open_store("model", NULL);
+  verify(s, &m);
+  random_history(s, &m, 2000);
+  s->vt->close(s);
+  s = open_store("model", "wal=on");
+  verify(s, &m);
+  s->vt->close(s);
+}
+
+/* ---- SIGKILL: every acknowledged write survives ---- */
+
+#define KILL_THREADS 4
+
+static int ack_fd, kill_round;
+static ustore *kill_store;
+
+static void *kill_writer(void *p) {
+  int t = (int)(intptr_t)p;
+  for (int i = 0;; i++) {
+    char k[32], v[32];
+    snprintf(k, sizeof k, "c/%d/%d/%07d", kill_round, t, i);
+    snprintf(v, sizeof v, "val-%d-%d", t, i);
+    ustore_op o[2] = {op(k, USTORE_ABSENT, 0, USTORE_PUT, v),
+                      op("counter", USTORE_ANY, 0, USTORE_PUT, v)};
+    ustore_err e = {{0}};
+    if (kill_store->vt->txn(kill_store, o, 2, &e) != UNICO_OK) _exit(3);
+    int32_t msg[2] = {t, i}; /* 8 bytes: one atomic pipe write */
+    if (write(ack_fd, msg, sizeof msg) != (ssize_t)sizeof msg) _exit(4);
+  }
+  return NULL;
+}
+
+static void test_log_sigkill(void **state) {
+  (void)state;
+  for (int round = 0; round < 3; round++) {
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      close(pfd[0]);
+      ack_fd = pfd[1];
+      kill_round = round;
+      ustore_err e = {{0}};
+      char q[64];
+      snprintf(q, sizeof q, "wal=on&wal_size=%dKiB", round == 1 ? 32 : 4096);
+      if (try_open(&kill_store, "kill", q, &e)) _exit(2);
+      pthread_t th[KILL_THREADS];
+      for (int t = 0; t < KILL_THREADS; t++)
+        pthread_create(&th[t], NULL, kill_writer, (void *)(intptr_t)t);
+      for (;;) pause();
+    }
+    close(pfd[1]);
+    int *acked[KILL_THREADS];
+    int nack[KILL_THREADS] = {0};
+    for (int t = 0; t < KILL_THREADS; t++) acked[t] = calloc(1 << 20, sizeof(int));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int killed = 0;
+    for (;;) {
+      int32_t msg[2];
+      ssize_t r = read(pfd[0], msg, sizeof msg);
+      if (r <= 0) break;
+      assert_int_equal(r, sizeof msg);
+      assert_true(msg[0] >= 0 && msg[0] < KILL_THREADS && msg[1] < (1 << 20));
+      acked[msg[0]][nack[msg[0]]++] = msg[1];
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      if (!killed && (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 > 400 + 300 * round) {
+        kill(pid, SIGKILL); /* acks already in the pipe are still read */
+        killed = 1;
+      }
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    close(pfd[0]);
+    /* Reopen (plain mode: recovery replays the log) and look for each. */
+    ustore *s = open_store("kill", NULL);
+    ustore_err e = {{0}};
+    ubuf v = UBUF_INIT;
+    int total = 0;
+    for (int t = 0; t < KILL_THREADS; t++) {
+      for (int j = 0; j < nack[t]; j++) {
+        char k[32], want[32];
+        uint64_t ver = 0;
+        snprintf(k, sizeof k, "c/%d/%d/%07d", round, t, acked[t][j]);
+        snprintf(want, sizeof want, "val-%d-%d", t, acked[t][j]);
+        int rc = s->vt->get(s, k, strlen(k), &v, &ver, &e);
+        if (rc) fprintf(stderr, "round %d: acknowledged %s is missing\n", round, k);
+        assert_int_equal(rc, UNICO_OK);
+        assert_int_equal(ver, 1);
+        assert_int_equal(v.len, strlen(want));
+        assert_memory_equal(v.p, want, v.len);
+      }
+      total += nack[t];
+      free(acked[t]);
+    }
+    ubuf_free(&v);
+    fprintf(stderr, "round %d: %d acknowledged writes, all present\n", round, total);
+    assert_true(total > 0);
+    s->vt->close(s);
+  }
+}
+
+/* ---- a torn last record ---- */
+
+static void find_log(const char *sub, char *out, size_t n) {
+  assert_true(n >= 1024);
+  char d[512];
+  snprintf(d, sizeof d, "%s-%s", dir, sub);
+  DIR *dd = opendir(d);
+  assert_non_null(dd);
+  struct dirent *de;
+  out[0] = 0;
+  while ((de = readdir(dd)))
+    if (!strncmp(de->d_name, "log-", 4))
+      snprintf(out, n, "%.500s/%.255s", d, de->d_name);
+  closedir(dd);
+  assert_true(out[0] != 0);
+}
+
+static void test_log_torn_tail(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* ten writes, then die without closing */
+    ustore *s;
+    ustore_err e = {{0}};
+    if (try_open(&s, "torn", "wal=on", &e)) _exit(2);
+    for (int i = 0; i < 10; i++) {
+      char k[16];
+      snprintf(k, sizeof k, "t%02d", i);
+      ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, "value");
+      if (s->vt->cas(s, &o, &e)) _exit(3);
+    }
+    _exit(0);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  /* Damage the last record: find where the zeros begin, flip a byte just
+   * before. */
+  char path[1024];
+  find_log("torn", path, sizeof path);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  static uint8_t buf[1 << 16];
+  ssize_t n = pread(fd, buf, sizeof buf, 0);
+  assert_true(n > 100);
+  ssize_t end = n;
+  while (end > 0 && buf[end - 1] == 0) end--;
+  assert_true(end > 20);
+  buf[end - 1] ^= 0xff;
+  assert_int_equal(pwrite(fd, buf + end - 1, 1, end - 1), 1);
+  close(fd);
+  ustore *s = open_store("torn", NULL);
+  ustore_err e = {{0}};
+  for (int i = 0; i < 10; i++) {
+    char k[16];
+    snprintf(k, sizeof k, "t%02d", i);
+    assert_int_equal(s->vt->get(s, k, strlen(k), NULL, NULL, &e),
+                     i < 9 ? UNICO_OK : UNICO_ENOTFOUND);
+  }
+  s->vt->close(s);
+  /* the log files are gone after recovery */
+  char d[512];
+  snprintf(d, sizeof d, "%s-torn", dir);
+  DIR *dd = opendir(d);
+  struct dirent *de;
+  while ((de = readdir(dd))) assert_true(strncmp(de->d_name, "log-", 4) != 0);
+  closedir(dd);
+}
+
+/* ---- one log-mode process owns the store ---- */
+
+static void holder(const char *query, int ready_fd, int go_fd) {
+  ustore *s;
+  ustore_err e = {{0}};
+  if (try_open(&s, "lock", query, &e)) _exit(2);
+  char c = 1;
+  if (write(ready_fd, &c, 1) != 1) _exit(3);
+  if (read(go_fd, &c, 1) < 0) _exit(4); /* until the parent is done */
+  s->vt->close(s);
+  _exit(0);
+}
+
+static void check_refused(const char *held_by, const char *we_try) {
+  int ready[2], go[2];
+  assert_int_equal(pipe(ready), 0);
+  assert_int_equal(pipe(go), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(ready[0]);
+    close(go[1]);
+    holder(held_by, ready[1], go[0]);
+  }
+  close(ready[1]);
+  close(go[0]);
+  char c;
+  assert_int_equal(read(ready[0], &c, 1), 1);
+  ustore *s;
+  ustore_err e = {{0}};
+  int rc = try_open(&s, "lock", we_try, &e);
+  assert_int_equal(rc, UNICO_EBUSY);
+  assert_null(s);
+  fprintf(stderr, "refused as expected: %s\n", e.msg);
+  assert_non_null(strstr(e.msg, "wal=on"));
+  close(go[1]);
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(ready[0]);
+}
+
+static void test_log_lock(void **state) {
+  (void)state;
+  check_refused(NULL, "wal=on");     /* plain process holds it */
+  check_refused("wal=on", NULL);     /* log-mode process owns it */
+  check_refused("wal=on", "wal=on");
+  /* and once they are gone, anyone may open it */
+  ustore *s = open_store("lock", "wal=on");
+  s->vt->close(s);
+}
+
+static void test_log_options(void **state) {
+  (void)state;
+  const char *bad[] = {"wal=maybe", "wal_size=1", "wal_size=abc"};
+  for (int i = 0; i < 3; i++) {
+    ustore *s;
+    ustore_err e = {{0}};
+    assert_int_equal(try_open(&s, "opts", bad[i], &e), UNICO_EINVAL);
+    assert_null(s);
+    assert_non_null(strstr(e.msg, "wal"));
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_log_model),
+      cmocka_unit_test(test_log_sigkill),
+      cmocka_unit_test(test_log_torn_tail),
+      cmocka_unit_test(test_log_lock),
+      cmocka_unit_test(test_log_options),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
