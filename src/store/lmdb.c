@@ -66,7 +66,10 @@ typedef struct lmdb_store {
   uint64_t committed;             /* batches committed (under q_lock) */
   uint64_t durable;               /* batches known durable (under q_lock) */
   uint64_t n_requests, n_batches, n_syncs; /* counters (under q_lock) */
-  pthread_mutex_t sync_lock;      /* held across the acknowledging sync */
+  int syncing;                    /* syncs running (under q_lock) */
+  uint64_t sync_target;           /* the newest batch a running sync covers */
+  int syncs_on[2];                /* log mode: syncs running per file parity */
+  pthread_cond_t durable_cv;      /* (q_lock) a sync ended */
   int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
   int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */
   /* log mode (wal=on; see "log mode" below) */
@@ -96,6 +99,7 @@ typedef struct lmdb_store {
 enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
 
 #define BATCH_MAX 512 /* requests per write transaction */
+#define SYNCS_MAX 2   /* syncs in flight at once */
 
 /* One caller's write, queued for a batch. Lives on the caller's stack; the
  * leader fills rc/err and sets done under q_lock, then signals cv. */
@@ -776,10 +780,12 @@ static void *ckpt_main(void *arg) {
       free(s->frozen);
       s->frozen = NULL;
       pthread_rwlock_unlock(&s->mt_lock);
-      pthread_mutex_lock(&s->sync_lock);
+      pthread_mutex_lock(&s->q_lock);
+      while (s->syncs_on[s->old_no & 1]) /* not under a sync */
+        pthread_cond_wait(&s->durable_cv, &s->q_lock);
       close(s->old_fd);
       s->old_fd = -1;
-      pthread_mutex_unlock(&s->sync_lock);
+      pthread_mutex_unlock(&s->q_lock);
       wal_path(s, s->old_no, path, sizeof path);
       unlink(path);
     } else {
@@ -961,24 +967,26 @@ static void log_stop(lmdb_store *s) {
   if (s->mt_init) pthread_rwlock_destroy(&s->mt_lock);
 }
 
-/* Make every batch up to `seq` durable. One fdatasync covers every commit
- * made before it starts, so concurrent callers share it; and a commit's own
- * data sync covers the meta pages of the commits before it (see lead()).
- * Waiting for the next batch's commit instead of syncing was measured
- * slower: two syncs in flight overlap well. */
+/* Make every batch up to `seq` durable. One sync runs at a time and covers
+ * every commit made before it starts; callers it covers wait for it on
+ * durable_cv and return when it ends (one of those it does not cover starts
+ * the next). A plain-mode commit's own data sync also covers the meta pages
+ * of the commits before it (see lead()). */
 static int make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
   int rc = 0;
   pthread_mutex_lock(&s->q_lock);
-  int need = s->durable < seq;
-  pthread_mutex_unlock(&s->q_lock);
-  if (!need) return UNICO_OK;
-  pthread_mutex_lock(&s->sync_lock);
-  pthread_mutex_lock(&s->q_lock);
-  need = s->durable < seq;
-  uint64_t target = s->committed;
-  int fd = s->wal_fd; /* log mode: the file the batch went to (or later) */
-  pthread_mutex_unlock(&s->q_lock);
-  if (need) {
+  while (s->durable < seq && !rc) {
+    if (s->syncing >= SYNCS_MAX || s->sync_target >= seq) {
+      pthread_cond_wait(&s->durable_cv, &s->q_lock);
+      continue;
+    }
+    s->syncing++;
+    uint64_t target = s->committed;
+    if (s->sync_target < target) s->sync_target = target;
+    int fd = s->wal_fd; /* log mode: the file the batch went to (or later) */
+    uint64_t no = s->wal_no;
+    s->syncs_on[no & 1]++;
+    pthread_mutex_unlock(&s->q_lock);
     if (s->wal) {
       rc = fdatasync(fd) ? errno : 0;
       if (rc) fail_log(s, "syncing", rc);
@@ -987,14 +995,16 @@ static int make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
     }
     pthread_mutex_lock(&s->q_lock);
     s->n_syncs++;
+    s->syncing--;
+    s->syncs_on[no & 1]--;
     if (rc == 0 && s->durable < target) s->durable = target;
-    pthread_mutex_unlock(&s->q_lock);
+    pthread_cond_broadcast(&s->durable_cv);
   }
-  pthread_mutex_unlock(&s->sync_lock);
+  pthread_mutex_unlock(&s->q_lock);
   if (rc) {
     seterr(e, "syncing %s failed (%s); the write may or may not have been "
               "applied: retry it with the same operation id",
-           s->path, mdb_strerror(rc));
+           s->path, s->wal ? strerror(rc) : mdb_strerror(rc));
     return UNICO_EUNKNOWN;
   }
   return UNICO_OK;
@@ -1305,7 +1315,7 @@ static void lm_free(lmdb_store *s) {
   if (s->lock_fd >= 0) close(s->lock_fd); /* releases the flock */
   if (s->q_init) {
     pthread_mutex_destroy(&s->q_lock);
-    pthread_mutex_destroy(&s->sync_lock);
+    pthread_cond_destroy(&s->durable_cv);
   }
   if (s->resize_init) pthread_rwlock_destroy(&s->resize);
   free(s);
@@ -1547,7 +1557,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
     rc = UNICO_ENOMEM;
     goto leave;
   }
-  if (pthread_mutex_init(&s->sync_lock, NULL)) {
+  if (pthread_cond_init(&s->durable_cv, NULL)) {
     pthread_mutex_destroy(&s->q_lock);
     pthread_mutex_unlock(&registry_lock);
     rc = UNICO_ENOMEM;
