@@ -69,7 +69,7 @@ typedef struct lmdb_store {
   int syncing;                    /* syncs running (under q_lock) */
   uint64_t sync_target;           /* the newest batch a running sync covers */
   int syncs_on[2];                /* log mode: syncs running per file parity */
-  pthread_cond_t durable_cv;      /* (q_lock) a sync ended */
+  struct dwaiter *dwaiters;       /* (q_lock) callers waiting for a sync */
   int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
   int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */
   /* log mode (wal=on; see "log mode" below) */
@@ -781,8 +781,11 @@ static void *ckpt_main(void *arg) {
       s->frozen = NULL;
       pthread_rwlock_unlock(&s->mt_lock);
       pthread_mutex_lock(&s->q_lock);
-      while (s->syncs_on[s->old_no & 1]) /* not under a sync */
-        pthread_cond_wait(&s->durable_cv, &s->q_lock);
+      while (s->syncs_on[s->old_no & 1]) { /* not under a sync */
+        pthread_mutex_unlock(&s->q_lock);
+        usleep(100);
+        pthread_mutex_lock(&s->q_lock);
+      }
       close(s->old_fd);
       s->old_fd = -1;
       pthread_mutex_unlock(&s->q_lock);
@@ -967,40 +970,100 @@ static void log_stop(lmdb_store *s) {
   if (s->mt_init) pthread_rwlock_destroy(&s->mt_lock);
 }
 
-/* Make every batch up to `seq` durable. One sync runs at a time and covers
- * every commit made before it starts; callers it covers wait for it on
- * durable_cv and return when it ends (one of those it does not cover starts
- * the next). A plain-mode commit's own data sync also covers the meta pages
- * of the commits before it (see lead()). */
+/* A caller waiting in make_durable(): on its own condition variable, so a
+ * sync that ends wakes exactly the callers it covers. */
+typedef struct dwaiter {
+  uint64_t seq;
+  pthread_cond_t cv;
+  struct dwaiter *next;
+} dwaiter;
+
+/* After a sync: wake the waiters now durable, and one of the others to
+ * start the next sync if a slot is free. With q_lock. */
+static void wake_waiters(lmdb_store *s) {
+  dwaiter **pp = &s->dwaiters, *w;
+  int elected = s->syncing >= SYNCS_MAX;
+  while ((w = *pp)) {
+    if (w->seq <= s->durable) {
+      *pp = w->next;
+      w->next = w; /* marks it off the list */
+      pthread_cond_signal(&w->cv);
+    } else {
+      if (!elected && s->sync_target < w->seq) {
+        pthread_cond_signal(&w->cv);
+        elected = 1;
+      }
+      pp = &w->next;
+    }
+  }
+}
+
+/* Make every batch up to `seq` durable. At most SYNCS_MAX syncs run at a
+ * time (two in flight overlap well on the disks measured); each covers every
+ * commit made before it starts. A caller a running sync covers waits for
+ * it; the others start one when a slot is free. A plain-mode commit's own
+ * data sync also covers the meta pages of the commits before it (lead()). */
 static int make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
   int rc = 0;
+  dwaiter w;
+  w.seq = seq;
+  w.next = &w; /* not on the list */
+  int have_cv = 0;
   pthread_mutex_lock(&s->q_lock);
   while (s->durable < seq && !rc) {
-    if (s->syncing >= SYNCS_MAX || s->sync_target >= seq) {
-      pthread_cond_wait(&s->durable_cv, &s->q_lock);
+    if (s->syncing < SYNCS_MAX && s->sync_target < seq) {
+      if (w.next != &w) { /* leave the list: this caller syncs */
+        for (dwaiter **pp = &s->dwaiters; *pp; pp = &(*pp)->next)
+          if (*pp == &w) {
+            *pp = w.next;
+            break;
+          }
+        w.next = &w;
+      }
+      s->syncing++;
+      uint64_t target = s->committed;
+      if (s->sync_target < target) s->sync_target = target;
+      int fd = s->wal_fd; /* log mode: the file the batch went to (or later) */
+      uint64_t no = s->wal_no;
+      s->syncs_on[no & 1]++;
+      pthread_mutex_unlock(&s->q_lock);
+      if (s->wal) {
+        rc = fdatasync(fd) ? errno : 0;
+        if (rc) fail_log(s, "syncing", rc);
+      } else {
+        rc = mdb_env_sync(s->env, 1);
+      }
+      pthread_mutex_lock(&s->q_lock);
+      s->n_syncs++;
+      s->syncing--;
+      s->syncs_on[no & 1]--;
+      if (rc == 0 && s->durable < target) s->durable = target;
+      if (rc) s->sync_target = s->durable; /* let others try again */
+      wake_waiters(s);
       continue;
     }
-    s->syncing++;
-    uint64_t target = s->committed;
-    if (s->sync_target < target) s->sync_target = target;
-    int fd = s->wal_fd; /* log mode: the file the batch went to (or later) */
-    uint64_t no = s->wal_no;
-    s->syncs_on[no & 1]++;
-    pthread_mutex_unlock(&s->q_lock);
-    if (s->wal) {
-      rc = fdatasync(fd) ? errno : 0;
-      if (rc) fail_log(s, "syncing", rc);
-    } else {
-      rc = mdb_env_sync(s->env, 1);
+    if (!have_cv) {
+      if (pthread_cond_init(&w.cv, NULL)) {
+        rc = ENOMEM;
+        break;
+      }
+      have_cv = 1;
     }
-    pthread_mutex_lock(&s->q_lock);
-    s->n_syncs++;
-    s->syncing--;
-    s->syncs_on[no & 1]--;
-    if (rc == 0 && s->durable < target) s->durable = target;
-    pthread_cond_broadcast(&s->durable_cv);
+    if (w.next == &w) { /* join the list */
+      w.next = s->dwaiters;
+      s->dwaiters = &w;
+    }
+    pthread_cond_wait(&w.cv, &s->q_lock);
+  }
+  if (w.next != &w) {
+    for (dwaiter **pp = &s->dwaiters; *pp; pp = &(*pp)->next)
+      if (*pp == &w) {
+        *pp = w.next;
+        break;
+      }
   }
   pthread_mutex_unlock(&s->q_lock);
+  if (have_cv) pthread_cond_destroy(&w.cv);
   if (rc) {
     seterr(e, "syncing %s failed (%s); the write may or may not have been "
               "applied: retry it with the same operation id",
@@ -1068,6 +1131,7 @@ static void lead(lmdb_store *s) {
       s->durable = s->committed - 1;
   }
   if (rotated) s->durable = s->committed; /* log_rotate synced the log */
+  if (s->dwaiters) wake_waiters(s);
   s->n_batches++;
   s->n_requests += n;
   uint64_t seq = s->committed; /* the state every request of the batch saw */
@@ -1315,7 +1379,6 @@ static void lm_free(lmdb_store *s) {
   if (s->lock_fd >= 0) close(s->lock_fd); /* releases the flock */
   if (s->q_init) {
     pthread_mutex_destroy(&s->q_lock);
-    pthread_cond_destroy(&s->durable_cv);
   }
   if (s->resize_init) pthread_rwlock_destroy(&s->resize);
   free(s);
@@ -1553,12 +1616,6 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   }
   s->resize_init = 1;
   if (pthread_mutex_init(&s->q_lock, NULL)) {
-    pthread_mutex_unlock(&registry_lock);
-    rc = UNICO_ENOMEM;
-    goto leave;
-  }
-  if (pthread_cond_init(&s->durable_cv, NULL)) {
-    pthread_mutex_destroy(&s->q_lock);
     pthread_mutex_unlock(&registry_lock);
     rc = UNICO_ENOMEM;
     goto leave;
