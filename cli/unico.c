@@ -11,6 +11,13 @@
 #include <jansson.h>
 
 #include "unico.h"
+#ifdef UNICO_HAVE_SERVER
+#include "serve.h"
+#define SERVE_HELP_LINE \
+  "  serve [--listen ADDR] ...      run the HTTP API (unico serve --help)\n"
+#else
+#define SERVE_HELP_LINE ""
+#endif
 
 #define EXIT_USAGE 1
 
@@ -28,6 +35,7 @@ static const char *const MAIN_HELP =
     "  get TABLE PK...                print a record with its version\n"
     "  lookup TABLE CONSTRAINT VALUE...  print the record holding a value\n"
     "  check                          audit the store's invariants\n"
+    SERVE_HELP_LINE
     "\n"
     "options:\n"
     "  --store URL        store to use (default: $UNICO_STORE, else\n"
@@ -287,8 +295,30 @@ static char *json_arg(const char *a, int *err) {
   return s;
 }
 
+#ifdef UNICO_HAVE_SERVER
+/* The index of the command word when it is "serve" (which parses its own
+ * options, see server/serve.c), else 0. */
+static int serve_index(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) return i + 1 < argc && !strcmp(argv[i + 1], "serve") ? i + 1 : 0;
+    if (!strcmp(a, "--store") || !strcmp(a, "--op-id") || !strcmp(a, "--if-version")) {
+      i++;
+      continue;
+    }
+    if (a[0] == '-' && a[1]) continue;
+    return strcmp(a, "serve") ? 0 : i;
+  }
+  return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
   opts o;
+#ifdef UNICO_HAVE_SERVER
+  int si = serve_index(argc, argv);
+  if (si) return unico_serve_main(argc, argv, si);
+#endif
   memset(&o, 0, sizeof o);
   int code = parse_args(argc, argv, &o);
   if (code) {

@@ -1,0 +1,848 @@
+/* http.c - the requests of `unico serve` (docs/http.md): routing, the API on
+ * top of include/unico.h with the CLI's semantics, responses, the access
+ * log. Every function here runs on a libmicrohttpd thread; the only state
+ * shared between requests is the userv (atomics, the store handle). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "server.h"
+
+#define MAX_SEGS 33 /* table + up to 32 primary key columns */
+#define MAX_VALUES 32
+
+/* What to answer. */
+typedef struct uresp {
+  int status;
+  char *body;        /* malloc'd; NULL: empty */
+  const char *ctype; /* NULL: application/json */
+  uint64_t etag;     /* 0: no ETag */
+  char *location;    /* malloc'd or NULL */
+  int retry_after;   /* seconds; 0: no Retry-After */
+  const char *allow;
+  int www_auth;
+} uresp;
+
+/* One request, from its headers to its last byte (MHD's con_cls). */
+typedef struct ureq {
+  userv *s;
+  uint64_t start_us;
+  int method, route;
+  int responded;  /* a response is queued */
+  int dropping;   /* the answer is early: the body is read and dropped */
+  int close;      /* close the connection after the answer */
+  int bad_path;   /* malformed percent-encoding in the path */
+  char *body;
+  size_t len, cap, dropped;
+  int status;
+  size_t bytes;
+  char *segbuf;   /* the decoded segments after /v1/, NUL-separated */
+  char *segs[MAX_SEGS];
+  int nseg;
+  char path[256]; /* for the access log, cut if longer */
+  char remote[INET6_ADDRSTRLEN + 2];
+  uresp early;    /* the answer, when dropping */
+} ureq;
+
+size_t userv_unescape_none(void *cls, struct MHD_Connection *c, char *s) {
+  (void)cls;
+  (void)c;
+  return strlen(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* small helpers */
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Percent-decode s in place (plus: '+' is a space, as in query strings).
+ * -1 for a bad escape or a NUL byte. */
+static int pct_decode(char *s, int plus) {
+  char *o = s;
+  for (; *s; s++) {
+    if (*s == '%') {
+      int h = s[1] ? hexval((unsigned char)s[1]) : -1;
+      int l = h >= 0 && s[2] ? hexval((unsigned char)s[2]) : -1;
+      if (l < 0 || (h == 0 && l == 0)) return -1;
+      *o++ = (char)(h * 16 + l);
+      s += 2;
+    } else if (plus && *s == '+') {
+      *o++ = ' ';
+    } else {
+      *o++ = *s;
+    }
+  }
+  *o = 0;
+  return 0;
+}
+
+static void pct_encode(usbuf *b, const char *s) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+        (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~') {
+      usb_add(b, (const char *)&c, 1);
+    } else {
+      char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+      usb_add(b, e, 3);
+    }
+  }
+}
+
+static int method_of(const char *m) {
+  static const char *const names[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(m, names[i])) return i;
+  return UM_OTHER;
+}
+
+static const char *allowed(int route) {
+  switch (route) {
+  case UR_HEALTHZ:
+  case UR_METRICS:
+  case UR_LOOKUP: return "GET, HEAD";
+  case UR_SCHEMA: return "GET, HEAD, PUT";
+  case UR_COLLECTION: return "POST";
+  case UR_RECORD: return "GET, HEAD, PATCH, DELETE";
+  default: return NULL;
+  }
+}
+
+static int method_allowed(int route, int method) {
+  switch (route) {
+  case UR_HEALTHZ:
+  case UR_METRICS:
+  case UR_LOOKUP: return method == UM_GET || method == UM_HEAD;
+  case UR_SCHEMA: return method == UM_GET || method == UM_HEAD || method == UM_PUT;
+  case UR_COLLECTION: return method == UM_POST;
+  case UR_RECORD:
+    return method == UM_GET || method == UM_HEAD || method == UM_PATCH ||
+           method == UM_DELETE;
+  default: return 0;
+  }
+}
+
+/* Route the raw path (query already cut off by MHD) and split /v1/ paths
+ * into decoded segments. A literal (undecoded) "by" as the second of three
+ * segments makes a lookup; a key whose value is "by" is written %62y. */
+static void route_of(ureq *r, const char *url) {
+  r->route = UR_OTHER;
+  if (!strcmp(url, "/healthz")) {
+    r->route = UR_HEALTHZ;
+    return;
+  }
+  if (!strcmp(url, "/metrics")) {
+    r->route = UR_METRICS;
+    return;
+  }
+  if (strncmp(url, "/v1/", 4) || !url[4]) return;
+  r->segbuf = strdup(url + 4);
+  if (!r->segbuf) return;
+  char *p = r->segbuf;
+  for (;;) {
+    if (r->nseg == MAX_SEGS) return;
+    r->segs[r->nseg++] = p;
+    char *slash = strchr(p, '/');
+    if (!slash) break;
+    *slash = 0;
+    p = slash + 1;
+  }
+  for (int i = 0; i < r->nseg; i++)
+    if (!r->segs[i][0]) return; /* an empty segment: no such route */
+  if (r->nseg == 1 && !strcmp(r->segs[0], "_schema"))
+    r->route = UR_SCHEMA;
+  else if (r->nseg == 1)
+    r->route = UR_COLLECTION;
+  else if (r->nseg == 3 && !strcmp(r->segs[1], "by"))
+    r->route = UR_LOOKUP;
+  else
+    r->route = UR_RECORD;
+  for (int i = 0; i < r->nseg; i++)
+    if (pct_decode(r->segs[i], 0)) r->bad_path = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* responses */
+
+static char *dump(json_t *o) {
+  char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  if (!s) return NULL;
+  size_t n = strlen(s);
+  char *t = realloc(s, n + 2);
+  if (!t) {
+    free(s);
+    return NULL;
+  }
+  t[n] = '\n';
+  t[n + 1] = 0;
+  return t;
+}
+
+/* A JSON text from the library, with a newline. */
+static char *text_line(const char *json) {
+  size_t n = strlen(json);
+  char *t = malloc(n + 2);
+  if (t) {
+    memcpy(t, json, n);
+    t[n] = '\n';
+    t[n + 1] = 0;
+  }
+  return t;
+}
+
+/* An error of the server itself (route, method, auth, limits). */
+static void fail(uresp *o, int status, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail(uresp *o, int status, const char *name, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  o->status = status;
+  free(o->body);
+  o->body = dump(json_pack("{s:s,s:s}", "error", name, "message", msg));
+}
+
+/* The library does not give an unknown table or constraint a code of its
+ * own (both are UNICO_EINVAL); over HTTP the name is part of the resource,
+ * so those are 404. Recognised by the library's sentence. */
+static int names_missing(const unico_result *res, const char *table) {
+  char a[192], b[192];
+  snprintf(a, sizeof a, "table %s does not exist", table);
+  snprintf(b, sizeof b, "table %s has no unique constraint named ", table);
+  return !strncmp(res->message, a, strlen(a)) || !strncmp(res->message, b, strlen(b));
+}
+
+static int status_of(int rc, const unico_result *res, const char *table) {
+  switch (rc) {
+  case UNICO_EINVAL: return table && names_missing(res, table) ? 404 : 400;
+  case UNICO_ESCHEMA:
+  case UNICO_EUNSUPPORTED: return 400;
+  case UNICO_ENOTFOUND: return 404;
+  case UNICO_ECONFLICT: return 409;
+  case UNICO_EBUSY: return 409;
+  case UNICO_ELIMIT: return 422;
+  case UNICO_EOPID: return 422;
+  case UNICO_EVERSION: return 412;
+  case UNICO_EFULL: return 507;
+  case UNICO_ECORRUPT: return 500;
+  case UNICO_EUNAVAILABLE:
+  case UNICO_EUNKNOWN:
+  case UNICO_ENOMEM:
+  default: return 503;
+  }
+}
+
+/* The CLI's error object (cli/unico.c report()), without the exit code. */
+static void fail_rc(uresp *o, int rc, const unico_result *res, const char *table) {
+  json_t *e = json_object();
+  o->status = status_of(rc, res, table);
+  /* an unknown table or constraint is a missing resource over HTTP */
+  const char *name = rc == UNICO_EINVAL && o->status == 404 ? "not_found" : unico_errname(rc);
+  json_object_set_new(e, "error", json_string(name));
+  json_object_set_new(e, "message", json_string(res->message[0] ? res->message : unico_strerror(rc)));
+  if (res->constraint[0])
+    json_object_set_new(e, "constraint", json_string(res->constraint));
+  if (res->value)
+    json_object_set_new(e, "value", json_loads(res->value, JSON_DECODE_ANY, NULL));
+  if (res->owner)
+    json_object_set_new(e, "owner", json_loads(res->owner, JSON_DECODE_ANY, NULL));
+  if (res->column[0])
+    json_object_set_new(e, "column", json_string(res->column));
+  if (rc == UNICO_EVERSION && res->version)
+    json_object_set_new(e, "current_version", json_integer((json_int_t)res->version));
+  if (res->json)
+    json_object_set_new(e, "report", json_loads(res->json, 0, NULL));
+  if (rc == UNICO_EBUSY || o->status == 503) o->retry_after = 1;
+  free(o->body);
+  o->body = dump(e);
+}
+
+static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
+                                 uresp *o) {
+  if (!o->body && o->status != 204 && o->status != 304)
+    o->body = text_line("{}");
+  size_t n = o->body ? strlen(o->body) : 0;
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(n, o->body, MHD_RESPMEM_MUST_FREE);
+  if (!resp) {
+    free(o->body);
+    free(o->location);
+    return MHD_NO;
+  }
+  o->body = NULL;
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          o->ctype ? o->ctype : "application/json");
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  char num[48];
+  if (o->etag) {
+    snprintf(num, sizeof num, "\"%" PRIu64 "\"", o->etag);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, num);
+  }
+  if (o->location) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, o->location);
+  if (o->retry_after) {
+    snprintf(num, sizeof num, "%d", o->retry_after);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, num);
+  }
+  if (o->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, o->allow);
+  if (o->www_auth)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Bearer realm=\"unico\"");
+  /* Draining: answer, then close, so that keep-alive clients go away. */
+  if (atomic_load(&s->draining) || r->close)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+  enum MHD_Result ret = MHD_queue_response(c, (unsigned)o->status, resp);
+  MHD_destroy_response(resp);
+  free(o->location);
+  o->location = NULL;
+  r->responded = 1;
+  r->status = o->status;
+  r->bytes = n;
+  atomic_fetch_add_explicit(&s->m.bytes_out, n, memory_order_relaxed);
+  return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* the endpoints */
+
+/* The library call, timed and counted. */
+#define STORE(op, call)                                                      \
+  do {                                                                       \
+    uint64_t t0_ = userv_now_us();                                           \
+    rc = (call);                                                             \
+    umetrics_store(&s->m, (op), rc, userv_now_us() - t0_);                   \
+  } while (0)
+
+static const char *header(struct MHD_Connection *c, const char *name) {
+  return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* If-Match: "N", N or *. 0 for none or *; -1 if malformed. */
+static int if_match(struct MHD_Connection *c, uint64_t *version) {
+  const char *h = header(c, MHD_HTTP_HEADER_IF_MATCH);
+  *version = 0;
+  if (!h) return 0;
+  while (*h == ' ' || *h == '\t') h++;
+  size_t n = strlen(h);
+  while (n && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+  if (n == 1 && h[0] == '*') return 0;
+  if (n >= 2 && h[0] == '"' && h[n - 1] == '"') {
+    h++;
+    n -= 2;
+  }
+  if (!n || n > 19) return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (h[i] < '0' || h[i] > '9') return -1;
+    v = v * 10 + (uint64_t)(h[i] - '0');
+  }
+  if (!v) return -1;
+  *version = v;
+  return 0;
+}
+
+/* The Location of a record: /v1/TABLE/PK... from the pk of the output. */
+static char *location_of(const char *table, const char *out_json) {
+  json_t *o = json_loads(out_json, 0, NULL);
+  json_t *pk = json_object_get(o, "pk");
+  usbuf b = {0};
+  usb_add(&b, "/v1/", 4);
+  pct_encode(&b, table);
+  size_t n = json_is_array(pk) ? json_array_size(pk) : 1;
+  for (size_t i = 0; i < n && pk; i++) {
+    json_t *v = json_is_array(pk) ? json_array_get(pk, i) : pk;
+    usb_add(&b, "/", 1);
+    if (json_is_string(v)) {
+      pct_encode(&b, json_string_value(v));
+    } else {
+      char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+      if (t) pct_encode(&b, t);
+      free(t);
+    }
+  }
+  json_decref(o);
+  return usb_take(&b);
+}
+
+static void ok_output(uresp *o, int status, unico_result *res) {
+  o->status = status;
+  o->body = text_line(res->json ? res->json : "{}");
+  o->etag = res->version;
+}
+
+/* The body as a C string; NUL bytes inside are refused. */
+static int body_text(ureq *r, uresp *o, const char **text) {
+  if (r->len && memchr(r->body, 0, r->len)) {
+    fail(o, 400, "invalid", "the request body contains a NUL byte");
+    return -1;
+  }
+  *text = r->body ? r->body : "";
+  return 0;
+}
+
+static void do_healthz(userv *s, uresp *o) {
+  unico_result res = UNICO_RESULT_INIT;
+  o->status = 200;
+  if (atomic_load(&s->draining)) {
+    o->status = 503;
+    o->body = dump(json_pack("{s:s}", "status", "draining"));
+    return;
+  }
+  unico *u = userv_store(s, &res);
+  int rc = u ? UNICO_OK : res.rc;
+  if (u) STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
+  if (rc == UNICO_OK || rc == UNICO_ENOTFOUND) {
+    json_t *j = rc == UNICO_OK ? json_loads(res.json, 0, NULL) : NULL;
+    json_int_t ver = json_integer_value(json_object_get(j, "schema_version"));
+    json_decref(j);
+    o->body = dump(json_pack("{s:s,s:I}", "status", "ok", "schema_version", ver));
+  } else {
+    o->status = 503;
+    o->retry_after = 1;
+    o->body = dump(json_pack("{s:s,s:s,s:s}", "status", "unavailable", "error",
+                             unico_errname(rc), "message", res.message));
+  }
+  unico_result_clear(&res);
+}
+
+static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
+                      unico *u) {
+  unico_result res = UNICO_RESULT_INIT;
+  int rc;
+  if (r->method != UM_PUT) {
+    STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
+    if (rc == UNICO_OK) {
+      ok_output(o, 200, &res);
+      o->etag = 0;
+    } else {
+      fail_rc(o, rc, &res, NULL);
+    }
+    unico_result_clear(&res);
+    return;
+  }
+  const char *text;
+  if (body_text(r, o, &text)) return;
+  const char *ct = header(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+  json_t *j = NULL;
+  if (ct && !strncasecmp(ct, "application/json", 16)) {
+    json_error_t jerr;
+    j = json_loads(text, 0, &jerr);
+    json_t *ddl = json_object_get(j, "ddl");
+    if (!json_is_string(ddl)) {
+      fail(o, 400, "invalid",
+           "a JSON schema body must be {\"ddl\":\"CREATE TABLE ...\"}%s%s",
+           j ? "" : ": ", j ? "" : jerr.text);
+      json_decref(j);
+      return;
+    }
+    text = json_string_value(ddl);
+  }
+  STORE(UO_SCHEMA_APPLY, unico_schema_apply(u, text, &res));
+  json_decref(j);
+  if (rc == UNICO_OK)
+    ok_output(o, 200, &res);
+  else
+    fail_rc(o, rc, &res, NULL);
+  o->etag = 0;
+  unico_result_clear(&res);
+}
+
+static void do_insert(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
+                      unico *u) {
+  unico_result res = UNICO_RESULT_INIT;
+  const char *table = r->segs[0], *text;
+  int rc;
+  if (body_text(r, o, &text)) return;
+  const char *op_id = header(c, "Idempotency-Key");
+  STORE(UO_INSERT, unico_insert(u, table, text, op_id, &res));
+  if (rc == UNICO_OK) {
+    ok_output(o, 201, &res);
+    o->location = location_of(table, res.json);
+  } else {
+    if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
+    fail_rc(o, rc, &res, table);
+  }
+  unico_result_clear(&res);
+}
+
+static void do_record(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
+                      unico *u) {
+  unico_result res = UNICO_RESULT_INIT;
+  const char *table = r->segs[0];
+  const char *op_id = header(c, "Idempotency-Key");
+  char *pk = NULL;
+  uint64_t ver = 0;
+  int rc = unico_args_json(u, table, NULL, (const char *const *)r->segs + 1,
+                           (size_t)r->nseg - 1, &res);
+  if (rc) goto fail;
+  pk = res.json;
+  res.json = NULL;
+  if (r->method == UM_PATCH || r->method == UM_DELETE) {
+    if (if_match(c, &ver)) {
+      fail(o, 400, "invalid", "If-Match must be a version such as \"3\" (or *)");
+      goto leave;
+    }
+  }
+  if (r->method == UM_PATCH) {
+    const char *text;
+    if (body_text(r, o, &text)) goto leave;
+    STORE(UO_UPDATE, unico_update(u, table, pk, text, ver, op_id, &res));
+  } else if (r->method == UM_DELETE) {
+    STORE(UO_DELETE, unico_delete(u, table, pk, ver, op_id, &res));
+  } else {
+    STORE(UO_GET, unico_get(u, table, pk, &res));
+  }
+  if (rc) goto fail;
+  ok_output(o, 200, &res);
+  if (r->method == UM_DELETE) o->etag = 0; /* nothing is there any more */
+  goto leave;
+fail:
+  if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
+  fail_rc(o, rc, &res, table);
+leave:
+  free(pk);
+  unico_result_clear(&res);
+}
+
+typedef struct vlist {
+  char *v[MAX_VALUES];
+  int n;
+  int bad;   /* malformed escape */
+  int many;  /* more than MAX_VALUES */
+} vlist;
+
+static enum MHD_Result collect_v(void *cls, enum MHD_ValueKind kind,
+                                 const char *key, const char *value) {
+  vlist *l = cls;
+  (void)kind;
+  if (strcmp(key, "v")) return MHD_YES;
+  if (l->n == MAX_VALUES) {
+    l->many = 1;
+    return MHD_NO;
+  }
+  char *d = strdup(value ? value : "");
+  if (!d || pct_decode(d, 1)) l->bad = 1;
+  l->v[l->n++] = d;
+  return MHD_YES;
+}
+
+static void do_lookup(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
+                      unico *u) {
+  unico_result res = UNICO_RESULT_INIT;
+  const char *table = r->segs[0], *cons = r->segs[2];
+  vlist l;
+  int rc;
+  memset(&l, 0, sizeof l);
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_v, &l);
+  for (int i = 0; i < l.n; i++)
+    if (!l.v[i]) l.bad = 1;
+  if (l.bad || l.many || !l.n) {
+    fail(o, 400, "invalid",
+         l.bad ? "a v parameter has a malformed %%-escape"
+         : l.many ? "too many v parameters"
+                  : "give the value to look up as ?v=VALUE (one v per column of the constraint)");
+    goto leave;
+  }
+  rc = unico_args_json(u, table, cons, (const char *const *)l.v, (size_t)l.n, &res);
+  if (rc == UNICO_OK) {
+    char *vals = res.json;
+    res.json = NULL;
+    STORE(UO_LOOKUP, unico_lookup(u, table, cons, vals, &res));
+    free(vals);
+  }
+  if (rc == UNICO_OK)
+    ok_output(o, 200, &res);
+  else
+    fail_rc(o, rc, &res, table);
+leave:
+  for (int i = 0; i < l.n; i++) free(l.v[i]);
+  unico_result_clear(&res);
+}
+
+static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
+  if (r->route == UR_HEALTHZ) {
+    do_healthz(s, o);
+    return;
+  }
+  if (r->route == UR_METRICS) {
+    o->status = 200;
+    o->body = umetrics_render(s);
+    o->ctype = "text/plain; version=0.0.4; charset=utf-8";
+    if (!o->body) fail(o, 503, "out_of_memory", "out of memory");
+    return;
+  }
+  unico_result res = UNICO_RESULT_INIT;
+  unico *u = userv_store(s, &res);
+  if (!u) {
+    fail_rc(o, res.rc, &res, NULL);
+    unico_result_clear(&res);
+    return;
+  }
+  if (s->cfg.threads)
+    while (sem_wait(&s->slots) && errno == EINTR) {
+    }
+  switch (r->route) {
+  case UR_SCHEMA: do_schema(s, c, r, o, u); break;
+  case UR_COLLECTION: do_insert(s, c, r, o, u); break;
+  case UR_RECORD: do_record(s, c, r, o, u); break;
+  case UR_LOOKUP: do_lookup(s, c, r, o, u); break;
+  default: fail(o, 404, "not_found", "no such route"); break;
+  }
+  if (s->cfg.threads) sem_post(&s->slots);
+}
+
+/* ------------------------------------------------------------------ */
+/* authentication */
+
+/* Constant-time in the length of the token the server holds. */
+static int token_ok(const userv *s, struct MHD_Connection *c) {
+  const char *h = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+  if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
+  h += 7;
+  while (*h == ' ') h++;
+  size_t n = strlen(h);
+  while (n && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+  unsigned char diff = (unsigned char)(n != s->token_len);
+  for (size_t i = 0; i < s->token_len; i++)
+    diff |= (unsigned char)(s->token[i] ^ (i < n ? h[i] : 0));
+  return diff == 0;
+}
+
+/* The most body bytes read and dropped before an early answer. */
+static size_t drop_cap(const userv *s) { return 4 * s->cfg.max_body + (1u << 20); }
+
+/* Checks made as soon as the headers are in, before any body is read.
+ * 1 when o is the answer. */
+static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
+                    const char *method, uint64_t body_len, uresp *o) {
+  if (s->token && r->route != UR_HEALTHZ && !token_ok(s, c)) {
+    fail(o, 401, "unauthorized",
+         "this server needs \"Authorization: Bearer TOKEN\" (see --token-file)");
+    o->www_auth = 1;
+    return 1;
+  }
+  if (r->route == UR_OTHER) {
+    fail(o, 404, "not_found", "no route %s %.200s", method, r->path);
+    return 1;
+  }
+  if (!method_allowed(r->route, r->method)) {
+    fail(o, 405, "method_not_allowed", "%s is not allowed on %.200s (allowed: %s)",
+         method, r->path, allowed(r->route));
+    o->allow = allowed(r->route);
+    return 1;
+  }
+  if (r->bad_path) {
+    fail(o, 400, "invalid", "the path has a malformed %%-escape (or an escaped NUL)");
+    return 1;
+  }
+  if (body_len != UINT64_MAX && body_len > s->cfg.max_body) {
+    fail(o, 413, "payload_too_large",
+         "the request body has %" PRIu64 " bytes; this server takes at most %zu (--max-body)",
+         body_len, s->cfg.max_body);
+    return 1;
+  }
+  return 0;
+}
+
+/* Whether a body follows the headers, and its length (UINT64_MAX when
+ * chunked). */
+static int body_follows(struct MHD_Connection *c, uint64_t *len) {
+  const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  const char *te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+  *len = 0;
+  if (te) {
+    *len = UINT64_MAX;
+    return 1;
+  }
+  if (!cl) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(cl, &end, 10);
+  *len = errno || end == cl ? UINT64_MAX : (uint64_t)n;
+  return *len > 0;
+}
+
+/* An answer decided before the body was read. Sent at once, closing the
+ * connection, when the client waits for "100 Continue" before sending its
+ * body or when the body is huge. Otherwise it is sent once the body (if
+ * any) has been read and dropped: closing on a client that is still
+ * sending makes its kernel reset the connection, and the answer is lost;
+ * and the connection stays open for the next request. */
+static enum MHD_Result answer_early(userv *s, struct MHD_Connection *c,
+                                    ureq *r, uresp *o) {
+  uint64_t len;
+  if (body_follows(c, &len)) {
+    const char *ex = header(c, MHD_HTTP_HEADER_EXPECT);
+    if ((ex && !strcasecmp(ex, "100-continue")) || (len != UINT64_MAX && len > drop_cap(s))) {
+      r->close = 1;
+      return send_resp(s, c, r, o);
+    }
+  }
+  r->early = *o;
+  r->dropping = 1;
+  return MHD_YES;
+}
+
+/* ------------------------------------------------------------------ */
+/* the MHD callbacks */
+
+static void remote_of(struct MHD_Connection *c, char *out, size_t cap) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  snprintf(out, cap, "-");
+  if (!ci || !ci->client_addr) return;
+  const struct sockaddr *sa = ci->client_addr;
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out, (socklen_t)cap);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out, (socklen_t)cap);
+}
+
+enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
+                                 const char *url, const char *method,
+                                 const char *version, const char *upload,
+                                 size_t *upload_size, void **con_cls) {
+  userv *s = cls;
+  ureq *r = *con_cls;
+  uresp o;
+  (void)version;
+  memset(&o, 0, sizeof o);
+  if (!r) { /* the headers are in */
+    r = calloc(1, sizeof *r);
+    if (!r) return MHD_NO;
+    r->s = s;
+    r->start_us = userv_now_us();
+    atomic_fetch_add(&s->inflight, 1);
+    *con_cls = r;
+    r->method = method_of(method);
+    snprintf(r->path, sizeof r->path, "%s", url);
+    for (char *p = r->path; *p; p++) /* one log line per request, always */
+      if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ' ') *p = '?';
+    remote_of(c, r->remote, sizeof r->remote);
+    route_of(r, url);
+    uint64_t len;
+    body_follows(c, &len);
+    if (precheck(s, c, r, method, len, &o)) return answer_early(s, c, r, &o);
+    return MHD_YES;
+  }
+  if (r->responded) { /* answered early: drop whatever body follows */
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    size_t n = *upload_size;
+    *upload_size = 0;
+    atomic_fetch_add_explicit(&s->m.bytes_in, n, memory_order_relaxed);
+    /* Too slow. libmicrohttpd 0.9 cannot queue a response while a body is
+     * arriving, so there is no 408: the connection is closed. */
+    if (userv_now_us() - r->start_us > (uint64_t)s->cfg.request_timeout * 1000000u)
+      return MHD_NO;
+    if (r->dropping) {
+      r->dropped += n;
+      return r->dropped > drop_cap(s) ? MHD_NO : MHD_YES;
+    }
+    if (r->len + n > s->cfg.max_body) { /* chunked, or more than announced */
+      fail(&r->early, 413, "payload_too_large",
+           "the request body is larger than %zu bytes (--max-body)", s->cfg.max_body);
+      r->dropping = 1;
+      free(r->body);
+      r->body = NULL;
+      r->len = r->cap = 0;
+      return MHD_YES;
+    }
+    if (r->len + n + 1 > r->cap) {
+      size_t cap = r->cap ? r->cap : 1024;
+      while (cap < r->len + n + 1) cap *= 2;
+      char *b = realloc(r->body, cap);
+      if (!b) return MHD_NO;
+      r->body = b;
+      r->cap = cap;
+    }
+    memcpy(r->body + r->len, upload, n);
+    r->len += n;
+    r->body[r->len] = 0;
+    return MHD_YES;
+  }
+  if (r->dropping) {
+    o = r->early;
+    memset(&r->early, 0, sizeof r->early);
+  } else {
+    dispatch(s, c, r, &o);
+  }
+  return send_resp(s, c, r, &o);
+}
+
+static void access_log(userv *s, const ureq *r, uint64_t us) {
+  static const char *const names[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OTHER"};
+  char line[512], ts[40], st[16];
+  struct timespec now;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &now);
+  gmtime_r(&now.tv_sec, &tm);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (r->status)
+    snprintf(st, sizeof st, "%d", r->status);
+  else
+    snprintf(st, sizeof st, "-");
+  int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s %s %s %zu %" PRIu64 "us\n",
+                   ts, now.tv_nsec / 1000000, r->remote, names[r->method],
+                   r->path, st, r->bytes, us);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof line) {
+    n = sizeof line - 1;
+    line[n - 1] = '\n';
+  }
+  /* One write per line: lines of concurrent requests never interleave. */
+  ssize_t w = write(s->log_fd, line, (size_t)n);
+  (void)w;
+}
+
+void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                        enum MHD_RequestTerminationCode toe) {
+  userv *s = cls;
+  ureq *r = *con_cls;
+  (void)c;
+  if (!r) return;
+  uint64_t us = userv_now_us() - r->start_us;
+  (void)toe; /* a queued status counts even if the client left early */
+  umetrics_request(&s->m, r->method, r->route, r->status, us);
+  if (s->log_fd >= 0) access_log(s, r, us);
+  free(r->body);
+  free(r->segbuf);
+  free(r->early.body);
+  free(r->early.location);
+  free(r);
+  *con_cls = NULL;
+  atomic_fetch_sub(&s->inflight, 1);
+}
+
+void userv_on_connection(void *cls, struct MHD_Connection *c, void **sock_ctx,
+                         enum MHD_ConnectionNotificationCode toe) {
+  userv *s = cls;
+  (void)c;
+  (void)sock_ctx;
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    atomic_fetch_add_explicit(&s->m.connections, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->m.connections_total, 1, memory_order_relaxed);
+  } else {
+    atomic_fetch_sub_explicit(&s->m.connections, 1, memory_order_relaxed);
+  }
+}

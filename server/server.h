@@ -1,0 +1,144 @@
+/* server.h - internals of `unico serve`: configuration, the shared server
+ * state, metrics and small helpers. A client of the public API only. */
+#ifndef UNICO_SERVER_H
+#define UNICO_SERVER_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <microhttpd.h>
+
+#include "unico.h"
+
+/* ------------------------------------------------------------------ */
+/* growable text buffer; on allocation failure it sets oom and stops */
+
+typedef struct usbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} usbuf;
+
+void usb_add(usbuf *b, const char *s, size_t n);
+void usb_printf(usbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The text, NUL-terminated and owned by the caller, or NULL (oom). */
+char *usb_take(usbuf *b);
+
+uint64_t userv_now_us(void); /* monotonic clock */
+
+/* ------------------------------------------------------------------ */
+/* metrics: fixed label sets, atomic counters (no lock on the hot path) */
+
+enum { UM_GET, UM_HEAD, UM_POST, UM_PUT, UM_PATCH, UM_DELETE, UM_OTHER, UM_NMETHODS };
+enum {
+  UR_HEALTHZ, UR_METRICS, UR_SCHEMA, UR_COLLECTION, UR_RECORD, UR_LOOKUP,
+  UR_OTHER, UR_NROUTES
+};
+enum {
+  UO_INSERT, UO_UPDATE, UO_DELETE, UO_GET, UO_LOOKUP, UO_SCHEMA_APPLY,
+  UO_SCHEMA_SHOW, UO_OPEN, UO_NOPS
+};
+
+#define UM_NSTATUS 26  /* the statuses of docs/http.md, "aborted", "other" */
+#define UM_NBUCKETS 17 /* latency buckets, the last one +Inf */
+#define UM_NOUTCOMES 16 /* ok, the 14 error names, other */
+#define UM_NCONFLICTS 128
+
+typedef struct uhist {
+  _Atomic uint64_t b[UM_NBUCKETS];
+  _Atomic uint64_t sum_us;
+} uhist;
+
+typedef struct umetrics {
+  _Atomic uint64_t requests[UM_NMETHODS][UR_NROUTES][UM_NSTATUS];
+  uhist http_latency[UR_NROUTES];
+  _Atomic uint64_t store_ops[UO_NOPS][UM_NOUTCOMES];
+  uhist store_latency[UO_NOPS];
+  _Atomic int64_t connections;
+  _Atomic uint64_t connections_total;
+  _Atomic uint64_t bytes_in, bytes_out;
+  /* conflicts by table and constraint: a short list behind a lock, taken
+   * only when a write is refused */
+  pthread_mutex_t conflicts_lock;
+  int nconflicts;
+  struct {
+    char table[64];
+    char constraint[128];
+    uint64_t n;
+  } conflicts[UM_NCONFLICTS];
+  uint64_t conflicts_other;
+  double start_time; /* unix seconds */
+} umetrics;
+
+void umetrics_init(umetrics *m);
+void umetrics_destroy(umetrics *m);
+void umetrics_request(umetrics *m, int method, int route, int status,
+                      uint64_t us);
+void umetrics_store(umetrics *m, int op, int rc, uint64_t us);
+void umetrics_conflict(umetrics *m, const char *table, const char *constraint);
+struct userv;
+/* The Prometheus text exposition (format 0.0.4); NULL when out of memory. */
+char *umetrics_render(struct userv *s);
+
+/* ------------------------------------------------------------------ */
+/* the server */
+
+typedef struct userv_config {
+  const char *store_url;   /* NULL: $UNICO_STORE, else lmdb:./unico-data */
+  const char *listen;      /* HOST:PORT, [V6]:PORT or PORT */
+  const char *token_file;
+  const char *schema_file;
+  const char *access_log;  /* "-" (stderr), "off", or a file */
+  unsigned threads;        /* requests in the store at once; 0: no cap */
+  unsigned event_loop;     /* 0: a thread per connection; N: N event loops */
+  unsigned max_connections;
+  unsigned max_per_ip;      /* 0: no limit */
+  size_t max_body;
+  size_t max_header;
+  unsigned idle_timeout;    /* seconds */
+  unsigned request_timeout; /* seconds for the body to arrive */
+  unsigned drain_timeout;   /* seconds */
+} userv_config;
+
+typedef struct userv {
+  userv_config cfg;
+  const char *store_url;
+  /* The one handle all threads share. NULL until the store could be
+   * opened: requests then answer 503 and try again, at most once a second. */
+  _Atomic(unico *) store;
+  pthread_mutex_t open_lock;
+  uint64_t open_tried_us;
+  int open_rc;
+  char open_msg[512];
+  char *token;
+  size_t token_len;
+  int log_fd; /* -1: no access log */
+  atomic_int draining;
+  _Atomic int64_t inflight;
+  sem_t slots; /* --threads: turns in the store (when a cap is set) */
+  umetrics m;
+} userv;
+
+/* The shared handle, opening the store if it is not open yet. NULL with
+ * the error in res (UNICO_EUNAVAILABLE, ...) when it cannot be opened. */
+unico *userv_store(userv *s, unico_result *res);
+
+/* The MHD callbacks (http.c); cls is the userv. */
+enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
+                                 const char *url, const char *method,
+                                 const char *version, const char *upload,
+                                 size_t *upload_size, void **con_cls);
+void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                        enum MHD_RequestTerminationCode toe);
+void userv_on_connection(void *cls, struct MHD_Connection *c, void **sock_ctx,
+                         enum MHD_ConnectionNotificationCode toe);
+/* Leaves the path and query arguments as they came: http.c decodes them
+ * itself, segment by segment, so that %2F inside a key stays in the key. */
+size_t userv_unescape_none(void *cls, struct MHD_Connection *c, char *s);
+
+#endif /* UNICO_SERVER_H */

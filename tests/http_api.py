@@ -1,0 +1,805 @@
+#!/usr/bin/env python3
+"""http_api.py - `unico serve` through real HTTP clients (urllib, http.client
+and raw sockets; tests/http_curl.sh does the same with curl).
+
+usage: http_api.py PATH/TO/unico WORKDIR [TEST...]
+
+Starts servers on free ports with fresh stores under WORKDIR and checks every
+status code of docs/http.md, the limits (body, headers, stalled clients),
+racing writers, the bearer token, /healthz and /metrics, a store that is not
+there yet, and a graceful shutdown that loses no acknowledged write.
+Standard library only."""
+
+import http.client
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+BIN = os.path.abspath(sys.argv[1])
+WORK = os.path.abspath(sys.argv[2])
+ONLY = sys.argv[3:]
+
+SCHEMA = """
+CREATE TABLE users (
+  id               text PRIMARY KEY,
+  username         text,
+  email            text,
+  phone            text,
+  oauth_provider   text,
+  external_user_id text,
+  CONSTRAINT users_username UNIQUE (username) NORMALIZE casefold,
+  CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,
+  UNIQUE (phone),
+  UNIQUE (oauth_provider, external_user_id)
+);
+
+CREATE TABLE votes (
+  poll_id text,
+  voter   text,
+  choice  text,
+  PRIMARY KEY (poll_id, voter)
+);
+
+CREATE TABLE items (
+  id   int PRIMARY KEY,
+  code text,
+  UNIQUE (code)
+);
+"""
+
+FAILS = []
+
+
+def check(cond, what, detail=None):
+    if not cond:
+        frame = sys._getframe(1)
+        msg = "%s:%d: %s" % (os.path.basename(frame.f_code.co_filename), frame.f_lineno, what)
+        if detail is not None:
+            msg += "\n    got: %r" % (detail,)
+        raise AssertionError(msg)
+
+
+# ---------------------------------------------------------------------------
+# the server under test
+
+
+class Server:
+    def __init__(self, name, *args, store=None, expect_start=True):
+        self.dir = os.path.join(WORK, name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.store = store or "lmdb:" + os.path.join(self.dir, "data")
+        self.args = list(args)
+        self.log_path = os.path.join(self.dir, "stderr.txt")
+        self.start(expect_start)
+
+    def start(self, expect_start=True):
+        cmd = [BIN, "serve", "--store", self.store] + self.args
+        if not any(a.startswith("--listen") for a in self.args):
+            cmd += ["--listen", "127.0.0.1:0"]
+        self.err = open(self.log_path, "a")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.err)
+        self.url = None
+        if not expect_start:
+            return
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
+        line = self.proc.stdout.readline() if ready else b""
+        check(line, "server %s did not start" % cmd, self.stderr())
+        info = json.loads(line)
+        self.url = info["listen"]
+        hp = urllib.parse.urlsplit(self.url)
+        self.host, self.port = hp.hostname, hp.port
+
+    def stderr(self):
+        if not self.err.closed:
+            self.err.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.proc.stdout.close()
+        self.err.close()
+        return rc
+
+
+class Resp:
+    def __init__(self, status, headers, data):
+        self.status = status
+        self.headers = {k.lower(): v for k, v in headers}
+        self.data = data
+        try:
+            self.json = json.loads(data) if data else None
+        except ValueError:
+            self.json = None
+
+    def __repr__(self):
+        return "<%d %r %r>" % (self.status, self.headers, self.data[:300])
+
+
+def call(srv, method, path, body=None, headers=None, timeout=20):
+    """One request with http.client: any method, any headers, raw bodies."""
+    conn = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    conn.request(method, path, body=body, headers=headers or {})
+    r = conn.getresponse()
+    out = Resp(r.status, r.getheaders(), r.read())
+    conn.close()
+    return out
+
+
+def fetch(srv, method, path, body=None, headers=None):
+    """One request with urllib, the way most Python programs would."""
+    data = None
+    if body is not None:
+        data = (json.dumps(body) if isinstance(body, (dict, list)) else body).encode()
+    rq = urllib.request.Request(srv.url + path, data=data, method=method,
+                                headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+    try:
+        with urllib.request.urlopen(rq, timeout=20) as r:
+            return Resp(r.status, r.getheaders(), r.read())
+    except urllib.error.HTTPError as e:
+        return Resp(e.code, e.headers.items(), e.read())
+
+
+def raw(srv, data, timeout=10):
+    """Send bytes on a fresh socket; return everything the server sends."""
+    s = socket.create_connection((srv.host, srv.port), timeout=timeout)
+    s.sendall(data)
+    out = read_response(s)
+    s.close()
+    return out
+
+
+def read_response(s):
+    """One response from a socket: to the end of its Content-Length body,
+    or to the end of the connection."""
+    out = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+            if b"\r\n\r\n" in out:
+                head, _, rest = out.partition(b"\r\n\r\n")
+                cl = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+                if cl and len(rest) >= int(cl[0].split(b":")[1]):
+                    break
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    return out
+
+
+def status_of_raw(out):
+    return int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/1.") else None
+
+
+def metric(srv, name, **labels):
+    """The value of one sample of /metrics (0 when absent)."""
+    text = call(srv, "GET", "/metrics").data.decode()
+    want = ",".join('%s="%s"' % kv for kv in labels.items())
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        key, _, val = line.rpartition(" ")
+        if key == name + ("{%s}" % want if labels else ""):
+            return float(val)
+    return 0.0
+
+
+# ---------------------------------------------------------------------------
+# tests on one shared server (S)
+
+S = None
+
+
+def t_schema():
+    r = call(S, "GET", "/v1/_schema")
+    check(r.status == 404 and r.json["error"] == "not_found", "no schema yet: 404", r)
+    r = call(S, "PUT", "/v1/_schema", SCHEMA, {"Content-Type": "text/plain"})
+    check(r.status == 200 and r.json["changed"] is True, "schema apply", r)
+    check(r.json["tables"] == ["users", "votes", "items"], "tables", r.json)
+    r = fetch(S, "PUT", "/v1/_schema", {"ddl": SCHEMA})
+    check(r.status == 200 and r.json["changed"] is False, "same schema as JSON: unchanged", r)
+    r = call(S, "GET", "/v1/_schema")
+    check(r.status == 200 and r.json["ddl"] == SCHEMA and r.json["schema_version"] == 1, "schema show", r)
+    r = call(S, "PUT", "/v1/_schema", "CREATE TABLE x (id texx PRIMARY KEY);")
+    check(r.status == 400 and r.json["error"] == "invalid" and "line 1" in r.json["message"], "bad DDL: 400", r)
+    r = fetch(S, "PUT", "/v1/_schema", {"sql": "x"})
+    check(r.status == 400, "JSON schema body without ddl: 400", r)
+
+
+def t_insert_get():
+    r = fetch(S, "POST", "/v1/users", {"id": "u1", "username": "alice", "email": "Alice@Example.COM",
+                                       "phone": "+15550001"})
+    check(r.status == 201, "insert: 201", r)
+    check(r.json == {"pk": "u1", "version": 1}, "insert body", r.json)
+    check(r.headers.get("etag") == '"1"', "ETag", r.headers)
+    check(r.headers.get("location") == "/v1/users/u1", "Location", r.headers)
+    check(r.headers.get("content-type") == "application/json", "content type", r.headers)
+    r = fetch(S, "GET", r.headers["location"])
+    check(r.status == 200 and r.headers.get("etag") == '"1"', "GET: 200 with ETag", r)
+    check(r.json["record"]["email"] == "Alice@Example.COM" and r.json["version"] == 1, "GET body", r.json)
+    r = call(S, "HEAD", "/v1/users/u1")
+    check(r.status == 200 and r.data == b"" and r.headers.get("etag") == '"1"', "HEAD", r)
+
+
+def t_conflict():
+    r = fetch(S, "POST", "/v1/users", {"id": "u2", "username": "bob", "email": "ALICE@example.com"})
+    check(r.status == 409, "same email, other case: 409", r)
+    check(r.json["error"] == "conflict" and r.json["constraint"] == "users_email", "constraint named", r.json)
+    check(r.json["value"] == ["alice@example.com"] and r.json["owner"] == "u1", "value and owner", r.json)
+    check("taken" in r.json["message"], "message", r.json)
+    r = fetch(S, "POST", "/v1/users", {"id": "u1", "username": "other"})
+    check(r.status == 409 and r.json["constraint"] == "PRIMARY KEY" and r.json["owner"] == "u1",
+          "same primary key: 409 PRIMARY KEY", r)
+    r = fetch(S, "GET", "/v1/users/u2")
+    check(r.status == 404, "a refused insert left nothing", r)
+
+
+def t_bad_input():
+    r = call(S, "POST", "/v1/users", '{"id":"u9",')
+    check(r.status == 400 and r.json["error"] == "invalid" and "JSON" in r.json["message"], "malformed JSON: 400", r)
+    r = call(S, "POST", "/v1/users", '{"id":"u9","age":3}')
+    check(r.status == 400 and r.json.get("column") == "age", "unknown column named", r)
+    r = call(S, "POST", "/v1/users", '{"id":"u9","email":42}')
+    check(r.status == 400 and r.json.get("column") == "email", "wrong type: column named", r)
+    r = call(S, "POST", "/v1/users", "[1,2]")
+    check(r.status == 400, "not an object: 400", r)
+    r = call(S, "POST", "/v1/users", "")
+    check(r.status == 400, "empty body: 400", r)
+    r = call(S, "POST", "/v1/users", b'{"id":"u9\x00"}')
+    check(r.status == 400 and "NUL" in r.json["message"], "NUL byte in body: 400", r)
+    r = call(S, "GET", "/v1/items/abc")
+    check(r.status == 400 and r.json["error"] == "invalid", "int key given text: 400", r)
+    r = call(S, "GET", "/v1/votes/p1")
+    check(r.status == 400 and "2 columns" in r.json["message"], "one segment for a 2-column key: 400", r)
+    r = call(S, "GET", "/v1/users/a%zz")
+    check(r.status == 400, "bad %-escape: 400", r)
+    r = call(S, "GET", "/v1/users/a%00b")
+    check(r.status == 400, "escaped NUL: 400", r)
+    r = raw(S, b"GET /healthz HTTP/1.1\r\nHost: t\r\nno colon here\r\n\r\n")
+    check(status_of_raw(r) == 400, "malformed header: 400", r[:100])
+
+
+def t_not_found():
+    r = fetch(S, "GET", "/v1/users/nobody")
+    check(r.status == 404 and r.json["error"] == "not_found", "no record: 404", r)
+    r = fetch(S, "GET", "/v1/nosuch/u1")
+    check(r.status == 404 and r.json["error"] == "not_found" and "nosuch" in r.json["message"], "no table: 404", r)
+    r = fetch(S, "POST", "/v1/nosuch", {"id": "x"})
+    check(r.status == 404, "insert into no table: 404", r)
+    for path in ("/", "/v2/users", "/v1/", "/v1/users/", "/v1//x", "/healthz/x"):
+        r = call(S, "GET", path)
+        check(r.status == 404 and r.json["error"] == "not_found", "no route %s: 404" % path, r)
+    r = fetch(S, "GET", "/v1/users/by/nosuch?v=x")
+    check(r.status == 404, "no constraint: 404", r)
+    r = fetch(S, "GET", "/v1/users/by/users_email?v=nobody@example.com")
+    check(r.status == 404 and r.json["error"] == "not_found", "nobody holds the value: 404", r)
+    r = call(S, "PATCH", "/v1/users/nobody", {"phone": "1"})
+    check(r.status == 404, "PATCH no record: 404", r)
+    r = call(S, "DELETE", "/v1/users/nobody")
+    check(r.status == 404, "DELETE no record: 404", r)
+
+
+def t_method_not_allowed():
+    for method, path, allow in (("PUT", "/v1/users", "POST"), ("GET", "/v1/users", "POST"),
+                                ("POST", "/v1/users/u1", "GET, HEAD, PATCH, DELETE"),
+                                ("DELETE", "/healthz", "GET, HEAD"),
+                                ("POST", "/v1/_schema", "GET, HEAD, PUT"),
+                                ("PATCH", "/v1/users/by/users_email", "GET, HEAD"),
+                                ("OPTIONS", "/v1/users/u1", "GET, HEAD, PATCH, DELETE")):
+        r = call(S, method, path, "{}" if method in ("PUT", "POST", "PATCH") else None)
+        check(r.status == 405 and r.headers.get("allow") == allow and r.json["error"] == "method_not_allowed",
+              "%s %s: 405 Allow %s" % (method, path, allow), r)
+
+
+def t_versions():
+    fetch(S, "POST", "/v1/users", {"id": "v1", "username": "vera"})
+    r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+100"}, {"If-Match": '"1"'})
+    check(r.status == 200 and r.json["version"] == 2 and r.headers.get("etag") == '"2"', "PATCH If-Match: 200", r)
+    r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+101"}, {"If-Match": '"1"'})
+    check(r.status == 412 and r.json["error"] == "version_mismatch" and r.json["current_version"] == 2,
+          "stale If-Match: 412", r)
+    r = fetch(S, "GET", "/v1/users/v1")
+    check(r.json["record"]["phone"] == "+100", "the stale write changed nothing", r.json)
+    r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+102"}, {"If-Match": "2"})
+    check(r.status == 200 and r.json["version"] == 3, "bare version in If-Match", r)
+    r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+103"}, {"If-Match": "*"})
+    check(r.status == 200 and r.json["version"] == 4, "If-Match: *", r)
+    for bad in ('W/"4"', '"x"', "0", '"4", "5"'):
+        r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+1"}, {"If-Match": bad})
+        check(r.status == 400, "If-Match %s: 400" % bad, r)
+    r = fetch(S, "DELETE", "/v1/users/v1", None, {"If-Match": '"3"'})
+    check(r.status == 412 and r.json["current_version"] == 4, "stale DELETE: 412", r)
+    r = fetch(S, "DELETE", "/v1/users/v1", None, {"If-Match": '"4"'})
+    check(r.status == 200 and r.json == {"pk": "v1", "version": 4}, "DELETE: 200", r)
+    r = call(S, "PATCH", "/v1/users/u1", {"id": "other"})
+    check(r.status == 400 and r.json.get("column") == "id", "primary key change: 400 with column", r)
+
+
+def t_move_values():
+    fetch(S, "POST", "/v1/users", {"id": "m1", "username": "mover", "email": "move@example.com"})
+    r = fetch(S, "POST", "/v1/users", {"id": "m2", "username": "taker", "email": "MOVE@example.com"})
+    check(r.status == 409 and r.json["owner"] == "m1", "taken", r)
+    r = fetch(S, "PATCH", "/v1/users/m1", {"email": "moved@example.com"})
+    check(r.status == 200, "PATCH moves the email", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "m2", "username": "taker", "email": "MOVE@example.com"})
+    check(r.status == 201, "the old email is free at once", r)
+    r = fetch(S, "PATCH", "/v1/users/m1", {"email": "move@example.com"})
+    check(r.status == 409 and r.json["owner"] == "m2", "PATCH onto a taken value: 409", r)
+    r = fetch(S, "DELETE", "/v1/users/m2")
+    check(r.status == 200, "DELETE", r)
+    r = fetch(S, "PATCH", "/v1/users/m1", {"email": "move@example.com"})
+    check(r.status == 200, "DELETE freed the value", r)
+
+
+def t_lookup():
+    r = fetch(S, "GET", "/v1/users/by/users_username?v=ALICE")
+    check(r.status == 200 and r.json["pk"] == "u1" and r.json["value"] == ["alice"], "casefold lookup", r)
+    check(r.headers.get("etag") == '"1"', "lookup ETag is the record's version", r.headers)
+    fetch(S, "POST", "/v1/users", {"id": "g1", "username": "gh", "oauth_provider": "GitHub",
+                                   "external_user_id": "a b&c/d+e"})
+    q = urllib.parse.urlencode([("v", "GitHub"), ("v", "a b&c/d+e")])
+    r = fetch(S, "GET", "/v1/users/by/users_oauth_provider_external_user_id_key?" + q)
+    check(r.status == 200 and r.json["pk"] == "g1", "composite lookup with repeated v", r)
+    r = fetch(S, "GET", "/v1/users/by/users_oauth_provider_external_user_id_key?v=GitHub")
+    check(r.status == 400, "one v for a 2-column constraint: 400", r)
+    r = fetch(S, "GET", "/v1/users/by/users_email")
+    check(r.status == 400 and "?v=" in r.json["message"], "no v: 400", r)
+    r = fetch(S, "GET", "/v1/users/by/users_phone_key?v=%2B15550001")
+    check(r.status == 200 and r.json["pk"] == "u1", "%2B is a plus", r)
+    r = fetch(S, "GET", "/v1/users/by/users_phone_key?v=+15550001")
+    check(r.status == 404, "a bare + is a space, as in any query string", r)
+    r = fetch(S, "GET", "/v1/users/by/users_email?v=%zz")
+    check(r.status == 400, "bad escape in v: 400", r)
+
+
+def t_keys():
+    r = fetch(S, "POST", "/v1/votes", {"poll_id": "p/1", "voter": "ann smith", "choice": "yes"})
+    check(r.status == 201 and r.json["pk"] == ["p/1", "ann smith"], "composite insert", r)
+    check(r.headers["location"] == "/v1/votes/p%2F1/ann%20smith", "Location percent-encodes", r.headers)
+    r = fetch(S, "GET", r.headers["location"])
+    check(r.status == 200 and r.json["record"]["choice"] == "yes", "GET by composite key with %2F", r)
+    r = fetch(S, "POST", "/v1/votes", {"poll_id": "by", "voter": "x"})
+    r = fetch(S, "GET", "/v1/votes/%62y/x")
+    check(r.status == 200 and r.json["pk"] == ["by", "x"], "a key segment 'by' escaped as %62y", r)
+    r = fetch(S, "POST", "/v1/items", {"id": 42, "code": "A"})
+    check(r.status == 201 and r.headers["location"] == "/v1/items/42", "int key", r)
+    r = fetch(S, "GET", "/v1/items/42")
+    check(r.status == 200 and r.json["pk"] == 42, "int key from the path", r)
+    r = fetch(S, "GET", "/v1/items/by/items_code_key?v=A")
+    check(r.status == 200 and r.json["pk"] == 42, "lookup in an int-keyed table", r)
+
+
+def t_idempotency():
+    body = {"id": "i1", "username": "idem", "email": "idem@example.com"}
+    r1 = fetch(S, "POST", "/v1/users", body, {"Idempotency-Key": "signup-i1"})
+    r2 = fetch(S, "POST", "/v1/users", body, {"Idempotency-Key": "signup-i1"})
+    check(r1.status == 201 and r2.status == 201, "replay: 201 twice", (r1, r2))
+    check(r1.data == r2.data and r1.headers["etag"] == r2.headers["etag"], "replay: same answer", (r1, r2))
+    r = fetch(S, "POST", "/v1/users", dict(body, id="i2"), {"Idempotency-Key": "signup-i1"})
+    check(r.status == 422 and r.json["error"] == "op_id_reused", "same key, other body: 422", r)
+    r = fetch(S, "GET", "/v1/users/i2")
+    check(r.status == 404, "nothing written", r)
+    r1 = fetch(S, "PATCH", "/v1/users/i1", {"phone": "+7"}, {"Idempotency-Key": "i1-phone"})
+    r2 = fetch(S, "PATCH", "/v1/users/i1", {"phone": "+7"}, {"Idempotency-Key": "i1-phone"})
+    check(r1.status == 200 and r2.status == 200 and r1.json == r2.json == {"pk": "i1", "version": 2},
+          "PATCH replay applied once", (r1, r2))
+    r = fetch(S, "POST", "/v1/users", {"id": "i3"}, {"Idempotency-Key": "x" * 200})
+    check(r.status == 400, "an over-long key: 400", r)
+
+
+def t_limits():
+    big = '{"id":"' + "x" * (1 << 20) + '"}'
+    r = call(S, "POST", "/v1/users", big)
+    check(r.status == 413 and r.json["error"] == "payload_too_large", "Content-Length over --max-body: 413", r)
+    # chunked: no length up front; refused once it outgrows the limit
+    s = socket.create_connection((S.host, S.port), timeout=10)
+    s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"x" * 65536
+    try:
+        for _ in range(20):
+            s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        s.sendall(b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    out = read_response(s)
+    s.close()
+    check(status_of_raw(out) == 413, "chunked body over --max-body: 413", out[:200])
+    # a client that waits for 100 Continue is answered at once
+    r = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 5000000\r\n"
+               b"Expect: 100-continue\r\n\r\n")
+    check(status_of_raw(r) == 413, "Expect: 100-continue and too large: 413 at once", r[:200])
+    # an early answer (405 here) to a client busy sending a body still arrives
+    for _ in range(3):
+        r = call(S, "PUT", "/v1/users", "z" * 300000)
+        check(r.status == 405, "405 while a large body arrives", r)
+    r = call(S, "GET", "/v1/users/u1", headers={"X-Filler": "y" * 40000})
+    check(r.status == 431, "headers over --max-header: 431", r)
+    r = raw(S, b"GET /v1/users/" + b"a" * 40000 + b" HTTP/1.1\r\nHost: t\r\n\r\n")
+    check(status_of_raw(r) in (414, 431), "an over-long URL: 414/431", r[:100])
+    r = call(S, "GET", "/healthz")
+    check(r.status == 200, "still serving", r)
+
+
+def t_stalled(srv=None):
+    # Stalled clients: half a request line, half the headers, headers without
+    # the body; more of them than S has turns in the store (--threads 4), and
+    # than the event-loop server of t_event_loop has threads.
+    S = srv or globals()["S"]
+    stalls = []
+    for part in (b"GET /v1/us", b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Le",
+                 b'POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{"id":'):
+        for _ in range(3):
+            s = socket.create_connection((S.host, S.port), timeout=10)
+            s.sendall(part)
+            stalls.append(s)
+    time.sleep(0.2)
+    worst = [0.0]
+    errors = []
+
+    def worker(k):
+        for i in range(10):
+            t0 = time.time()
+            r = fetch(S, "GET", "/v1/users/u1") if i % 2 else \
+                fetch(S, "POST", "/v1/users", {"id": "st%d-%d" % (k, i), "username": "st%d-%d" % (k, i)})
+            worst[0] = max(worst[0], time.time() - t0)
+            if r.status not in (200, 201):
+                errors.append(r)
+
+    ths = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    check(not errors, "requests beside stalled clients succeed", errors[:3])
+    check(worst[0] < 2.0, "no request waited on a stalled client (worst %.3fs)" % worst[0])
+    for s in stalls:
+        s.close()
+
+
+def t_race(srv=None):
+    S = srv or globals()["S"]
+    n = 16
+    barrier = threading.Barrier(n)
+    results = [None] * n
+
+    def racer(k):
+        conn = http.client.HTTPConnection(S.host, S.port, timeout=20)
+        conn.connect()
+        body = json.dumps({"id": "race%d" % k, "username": "racer%d" % k, "email": "Contested@Example.com"})
+        barrier.wait()
+        conn.request("POST", "/v1/users", body)
+        r = conn.getresponse()
+        results[k] = (r.status, json.loads(r.read()))
+        conn.close()
+
+    ths = [threading.Thread(target=racer, args=(k,)) for k in range(n)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    wins = [k for k in range(n) if results[k][0] == 201]
+    check(len(wins) == 1, "exactly one 201", results)
+    winner = "race%d" % wins[0]
+    for k in range(n):
+        if k != wins[0]:
+            st, body = results[k]
+            check(st == 409 and body["constraint"] == "users_email" and body["owner"] == winner,
+                  "the others: 409 naming the winner", results[k])
+    r = fetch(S, "GET", "/v1/users/by/users_email?v=contested@example.com")
+    check(r.json["pk"] == winner, "the winner holds it", r)
+
+
+def t_health_metrics():
+    r = fetch(S, "GET", "/healthz")
+    check(r.status == 200 and r.json == {"status": "ok", "schema_version": 1}, "healthz", r)
+    before = metric(S, "unico_http_requests_total", method="POST", route="/v1/{table}", status="201")
+    conf = metric(S, "unico_unique_conflicts_total", table="users", constraint="users_email")
+    ops = metric(S, "unico_store_operations_total", op="insert", outcome="ok")
+    fetch(S, "POST", "/v1/users", {"id": "mx1", "email": "metrics@example.com"})
+    fetch(S, "POST", "/v1/users", {"id": "mx2", "email": "METRICS@example.com"})
+    check(metric(S, "unico_http_requests_total", method="POST", route="/v1/{table}", status="201") == before + 1,
+          "requests_total moves")
+    check(metric(S, "unico_unique_conflicts_total", table="users", constraint="users_email") == conf + 1,
+          "conflicts_total moves")
+    check(metric(S, "unico_store_operations_total", op="insert", outcome="ok") == ops + 1, "store ops move")
+    check(metric(S, "unico_store_operations_total", op="insert", outcome="conflict") >= 1, "conflict outcome")
+    r = call(S, "GET", "/metrics")
+    check(r.status == 200 and r.headers["content-type"].startswith("text/plain; version=0.0.4"), "metrics type", r)
+    text = r.data.decode()
+    for want in ('unico_http_request_duration_seconds_bucket{route="/v1/{table}",le="+Inf"}',
+                 'unico_store_operation_duration_seconds_count{op="insert"}',
+                 "# TYPE unico_http_requests_total counter", "unico_store_up 1",
+                 "unico_http_requests_in_flight 1", 'status="404"', 'status="405"'):
+        check(want in text, "metrics has " + want, text[:2000])
+    inf = metric(S, "unico_http_request_duration_seconds_bucket", route="/v1/{table}", le="+Inf")
+    cnt = metric(S, "unico_http_request_duration_seconds_count", route="/v1/{table}")
+    check(inf == cnt and cnt > 0, "histogram +Inf bucket equals count", (inf, cnt))
+
+
+def t_access_log():
+    log = S.stderr()
+    lines = [l for l in log.splitlines() if " POST /v1/users 201 " in l]
+    check(lines, "access log lines", log[-2000:])
+    f = lines[0].split()
+    check(f[0].endswith("Z") and f[1] == "127.0.0.1" and f[-1].endswith("us"), "log fields", lines[0])
+
+
+SHARED = [t_schema, t_insert_get, t_conflict, t_bad_input, t_not_found, t_method_not_allowed,
+          t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_limits, t_stalled, t_race,
+          t_health_metrics, t_access_log]
+
+
+# ---------------------------------------------------------------------------
+# tests with servers of their own
+
+
+def t_token():
+    tok = os.path.join(WORK, "token.txt")
+    with open(tok, "w") as f:
+        f.write("s3cret-token-0123456789\n")
+    srv = Server("token", "--token-file", tok)
+    try:
+        r = fetch(srv, "GET", "/v1/_schema")
+        check(r.status == 401 and r.json["error"] == "unauthorized", "no token: 401", r)
+        check(r.headers.get("www-authenticate", "").startswith("Bearer"), "WWW-Authenticate", r.headers)
+        r = fetch(srv, "GET", "/metrics", headers={"Authorization": "Bearer wrong-token-0123456789"})
+        check(r.status == 401, "wrong token: 401", r)
+        r = fetch(srv, "GET", "/v1/_schema", headers={"Authorization": "Bearer s3cret-token-012345678"})
+        check(r.status == 401, "a prefix of the token: 401", r)
+        r = fetch(srv, "POST", "/v1/users", {"id": "x"}, {"Authorization": "Basic czNjcmV0"})
+        check(r.status == 401, "other scheme: 401", r)
+        r = call(srv, "POST", "/v1/users", '{"id":"' + "x" * 500000 + '"}')
+        check(r.status == 401, "no token, large body: 401 all the same", r)
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 200, "/healthz needs no token", r)
+        r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA},
+                  {"Authorization": "Bearer s3cret-token-0123456789"})
+        check(r.status == 200, "right token: 200", r)
+        r = fetch(srv, "GET", "/metrics", headers={"Authorization": "bearer s3cret-token-0123456789"})
+        check(r.status == 200, "scheme is case-insensitive", r)
+    finally:
+        check(srv.stop() == 0, "token server exits 0")
+    # Off loopback, a token is required.
+    srv = Server("open", "--listen", "0.0.0.0:0", expect_start=False)
+    rc = srv.proc.wait(30)
+    out = srv.proc.stdout.read().decode()
+    srv.stop()
+    check(rc == 1, "0.0.0.0 without a token: exit 1", rc)
+    check(json.loads(out)["error"] == "usage" and "token" in srv.stderr(), "a clear message", (out, srv.stderr()))
+    srv = Server("open2", "--listen", "0.0.0.0:0", "--token-file", tok)
+    try:
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 200, "0.0.0.0 with a token serves", r)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
+def t_unavailable():
+    base = os.path.join(WORK, "unavail")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    blocker = os.path.join(base, "blocker")
+    with open(blocker, "w") as f:
+        f.write("a file where the store's parent directory should be\n")
+    srv = Server("unavail-srv", store="lmdb:" + os.path.join(blocker, "data"))
+    try:
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 503 and r.json["status"] == "unavailable", "healthz: 503", r)
+        r = fetch(srv, "POST", "/v1/users", {"id": "x"})
+        check(r.status == 503 and r.json["error"] == "unavailable" and r.headers.get("retry-after") == "1",
+              "write: 503 with Retry-After", r)
+        r = fetch(srv, "GET", "/v1/users/x")
+        check(r.status == 503, "read: 503", r)
+        check(metric(srv, "unico_store_up") == 0, "store_up 0")
+        os.remove(blocker)
+        os.makedirs(blocker)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            r = fetch(srv, "GET", "/healthz")
+            if r.status == 200:
+                break
+            time.sleep(0.2)
+        check(r.status == 200, "the store opens once it can", r)
+        r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
+        r = fetch(srv, "POST", "/v1/users", {"id": "x"})
+        check(r.status == 201, "then writes work", r)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+    # a store URL that is wrong (not merely absent) is a configuration error
+    srv = Server("badurl", store="lmdb:" + os.path.join(base, "d") + "?sync=maybe", expect_start=False)
+    rc = srv.proc.wait(30)
+    srv.stop()
+    check(rc == 1, "a bad store URL: exit 1", rc)
+
+
+def t_idle_timeout():
+    srv = Server("idle", "--idle-timeout", "1", "--request-timeout", "2", "--max-per-ip", "3")
+    try:
+        fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
+        s = socket.create_connection((srv.host, srv.port), timeout=10)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost")
+        t0 = time.time()
+        d = s.recv(100)
+        check(d == b"" and 0.5 < time.time() - t0 < 5, "an idle connection is closed", (d, time.time() - t0))
+        s.close()
+        # a body trickling in, byte by byte: cut off at --request-timeout
+        s = socket.create_connection((srv.host, srv.port), timeout=10)
+        s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
+        t0 = time.time()
+        closed = False
+        try:
+            for _ in range(8):
+                s.sendall(b" ")
+                time.sleep(0.5)
+                r, _, _ = select.select([s], [], [], 0)
+                if r and s.recv(100) == b"":
+                    closed = True
+                    break
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+        check(closed and time.time() - t0 < 3.9, "a slow body is cut off", time.time() - t0)
+        s.close()
+        time.sleep(0.2)
+        # --max-per-ip 3: a fourth connection from one address is refused
+        held = [socket.create_connection((srv.host, srv.port), timeout=5) for _ in range(3)]
+        time.sleep(0.2)
+        s = socket.create_connection((srv.host, srv.port), timeout=5)
+        try:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            d = s.recv(100)
+        except (ConnectionResetError, BrokenPipeError):
+            d = b""
+        check(d == b"", "a connection over --max-per-ip is closed", d)
+        s.close()
+        for h in held:
+            h.close()
+        time.sleep(0.2)
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 200, "still serving", r)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
+def t_shutdown():
+    srv = Server("shutdown", "--threads", "4")
+    fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
+    acked = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def streamer(k):
+        conn = http.client.HTTPConnection(srv.host, srv.port, timeout=20)
+        i = 0
+        while not stop.is_set():
+            pk = "s%d-%d" % (k, i)
+            i += 1
+            try:
+                conn.request("POST", "/v1/users", json.dumps({"id": pk, "email": pk + "@example.com"}))
+                r = conn.getresponse()
+                r.read()
+            except (OSError, http.client.HTTPException):
+                return  # the server went away: this write is not acknowledged
+            if r.status == 201:
+                with lock:
+                    acked.append(pk)
+            if r.getheader("Connection", "").lower() == "close":
+                conn.close()
+                conn = http.client.HTTPConnection(srv.host, srv.port, timeout=20)
+
+    # A request in flight at SIGTERM: headers and half the body sent.
+    slow = socket.create_connection((srv.host, srv.port), timeout=20)
+    body = json.dumps({"id": "inflight", "email": "inflight@example.com"}).encode()
+    slow.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:10])
+    ths = [threading.Thread(target=streamer, args=(k,)) for k in range(4)]
+    for t in ths:
+        t.start()
+    time.sleep(0.6)
+    srv.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    slow.sendall(body[10:])  # the rest arrives after the signal: still answered
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        d = slow.recv(4096)
+        if not d:
+            break
+        answer += d
+    slow.close()
+    stop.set()
+    for t in ths:
+        t.join()
+    rc = srv.stop()
+    check(rc == 0, "SIGTERM: exit 0", (rc, srv.stderr()[-2000:]))
+    check(status_of_raw(answer) == 201, "the request in flight at SIGTERM is answered", answer[:200])
+    check(len(acked) > 10, "writes were acknowledged before the signal", len(acked))
+    acked.append("inflight")
+    log = srv.stderr()
+    check("draining" in log and "stopped" in log, "shutdown is logged", log[-1000:])
+    # Every acknowledged write is there, read back by a new server.
+    srv.args = ["--threads", "4"]
+    srv.start()
+    try:
+        missing = [pk for pk in acked if fetch(srv, "GET", "/v1/users/" + pk).status != 200]
+        check(not missing, "every acknowledged write survives (%d)" % len(acked), missing[:10])
+    finally:
+        check(srv.stop() == 0, "exits 0")
+    # and by the CLI, straight from the store
+    out = subprocess.run([BIN, "--store", srv.store, "get", "users", acked[0]], capture_output=True)
+    check(out.returncode == 0 and json.loads(out.stdout)["pk"] == acked[0], "unico get agrees", out)
+
+
+def t_event_loop():
+    srv = Server("eventloop", "--event-loop", "2")
+    try:
+        r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
+        check(r.status == 200, "schema", r)
+        r = fetch(srv, "POST", "/v1/users", {"id": "u1", "username": "alice"})
+        check(r.status == 201, "insert", r)
+        t_stalled(srv)
+        t_race(srv)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
+OWN = [t_event_loop, t_token, t_unavailable, t_idle_timeout, t_shutdown]
+
+
+def run(t):
+    t0 = time.time()
+    try:
+        t()
+        print("ok   %-20s %.2fs" % (t.__name__[2:], time.time() - t0), flush=True)
+    except Exception as e:  # report every failure, then go on
+        FAILS.append(t.__name__)
+        import traceback
+        print("FAIL %-20s %s" % (t.__name__[2:], e), flush=True)
+        if not isinstance(e, AssertionError):
+            traceback.print_exc()
+
+
+def main():
+    global S
+    os.makedirs(WORK, exist_ok=True)
+    want = lambda t: not ONLY or t.__name__[2:] in ONLY
+    S = Server("shared", "--threads", "4", "--max-header", "16384")
+    try:
+        for t in SHARED:
+            if want(t) or (t is t_schema and ONLY):
+                run(t)
+    finally:
+        rc = S.stop()
+        if rc != 0:
+            FAILS.append("shared server exit %d" % rc)
+            print(S.stderr()[-3000:])
+    for t in OWN:
+        if want(t):
+            run(t)
+    n = len([t for t in SHARED + OWN if want(t)])
+    if FAILS:
+        print("%d of %d failed: %s" % (len(FAILS), n, ", ".join(FAILS)))
+        sys.exit(1)
+    print("all %d passed" % n)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+#!/bin/sh
+# http_curl.sh - `unico serve` with curl: the status codes of docs/http.md a
+# shell script sees, and a clean exit on SIGTERM.
+# usage: tests/http_curl.sh PATH/TO/unico WORKDIR
+set -u
+UNICO=$1
+WORK=$2
+rm -rf "$WORK"
+mkdir -p "$WORK"
+fails=0
+
+"$UNICO" serve --store "lmdb:$WORK/data" --listen 127.0.0.1:0 \
+  --access-log "$WORK/access.log" >"$WORK/out.txt" 2>"$WORK/err.txt" &
+PID=$!
+i=0
+while [ ! -s "$WORK/out.txt" ] && [ $i -lt 300 ]; do
+  sleep 0.1
+  i=$((i + 1))
+done
+URL=$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$WORK/out.txt")
+if [ -z "$URL" ]; then
+  echo "FAIL: the server did not start"
+  cat "$WORK/err.txt"
+  kill "$PID" 2>/dev/null
+  exit 1
+fi
+
+# expect STATUS TEXT-IN-BODY CURL-ARGS...: one request, its status and body
+expect() {
+  want=$1
+  grep=$2
+  shift 2
+  got=$(curl -sS -o "$WORK/body" -w '%{http_code}' "$@")
+  if [ "$got" != "$want" ] || ! grep -q -- "$grep" "$WORK/body"; then
+    echo "FAIL: curl $* -> $got $(cat "$WORK/body"), wanted $want with $grep"
+    fails=$((fails + 1))
+  else
+    echo "ok   $want $*"
+  fi
+}
+
+J='Content-Type: application/json'
+cat >"$WORK/schema.cql" <<'EOF'
+CREATE TABLE users (
+  id    text PRIMARY KEY,
+  email text,
+  CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold
+);
+EOF
+expect 200 '"status":"ok"' "$URL/healthz"
+expect 404 '"not_found"' "$URL/v1/_schema"
+expect 200 '"changed":true' -X PUT --data-binary @"$WORK/schema.cql" "$URL/v1/_schema"
+expect 201 '"version":1' -H "$J" -d '{"id":"u1","email":"Ann@Example.com"}' "$URL/v1/users"
+expect 409 '"owner":"u1"' -H "$J" -d '{"id":"u2","email":"ann@example.COM"}' "$URL/v1/users"
+expect 400 '"invalid"' -H "$J" -d '{"id":"u2",' "$URL/v1/users"
+expect 400 '"column":"age"' -H "$J" -d '{"id":"u2","age":1}' "$URL/v1/users"
+expect 200 '"pk":"u1"' "$URL/v1/users/by/users_email?v=ANN@example.com"
+expect 200 '"version":2' -X PATCH -H 'If-Match: "1"' -H "$J" -d '{"email":"b@x"}' "$URL/v1/users/u1"
+expect 412 '"current_version":2' -X PATCH -H 'If-Match: "1"' -H "$J" -d '{"email":"c@x"}' "$URL/v1/users/u1"
+expect 404 '"not_found"' "$URL/v1/users/nobody"
+expect 404 '"not_found"' "$URL/v1/nosuch/u1"
+expect 404 '"not_found"' "$URL/nowhere"
+expect 405 '"method_not_allowed"' -X PUT "$URL/v1/users"
+expect 201 '"pk":"u3"' -H 'Idempotency-Key: k-u3' -H "$J" -d '{"id":"u3"}' "$URL/v1/users"
+expect 201 '"pk":"u3"' -H 'Idempotency-Key: k-u3' -H "$J" -d '{"id":"u3"}' "$URL/v1/users"
+expect 422 '"op_id_reused"' -H 'Idempotency-Key: k-u3' -H "$J" -d '{"id":"u4"}' "$URL/v1/users"
+head -c 1100000 /dev/zero | tr '\0' 'x' >"$WORK/big"
+expect 413 '"payload_too_large"' -H "$J" --data-binary @"$WORK/big" "$URL/v1/users"
+expect 200 '"pk":"u1"' -X DELETE "$URL/v1/users/u1"
+expect 200 'unico_http_requests_total{method="POST",route="/v1/{table}",status="409"} 1' "$URL/metrics"
+
+# the headers of an insert: 201, ETag and Location
+curl -sS -D "$WORK/headers" -o /dev/null -H "$J" -d '{"id":"u5","email":"e@x"}' "$URL/v1/users"
+if grep -q '^ETag: "1"' "$WORK/headers" && grep -q '^Location: /v1/users/u5' "$WORK/headers"; then
+  echo "ok   ETag and Location"
+else
+  echo "FAIL: insert headers"
+  cat "$WORK/headers"
+  fails=$((fails + 1))
+fi
+
+kill -TERM "$PID"
+wait "$PID"
+rc=$?
+if [ "$rc" != 0 ]; then
+  echo "FAIL: exit $rc after SIGTERM"
+  tail -20 "$WORK/err.txt"
+  fails=$((fails + 1))
+else
+  echo "ok   exit 0 after SIGTERM"
+fi
+if [ "$(wc -l <"$WORK/access.log")" -lt 20 ]; then
+  echo "FAIL: access log"
+  fails=$((fails + 1))
+fi
+[ $fails = 0 ] && echo "all passed" || echo "$fails failed"
+[ $fails = 0 ]
