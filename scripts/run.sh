@@ -1,9 +1,20 @@
 #!/bin/sh
-# Build unico and run the main job on the embedded (LMDB) store: the tour of
-# examples/tour.sh. Installs what is missing.
+# Build unico and run the main job on the embedded (LMDB) store: the HTTP
+# service with the example schema (examples/schema.cql), on
+# http://127.0.0.1:8080 until Ctrl-C (SIGINT) or SIGTERM. Installs what is
+# missing. Try it with the curl session of the README.
+#
+# Usage: scripts/run.sh [--tour] [unico serve options...]
+#   --tour    run the CLI tour (examples/tour.sh) instead of the server
+# Environment: UNICO_STORE (default lmdb:./unico-data?wal=on, the embedded
+# store in log mode, owned by the server while it runs).
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target unico_cli
-exec sh examples/tour.sh build/unico
+if [ "${1:-}" = "--tour" ]; then
+  exec sh examples/tour.sh build/unico
+fi
+exec build/unico --store "${UNICO_STORE:-lmdb:./unico-data?wal=on}" serve \
+  --schema examples/schema.cql "$@"

@@ -57,7 +57,9 @@ static const char *const SERVE_HELP =
     "                           in flight (default 10)\n"
     "  --access-log FILE|-|off  where the access log goes (default -: stderr)\n"
     "  --store URL              the store (default $UNICO_STORE, else\n"
-    "                           lmdb:./unico-data)\n";
+    "                           lmdb:./unico-data?wal=on: the embedded store in\n"
+    "                           log mode, which this process then owns alone;\n"
+    "                           see docs/cli.md)\n";
 
 /* ------------------------------------------------------------------ */
 /* helpers shared with http.c and metrics.c */
@@ -422,7 +424,9 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     goto leave;
   }
   s->store_url = c->store_url ? c->store_url : getenv("UNICO_STORE");
-  if (!s->store_url) s->store_url = "lmdb:./unico-data";
+  /* The server is the store's natural owner: log mode by default (the
+   * fastest durable mode; other processes reach the store through HTTP). */
+  if (!s->store_url) s->store_url = "lmdb:./unico-data?wal=on";
 
   struct sockaddr_storage ss;
   socklen_t sslen = 0;
