@@ -1107,14 +1107,25 @@ static int fresh_dir(const char *dir) {
     }
   }
   closedir(d);
-  static const char *const files[] = {"store/data.mdb", "store/lock.mdb"};
-  for (size_t i = 0; i < 2; i++) {
-    if (fmt(path, sizeof path, "%s/%s", dir, files[i])) return -1;
-    if (unlink(path) && errno != ENOENT) {
-      fprintf(stderr, "torture: cannot remove %s: %s\n", path, strerror(errno));
+  /* the store's own files only: LMDB's, its lock, log-mode log files */
+  if (fmt(path, sizeof path, "%s/store", dir)) return -1;
+  d = opendir(path);
+  while (d && (de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    int ours = !strcmp(de->d_name, "data.mdb") || !strcmp(de->d_name, "lock.mdb") ||
+               !strcmp(de->d_name, "unico.lock") ||
+               (!strncmp(de->d_name, "log-", 4) && l > 10 &&
+                !strcmp(de->d_name + l - 6, ".unico"));
+    if (!ours) continue;
+    char file[4400];
+    if (fmt(file, sizeof file, "%s/%s", path, de->d_name)) return -1;
+    if (unlink(file) && errno != ENOENT) {
+      fprintf(stderr, "torture: cannot remove %s: %s\n", file, strerror(errno));
+      closedir(d);
       return -1;
     }
   }
+  if (d) closedir(d);
   if (fmt(path, sizeof path, "%s/store", dir)) return -1;
   if (rmdir(path) && errno != ENOENT) {
     fprintf(stderr, "torture: cannot remove %s: %s\n", path, strerror(errno));
