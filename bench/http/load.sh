@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/http/load.sh - the signup workload over HTTP: wrk with
 # bench/http/signup.lua against `unico serve` on a fresh embedded store, at a
-# few connection counts; beside it, the same workload with no HTTP in
+# few connection counts (the store in log mode, unico serve's default); beside it, the same workload with no HTTP in
 # between (unico-bench, in process) on unico and on PostgreSQL 15 as the
 # baseline. Appends to bench/results/http.csv and prints a markdown table.
 #
@@ -101,7 +101,7 @@ if has http; then
       log "unico check found the store of $c connections unclean: $(cat "$dir/check.json")"
       status=1
     fi
-    row unico "http-wrk${HTTP_SERVE_ARGS:+ $HTTP_SERVE_ARGS}" "$c" "$rps" "$p50" "$p99" \
+    row unico-log "http-wrk${HTTP_SERVE_ARGS:+ $HTTP_SERVE_ARGS}" "$c" "$rps" "$p50" "$p99" \
       "$created" "$conflicts" "$other"
     rm -rf "$dir/data"
   done
@@ -119,9 +119,9 @@ bench_rows() { # engine transport csv
 if has unico; then
   if [ -x "$BENCH" ]; then
     "$BENCH" --engine unico --workload signup --threads "$CLIENTS" --duration "$DURATION" \
-      --warmup 1 --store-base "$WORK/bench-unico" --csv "$WORK/unico.csv" >"$WORK/unico.log" 2>&1 ||
+      --warmup 1 --store-base "$WORK/bench-unico?wal=on" --label unico-log --csv "$WORK/unico.csv" >"$WORK/unico.log" 2>&1 ||
       { log "unico-bench (unico) failed: $(tail -3 "$WORK/unico.log")"; status=1; }
-    [ -f "$WORK/unico.csv" ] && bench_rows unico in-process "$WORK/unico.csv"
+    [ -f "$WORK/unico.csv" ] && bench_rows unico-log in-process "$WORK/unico.csv"
   else
     log "no $BENCH: skipping the in-process unico row (sh bench/run.sh builds it)"
   fi

@@ -1,5 +1,5 @@
 set terminal pngcairo size 1400,1000 font 'sans,11'
-set output '/work/main/bench/results/throughput.png'
+set output 'bench/results/throughput.png'
 set multiplot layout 2,2 title 'unico-bench: throughput vs threads (durable commits)'
 set logscale x 2
 set logscale y 10
@@ -9,11 +9,11 @@ set ylabel 'ops/s'
 set key top left
 set format y '%.0s%c'
 set title 'signup'
-plot '/work/main/bench/results/plotdata/unico-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', '/work/main/bench/results/plotdata/unico-log-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', '/work/main/bench/results/plotdata/postgres-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', '/work/main/bench/results/plotdata/sqlite-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
+plot 'bench/results/plotdata/unico-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', 'bench/results/plotdata/unico-log-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', 'bench/results/plotdata/postgres-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', 'bench/results/plotdata/sqlite-signup.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
 set title 'email-change'
-plot '/work/main/bench/results/plotdata/unico-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', '/work/main/bench/results/plotdata/unico-log-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', '/work/main/bench/results/plotdata/postgres-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', '/work/main/bench/results/plotdata/sqlite-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
+plot 'bench/results/plotdata/unico-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', 'bench/results/plotdata/unico-log-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', 'bench/results/plotdata/postgres-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', 'bench/results/plotdata/sqlite-email-change.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
 set title 'mixed'
-plot '/work/main/bench/results/plotdata/unico-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', '/work/main/bench/results/plotdata/unico-log-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', '/work/main/bench/results/plotdata/postgres-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', '/work/main/bench/results/plotdata/sqlite-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
+plot 'bench/results/plotdata/unico-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', 'bench/results/plotdata/unico-log-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', 'bench/results/plotdata/postgres-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', 'bench/results/plotdata/sqlite-mixed.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
 set title 'hot'
-plot '/work/main/bench/results/plotdata/unico-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', '/work/main/bench/results/plotdata/unico-log-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', '/work/main/bench/results/plotdata/postgres-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', '/work/main/bench/results/plotdata/sqlite-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
+plot 'bench/results/plotdata/unico-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#d62728' pt 7 title 'unico', 'bench/results/plotdata/unico-log-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#006400' pt 11 title 'unico-log', 'bench/results/plotdata/postgres-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#1f77b4' pt 5 title 'postgres', 'bench/results/plotdata/sqlite-hot.dat' using 1:2 with linespoints lw 2 lc rgb '#ff7f0e' pt 9 title 'sqlite'
 unset multiplot
