@@ -458,6 +458,39 @@ static void test_log_lock(void **state) {
   s->vt->close(s);
 }
 
+static void test_log_rewrites(void **state) {
+  (void)state;
+  /* The same few keys written over and over: the table stays tiny, the log
+   * grows; the log's size alone must bring checkpoints (replay stays
+   * bounded), and the last values win. */
+  ustore *s = open_store("rewrite", "wal=on&wal_size=16KiB&sync=off");
+  char v[64];
+  for (int i = 0; i < 20000; i++) {
+    char k[8];
+    snprintf(k, sizeof k, "h%d", i % 4);
+    snprintf(v, sizeof v, "value-%06d-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
+    ustore_op o = op(k, USTORE_ANY, 0, USTORE_PUT, v);
+    ustore_err e = {{0}};
+    assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  }
+  ustore_lmdb_stats st;
+  ustore_lmdb_stats_get(s, &st);
+  fprintf(stderr, "rewrites: %llu checkpoints\n", (unsigned long long)st.checkpoints);
+  assert_true(st.checkpoints >= 10);
+  s->vt->close(s);
+  s = open_store("rewrite", NULL);
+  ubuf got = UBUF_INIT;
+  uint64_t ver = 0;
+  ustore_err e = {{0}};
+  assert_int_equal(s->vt->get(s, "h3", 2, &got, &ver, &e), UNICO_OK);
+  assert_int_equal(ver, 5000);
+  snprintf(v, sizeof v, "value-%06d-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 19999);
+  assert_int_equal(got.len, strlen(v));
+  assert_memory_equal(got.p, v, got.len);
+  ubuf_free(&got);
+  s->vt->close(s);
+}
+
 static void test_log_options(void **state) {
   (void)state;
   const char *bad[] = {"wal=maybe", "wal_size=1", "wal_size=abc"};
@@ -476,6 +509,7 @@ int main(void) {
       cmocka_unit_test(test_log_sigkill),
       cmocka_unit_test(test_log_torn_tail),
       cmocka_unit_test(test_log_lock),
+      cmocka_unit_test(test_log_rewrites),
       cmocka_unit_test(test_log_options),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

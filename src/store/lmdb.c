@@ -1093,12 +1093,16 @@ static void lead(lmdb_store *s) {
   /* Log mode: freeze a full table (its log synced first, so the batches in
    * it are durable), or wait for the checkpointer if it fell far behind. */
   int rotated = 0;
-  /* (a table's size: its keys and values plus ~100 bytes per entry) */
+  /* A table's size: its keys and values plus ~100 bytes per entry; and the
+   * log file counts too, since rewriting the same keys grows the log, not
+   * the table (replay time and disk stay bounded). */
   if (s->wal && !atomic_load(&s->failed) &&
-      s->active->bytes + 100 * s->active->n >= s->ckpt_bytes) {
+      (s->active->bytes + 100 * s->active->n >= s->ckpt_bytes ||
+       s->wal_off >= 2 * (uint64_t)s->ckpt_bytes)) {
     pthread_mutex_lock(&s->q_lock);
     while (s->ckpt_busy && !atomic_load(&s->failed) &&
-           s->active->bytes + 100 * s->active->n >= 4 * s->ckpt_bytes)
+           (s->active->bytes + 100 * s->active->n >= 4 * s->ckpt_bytes ||
+            s->wal_off >= 8 * (uint64_t)s->ckpt_bytes))
       pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
     int busy = s->ckpt_busy;
     pthread_mutex_unlock(&s->q_lock);
