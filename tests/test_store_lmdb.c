@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store_ops.h"
 #include "unico.h"
 
 static char dir[256];
@@ -39,20 +40,6 @@ static ustore *open_store(const char *sub, const char *query) {
   if (rc) fprintf(stderr, "open %s: %d %s\n", url, rc, e.msg);
   assert_int_equal(rc, UNICO_OK);
   return s;
-}
-
-static ustore_op op(const char *key, int expect, uint64_t ver, int action,
-                    const char *val) {
-  ustore_op o;
-  memset(&o, 0, sizeof o);
-  o.key = key;
-  o.klen = strlen(key);
-  o.expect = expect;
-  o.expect_version = ver;
-  o.action = action;
-  o.val = val;
-  o.vlen = val ? strlen(val) : 0;
-  return o;
 }
 
 static void test_cas_versions(void **state) {
