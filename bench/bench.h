@@ -93,4 +93,18 @@ int bench_rm_rf(const char *path);     /* 0, or -1 with errno */
 int bench_mkdir_p(const char *path);   /* 0, or -1 with errno */
 int bench_cons_from_text(const char *text); /* guess CONS_* from a name/message */
 
+/* The SQL baselines' table: the same constraints as unico's schema, the
+ * case-insensitive email as a unique index on lower(email). */
+#define BENCH_SQL_USERS                                                        \
+  "CREATE TABLE users ("                                                       \
+  "  id text PRIMARY KEY,"                                                     \
+  "  email text NOT NULL,"                                                     \
+  "  phone text,"                                                              \
+  "  provider text,"                                                           \
+  "  external_id text,"                                                        \
+  "  name text,"                                                               \
+  "  CONSTRAINT users_phone UNIQUE (phone),"                                   \
+  "  CONSTRAINT users_ext UNIQUE (provider, external_id));"                    \
+  "CREATE UNIQUE INDEX users_email ON users (lower(email));"
+
 #endif

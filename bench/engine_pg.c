@@ -17,16 +17,7 @@
 static const char *const SCHEMA_SQL =
     "SET client_min_messages = warning;"
     "DROP TABLE IF EXISTS users;"
-    "CREATE TABLE users ("
-    "  id text PRIMARY KEY,"
-    "  email text NOT NULL,"
-    "  phone text,"
-    "  provider text,"
-    "  external_id text,"
-    "  name text,"
-    "  CONSTRAINT users_phone UNIQUE (phone),"
-    "  CONSTRAINT users_ext UNIQUE (provider, external_id));"
-    "CREATE UNIQUE INDEX users_email ON users (lower(email));";
+    BENCH_SQL_USERS;
 
 static const char *conninfo;
 static long pm_pid;       /* the postmaster */

@@ -21,16 +21,7 @@
 static const char SCHEMA_SQL[] =
     "PRAGMA journal_mode = WAL;"
     "PRAGMA synchronous = FULL;"
-    "CREATE TABLE users ("
-    "  id text PRIMARY KEY,"
-    "  email text NOT NULL,"
-    "  phone text,"
-    "  provider text,"
-    "  external_id text,"
-    "  name text,"
-    "  CONSTRAINT users_phone UNIQUE (phone),"
-    "  CONSTRAINT users_ext UNIQUE (provider, external_id));"
-    "CREATE UNIQUE INDEX users_email ON users (lower(email));";
+    BENCH_SQL_USERS;
 
 static char path[4200];
 static int derived; /* path derived from the store base: removed after */
