@@ -948,13 +948,18 @@ static void log_stop(lmdb_store *s) {
   }
   ustore_err e = {{0}};
   char path[4200];
-  if (s->frozen && !atomic_load(&s->failed) &&
-      checkpoint_table(s, s->frozen, s->old_no, &e) == UNICO_OK) {
-    wal_path(s, s->old_no, path, sizeof path);
-    unlink(path);
+  /* In order: a checkpoint records its file's number, and replay skips the
+   * files up to it, so the active table may go only after the frozen one. */
+  int ok = !atomic_load(&s->failed);
+  if (s->frozen && ok) {
+    ok = checkpoint_table(s, s->frozen, s->old_no, &e) == UNICO_OK;
+    if (ok) {
+      wal_path(s, s->old_no, path, sizeof path);
+      unlink(path);
+    }
   }
   if (s->old_fd >= 0) close(s->old_fd);
-  if (s->active && s->wal_fd >= 0 && !atomic_load(&s->failed) &&
+  if (ok && s->active && s->wal_fd >= 0 &&
       (s->active->n == 0 ||
        checkpoint_table(s, s->active, s->wal_no, &e) == UNICO_OK)) {
     wal_path(s, s->wal_no, path, sizeof path);
