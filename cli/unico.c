@@ -2,7 +2,6 @@
  * (include/unico.h): JSON on stdout, a human sentence on stderr for every
  * error, and the exit codes of docs/cli.md. */
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <jansson.h>
 
 #include "unico.h"
+#include "report.h"
 #ifdef UNICO_HAVE_SERVER
 #include "serve.h"
 #define SERVE_HELP_LINE \
@@ -19,7 +19,6 @@
 #define SERVE_HELP_LINE ""
 #endif
 
-#define EXIT_USAGE 1
 
 static const char *const MAIN_HELP =
     "unico - reliable UNIQUE constraints for NoSQL stores\n"
@@ -114,50 +113,14 @@ typedef struct opts {
 } opts;
 
 /* An error before or outside the library: same shape as library errors. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  json_t *o = json_pack("{s:s,s:i,s:s}", "error", "usage", "code", EXIT_USAGE,
-                        "message", msg);
-  char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-  if (s) printf("%s\n", s);
-  free(s);
-  json_decref(o);
-  fprintf(stderr, "unico: %s (see unico --help)\n", msg);
-  return EXIT_USAGE;
-}
+#define usage_error(...) ucli_usage_error("unico", __VA_ARGS__)
 
 static int report(int rc, const unico_result *res) {
   if (rc == UNICO_OK) {
     if (res->json) printf("%s\n", res->json);
     return 0;
   }
-  json_t *o = json_object();
-  json_object_set_new(o, "error", json_string(unico_errname(rc)));
-  json_object_set_new(o, "code", json_integer(unico_exit_code(rc)));
-  json_object_set_new(o, "message", json_string(res->message));
-  if (res->constraint[0])
-    json_object_set_new(o, "constraint", json_string(res->constraint));
-  if (res->value)
-    json_object_set_new(o, "value", json_loads(res->value, JSON_DECODE_ANY, NULL));
-  if (res->owner)
-    json_object_set_new(o, "owner", json_loads(res->owner, JSON_DECODE_ANY, NULL));
-  if (res->column[0])
-    json_object_set_new(o, "column", json_string(res->column));
-  if (rc == UNICO_EVERSION && res->version)
-    json_object_set_new(o, "current_version", json_integer((json_int_t)res->version));
-  if (res->json) /* e.g. check's report */
-    json_object_set_new(o, "report", json_loads(res->json, 0, NULL));
-  char *s = json_dumps(o, JSON_COMPACT);
-  if (s) printf("%s\n", s);
-  free(s);
-  json_decref(o);
-  fprintf(stderr, "unico: %s: %s\n", unico_strerror(rc), res->message);
-  return unico_exit_code(rc);
+  return ucli_report_error("unico", rc, res);
 }
 
 /* Read a whole file (or standard input for "-"). NULL with errno on error. */

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "server.h"
+#include "report.h"
 
 #define MAX_SEGS 33 /* table + up to 32 primary key columns */
 #define MAX_VALUES 32
@@ -253,24 +254,10 @@ static int status_of(int rc, const unico_result *res, const char *table) {
 
 /* The CLI's error object (cli/unico.c report()), without the exit code. */
 static void fail_rc(uresp *o, int rc, const unico_result *res, const char *table) {
-  json_t *e = json_object();
   o->status = status_of(rc, res, table);
   /* an unknown table or constraint is a missing resource over HTTP */
-  const char *name = rc == UNICO_EINVAL && o->status == 404 ? "not_found" : unico_errname(rc);
-  json_object_set_new(e, "error", json_string(name));
-  json_object_set_new(e, "message", json_string(res->message[0] ? res->message : unico_strerror(rc)));
-  if (res->constraint[0])
-    json_object_set_new(e, "constraint", json_string(res->constraint));
-  if (res->value)
-    json_object_set_new(e, "value", json_loads(res->value, JSON_DECODE_ANY, NULL));
-  if (res->owner)
-    json_object_set_new(e, "owner", json_loads(res->owner, JSON_DECODE_ANY, NULL));
-  if (res->column[0])
-    json_object_set_new(e, "column", json_string(res->column));
-  if (rc == UNICO_EVERSION && res->version)
-    json_object_set_new(e, "current_version", json_integer((json_int_t)res->version));
-  if (res->json)
-    json_object_set_new(e, "report", json_loads(res->json, 0, NULL));
+  const char *name = rc == UNICO_EINVAL && o->status == 404 ? "not_found" : NULL;
+  json_t *e = ucli_error_object(rc, name, 0, res);
   if (rc == UNICO_EBUSY || o->status == 503) o->retry_after = 1;
   free(o->body);
   o->body = dump(e);

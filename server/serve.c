@@ -19,8 +19,9 @@
 
 #include "serve.h"
 #include "server.h"
+#include "report.h"
 
-#define EXIT_USAGE 1
+#define EXIT_USAGE UCLI_EXIT_USAGE
 
 static const char *const SERVE_HELP =
     "usage: unico [--store URL] serve [OPTIONS]\n"
@@ -162,35 +163,11 @@ unico *userv_store(userv *s, unico_result *res) {
 /* ------------------------------------------------------------------ */
 /* the command line */
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  json_t *o = json_pack("{s:s,s:i,s:s}", "error", "usage", "code", EXIT_USAGE,
-                        "message", msg);
-  char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
-  if (t) printf("%s\n", t);
-  free(t);
-  json_decref(o);
-  fflush(stdout);
-  fprintf(stderr, "unico serve: %s (see unico serve --help)\n", msg);
-  return EXIT_USAGE;
-}
+#define usage_error(...) ucli_usage_error("unico serve", __VA_ARGS__)
 
 /* A library error before serving, shaped like the CLI's. */
 static int report(int rc, const unico_result *res) {
-  json_t *o = json_pack("{s:s,s:i,s:s}", "error", unico_errname(rc), "code",
-                        unico_exit_code(rc), "message", res->message);
-  char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
-  if (t) printf("%s\n", t);
-  free(t);
-  json_decref(o);
-  fflush(stdout);
-  fprintf(stderr, "unico serve: %s: %s\n", unico_strerror(rc), res->message);
-  return unico_exit_code(rc);
+  return ucli_report_error("unico serve", rc, res);
 }
 
 static int parse_uint(const char *s, unsigned long long max, unsigned long long *out) {

@@ -1003,6 +1003,17 @@ static void wake_waiters(lmdb_store *s) {
   }
 }
 
+/* Take w off the waiters' list if it is on it. With q_lock. */
+static void unlist(lmdb_store *s, dwaiter *w) {
+  if (w->next == w) return;
+  for (dwaiter **pp = &s->dwaiters; *pp; pp = &(*pp)->next)
+    if (*pp == w) {
+      *pp = w->next;
+      break;
+    }
+  w->next = w;
+}
+
 /* Make every batch up to `seq` durable. At most SYNCS_MAX syncs run at a
  * time (two in flight overlap well on the disks measured); each covers every
  * commit made before it starts. A caller a running sync covers waits for
@@ -1017,14 +1028,7 @@ static int make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
   pthread_mutex_lock(&s->q_lock);
   while (s->durable < seq && !rc) {
     if (s->syncing < SYNCS_MAX && s->sync_target < seq) {
-      if (w.next != &w) { /* leave the list: this caller syncs */
-        for (dwaiter **pp = &s->dwaiters; *pp; pp = &(*pp)->next)
-          if (*pp == &w) {
-            *pp = w.next;
-            break;
-          }
-        w.next = &w;
-      }
+      unlist(s, &w); /* this caller syncs */
       s->syncing++;
       uint64_t target = s->committed;
       if (s->sync_target < target) s->sync_target = target;
@@ -1060,13 +1064,7 @@ static int make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
     }
     pthread_cond_wait(&w.cv, &s->q_lock);
   }
-  if (w.next != &w) {
-    for (dwaiter **pp = &s->dwaiters; *pp; pp = &(*pp)->next)
-      if (*pp == &w) {
-        *pp = w.next;
-        break;
-      }
-  }
+  unlist(s, &w);
   pthread_mutex_unlock(&s->q_lock);
   if (have_cv) pthread_cond_destroy(&w.cv);
   if (rc) {

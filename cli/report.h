@@ -1,0 +1,28 @@
+/* report.h - how the command-line front ends (the CLI and unico serve's
+ * start-up) and the HTTP service show a failed call: one JSON error object
+ * built the same way everywhere, so every front end says the same thing. */
+#ifndef UNICO_CLI_REPORT_H
+#define UNICO_CLI_REPORT_H
+
+#include <jansson.h>
+
+#include "unico.h"
+
+#define UCLI_EXIT_USAGE 1
+
+/* {"error":NAME[,"code":EXIT],"message":..} plus the details res carries
+ * (constraint, value, owner, column, current_version, report). name NULL:
+ * unico_errname(rc). A new reference, or NULL out of memory. */
+json_t *ucli_error_object(int rc, const char *name, int with_code,
+                          const unico_result *res);
+
+/* Print a failed call: the object (with its exit code) on stdout, then
+ * "WHO: what: message" on stderr. Returns the exit code. */
+int ucli_report_error(const char *who, int rc, const unico_result *res);
+
+/* Print a usage error the same way ("WHO: msg (see WHO --help)"); returns
+ * UCLI_EXIT_USAGE. */
+int ucli_usage_error(const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif
