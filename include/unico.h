@@ -116,6 +116,12 @@ void unico_close(unico *u);
 /* Set the schema to the DDL text (the complete schema: every table it
  * should have). Changes the store allows are documented in docs/ddl.md; any
  * other change fails with UNICO_ESCHEMA and leaves the schema as it was.
+ * Adding or changing a UNIQUE or LIMIT on a table with records builds its
+ * claims from the records; when records break it, UNICO_ESCHEMA leaves
+ * the report in res->json: {"table":..,"duplicates":[{"constraint":..,
+ * "value":[..],"count":N,"records":[PK,..]}],"over_limit":[{"constraint":
+ * ..,"group":[..],"count":N,"limit":L,"records":[..]}],
+ * "duplicates_total":N,"over_limit_total":N}.
  * res->json: {"schema_version":N,"tables":[...],"changed":bool}. */
 int unico_schema_apply(unico *u, const char *ddl, unico_result *res);
 
@@ -142,6 +148,44 @@ int unico_update(unico *u, const char *table, const char *pk_json,
 int unico_delete(unico *u, const char *table, const char *pk_json,
                  uint64_t if_version, const char *op_id, unico_result *res);
 
+/* Options of the extended writes below. Start from
+ * UNICO_WRITE_OPTIONS_INIT so fields added later get their defaults. */
+typedef struct unico_write_options {
+  int struct_version;           /* UNICO_WRITE_OPTIONS_VERSION */
+  const char *op_id;            /* NULL: one is generated */
+  uint64_t if_version;          /* update: 0 for any version */
+  const char *const *holds;     /* hold tokens presented (unico_reserve) */
+  size_t nholds;
+} unico_write_options;
+
+#define UNICO_WRITE_OPTIONS_VERSION 1
+#define UNICO_WRITE_OPTIONS_INIT {UNICO_WRITE_OPTIONS_VERSION, NULL, 0, NULL, 0}
+
+/* unico_insert / unico_update with options: a value reserved by a live
+ * hold is taken only by a write presenting that hold's token (others get
+ * UNICO_EBUSY); an expired hold is free. opts may be NULL. */
+int unico_insert_with(unico *u, const char *table, const char *record_json,
+                      const unico_write_options *opts, unico_result *res);
+int unico_update_with(unico *u, const char *table, const char *pk_json,
+                      const char *patch_json, const unico_write_options *opts,
+                      unico_result *res);
+
+/* Reserve a value of a unique constraint for ttl_ms milliseconds (at most
+ * 30 days): while the hold lives, only a write presenting its token takes
+ * the value. values_json as for unico_lookup. res->json:
+ * {"token":T,"table":..,"constraint":..,"value":[..],"expires_ms":N,
+ *  "expires":"ISO-8601"}. The token is secret: the store keeps only its
+ * SHA-256. UNICO_ECONFLICT when a record holds the value, UNICO_EBUSY when
+ * another live hold does. */
+int unico_reserve(unico *u, const char *table, const char *constraint,
+                  const char *values_json, uint64_t ttl_ms, const char *op_id,
+                  unico_result *res);
+
+/* Give up a hold before it expires. UNICO_ENOTFOUND when no hold has this
+ * token any more. res->json: {"released":true,"table":..,"value":[..],
+ * "expired":bool}. */
+int unico_release_hold(unico *u, const char *token, unico_result *res);
+
 /* Read a record. res->json: {"pk":PK,"version":N,"record":{...}}. */
 int unico_get(unico *u, const char *table, const char *pk_json,
               unico_result *res);
@@ -166,6 +210,22 @@ int unico_args_json(unico *u, const char *table, const char *constraint,
  * counts and at most 100 violations; returns UNICO_OK when there are none,
  * UNICO_ECORRUPT when there are. */
 int unico_check(unico *u, unico_result *res);
+
+/* Repair what check finds that can be repaired safely: remove orphan
+ * claims (their owner is gone or no longer holds the value), expired holds
+ * and index entries of holds that are gone, outcomes past retention; and
+ * restore a missing claim when its value is free. Each fix is made with
+ * the conditions it was found under, so a concurrent write is never undone
+ * (a fix whose key moved is skipped and counted). res->json reports what
+ * was removed and the check report from before. Duplicates and limit
+ * counts that disagree with the records are reported, not changed. */
+int unico_repair(unico *u, unico_result *res);
+
+/* The unique values and limit groups a record would hold, normalized:
+ * res->json {"pk":PK,"keys":[{"constraint":C,"kind":"unique"|"limit",
+ * "value":[...]},...]}. Validates the record; writes nothing. */
+int unico_record_keys(unico *u, const char *table, const char *record_json,
+                      unico_result *res);
 
 /* Remove outcomes older than the retention period. *removed (may be NULL)
  * receives how many. Runs by itself from time to time; exposed for tools. */

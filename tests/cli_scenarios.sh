@@ -502,9 +502,10 @@ expect_exit 1 u schema apply "$SCRATCH/bad.cql"
 field error '"invalid"'
 message_has_location 3 5
 err_contains "texx"
-printf 'CREATE TABLE t (id text PRIMARY KEY, LIMIT 10 PER (id));\n' >"$SCRATCH/limit.cql"
+printf 'CREATE TABLE t (id text PRIMARY KEY, LIMIT 0 PER (id));\n' >"$SCRATCH/limit.cql"
 expect_exit 1 u schema apply "$SCRATCH/limit.cql"
-field error '"schema_refused"'
+field error '"invalid"'
+err_contains "LIMIT must be between"
 expect_exit 0 u schema show
 field schema_version 1
 

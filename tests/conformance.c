@@ -122,11 +122,19 @@ static int setup(void **state) {
   if (!root || !*root)
     root = "/tmp/unico-conformance";
   mkdir_p(root);
-  if (is_lmdb())
+  if (is_lmdb()) {
     snprintf(f->dir, sizeof f->dir, "%s/%s", root, name);
-  else /* remote stores keep old data: a fresh namespace per run */
-    snprintf(f->dir, sizeof f->dir, "%s/%s-%ld-%ld", root, name, (long)getpid(),
+  } else {
+    /* Remote stores keep old data: a fresh namespace per run, named as a
+     * table name may be (DynamoDB: at most 255 of A-Za-z0-9_.-). */
+    snprintf(f->dir, sizeof f->dir, "unico_%s_%ld_%ld", name, (long)getpid(),
              (long)time(NULL));
+    f->dir[255] = 0;
+    for (char *p = f->dir; *p; p++)
+      if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+            (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
+        *p = '_';
+  }
   if (is_lmdb())
     rm_rf(f->dir);
   const char *q = getenv("UNICO_TEST_STORE_QUERY"); /* e.g. "?wal=on" */
@@ -1326,9 +1334,7 @@ static void test_schema_changes_filled(void **state) {
       "  email text,\n  phone text,\n  age int,\n  bio text,\n"
       "  CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,\n"
       "  UNIQUE (username) NORMALIZE exact\n);\n";
-  const char *refused_users[] = {users_unique_bio,   users_no_age,
-                                 users_exact_email,  users_age_text,
-                                 users_no_phone_key, ""};
+  const char *refused_users[] = {users_no_age, users_age_text, ""};
   for (size_t i = 0; i < sizeof refused_users / sizeof *refused_users; i++) {
     char s[4096];
     snprintf(s, sizeof s, "%s%s%s%s%s", refused_users[i], T_LINKS, T_TYPED,
@@ -1342,6 +1348,29 @@ static void test_schema_changes_filled(void **state) {
     EXPECT_STR(json_string_value(d), s3);
     json_decref(d);
   }
+  /* a constraint the records already break: refused with the full
+   * duplicate report, and the schema stays as it was */
+  {
+    char s[4096];
+    snprintf(s, sizeof s, "%s%s%s%s%s", users_unique_bio, T_LINKS, T_TYPED,
+             T_VOTES, "CREATE TABLE extra (id text PRIMARY KEY, note text);\n");
+    EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, s, &f->r));
+    EXPECT_CONTAINS(f->r.message, "1 duplicate value");
+    EXPECT_FIELD(f->r.json, "duplicates_total", "1");
+    json_t *d = json_at(f->r.json, "duplicates");
+    EXPECT_TRUE(json_array_size(d) == 1);
+    char *d0 = json_dumps(json_array_get(d, 0), JSON_COMPACT);
+    EXPECT_JSON(d0, "{\"constraint\":\"users_bio_key\",\"value\":[\"same\"],"
+                    "\"count\":2,\"records\":[\"u2\",\"u3\"]}");
+    free(d0);
+    json_decref(d);
+    EXPECT(UNICO_OK, unico_schema_show(f->u, &f->r));
+    EXPECT_FIELD(f->r.json, "schema_version", "3");
+    INS("users", "{\"id\":\"u9\",\"bio\":\"same\"}"); /* bio still free */
+    EXPECT(UNICO_OK, unico_delete(f->u, "users", "\"u9\"", 0, NULL, &f->r));
+  }
+  (void)users_exact_email;
+  (void)users_no_phone_key;
   /* dropping a filled table other than users */
   char s_no_extra[4096];
   snprintf(s_no_extra, sizeof s_no_extra, "%s%s%s%s", users_bio, T_LINKS,
@@ -1388,24 +1417,239 @@ static void test_schema_changes_filled(void **state) {
   EXPECT_CONFLICT(&f->r, "users_bio_key", "[\"same\"]", "\"u1\"");
 }
 
-static void test_schema_limit_refused(void **state) {
+/* ------------------------------------------------ limits, holds, builds */
+
+#define T_POLL                                                                 \
+  "CREATE TABLE subs (\n"                                                      \
+  "  id      text PRIMARY KEY,\n"                                              \
+  "  poll_id text,\n"                                                          \
+  "  name    text,\n"                                                          \
+  "  option  text,\n"                                                          \
+  "  UNIQUE (poll_id, name) NORMALIZE casefold,\n"                             \
+  "  CONSTRAINT per_option LIMIT 2 PER (poll_id, option)\n"                    \
+  ");\n"
+
+/* The check report of the store must be clean. */
+#define EXPECT_CHECK_OK()                                                      \
+  do {                                                                         \
+    EXPECT(UNICO_OK, unico_check(f->u, &f->r));                                \
+    EXPECT_FIELD(f->r.json, "ok", "true");                                     \
+  } while (0)
+
+/* The poll scenario: a subscriber's name is unique per poll (casefold),
+ * at most 2 subscribers per option; moving to a full option is refused and
+ * leaves the record as it was; delete frees a slot; NULL is not counted. */
+static void test_limit_poll(void **state) {
   fx *f = *state;
-  const char *lim =
-      "CREATE TABLE subs (\n  id text PRIMARY KEY,\n  poll_id text,\n"
-      "  option text,\n  LIMIT 10 PER (poll_id, option)\n);\n";
-  EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, lim, &f->r));
-  EXPECT_CONTAINS(f->r.message, "LIMIT");
-  EXPECT(UNICO_ENOTFOUND, unico_schema_show(f->u, &f->r));
-  EXPECT(UNICO_EINVAL,
-         unico_insert(f->u, "subs", "{\"id\":\"s1\"}", NULL, &f->r));
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, T_POLL, &f->r));
+  INS("subs", "{\"id\":\"s1\",\"poll_id\":\"p\",\"name\":\"Ann\",\"option\":\"a\"}");
+  INS("subs", "{\"id\":\"s2\",\"poll_id\":\"p\",\"name\":\"Bob\",\"option\":\"a\"}");
+  /* option a is full */
+  EXPECT(UNICO_ELIMIT,
+         unico_insert(f->u, "subs",
+                      "{\"id\":\"s3\",\"poll_id\":\"p\",\"name\":\"Cy\",\"option\":\"a\"}",
+                      NULL, &f->r));
+  EXPECT_STR(f->r.constraint, "per_option");
+  EXPECT_JSON(f->r.value, "[\"p\",\"a\"]");
+  EXPECT_CONTAINS(f->r.message, "LIMIT per_option");
+  EXPECT_CONTAINS(f->r.message, "2 records");
+  EXPECT_TRUE(f->r.json == NULL);
+  EXPECT(UNICO_ENOTFOUND, unico_get(f->u, "subs", "\"s3\"", &f->r));
+  /* the same name in another case, same poll: a unique conflict */
+  INS_CONFLICT("subs", "{\"id\":\"s4\",\"poll_id\":\"p\",\"name\":\"ANN\",\"option\":\"b\"}");
+  EXPECT_CONFLICT(&f->r, "subs_poll_id_name_key", "[\"p\",\"ann\"]", "\"s1\"");
+  /* another poll: its own groups and names */
+  INS("subs", "{\"id\":\"s5\",\"poll_id\":\"q\",\"name\":\"Ann\",\"option\":\"a\"}");
+  INS("subs", "{\"id\":\"s6\",\"poll_id\":\"p\",\"name\":\"Dee\",\"option\":\"b\"}");
+  INS("subs", "{\"id\":\"s7\",\"poll_id\":\"p\",\"name\":\"Eve\",\"option\":\"b\"}");
+  /* moving s6 to the full option a: refused, record unchanged */
+  EXPECT(UNICO_ELIMIT, unico_update(f->u, "subs", "\"s6\"",
+                                    "{\"option\":\"a\"}", 0, NULL, &f->r));
+  EXPECT_STR(f->r.constraint, "per_option");
+  EXPECT(UNICO_OK, unico_get(f->u, "subs", "\"s6\"", &f->r));
+  EXPECT_FIELD(f->r.json, "version", "1");
+  EXPECT_FIELD(f->r.json, "record.option", "\"b\"");
+  /* a NULL group column is not counted: s8, s9, s10 all fit */
+  INS("subs", "{\"id\":\"s8\",\"poll_id\":\"p\",\"name\":\"F\"}");
+  INS("subs", "{\"id\":\"s9\",\"poll_id\":\"p\",\"name\":\"G\"}");
+  INS("subs", "{\"id\":\"s10\",\"poll_id\":\"p\",\"name\":\"H\"}");
+  /* delete frees a slot in a; then the move succeeds and frees one in b */
+  EXPECT(UNICO_OK, unico_delete(f->u, "subs", "\"s2\"", 0, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_update(f->u, "subs", "\"s6\"", "{\"option\":\"a\"}",
+                                0, NULL, &f->r));
+  INS("subs", "{\"id\":\"s11\",\"poll_id\":\"p\",\"name\":\"I\",\"option\":\"b\"}");
+  EXPECT(UNICO_ELIMIT,
+         unico_insert(f->u, "subs",
+                      "{\"id\":\"s12\",\"poll_id\":\"p\",\"name\":\"J\",\"option\":\"b\"}",
+                      NULL, &f->r));
+  /* a NULL-grouped record joins a group by update, and leaves it by a
+   * null; a full group refuses it */
+  EXPECT(UNICO_ELIMIT, unico_update(f->u, "subs", "\"s8\"",
+                                    "{\"option\":\"a\"}", 0, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_update(f->u, "subs", "\"s7\"", "{\"option\":null}",
+                                0, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_update(f->u, "subs", "\"s8\"", "{\"option\":\"b\"}",
+                                0, NULL, &f->r));
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "limit_groups", "3"); /* (p,a) (p,b) (q,a) */
+}
+
+/* Holds: reserve, someone else is refused (busy), the token takes it, an
+ * abandoned hold expires, release frees, tokens are secret. */
+static void test_holds(void **state) {
+  fx *f = *state;
   APPLY_SCHEMA();
-  char s[4096];
-  snprintf(s, sizeof s, "%s%s", SCHEMA, lim);
-  EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, s, &f->r));
+  /* reserve alice's username for 60 s */
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_username_key",
+                                 "[\"alice\"]", 60000, NULL, &f->r));
+  json_t *tok = json_at(f->r.json, "token");
+  char token[128];
+  snprintf(token, sizeof token, "%s", json_string_value(tok));
+  json_decref(tok);
+  EXPECT_TRUE(strlen(token) > 32);
+  EXPECT_FIELD(f->r.json, "constraint", "\"users_username_key\"");
+  EXPECT_FIELD(f->r.json, "value", "[\"alice\"]");
+  /* a second reservation and a plain insert are refused: busy */
+  EXPECT(UNICO_EBUSY, unico_reserve(f->u, "users", "users_username_key",
+                                    "[\"alice\"]", 60000, NULL, &f->r));
+  EXPECT(UNICO_EBUSY,
+         unico_insert(f->u, "users", "{\"id\":\"x\",\"username\":\"alice\"}",
+                      NULL, &f->r));
+  EXPECT_STR(f->r.constraint, "users_username_key");
+  EXPECT_CONTAINS(f->r.message, "hold");
+  EXPECT_FREE("users", "users_username_key", "[\"alice\"]");
+  /* a wrong token does not help */
+  const char *wrong[] = {"uh_0000"};
+  unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+  wo.holds = wrong;
+  wo.nholds = 1;
+  EXPECT(UNICO_EBUSY,
+         unico_insert_with(f->u, "users",
+                           "{\"id\":\"x\",\"username\":\"alice\"}", &wo, &f->r));
+  /* the token takes it */
+  const char *mine[] = {token};
+  wo.holds = mine;
+  EXPECT(UNICO_OK,
+         unico_insert_with(f->u, "users",
+                           "{\"id\":\"a1\",\"username\":\"alice\"}", &wo, &f->r));
+  EXPECT_OWNER("users", "users_username_key", "[\"alice\"]", "\"a1\"");
+  /* the hold is gone: its token releases nothing */
+  EXPECT(UNICO_ENOTFOUND, unico_release_hold(f->u, token, &f->r));
+  /* reserving a taken value is a conflict naming the owner */
+  EXPECT(UNICO_ECONFLICT, unico_reserve(f->u, "users", "users_username_key",
+                                        "[\"alice\"]", 60000, NULL, &f->r));
+  EXPECT_CONFLICT(&f->r, "users_username_key", "[\"alice\"]", "\"a1\"");
+  /* an abandoned hold expires: then anyone may take the value */
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_email",
+                                 "[\"Bob@X.org\"]", 150, NULL, &f->r));
+  EXPECT(UNICO_EBUSY,
+         unico_insert(f->u, "users", "{\"id\":\"b2\",\"email\":\"bob@x.org\"}",
+                      NULL, &f->r));
+  sleep_ms(300);
+  EXPECT(UNICO_OK, unico_check(f->u, &f->r));
+  EXPECT_FIELD(f->r.json, "expired_holds", "1");
+  INS("users", "{\"id\":\"b2\",\"email\":\"bob@x.org\"}");
+  EXPECT_OWNER("users", "users_email", "[\"bob@x.org\"]", "\"b2\"");
+  /* release: the value is free again at once */
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_phone_key", "[\"555\"]",
+                                 60000, NULL, &f->r));
+  tok = json_at(f->r.json, "token");
+  snprintf(token, sizeof token, "%s", json_string_value(tok));
+  json_decref(tok);
+  /* an update that takes the held value needs the token too */
+  EXPECT(UNICO_EBUSY, unico_update(f->u, "users", "\"b2\"",
+                                   "{\"phone\":\"555\"}", 0, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_release_hold(f->u, token, &f->r));
+  EXPECT_FIELD(f->r.json, "released", "true");
+  EXPECT(UNICO_ENOTFOUND, unico_release_hold(f->u, token, &f->r));
+  EXPECT(UNICO_OK, unico_update(f->u, "users", "\"b2\"", "{\"phone\":\"555\"}",
+                                0, NULL, &f->r));
+  /* bad input */
+  EXPECT(UNICO_EINVAL, unico_reserve(f->u, "users", "users_phone_key",
+                                     "[\"556\"]", 0, NULL, &f->r));
+  EXPECT(UNICO_EINVAL, unico_reserve(f->u, "users", "nope", "[\"556\"]", 1000,
+                                     NULL, &f->r));
+  EXPECT(UNICO_EINVAL, unico_reserve(f->u, "users", "users_phone_key",
+                                     "[1,2]", 1000, NULL, &f->r));
+  EXPECT(UNICO_EINVAL, unico_release_hold(f->u, "", &f->r));
+  EXPECT_CHECK_OK();
+}
+
+/* Adding UNIQUE and LIMIT to filled tables builds their claims; records
+ * that break them refuse the change with the report and leave nothing
+ * behind; dropping a constraint removes its claims. */
+static void test_schema_build_filled(void **state) {
+  fx *f = *state;
+  const char *base =
+      "CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, "
+      "option text);\n";
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, base, &f->r));
+  for (int i = 0; i < 60; i++) {
+    char j[256];
+    snprintf(j, sizeof j,
+             "{\"id\":\"s%d\",\"poll_id\":\"p%d\",\"name\":\"N%d\",\"option\":\"o%d\"}",
+             i, i % 3, i, i % 4);
+    INS("subs", j);
+  }
+  /* duplicates: names n7 / N7 in poll p1 (casefold), and option groups of
+   * 5 against a limit of 4 */
+  INS("subs", "{\"id\":\"d1\",\"poll_id\":\"p1\",\"name\":\"n7\",\"option\":\"x\"}");
+  const char *with =
+      "CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, "
+      "option text,\n UNIQUE (poll_id, name) NORMALIZE casefold,\n"
+      " CONSTRAINT per_option LIMIT 4 PER (poll_id, option));\n";
+  EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, with, &f->r));
+  EXPECT_FIELD(f->r.json, "duplicates_total", "1");
+  EXPECT_FIELD(f->r.json, "over_limit_total", "12"); /* 3 polls x 4 options, 5 each */
+  json_t *d = json_at(f->r.json, "duplicates");
+  char *d0 = json_dumps(json_array_get(d, 0), JSON_COMPACT);
+  EXPECT_JSON(d0, "{\"constraint\":\"subs_poll_id_name_key\",\"value\":[\"p1\",\"n7\"],"
+                  "\"count\":2,\"records\":[\"d1\",\"s7\"]}");
+  free(d0);
+  json_decref(d);
   EXPECT(UNICO_OK, unico_schema_show(f->u, &f->r));
   EXPECT_FIELD(f->r.json, "schema_version", "1");
-  EXPECT(UNICO_EINVAL,
-         unico_insert(f->u, "subs", "{\"id\":\"s1\"}", NULL, &f->r));
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "0");
+  EXPECT_FIELD(f->r.json, "limit_groups", "0");
+  /* fix the data; now both build */
+  EXPECT(UNICO_OK, unico_delete(f->u, "subs", "\"d1\"", 0, NULL, &f->r));
+  const char *with5 =
+      "CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, "
+      "option text,\n UNIQUE (poll_id, name) NORMALIZE casefold,\n"
+      " CONSTRAINT per_option LIMIT 5 PER (poll_id, option));\n";
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, with5, &f->r));
+  EXPECT_FIELD(f->r.json, "schema_version", "2");
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "60");
+  EXPECT_FIELD(f->r.json, "limit_groups", "12");
+  EXPECT_OWNER("subs", "subs_poll_id_name_key", "[\"p1\",\"N7\"]", "\"s7\"");
+  INS_CONFLICT("subs", "{\"id\":\"z\",\"poll_id\":\"p1\",\"name\":\"n7\"}");
+  EXPECT(UNICO_ELIMIT,
+         unico_insert(f->u, "subs",
+                      "{\"id\":\"z\",\"poll_id\":\"p0\",\"name\":\"new\",\"option\":\"o0\"}",
+                      NULL, &f->r));
+  /* drop the unique constraint: its claims go, the value is free */
+  const char *lim_only =
+      "CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, "
+      "option text,\n CONSTRAINT per_option LIMIT 5 PER (poll_id, option));\n";
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, lim_only, &f->r));
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "0");
+  EXPECT_FIELD(f->r.json, "limit_groups", "12");
+  INS("subs", "{\"id\":\"z\",\"poll_id\":\"p1\",\"name\":\"n7\"}");
+  /* tighten the limit below what records hold: refused, nothing changes */
+  const char *lim3 =
+      "CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, "
+      "option text,\n CONSTRAINT per_option LIMIT 3 PER (poll_id, option));\n";
+  EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, lim3, &f->r));
+  EXPECT_FIELD(f->r.json, "over_limit_total", "12");
+  EXPECT_CHECK_OK();
+  /* and drop everything */
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, base, &f->r));
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "limit_groups", "0");
+  EXPECT_FIELD(f->r.json, "records", "61");
 }
 
 static void test_schema_syntax_error(void **state) {
@@ -1875,7 +2119,7 @@ int main(void) {
       T(test_outcome_retention),
       T(test_schema_apply_show),
       T(test_schema_changes_filled),
-      T(test_schema_limit_refused),
+      T(test_limit_poll), T(test_holds), T(test_schema_build_filled),
       T(test_schema_syntax_error),
       T(test_unknown_table),
       T(test_two_handles),

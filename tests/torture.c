@@ -114,6 +114,17 @@ static int fmt(char *buf, size_t n, const char *f, ...) {
   return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
+/* --store-base: the store is BASE + a fresh table name chosen once per run
+ * (for remote stores such as dynamodb://HOST:PORT/); NULL: lmdb:DIR/store. */
+static const char *g_store_base;
+static char g_store_name[96];
+
+/* The URL of the store the run uses. 0, or -1 when it does not fit. */
+static int store_url(char *buf, size_t n, const char *dir) {
+  if (g_store_base) return fmt(buf, n, "%s%s", g_store_base, g_store_name);
+  return fmt(buf, n, "lmdb:%s/store", dir);
+}
+
 /* The JSON text of a string (a one-column text primary key); malloc'd. */
 static char *json_str_text(const char *s) {
   json_t *j = json_string(s);
@@ -427,7 +438,7 @@ static int worker_process(const char *dir, int round, int proc, int nthreads,
   worker ws[MAX_THREADS];
   pthread_t tids[MAX_THREADS];
   int code = 0, started = 0;
-  if (fmt(url, sizeof url, "lmdb:%s/store", dir)) return 2;
+  if (store_url(url, sizeof url, dir)) return 2;
   int rc = unico_open(&u, url, NULL, &res);
   if (rc) {
     fprintf(stderr, "torture: FAIL worker %d: open %s: %s\n", proc, url,
@@ -877,7 +888,7 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
   }
   if (v_journals(&v, dir, &names, &nnames)) goto leave;
 
-  if (fmt(url, sizeof url, "lmdb:%s/store", dir)) {
+  if (store_url(url, sizeof url, dir)) {
     viol(&v, "store path too long");
     goto leave;
   }
@@ -1135,7 +1146,7 @@ static int fresh_dir(const char *dir) {
   char url[4200];
   unico *u = NULL;
   unico_result res = UNICO_RESULT_INIT;
-  if (fmt(url, sizeof url, "lmdb:%s/store", dir)) return -1;
+  if (store_url(url, sizeof url, dir)) return -1;
   int rc = unico_open(&u, url, NULL, &res);
   if (!rc) rc = unico_schema_apply(u, SCHEMA, &res);
   if (rc) fprintf(stderr, "torture: setting up %s: %s\n", url, res.message);
@@ -1185,9 +1196,11 @@ static int mode_concurrency(const char *dir, int threads, int procs, long ops,
   pid_t pids[MAX_PROCS], pgid = 0;
   int bad = 0, n = 0;
   long per = (ops + (long)procs * threads - 1) / ((long)procs * threads);
+  char url[4200];
+  if (store_url(url, sizeof url, dir)) return 1;
   printf("torture concurrency: %d processes x %d threads, %ld ops each "
-         "(%ld in total), seed %" PRIu64 ", store lmdb:%s/store\n",
-         procs, threads, per, per * procs * threads, seed, dir);
+         "(%ld in total), seed %" PRIu64 ", store %s\n",
+         procs, threads, per, per * procs * threads, seed, url);
   if (fresh_dir(dir)) return 1;
   watchdog(WATCHDOG_S);
   double t0 = now_s();
@@ -1325,10 +1338,11 @@ static int janitor(unico *u, const char *dir, int round, json_t *live,
 static int mode_crash(const char *dir, int kills, uint64_t seed) {
   rng r = {seed};
   char url[4200];
+  if (store_url(url, sizeof url, dir)) return 1;
   printf("torture crash: %d kills, seed %" PRIu64 " (rerun with --seed %" PRIu64
-         "), store lmdb:%s/store\n",
-         kills, seed, seed, dir);
-  if (fresh_dir(dir) || fmt(url, sizeof url, "lmdb:%s/store", dir)) return 1;
+         "), store %s\n",
+         kills, seed, seed, url);
+  if (fresh_dir(dir)) return 1;
   double t0 = now_s();
   for (int round = 1; round <= kills; round++) {
     pid_t pids[MAX_PROCS], pgid = 0;
@@ -1408,6 +1422,11 @@ static void usage(FILE *f) {
           "[--ops 20000] [--seed N]\n"
           "       torture crash --dir DIR [--kills 50] [--seed N]\n"
           "       torture verify --dir DIR [--inflight]\n"
+          "       (every mode: [--store-base URL], e.g. "
+          "dynamodb://127.0.0.1:8000/ : the store is\n"
+          "       URL + a fresh table name instead of lmdb:DIR/store; DIR "
+          "still holds the journals;\n"
+          "       verify takes the whole URL the run printed)\n"
           "\n"
           "concurrency: --procs worker processes, each with --threads "
           "threads on its\n"
@@ -1466,6 +1485,8 @@ int main(int argc, char **argv) {
       bad = 1;
     } else if (!strcmp(a, "--dir")) {
       dir = val;
+    } else if (!strcmp(a, "--store-base")) {
+      g_store_base = val;
     } else if (!strcmp(a, "--threads")) {
       bad = parse_long(val, 1, MAX_THREADS, &threads);
     } else if (!strcmp(a, "--procs")) {
@@ -1496,6 +1517,11 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 1;
   }
+  /* One fresh table name for the whole run, shared by the forked workers
+   * and verify (a table name: [A-Za-z0-9_.-]). */
+  if (strcmp(mode, "verify")) /* verify: --store-base is the run's whole URL */
+    fmt(g_store_name, sizeof g_store_name, "unico_torture_%s_%ld_%ld", mode,
+        (long)getpid(), (long)time(NULL));
   if (!have_seed) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -1,6 +1,7 @@
 /* check.c - whole-store audit of the invariants: records and claims agree,
  * no value has two owners. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +24,82 @@ typedef struct pair {
   size_t olen;
 } pair;
 
+/* A key to act on after a scan (repair), with the conditions to hold. */
+typedef struct fix {
+  ubuf key;        /* claim or index key to delete, or claim to restore */
+  uint64_t ver;    /* its version as read (0: must be absent) */
+  ubuf rkey;       /* record to check, if any */
+  uint64_t rver;   /* its version as read (0: must be absent) */
+  ubuf hkey;       /* a hold's index key to delete with it */
+  ubuf val;        /* restore: the claim to write */
+  int kind;        /* FIX_* */
+} fix;
+
+enum { FIX_ORPHAN = 1, FIX_EXPIRED, FIX_INDEX, FIX_RESTORE };
+
 typedef struct chk {
   unico *u;
   const uschema *s;
   json_t *violations;
-  uint64_t nviol, records, claims, outcomes;
+  uint64_t nviol, records, claims, outcomes, holds, expired_holds, groups;
   pair *pairs;
   size_t npairs, cap;
+  pair *gpairs; /* (group key, member record key) from records */
+  size_t ngpairs, gcap;
   int err;
+  int64_t now;
+  int repair;   /* collect fixes */
+  fix *fixes;
+  size_t nfixes, fcap;
   unico_result *res;
 } chk;
+
+static fix *add_fix(chk *c, int kind, const uint8_t *k, size_t kl,
+                    uint64_t ver) {
+  if (!c->repair) return NULL;
+  if (c->nfixes == c->fcap) {
+    size_t cap = c->fcap ? 2 * c->fcap : 256;
+    fix *f = realloc(c->fixes, cap * sizeof *f);
+    if (!f) {
+      c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+      return NULL;
+    }
+    c->fixes = f;
+    c->fcap = cap;
+  }
+  fix *f = &c->fixes[c->nfixes++];
+  memset(f, 0, sizeof *f);
+  f->kind = kind;
+  ubuf_put(&f->key, k, kl);
+  f->ver = ver;
+  return f;
+}
+
+static int push_pair(chk *c, pair **arr, size_t *n, size_t *cap,
+                     const uint8_t *k1, size_t l1, const uint8_t *k2,
+                     size_t l2) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 1024;
+    pair *p = realloc(*arr, nc * sizeof *p);
+    if (!p) return c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+    *arr = p;
+    *cap = nc;
+  }
+  pair *p = &(*arr)[*n];
+  p->claim = malloc(l1 ? l1 : 1);
+  p->owner = malloc(l2 ? l2 : 1);
+  if (!p->claim || !p->owner) {
+    free(p->claim);
+    free(p->owner);
+    return c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  memcpy(p->claim, k1, l1);
+  p->clen = l1;
+  memcpy(p->owner, k2, l2);
+  p->olen = l2;
+  (*n)++;
+  return 0;
+}
 
 static char *hexkey(const uint8_t *k, size_t n) {
   /* A readable form of a key: the tuple as JSON, else hex. */
@@ -68,7 +135,6 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   size_t pkoff;
   uclaims want = {0, NULL};
   ubuf cv = UBUF_INIT;
-  (void)ver;
   if (ukey_split_table(k, kl, "r", table, sizeof table, &pkoff) ||
       ustored_record_decode(v, vl, &r)) {
     violation(c, "corrupt_record", k, kl, "the record cannot be decoded");
@@ -101,14 +167,28 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     if (uclaims_find(&want, r.claims.v[i].key, r.claims.v[i].klen) < 0)
       violation(c, "stale_claim", r.claims.v[i].key, r.claims.v[i].klen,
                 "the record lists a claim its values do not need");
-  /* Each needed claim must exist and name this record (invariant 5). */
+  /* Each needed claim must exist and name this record (invariant 5);
+   * each group it counts in is counted below (invariant 2). */
   for (size_t i = 0; i < want.n; i++) {
     ustored_claim cl;
     ubuf ck = {want.v[i].key, want.v[i].klen, want.v[i].klen, 0};
+    if (want.v[i].kind == UKEY_GROUP) {
+      if (push_pair(c, &c->gpairs, &c->ngpairs, &c->gcap, want.v[i].key,
+                    want.v[i].klen, k, kl))
+        break;
+      continue;
+    }
     int rc = uexec_read(c->u->x, &ck, &cv, NULL, c->res);
     if (rc == UNICO_ENOTFOUND) {
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "no claim exists for a value the record holds");
+      fix *f = add_fix(c, FIX_RESTORE, want.v[i].key, want.v[i].klen, 0);
+      if (f) {
+        ubuf_put(&f->rkey, k, kl);
+        f->rver = ver;
+        ustored_claim_encode(&f->val, UCLAIM_COMMITTED, k + pkoff, kl - pkoff,
+                             r.op_id, c->now);
+      }
     } else if (rc) {
       c->err = rc;
       ustored_record_free(&r);
@@ -165,32 +245,132 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   char table[256];
   size_t voff;
   int con;
-  (void)ver;
+  uint64_t rver = 0;
   c->claims++;
   if (uplan_claim_split(NULL, k, kl, &voff, &con, table, sizeof table) ||
       ustored_claim_decode(v, vl, &cl)) {
     violation(c, "corrupt_claim", k, kl, "the claim cannot be decoded");
     return 0;
   }
+  if (cl.state == UCLAIM_HELD) { /* a hold has no owner record */
+    c->holds++;
+    if (cl.expires_ms <= c->now) {
+      c->expired_holds++;
+      fix *f = add_fix(c, FIX_EXPIRED, k, kl, ver);
+      if (f) ukey_hold(&f->hkey, cl.token_hash, 32);
+    }
+    ustored_claim_free(&cl);
+    return c->err ? 1 : 0;
+  }
   ukey_record(&rk, table, cl.owner, cl.owner_len);
-  int rc = uexec_read(c->u->x, &rk, &rv, NULL, c->res);
+  int rc = uexec_read(c->u->x, &rk, &rv, &rver, c->res);
+  int orphan = 0;
   if (rc == UNICO_ENOTFOUND) {
+    rver = 0;
+    orphan = 1;
     violation(c, "orphan_claim", k, kl, "the claim's owner record does not exist");
   } else if (rc) {
     c->err = rc;
   } else if (ustored_record_decode(rv.p, rv.len, &r)) {
     violation(c, "corrupt_record", rk.p, rk.len, "the record cannot be decoded");
   } else {
+    orphan = 1;
     if (r.state != UREC_LIVE)
       violation(c, "orphan_claim", k, kl, "the claim's owner record is not live");
     else if (uclaims_find(&r.claims, k, kl) < 0)
       violation(c, "orphan_claim", k, kl, "the claim's owner record does not hold the value");
+    else
+      orphan = 0;
     ustored_record_free(&r);
+  }
+  if (orphan) {
+    fix *f = add_fix(c, FIX_ORPHAN, k, kl, ver);
+    if (f) {
+      ubuf_put(&f->rkey, rk.p, rk.len);
+      f->rver = rver;
+    }
   }
   ustored_claim_free(&cl);
   ubuf_free(&rk);
   ubuf_free(&rv);
   return c->err ? 1 : 0;
+}
+
+/* Stored limit groups, to compare with the records' membership. */
+typedef struct grp {
+  uint8_t *key;
+  size_t klen;
+  int64_t count;
+} grp;
+
+typedef struct grps {
+  chk *c;
+  grp *v;
+  size_t n, cap;
+} grps;
+
+static int group_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
+                    size_t vl, uint64_t ver) {
+  grps *g = ctx;
+  int64_t count;
+  (void)ver;
+  g->c->groups++;
+  if (ustored_group_decode(v, vl, &count)) {
+    violation(g->c, "corrupt_group", k, kl, "the limit group cannot be decoded");
+    return 0;
+  }
+  if (g->n == g->cap) {
+    size_t cap = g->cap ? 2 * g->cap : 256;
+    grp *p = realloc(g->v, cap * sizeof *p);
+    if (!p) return g->c->err = uerr(g->c->res, UNICO_ENOMEM, NULL, "out of memory"), 1;
+    g->v = p;
+    g->cap = cap;
+  }
+  g->v[g->n].key = malloc(kl);
+  if (!g->v[g->n].key) return g->c->err = uerr(g->c->res, UNICO_ENOMEM, NULL, "out of memory"), 1;
+  memcpy(g->v[g->n].key, k, kl);
+  g->v[g->n].klen = kl;
+  g->v[g->n].count = count;
+  g->n++;
+  return 0;
+}
+
+static int index_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
+                    size_t vl, uint64_t ver) {
+  chk *c = ctx;
+  ubuf ck = {(uint8_t *)v, vl, vl, 0}, cv = UBUF_INIT;
+  ustored_claim cl;
+  int live = 0;
+  int rc = uexec_read(c->u->x, &ck, &cv, NULL, c->res);
+  if (rc && rc != UNICO_ENOTFOUND) {
+    c->err = rc;
+    return 1;
+  }
+  if (rc == UNICO_OK && !ustored_claim_decode(cv.p, cv.len, &cl)) {
+    ubuf hk = UBUF_INIT;
+    if (cl.state == UCLAIM_HELD) ukey_hold(&hk, cl.token_hash, 32);
+    live = hk.len == kl && !memcmp(hk.p, k, kl);
+    ubuf_free(&hk);
+    ustored_claim_free(&cl);
+  }
+  ubuf_free(&cv);
+  if (!live) add_fix(c, FIX_INDEX, k, kl, ver); /* not a violation */
+  return c->err ? 1 : 0;
+}
+
+/* The limit of the constraint a group key belongs to (-1 if unknown). */
+static int64_t group_limit(chk *c, const uint8_t *k, size_t kl) {
+  char table[256];
+  size_t voff;
+  int con;
+  if (uplan_claim_split(NULL, k, kl, &voff, &con, table, sizeof table))
+    return -1;
+  const utable *t = uschema_table(c->s, table);
+  if (!t) return -1;
+  if (uplan_claim_split(t, k, kl, &voff, &con, NULL, 0) || con < 0 ||
+      t->cons[con].kind != UCON_LIMIT)
+    return -1;
+  return t->cons[con].limit;
 }
 
 static int count_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
@@ -217,15 +397,112 @@ static int scan_kind(chk *c, const char *kind, ustore_scan_cb cb) {
   return rc < 0 ? rc : UNICO_OK;
 }
 
+static int audit(unico *u, int repair, chk *out, unico_result *res);
+
 int uapi_check(unico *u, unico_result *res) {
+  chk c;
+  return audit(u, 0, &c, res);
+}
+
+/* Make one fix, with the conditions it was found under. */
+static int apply_fix(unico *u, const fix *f, unico_result *res) {
+  ustore_op ops[3];
+  size_t n = 0;
+  memset(ops, 0, sizeof ops);
+  ops[n].key = f->key.p;
+  ops[n].klen = f->key.len;
+  if (f->kind == FIX_RESTORE) {
+    ops[n].expect = USTORE_ABSENT;
+    ops[n].action = USTORE_PUT;
+    ops[n].val = f->val.p;
+    ops[n].vlen = f->val.len;
+  } else {
+    ops[n].expect = USTORE_VERSION;
+    ops[n].expect_version = f->ver;
+    ops[n].action = USTORE_DEL;
+  }
+  n++;
+  if (f->rkey.len) {
+    ops[n].key = f->rkey.p;
+    ops[n].klen = f->rkey.len;
+    ops[n].expect = f->rver ? USTORE_VERSION : USTORE_ABSENT;
+    ops[n].expect_version = f->rver;
+    ops[n].action = USTORE_CHECK;
+    n++;
+  }
+  if (f->hkey.len) {
+    ops[n].key = f->hkey.p;
+    ops[n].klen = f->hkey.len;
+    ops[n].expect = USTORE_ANY;
+    ops[n].action = USTORE_DEL;
+    n++;
+  }
+  int rc = uexec_txn(u->x, ops, n, res);
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  return rc;
+}
+
+int uapi_repair(unico *u, unico_result *res) {
+  chk c;
+  uint64_t swept = 0;
+  int rc = uexec_sweep(u->x, unow_ms(), &swept, res);
+  if (rc) return rc;
+  rc = audit(u, 1, &c, res); /* collects fixes; ECORRUPT is expected */
+  if (rc && rc != UNICO_ECORRUPT) goto leave;
+  json_t *before = res && res->json ? json_loads(res->json, 0, NULL) : NULL;
+  if (res) {
+    free(res->json);
+    res->json = NULL;
+    res->message[0] = 0;
+  }
+  uint64_t done[5] = {0}, moved = 0;
+  rc = UNICO_OK;
+  for (size_t i = 0; i < c.nfixes && !rc; i++) {
+    int r = apply_fix(u, &c.fixes[i], res);
+    if (r == UNICO_OK) done[c.fixes[i].kind]++;
+    else if (r == USTORE_NOT_APPLIED) moved++; /* changed since: left */
+    else rc = r;
+  }
+  if (!rc) {
+    json_t *o = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "orphan_claims_removed",
+        (json_int_t)done[FIX_ORPHAN], "expired_holds_removed",
+        (json_int_t)done[FIX_EXPIRED], "hold_indexes_removed",
+        (json_int_t)done[FIX_INDEX], "claims_restored",
+        (json_int_t)done[FIX_RESTORE], "outcomes_removed", (json_int_t)swept,
+        "skipped_changed", (json_int_t)moved, "before",
+        before ? before : json_null());
+    before = NULL;
+    if (res && o) res->json = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+  }
+  json_decref(before);
+leave:
+  for (size_t i = 0; i < c.nfixes; i++) {
+    ubuf_free(&c.fixes[i].key);
+    ubuf_free(&c.fixes[i].rkey);
+    ubuf_free(&c.fixes[i].hkey);
+    ubuf_free(&c.fixes[i].val);
+  }
+  free(c.fixes);
+  return rc;
+}
+
+static int audit(unico *u, int repair, chk *out, unico_result *res) {
   usch *sc = NULL;
   chk c;
+  grps g;
+  memset(&g, 0, sizeof g);
+  memset(&c, 0, sizeof c);
+  memset(out, 0, sizeof *out);
   int rc = uapi_sch_load(u, &sc, res);
   if (rc) return rc;
-  memset(&c, 0, sizeof c);
   c.u = u;
   c.s = sc->s;
   c.res = res;
+  c.now = unow_ms();
+  c.repair = repair;
+  g.c = &c;
   c.violations = json_array();
   if (!c.violations) {
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
@@ -234,17 +511,62 @@ int uapi_check(unico *u, unico_result *res) {
   if ((rc = scan_kind(&c, "r", record_cb))) goto leave;
   if ((rc = scan_kind(&c, "u", claim_cb))) goto leave;
   if ((rc = scan_kind(&c, "o", count_cb))) goto leave;
+  if ((rc = scan_kind(&c, "h", index_cb))) goto leave;
+  {
+    ubuf p = UBUF_INIT;
+    ukey_kind(&p, "l");
+    rc = uexec_scan(u->x, &p, group_cb, &g, res);
+    ubuf_free(&p);
+    if (c.err) rc = c.err;
+    if (rc < 0) goto leave;
+    rc = UNICO_OK;
+  }
+  /* Invariant 2: each group's count is its live members, within its
+   * limit. Both lists are sorted by group key. */
+  if (c.ngpairs) qsort(c.gpairs, c.ngpairs, sizeof *c.gpairs, pair_cmp);
+  {
+    size_t i = 0, j = 0;
+    while (i < c.ngpairs || j < g.n) {
+      size_t e = i;
+      while (e < c.ngpairs && !pair_cmp(&c.gpairs[i], &c.gpairs[e])) e++;
+      pair probe = {g.v && j < g.n ? g.v[j].key : NULL,
+                    j < g.n ? g.v[j].klen : 0, NULL, 0};
+      int cmp = i >= c.ngpairs ? 1 : j >= g.n ? -1 : pair_cmp(&c.gpairs[i], &probe);
+      int64_t members = cmp <= 0 ? (int64_t)(e - i) : 0;
+      int64_t stored = cmp >= 0 ? g.v[j].count : 0;
+      const uint8_t *k = cmp <= 0 ? c.gpairs[i].claim : g.v[j].key;
+      size_t kl = cmp <= 0 ? c.gpairs[i].clen : g.v[j].klen;
+      int64_t lim = group_limit(&c, k, kl);
+      if (lim < 0 && cmp > 0)
+        violation(&c, "unknown_group", k, kl,
+                  "a limit group of a constraint the schema does not have");
+      if (members != stored)
+        violation(&c, "group_count_mismatch", k, kl,
+                  "the group counts %lld records but %lld live records are in "
+                  "it",
+                  (long long)stored, (long long)members);
+      if (lim >= 0 && members > lim)
+        violation(&c, "over_limit", k, kl,
+                  "%lld live records are in a group limited to %lld",
+                  (long long)members, (long long)lim);
+      if (cmp <= 0) i = e;
+      if (cmp >= 0) j++;
+    }
+  }
   /* Invariant 1: no normalized value held by two live records. */
   if (c.npairs) qsort(c.pairs, c.npairs, sizeof *c.pairs, pair_cmp);
   for (size_t i = 1; i < c.npairs; i++)
     if (!pair_cmp(&c.pairs[i - 1], &c.pairs[i]))
       violation(&c, "duplicate_value", c.pairs[i].claim, c.pairs[i].clen,
                 "two live records hold this value");
-  json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:I,s:O}", "ok", c.nviol == 0,
-                        "records", (json_int_t)c.records, "claims",
-                        (json_int_t)c.claims, "outcomes", (json_int_t)c.outcomes,
-                        "violations_total", (json_int_t)c.nviol, "violations",
-                        c.violations);
+  json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O}", "ok",
+                        c.nviol == 0, "records", (json_int_t)c.records,
+                        "claims", (json_int_t)c.claims, "holds",
+                        (json_int_t)c.holds, "expired_holds",
+                        (json_int_t)c.expired_holds, "limit_groups",
+                        (json_int_t)c.groups, "outcomes",
+                        (json_int_t)c.outcomes, "violations_total",
+                        (json_int_t)c.nviol, "violations", c.violations);
   if (res && o) res->json = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (c.nviol)
@@ -257,7 +579,16 @@ leave:
     free(c.pairs[i].owner);
   }
   free(c.pairs);
+  for (size_t i = 0; i < c.ngpairs; i++) {
+    free(c.gpairs[i].claim);
+    free(c.gpairs[i].owner);
+  }
+  free(c.gpairs);
+  for (size_t i = 0; i < g.n; i++) free(g.v[i].key);
+  free(g.v);
   json_decref(c.violations);
   uapi_sch_put(sc);
+  out->fixes = c.fixes;
+  out->nfixes = c.nfixes;
   return rc;
 }

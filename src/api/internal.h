@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "exec/exec.h"
+#include "plan/plan.h"
 #include "schema/schema.h"
 #include "unico.h"
 
@@ -41,7 +42,23 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res);
 int uapi_schema_show(unico *u, unico_result *res);
 int uapi_write(unico *u, int kind, const char *table, const char *json,
                const char *pk_json, uint64_t if_version, const char *op_id,
-               unico_result *res);
+               const char *const *holds, size_t nholds, unico_result *res);
+int uapi_reserve(unico *u, const char *table, const char *constraint,
+                 const char *values_json, uint64_t ttl_ms, const char *op_id,
+                 unico_result *res);
+int uapi_release_hold(unico *u, const char *token, unico_result *res);
+/* The cached schema, reloaded once when it lacks table (or constraint). */
+usch *uapi_schema_for(unico *u, const char *table, const char *constraint);
+/* Table `table` of c, or NULL with res filled (UNICO_EINVAL). */
+const utable *uapi_find_table(const usch *c, const char *table,
+                              unico_result *res);
+/* Fill res for a unique conflict of constraint con (-1: the primary key)
+ * on the value tuple val owned by the record with primary key owner. */
+int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
+                         size_t vlen, const uint8_t *owner, size_t olen,
+                         unico_result *res);
+/* "2026-11-21T10:00:00.000Z" */
+void uapi_format_time(int64_t ms, char *buf, size_t cap);
 int uapi_get(unico *u, const char *table, const char *pk_json,
              unico_result *res);
 int uapi_lookup(unico *u, const char *table, const char *constraint,
@@ -49,5 +66,22 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
 int uapi_args_json(unico *u, const char *table, const char *constraint,
                    const char *const *args, size_t nargs, unico_result *res);
 int uapi_check(unico *u, unico_result *res);
+int uapi_repair(unico *u, unico_result *res);
+int uapi_record_keys(unico *u, const char *table, const char *json,
+                     unico_result *res);
+
+/* 1 when tables o and n (same name) differ in their constraints. */
+int uapi_cons_differ(const utable *o, const utable *n);
+
+/* Move table old's claims and limit groups to definition `target`: the
+ * constraints that are new or change are built from the records, those
+ * that go or change are cleared, each record's key list is rewritten.
+ * Runs while the schema key holds the change marker (*mark_ver: its store
+ * version, advanced by heartbeats). verify: a violation is UNICO_ESCHEMA
+ * with the report in res->json (else UNICO_ECORRUPT); either way nothing
+ * was written. */
+int uapi_build_table(unico *u, const utable *old, const utable *target,
+                     int verify, ustored_schema *marker, uint64_t *mark_ver,
+                     unico_result *res);
 
 #endif

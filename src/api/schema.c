@@ -33,6 +33,17 @@ usch *uapi_sch_get(unico *u) {
   return c;
 }
 
+void uapi_format_time(int64_t ms, char *buf, size_t cap) {
+  time_t secs = (time_t)(ms / 1000);
+  struct tm tm;
+  if (!gmtime_r(&secs, &tm)) {
+    snprintf(buf, cap, "%lld ms", (long long)ms);
+    return;
+  }
+  size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, cap - n, ".%03dZ", (int)(ms % 1000));
+}
+
 void uapi_sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -49,6 +60,34 @@ static int put_schema(unico *u, const ubuf *key, int expect, uint64_t ver,
   ubuf_free(&op.cur);
   ubuf_free(&v);
   return rc;
+}
+
+/* A change marked in the store whose process died: take the marker over,
+ * move the tables whose constraints it may have half built back to the
+ * previous definition, then put the previous schema back. */
+static int roll_back(unico *u, const ubuf *key, ustored_schema *ss,
+                     uint64_t ver, unico_result *res) {
+  uschema *from = NULL, *to = NULL;
+  uparse_error pe;
+  int rc;
+  ss->since_ms = unow_ms();
+  rc = put_schema(u, key, USTORE_VERSION, ver, ss, res);
+  if (rc) return rc; /* USTORE_NOT_APPLIED: someone else is at it */
+  uint64_t mark = ver + 1;
+  if (!uschema_parse(ss->ddl ? ss->ddl : "", &from, &pe) &&
+      !uschema_parse(ss->prev_ddl ? ss->prev_ddl : "", &to, &pe)) {
+    for (size_t i = 0; i < to->ntables && !rc; i++) {
+      const utable *p = &to->tables[i], *n = uschema_table(from, p->name);
+      if (n && uapi_cons_differ(n, p))
+        rc = uapi_build_table(u, n, p, 0, ss, &mark, res);
+    }
+  }
+  uschema_free(from);
+  uschema_free(to);
+  if (rc) return rc == UNICO_EBUSY ? USTORE_NOT_APPLIED : rc;
+  ustored_schema back = {USCHEMA_READY, ss->prev_version, ss->prev_ddl, NULL,
+                         0, unow_ms()};
+  return put_schema(u, key, USTORE_VERSION, mark, &back, res);
 }
 
 int uapi_sch_load(unico *u, usch **out, unico_result *res) {
@@ -75,9 +114,7 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res) {
     if (ss.state != USCHEMA_CHANGING) break;
     if (unow_ms() - ss.since_ms > SCHEMA_STALE_MS) {
       /* The process applying it died: roll back to the schema before. */
-      ustored_schema back = {USCHEMA_READY, ss.prev_version, ss.prev_ddl,
-                             NULL, 0, unow_ms()};
-      rc = put_schema(u, &key, USTORE_VERSION, ver, &back, res);
+      rc = roll_back(u, &key, &ss, ver, res);
       if (rc < 0) goto leave;
       continue;
     }
@@ -136,22 +173,6 @@ int uapi_sch_reload(unico *u, unico_result *res) {
 /* ------------------------------------------------------------------ */
 /* comparing schemas */
 
-static const char *con_kind_name(ucon_kind k) {
-  return k == UCON_LIMIT ? "LIMIT" : "UNIQUE";
-}
-
-static int con_equal(const utable *a, const uconstraint *ca, const utable *b,
-                     const uconstraint *cb) {
-  if (ca->kind != cb->kind || ca->ncols != cb->ncols || ca->norm != cb->norm ||
-      ca->limit != cb->limit || strcmp(ca->name, cb->name))
-    return 0;
-  for (size_t i = 0; i < ca->ncols; i++) {
-    const ucolumn *x = &a->cols[ca->cols[i]], *y = &b->cols[cb->cols[i]];
-    if (strcmp(x->name, y->name) || x->type != y->type) return 0;
-  }
-  return 1;
-}
-
 /* Does changing table o into n need the table to be empty? If so, say what
  * changed in why. Returns 1 (needs empty), 0 (allowed on any table). */
 static int needs_empty(const utable *o, const utable *n, char *why,
@@ -176,27 +197,6 @@ static int needs_empty(const utable *o, const utable *n, char *why,
     snprintf(why, wl, "the primary key changes");
     return 1;
   }
-  for (size_t i = 0; i < o->ncons; i++) {
-    int j = utable_constraint(n, o->cons[i].name);
-    if (j < 0) {
-      snprintf(why, wl, "%s constraint %s is dropped",
-               con_kind_name(o->cons[i].kind), o->cons[i].name);
-      return 1;
-    }
-    if (!con_equal(o, &o->cons[i], n, &n->cons[j])) {
-      snprintf(why, wl, "constraint %s changes", o->cons[i].name);
-      return 1;
-    }
-  }
-  for (size_t j = 0; j < n->ncons; j++) {
-    if (utable_constraint(o, n->cons[j].name) < 0) {
-      snprintf(why, wl,
-               "%s constraint %s is added (building claims for a table that "
-               "has records comes in a later release)",
-               con_kind_name(n->cons[j].kind), n->cons[j].name);
-      return 1;
-    }
-  }
   return 0;
 }
 
@@ -206,7 +206,7 @@ static int schemas_equal(const uschema *a, const uschema *b) {
   for (size_t i = 0; i < a->ntables; i++) {
     const utable *o = &a->tables[i], *n = uschema_table(b, o->name);
     if (!n || o->ncols != n->ncols || o->ncons != n->ncons) return 0;
-    if (needs_empty(o, n, why, sizeof why)) return 0;
+    if (needs_empty(o, n, why, sizeof why) || uapi_cons_differ(o, n)) return 0;
     for (size_t c = 0; c < o->ncols; c++)
       if (strcmp(o->cols[c].name, n->cols[c].name)) return 0;
   }
@@ -259,16 +259,25 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
   if (uschema_parse(ddl, &ns, &pe))
     return uerr(res, UNICO_EINVAL, NULL, "schema error at line %d, column %d: %s", pe.line,
                 pe.col, pe.msg);
-  for (size_t i = 0; i < ns->ntables; i++)
-    for (size_t j = 0; j < ns->tables[i].ncons; j++)
-      if (ns->tables[i].cons[j].kind == UCON_LIMIT) {
-        rc = uerr(res, UNICO_ESCHEMA, NULL,
-                  "table %s: LIMIT constraints (%s) are not enforced by this "
-                  "release yet, so the schema is refused rather than applied "
-                  "without them",
-                  ns->tables[i].name, ns->tables[i].cons[j].name);
-        goto leave;
-      }
+  /* Every write must fit in one store transaction: an update that
+   * changes every value takes and releases each claim and group, and may
+   * take over a hold per claim. */
+  size_t max_txn = uexec_max_txn(u->x);
+  for (size_t i = 0; max_txn && i < ns->ntables; i++) {
+    const utable *t = &ns->tables[i];
+    size_t k = 0, l = 0;
+    for (size_t j = 0; j < t->ncons; j++)
+      t->cons[j].kind == UCON_LIMIT ? l++ : k++;
+    size_t need = 4 + 3 * k + 2 * l;
+    if (need > max_txn) {
+      rc = uerr(res, UNICO_ESCHEMA, NULL,
+                "table %s has %zu unique and %zu limit constraints: one update "
+                "could need %zu store operations in one transaction, more "
+                "than the %zu this store allows",
+                t->name, k, l, need, max_txn);
+      goto leave;
+    }
+  }
   ukey_schema(&key);
   for (int attempt = 0; attempt < 100; attempt++) {
     uapi_sch_put(cur);
@@ -283,7 +292,8 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     /* Which existing tables change in a way that needs them empty? */
     const char *need[1024];
     char whys[8][200];
-    size_t nneed = 0;
+    size_t nneed = 0, nbuild = 0;
+    const utable *build_o[1024], *build_n[1024];
     char why[200];
     for (size_t i = 0; i < cur->s->ntables && nneed < 1024; i++) {
       const utable *o = &cur->s->tables[i];
@@ -291,6 +301,11 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
       if (!n) {
         snprintf(why, sizeof why, "the table is dropped");
       } else if (!needs_empty(o, n, why, sizeof why)) {
+        /* Constraint changes are built from the records. */
+        if (uapi_cons_differ(o, n) && nbuild < 1024) {
+          build_o[nbuild] = o;
+          build_n[nbuild++] = n;
+        }
         continue;
       }
       if (nneed < 8) snprintf(whys[nneed], sizeof whys[nneed], "%s", why);
@@ -299,7 +314,7 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
                            (char *)ddl, NULL, 0, unow_ms()};
     int expect = cur->store_ver ? USTORE_VERSION : USTORE_ABSENT;
-    if (nneed == 0) {
+    if (nneed == 0 && nbuild == 0) {
       rc = put_schema(u, &key, expect, cur->store_ver, &next, res);
       if (rc == USTORE_NOT_APPLIED) continue; /* raced: start again */
       if (rc) goto leave;
@@ -315,7 +330,7 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     if (rc == USTORE_NOT_APPLIED) continue;
     if (rc) goto leave;
     uint64_t mark_ver = cur->store_ver + 1;
-    /* Step 2: verify. */
+    /* Step 2: verify, and build the constraints that change. */
     int bad = -1;
     for (size_t i = 0; i < nneed; i++) {
       int h = table_has_records(u, need[i], res);
@@ -328,6 +343,21 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
         break;
       }
     }
+    size_t built = 0;
+    for (; bad < 0 && rc == UNICO_OK && built < nbuild; built++) {
+      rc = uapi_build_table(u, build_o[built], build_n[built], 1, &changing,
+                            &mark_ver, res);
+      if (rc) break;
+    }
+    if (rc && built) {
+      /* Put the tables built so far back as they were (nothing of the
+       * refused one was written). */
+      unico_result tmp = UNICO_RESULT_INIT;
+      for (size_t i = 0; i < built; i++)
+        uapi_build_table(u, build_n[i], build_o[i], 0, &changing, &mark_ver,
+                         &tmp);
+      unico_result_clear(&tmp);
+    }
     /* Step 3: commit, or put the old schema back. */
     if (bad < 0 && rc == UNICO_OK) {
       rc = put_schema(u, &key, USTORE_VERSION, mark_ver, &next, res);
@@ -339,6 +369,8 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
       break;
     }
     int saved = rc;
+    char *report = res ? res->json : NULL; /* a build's duplicate report */
+    if (res) res->json = NULL;
     unico_result tmp = UNICO_RESULT_INIT;
     ustored_schema back = {USCHEMA_READY, cur->schema_version, cur->ddl, NULL,
                            0, unow_ms()};
@@ -352,6 +384,8 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
       ubuf_free(&op.cur);
     }
     unico_result_clear(&tmp);
+    if (res) res->json = report;
+    else free(report);
     if (saved) {
       rc = saved;
       goto leave;

@@ -140,7 +140,13 @@ void unico_close(unico *u) {
 int unico_schema_apply(unico *u, const char *ddl, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uapi_schema_apply(u, ddl, res));
+  int rc = uapi_schema_apply(u, ddl, res);
+  /* A refused constraint build keeps its duplicate report in res->json. */
+  char *report = rc == UNICO_ESCHEMA && res ? res->json : NULL;
+  if (report) res->json = NULL;
+  finish(res, rc);
+  if (report) res->json = report;
+  return rc;
 }
 
 int unico_schema_show(unico *u, unico_result *res) {
@@ -153,7 +159,7 @@ int unico_insert(unico *u, const char *table, const char *record_json,
                  const char *op_id, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uapi_write(u, UPLAN_INSERT, table, record_json, NULL, 0, op_id, res));
+  return finish(res, uapi_write(u, UPLAN_INSERT, table, record_json, NULL, 0, op_id, NULL, 0, res));
 }
 
 int unico_update(unico *u, const char *table, const char *pk_json,
@@ -162,7 +168,7 @@ int unico_update(unico *u, const char *table, const char *pk_json,
   begin(res);
   NEED(u);
   return finish(res, uapi_write(u, UPLAN_UPDATE, table, patch_json, pk_json,
-                                if_version, op_id, res));
+                                if_version, op_id, NULL, 0, res));
 }
 
 int unico_delete(unico *u, const char *table, const char *pk_json,
@@ -170,7 +176,56 @@ int unico_delete(unico *u, const char *table, const char *pk_json,
   begin(res);
   NEED(u);
   return finish(res, uapi_write(u, UPLAN_DELETE, table, NULL, pk_json,
-                                if_version, op_id, res));
+                                if_version, op_id, NULL, 0, res));
+}
+
+static int bad_opts(const unico_write_options *o, unico_result *res) {
+  if (o && o->struct_version != UNICO_WRITE_OPTIONS_VERSION)
+    return uerr(res, UNICO_EINVAL, NULL,
+                "unico_write_options has struct_version %d, this library "
+                "knows %d",
+                o->struct_version, UNICO_WRITE_OPTIONS_VERSION);
+  if (o && o->nholds && !o->holds)
+    return uerr(res, UNICO_EINVAL, NULL, "nholds is set but holds is NULL");
+  return UNICO_OK;
+}
+
+int unico_insert_with(unico *u, const char *table, const char *record_json,
+                      const unico_write_options *o, unico_result *res) {
+  begin(res);
+  NEED(u);
+  int rc = bad_opts(o, res);
+  if (rc) return finish(res, rc);
+  return finish(res, uapi_write(u, UPLAN_INSERT, table, record_json, NULL, 0,
+                                o ? o->op_id : NULL, o ? o->holds : NULL,
+                                o ? o->nholds : 0, res));
+}
+
+int unico_update_with(unico *u, const char *table, const char *pk_json,
+                      const char *patch_json, const unico_write_options *o,
+                      unico_result *res) {
+  begin(res);
+  NEED(u);
+  int rc = bad_opts(o, res);
+  if (rc) return finish(res, rc);
+  return finish(res, uapi_write(u, UPLAN_UPDATE, table, patch_json, pk_json,
+                                o ? o->if_version : 0, o ? o->op_id : NULL,
+                                o ? o->holds : NULL, o ? o->nholds : 0, res));
+}
+
+int unico_reserve(unico *u, const char *table, const char *constraint,
+                  const char *values_json, uint64_t ttl_ms, const char *op_id,
+                  unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uapi_reserve(u, table, constraint, values_json, ttl_ms,
+                                  op_id, res));
+}
+
+int unico_release_hold(unico *u, const char *token, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uapi_release_hold(u, token, res));
 }
 
 int unico_get(unico *u, const char *table, const char *pk_json,
@@ -204,8 +259,21 @@ int unico_check(unico *u, unico_result *res) {
   char *report = res ? res->json : NULL;
   if (res) res->json = NULL;
   finish(res, rc);
-  if (res) res->json = report;
+  if (report) res->json = report;
   return rc;
+}
+
+int unico_repair(unico *u, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uapi_repair(u, res));
+}
+
+int unico_record_keys(unico *u, const char *table, const char *record_json,
+                      unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uapi_record_keys(u, table, record_json, res));
 }
 
 int unico_sweep(unico *u, uint64_t *removed, unico_result *res) {

@@ -109,6 +109,12 @@ static int report_conflict(const utable *t, int con, const uint8_t *val,
   return UNICO_ECONFLICT;
 }
 
+int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
+                         size_t vlen, const uint8_t *owner, size_t olen,
+                         unico_result *res) {
+  return report_conflict(t, con, val, vlen, owner, olen, res);
+}
+
 static int set_output(unico_result *res, json_t *pk, uint64_t version,
                       char **keep) {
   json_t *o = json_pack("{s:O,s:I}", "pk", pk, "version", (json_int_t)version);
@@ -164,6 +170,15 @@ static usch *schema_for(unico *u, const char *table, const char *constraint) {
   uapi_sch_reload(u, &tmp); /* on failure keep the cached one */
   unico_result_clear(&tmp);
   return uapi_sch_get(u);
+}
+
+usch *uapi_schema_for(unico *u, const char *table, const char *constraint) {
+  return schema_for(u, table, constraint);
+}
+
+const utable *uapi_find_table(const usch *c, const char *table,
+                              unico_result *res) {
+  return find_table(c, table, res);
 }
 
 static int not_found(const utable *t, const char *pk_json, unico_result *res) {
@@ -262,18 +277,171 @@ static int check_key_sizes(unico *u, const utable *t, const uplan *p,
   return UNICO_OK;
 }
 
+/* Holds a write takes over (presented token, or expired): the claim key,
+ * the claim's version when seen, and the hold's index key to remove. */
+typedef struct takeover {
+  uint8_t *key;
+  size_t klen;
+  uint64_t ver;
+  ubuf hkey;
+} takeover;
+
+typedef struct takeovers {
+  size_t n;
+  takeover *v;
+} takeovers;
+
+static void takeovers_free(takeovers *tk) {
+  for (size_t i = 0; i < tk->n; i++) {
+    free(tk->v[i].key);
+    ubuf_free(&tk->v[i].hkey);
+  }
+  free(tk->v);
+  tk->v = NULL;
+  tk->n = 0;
+}
+
+static int takeovers_add(takeovers *tk, const uclaim *c, uint64_t ver,
+                         const uint8_t hash[32], unico_result *res) {
+  for (size_t i = 0; i < tk->n; i++) {
+    takeover *o = &tk->v[i];
+    if (o->klen == c->klen && !memcmp(o->key, c->key, c->klen)) {
+      o->ver = ver; /* seen again at a newer version */
+      ubuf_reset(&o->hkey);
+      ukey_hold(&o->hkey, hash, 32);
+      return ubuf_ok(&o->hkey) ? UNICO_OK
+                               : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    }
+  }
+  takeover *v = realloc(tk->v, (tk->n + 1) * sizeof *v);
+  if (!v) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  tk->v = v;
+  takeover *o = &v[tk->n];
+  o->key = malloc(c->klen);
+  o->klen = c->klen;
+  o->ver = ver;
+  o->hkey = (ubuf)UBUF_INIT;
+  ukey_hold(&o->hkey, hash, 32);
+  if (!o->key || !ubuf_ok(&o->hkey)) {
+    free(o->key);
+    ubuf_free(&o->hkey);
+    return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  memcpy(o->key, c->key, c->klen);
+  tk->n++;
+  return UNICO_OK;
+}
+
+/* Mark the plan's claims that take over a hold, and drop the holds'
+ * index keys in the same transaction. */
+static int takeovers_apply(const takeovers *tk, uplan *p, unico_result *res) {
+  for (size_t i = 0; i < tk->n; i++) {
+    long k = uclaims_find(&p->take, tk->v[i].key, tk->v[i].klen);
+    if (k < 0) continue;
+    p->take.v[k].ver = tk->v[i].ver;
+    if (uclaims_add(&p->drop, tk->v[i].hkey.p, tk->v[i].hkey.len, 0, -1))
+      return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  return UNICO_OK;
+}
+
+/* "(a, b)" for a constraint's columns. */
+static void con_cols(const utable *t, const uconstraint *c, char *out,
+                     size_t cap) {
+  size_t off = 0;
+  out[0] = 0;
+  for (size_t i = 0; i < c->ncols && off < cap; i++)
+    off += (size_t)snprintf(out + off, cap - off, "%s%s", i ? ", " : "",
+                            t->cols[c->cols[i]].name);
+}
+
+/* The value part of a claim or group key as JSON text (malloc'd). */
+static char *key_value_json(const uclaim *c) {
+  json_t *vj = urec_tuple_json(c->key + c->voff, c->klen - c->voff);
+  char *vs = vj ? json_dumps(vj, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  json_decref(vj);
+  return vs;
+}
+
+/* Fill res for a full limit group. */
+static int report_limit(const utable *t, const uclaim *c, int64_t count,
+                        unico_result *res) {
+  const uconstraint *con = c->con >= 0 ? &t->cons[c->con] : NULL;
+  char cols[256];
+  char *vs = key_value_json(c);
+  size_t vl = vs ? strlen(vs) : 0;
+  if (con) con_cols(t, con, cols, sizeof cols);
+  else snprintf(cols, sizeof cols, "?");
+  uerr(res, UNICO_ELIMIT, NULL,
+       "%s.(%s) = (%.*s) already has %lld record%s, the most LIMIT %s allows",
+       t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
+       vs ? vs + 1 : "", (long long)count, count == 1 ? "" : "s",
+       con ? con->name : "?");
+  if (res) {
+    snprintf(res->constraint, sizeof res->constraint, "%s",
+             con ? con->name : "?");
+    free(res->value);
+    res->value = vs;
+  } else {
+    free(vs);
+  }
+  return UNICO_ELIMIT;
+}
+
+/* Fill res for a value reserved by someone else's live hold. */
+static int report_held(const utable *t, const uclaim *c, int64_t expires_ms,
+                       unico_result *res) {
+  const uconstraint *con = c->con >= 0 ? &t->cons[c->con] : NULL;
+  char cols[256], when[64];
+  char *vs = key_value_json(c);
+  size_t vl = vs ? strlen(vs) : 0;
+  if (con) con_cols(t, con, cols, sizeof cols);
+  else snprintf(cols, sizeof cols, "?");
+  uapi_format_time(expires_ms, when, sizeof when);
+  uerr(res, UNICO_EBUSY, NULL,
+       "%s.(%s) = (%.*s) is reserved by a hold until %s (constraint %s); "
+       "present the hold's token to take it",
+       t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
+       vs ? vs + 1 : "", when, con ? con->name : "?");
+  if (res) {
+    snprintf(res->constraint, sizeof res->constraint, "%s",
+             con ? con->name : "?");
+    free(res->value);
+    res->value = vs;
+  } else {
+    free(vs);
+  }
+  return UNICO_EBUSY;
+}
+
 /* Insert (json = record), update (json = patch) or delete, with retries
  * when the schema or the record moved under us. */
 int uapi_write(unico *u, int kind, const char *table, const char *json,
                const char *pk_json, uint64_t if_version, const char *op_id_in,
-               unico_result *res) {
+               const char *const *holds, size_t nholds, unico_result *res) {
   json_t *input = NULL;
   char opbuf[64];
   const char *op_id = op_id_in;
   int rc = UNICO_OK, rechecked = 0;
+  takeovers tk = {0, NULL};
+  uint8_t(*hashes)[32] = NULL;
+  if (nholds) {
+    hashes = calloc(nholds, sizeof *hashes);
+    if (!hashes) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < nholds; i++) {
+      if (!holds[i] || !*holds[i]) {
+        free(hashes);
+        return uerr(res, UNICO_EINVAL, NULL, "a hold token is empty");
+      }
+      uplan_token_hash(holds[i], hashes[i]);
+    }
+  }
   if (op_id) {
     rc = check_op_id(op_id, res);
-    if (rc) return rc;
+    if (rc) {
+      free(hashes);
+      return rc;
+    }
   } else {
     gen_op_id(u, opbuf, sizeof opbuf);
     op_id = opbuf;
@@ -281,7 +449,10 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
   if (kind != UPLAN_DELETE) {
     rc = urec_parse_object(json, kind == UPLAN_INSERT ? "record" : "update",
                            &input, res);
-    if (rc) return rc;
+    if (rc) {
+      free(hashes);
+      return rc;
+    }
   }
 
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -367,6 +538,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
                      have_old ? &old : NULL, sver, sc->store_ver, op_id,
                      op_id_in ? output : NULL, fp, unow_ms(), res);
     if (!rc) rc = check_key_sizes(u, t, &plan, res);
+    if (!rc) rc = takeovers_apply(&tk, &plan, res);
     if (rc) goto round_end;
 
     rc = uexec_apply(u->x, &plan, &why, res);
@@ -391,8 +563,31 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       else
         retry = 1; /* changed under us: read again (and check if_version) */
       break;
+    case UREFUSED_RACE:
+      retry = 1; /* a limit group moved since it was read */
+      break;
+    case UREFUSED_LIMIT: {
+      const uclaim *c = &plan.take.v[why.claim];
+      rc = report_limit(t, c, why.count, res);
+      break;
+    }
     default: {
       const uclaim *c = &plan.take.v[why.claim];
+      if (why.owner.state == UCLAIM_HELD) {
+        /* A hold: ours if we present its token, free once expired. */
+        int64_t now = unow_ms();
+        int mine = 0;
+        for (size_t h = 0; h < nholds && !mine; h++)
+          mine = !memcmp(hashes[h], why.owner.token_hash, 32);
+        if (mine || why.owner.expires_ms <= now) {
+          rc = takeovers_add(&tk, c, why.cur_version, why.owner.token_hash,
+                             res);
+          if (!rc) retry = 1;
+        } else {
+          rc = report_held(t, c, why.owner.expires_ms, res);
+        }
+        break;
+      }
       rc = report_conflict(t, c->con, c->key + c->voff, c->klen - c->voff,
                            why.owner.owner, why.owner.owner_len, res);
       break;
@@ -435,6 +630,8 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     res->json = NULL;
   }
   json_decref(input);
+  takeovers_free(&tk);
+  free(hashes);
   return rc;
 }
 
@@ -565,6 +762,44 @@ int uapi_args_json(unico *u, const char *table, const char *constraint,
   else
     free(out);
 leave:
+  uapi_sch_put(sc);
+  return rc;
+}
+
+int uapi_record_keys(unico *u, const char *table, const char *json,
+                     unico_result *res) {
+  usch *sc = schema_for(u, table, NULL);
+  json_t *input = NULL, *keys = NULL, *o = NULL;
+  uclaims cl = {0, NULL};
+  int rc;
+  const utable *t = find_table(sc, table, res);
+  if (!t) {
+    rc = UNICO_EINVAL;
+    goto leave;
+  }
+  rc = urec_parse_object(json, "record", &input, res);
+  if (!rc) rc = urec_validate(t, input, res);
+  if (!rc) rc = uplan_claims(t, input, &cl, res);
+  if (rc) goto leave;
+  keys = json_array();
+  for (size_t i = 0; keys && i < cl.n; i++) {
+    const uconstraint *c = &t->cons[cl.v[i].con];
+    json_t *v = urec_tuple_json(cl.v[i].key + cl.v[i].voff,
+                                cl.v[i].klen - cl.v[i].voff);
+    json_array_append_new(
+        keys, json_pack("{s:s,s:s,s:o}", "constraint", c->name, "kind",
+                        c->kind == UCON_LIMIT ? "limit" : "unique", "value",
+                        v ? v : json_null()));
+  }
+  o = json_pack("{s:o,s:O}", "pk", urec_pk_json(t, input), "keys",
+                keys ? keys : json_null());
+  if (res && o) res->json = json_dumps(o, JSON_COMPACT);
+  if (!o) rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+leave:
+  json_decref(o);
+  json_decref(keys);
+  json_decref(input);
+  uclaims_free(&cl);
   uapi_sch_put(sc);
   return rc;
 }

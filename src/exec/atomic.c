@@ -72,6 +72,17 @@ int uexec_cas(uexec *x, ustore_op *op, unico_result *res) {
   return rc;
 }
 
+static void count_write(uexec *x);
+
+int uexec_txn(uexec *x, ustore_op *ops, size_t n, unico_result *res) {
+  ustore_err e = {{0}};
+  int rc = x->st->vt->txn(x->st, ops, n, &e);
+  if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
+    return store_err(res, rc, "writing", &e);
+  if (rc == UNICO_OK) count_write(x);
+  return rc;
+}
+
 int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
                unico_result *res) {
   ustore_err e = {{0}};
@@ -108,15 +119,58 @@ static ustore_op mkop_claim(const uclaim *c, int expect, int action,
   return mkop(&k, expect, 0, action, val);
 }
 
+/* Read a limit group: its count and version (0, 0 when absent). */
+static int read_group(uexec *x, const uclaim *g, int64_t *count, uint64_t *ver,
+                      unico_result *res) {
+  ubuf k = {g->key, g->klen, g->klen, 0}, v = UBUF_INIT;
+  ustore_err e = {{0}};
+  *count = 0;
+  *ver = 0;
+  int rc = x->st->vt->get(x->st, k.p, k.len, &v, ver, &e);
+  if (rc == UNICO_ENOTFOUND) {
+    *ver = 0;
+    rc = UNICO_OK;
+  } else if (rc) {
+    rc = store_err(res, rc, "reading a limit group", &e);
+  } else if (ustored_group_decode(v.p, v.len, count)) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored limit group is corrupt");
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
+/* A full group refuses the write only when the store confirms, in a
+ * transaction (so after the state is durable), that it is still at the
+ * version read. */
+static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
+                        uint64_t ver, unico_result *res) {
+  ubuf gk = {g->key, g->klen, g->klen, 0};
+  ustore_op ops[2];
+  ustore_err e = {{0}};
+  ops[0] = mkop(&p->skey, p->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
+                p->schema_ver, USTORE_CHECK, NULL);
+  ops[1] = mkop(&gk, USTORE_VERSION, ver, USTORE_CHECK, NULL);
+  int rc = x->st->vt->txn(x->st, ops, 2, &e);
+  ubuf_free(&ops[0].cur);
+  ubuf_free(&ops[1].cur);
+  if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
+  return store_err(res, rc, "reading a limit group", &e);
+}
+
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res) {
-  size_t n = 2 + p->take.n + p->release.n + (p->okey.len ? 2 : 0);
+  size_t n = 2 + p->take.n + p->release.n + p->drop.n + (p->okey.len ? 2 : 0);
   ustore_op *ops = calloc(n, sizeof *ops);
+  size_t *op_of = calloc(p->take.n + p->release.n + 1, sizeof *op_of);
+  ubuf *gvals = calloc(p->take.n + p->release.n + 1, sizeof *gvals);
   ustore_err e = {{0}};
-  int rc;
-  memset(why, 0, sizeof *why);
-  if (!ops) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  int rc = UNICO_OK;
   size_t i = 0;
+  memset(why, 0, sizeof *why);
+  if (!ops || !op_of || !gvals) {
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    goto leave;
+  }
   const size_t s_at = i;
   ops[i++] = mkop(&p->skey, p->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
                   p->schema_ver, USTORE_CHECK, NULL);
@@ -126,13 +180,65 @@ int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
   else
     ops[i++] = mkop(&p->rkey, USTORE_VERSION, p->rver,
                     p->kind == UPLAN_DELETE ? USTORE_DEL : USTORE_PUT, &p->rval);
-  const size_t t_at = i;
-  for (size_t k = 0; k < p->take.n; k++)
-    ops[i++] = mkop_claim(&p->take.v[k], USTORE_ABSENT, USTORE_PUT, &p->claim_val);
-  /* Releases need no condition: only writes that hold the record's own
-   * condition ever touch its claims, and this one holds it. */
-  for (size_t k = 0; k < p->release.n; k++)
-    ops[i++] = mkop_claim(&p->release.v[k], USTORE_ANY, USTORE_DEL, NULL);
+  /* Claims to take must be absent (or the hold taken over); groups joined
+   * must have room, at the version read. */
+  for (size_t k = 0; k < p->take.n; k++) {
+    const uclaim *c = &p->take.v[k];
+    if (c->kind == UKEY_CLAIM) {
+      op_of[k] = i;
+      ops[i++] = mkop_claim(c, c->ver ? USTORE_VERSION : USTORE_ABSENT,
+                            USTORE_PUT, &p->claim_val);
+      ops[i - 1].expect_version = c->ver;
+      continue;
+    }
+    int64_t cnt;
+    uint64_t ver;
+    rc = read_group(x, c, &cnt, &ver, res);
+    if (rc) goto leave;
+    if (c->limit > 0 && cnt >= c->limit) {
+      rc = confirm_full(x, p, c, ver, res);
+      if (rc == UNICO_OK) {
+        rc = USTORE_NOT_APPLIED;
+        why->why = UREFUSED_LIMIT;
+        why->claim = k;
+        why->count = cnt;
+      } else if (rc == USTORE_NOT_APPLIED) {
+        why->why = UREFUSED_RACE;
+      }
+      goto leave;
+    }
+    ustored_group_encode(&gvals[k], cnt + 1);
+    op_of[k] = i;
+    ops[i++] = mkop_claim(c, ver ? USTORE_VERSION : USTORE_ABSENT, USTORE_PUT,
+                          &gvals[k]);
+    ops[i - 1].expect_version = ver;
+  }
+  /* Releases of claims need no condition: only writes that hold the
+   * record's own condition ever touch its claims, and this one holds it.
+   * Groups left go down by one, at the version read. */
+  for (size_t k = 0; k < p->release.n; k++) {
+    const uclaim *c = &p->release.v[k];
+    if (c->kind == UKEY_CLAIM) {
+      ops[i++] = mkop_claim(c, USTORE_ANY, USTORE_DEL, NULL);
+      continue;
+    }
+    int64_t cnt;
+    uint64_t ver;
+    rc = read_group(x, c, &cnt, &ver, res);
+    if (rc) goto leave;
+    if (!ver) continue; /* nothing to count down (check reports it) */
+    size_t g = p->take.n + k;
+    op_of[g] = i;
+    if (cnt <= 1) {
+      ops[i++] = mkop_claim(c, USTORE_VERSION, USTORE_DEL, NULL);
+    } else {
+      ustored_group_encode(&gvals[g], cnt - 1);
+      ops[i++] = mkop_claim(c, USTORE_VERSION, USTORE_PUT, &gvals[g]);
+    }
+    ops[i - 1].expect_version = ver;
+  }
+  for (size_t k = 0; k < p->drop.n; k++)
+    ops[i++] = mkop_claim(&p->drop.v[k], USTORE_ANY, USTORE_DEL, NULL);
   size_t o_at = SIZE_MAX;
   if (p->okey.len) {
     o_at = i;
@@ -151,23 +257,28 @@ int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
       why->why = UREFUSED_RECORD;
     } else {
       for (size_t k = 0; k < p->take.n; k++) {
-        ustore_op *o = &ops[t_at + k];
-        if (!o->failed) continue;
+        ustore_op *o = &ops[op_of[k]];
+        if (p->take.v[k].kind != UKEY_CLAIM || !o->failed) continue;
         why->why = UREFUSED_CLAIM;
         why->claim = k;
+        why->cur_version = o->cur_version;
         if (ustored_claim_decode(o->cur.p, o->cur.len, &why->owner))
           rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
         break;
       }
-      if (!why->why && rc == USTORE_NOT_APPLIED)
-        rc = uerr(res, UNICO_EUNKNOWN, NULL,
-                  "the store refused a write without saying why");
+      /* Otherwise a group moved since it was read. */
+      if (!why->why && rc == USTORE_NOT_APPLIED) why->why = UREFUSED_RACE;
     }
   } else {
     rc = store_err(res, rc, "writing", &e);
   }
-  for (size_t k = 0; k < i; k++) ubuf_free(&ops[k].cur);
+leave:
+  for (size_t k = 0; ops && k < i; k++) ubuf_free(&ops[k].cur);
+  for (size_t k = 0; gvals && k < p->take.n + p->release.n; k++)
+    ubuf_free(&gvals[k]);
   free(ops);
+  free(op_of);
+  free(gvals);
   return rc;
 }
 
@@ -244,3 +355,17 @@ int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
 }
 
 size_t uexec_max_key(uexec *x) { return x->st->vt->max_key; }
+
+size_t uexec_max_txn(uexec *x) {
+  return x->st->vt->version >= 2 ? x->st->vt->max_txn : 0;
+}
+
+int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
+                     ustore_scan_cb cb, void *ctx, unico_result *res) {
+  ustore_err e = {{0}};
+  int rc = x->st->vt->scan(x->st, prefix->p, prefix->len,
+                           after ? after->p : NULL, after ? after->len : 0, cb,
+                           ctx, &e);
+  if (rc < 0) return store_err(res, rc, "scanning", &e);
+  return rc;
+}

@@ -25,26 +25,37 @@ enum uexec_refusal {
   UREFUSED_SCHEMA = 1,  /* the schema moved since the plan was made */
   UREFUSED_OUTCOME,     /* an outcome exists under the op id (a race) */
   UREFUSED_RECORD,      /* insert: the record exists; else: it moved */
-  UREFUSED_CLAIM        /* a value is taken; see claim and owner */
+  UREFUSED_CLAIM,       /* a value is taken; see claim and owner */
+  UREFUSED_LIMIT,       /* a limit group is full; see claim and count */
+  UREFUSED_RACE         /* a limit group moved since it was read: retry */
 };
 
 typedef struct uexec_refused {
   int why;           /* enum uexec_refusal */
-  size_t claim;      /* UREFUSED_CLAIM: index into plan->take */
+  size_t claim;      /* UREFUSED_CLAIM, _LIMIT: index into plan->take */
   ustored_claim owner; /* UREFUSED_CLAIM: the claim that holds the value */
+  uint64_t cur_version; /* UREFUSED_CLAIM: that claim's store version */
+  int64_t count;     /* UREFUSED_LIMIT: the group's count */
 } uexec_refused;
 
 /* Apply a plan all or nothing. UNICO_OK when applied; USTORE_NOT_APPLIED
  * when a condition failed (nothing written; *why says which, in the order
- * schema, outcome, record, claims; free why->owner with
+ * schema, outcome, record, claims, groups; free why->owner with
  * ustored_claim_free); another code (res filled) on a store error, where
- * UNICO_EUNKNOWN means the write may or may not have been applied. */
+ * UNICO_EUNKNOWN means the write may or may not have been applied.
+ * Limit groups are read first and moved with a condition on the version
+ * read; a full group is refused only once a store transaction has
+ * confirmed the full count is the durable state. Claims to take must be
+ * absent, or at version `ver` when the plan takes over a hold. */
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res);
 
 /* Read one key: UNICO_OK (val, version), UNICO_ENOTFOUND, or an error. */
 int uexec_read(uexec *x, const ubuf *key, ubuf *val, uint64_t *version,
                unico_result *res);
+/* Several conditional writes, all or nothing (store.h's txn): UNICO_OK,
+ * USTORE_NOT_APPLIED (failed ops marked), or an error (res filled). */
+int uexec_txn(uexec *x, ustore_op *ops, size_t n, unico_result *res);
 /* A one-key conditional write (for the schema key). */
 int uexec_cas(uexec *x, ustore_op *op, unico_result *res);
 /* Every key starting with prefix, in order; cb as in store.h. Returns what
@@ -52,8 +63,14 @@ int uexec_cas(uexec *x, ustore_op *op, unico_result *res);
 int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
                unico_result *res);
 
+/* The same, starting strictly after key `after` (NULL: from the start). */
+int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
+                     ustore_scan_cb cb, void *ctx, unico_result *res);
+
 /* The longest key the store accepts (0: no limit). */
 size_t uexec_max_key(uexec *x);
+/* The most ops one transaction may carry (0: no limit). */
+size_t uexec_max_txn(uexec *x);
 
 /* Remove outcomes created before now_ms - retention. */
 int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,

@@ -31,6 +31,23 @@ void ukey_claim(ubuf *b, const char *table, const char *constraint,
   ubuf_put(b, val, n);
 }
 
+void ukey_groups(ubuf *b, const char *table, const char *limit) {
+  utup_str(b, "l");
+  utup_str(b, table);
+  utup_str(b, limit);
+}
+
+void ukey_group(ubuf *b, const char *table, const char *limit,
+                const uint8_t *val, size_t n) {
+  ukey_groups(b, table, limit);
+  ubuf_put(b, val, n);
+}
+
+void ukey_hold(ubuf *b, const uint8_t *hash, size_t n) {
+  utup_str(b, "h");
+  utup_bytes(b, hash, n);
+}
+
 void ukey_outcome(ubuf *b, const char *op_id) {
   utup_str(b, "o");
   utup_str(b, op_id);

@@ -4,6 +4,8 @@
  *   ("s")                                   schema
  *   ("r", table, pk...)                     record
  *   ("u", table, constraint, v1, v2, ...)   claim of a unique value
+ *   ("l", table, limit, g1, g2, ...)        count of a limit group
+ *   ("h", sha256(token))                    hold index: token hash -> claim
  *   ("o", op_id)                            outcome of an operation
  *   ("x", created_ms, op_id)                outcome index by age (sweeps)
  */
@@ -21,6 +23,10 @@ void ukey_record(ubuf *b, const char *table, const uint8_t *pk, size_t n);
 void ukey_claims(ubuf *b, const char *table, const char *constraint);
 void ukey_claim(ubuf *b, const char *table, const char *constraint,
                 const uint8_t *val, size_t n);
+void ukey_groups(ubuf *b, const char *table, const char *limit);
+void ukey_group(ubuf *b, const char *table, const char *limit,
+                const uint8_t *val, size_t n);
+void ukey_hold(ubuf *b, const uint8_t *hash, size_t n);
 void ukey_outcome(ubuf *b, const char *op_id);
 void ukey_outcome_index(ubuf *b, int64_t created_ms, const char *op_id);
 void ukey_kind(ubuf *b, const char *kind); /* prefix of every key of a kind */
@@ -29,7 +35,7 @@ void ukey_kind(ubuf *b, const char *kind); /* prefix of every key of a kind */
  * and advance *off past it. -1 when it is missing or not text. */
 int ukey_text_at(const uint8_t *key, size_t klen, size_t *off, ubuf *out);
 
-/* For a key of kind ("r", "u"): its table name into table (NUL-terminated,
+/* For a key of kind ("r", "u", "l"): its table name into table (NUL-terminated,
  * cut to tlen; may be NULL) and in *rest the offset just after it. -1 when
  * the key is not of that kind. */
 int ukey_split_table(const uint8_t *key, size_t klen, const char *kind,

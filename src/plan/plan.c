@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "records/record.h"
@@ -32,6 +34,12 @@ int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,
   v[c->n].klen = klen;
   v[c->n].voff = voff;
   v[c->n].con = con;
+  v[c->n].kind = klen >= 3 && k[0] == UTUP_TEXT && k[1] == 'l' && k[2] == 0
+                     ? UKEY_GROUP
+                     : UKEY_CLAIM;
+  v[c->n].limit = 0;
+  v[c->n].ver = 0;
+  v[c->n].count = 0;
   c->n++;
   return 0;
 }
@@ -48,9 +56,9 @@ int uplan_claims(const utable *t, json_t *body, uclaims *out,
   int rc = UNICO_OK;
   for (size_t i = 0; i < t->ncons; i++) {
     const uconstraint *c = &t->cons[i];
-    if (c->kind != UCON_UNIQUE) continue;
     ubuf_reset(&k);
-    ukey_claims(&k, t->name, c->name);
+    if (c->kind == UCON_LIMIT) ukey_groups(&k, t->name, c->name);
+    else ukey_claims(&k, t->name, c->name);
     size_t voff = k.len;
     int present;
     rc = urec_unique_value(t, c, body, &k, &present, res);
@@ -60,6 +68,7 @@ int uplan_claims(const utable *t, json_t *body, uclaims *out,
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       goto leave;
     }
+    out->v[out->n - 1].limit = c->kind == UCON_LIMIT ? c->limit : 0;
   }
 leave:
   ubuf_free(&k);
@@ -73,7 +82,8 @@ int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
   size_t off;
   int rc = -1;
   *con = -1;
-  if (ukey_split_table(key, klen, "u", table, tlen, &off) ||
+  if ((ukey_split_table(key, klen, "u", table, tlen, &off) &&
+       ukey_split_table(key, klen, "l", table, tlen, &off)) ||
       ukey_text_at(key, klen, &off, &s))
     goto leave;
   if (t) *con = utable_constraint(t, s.p ? (char *)s.p : "");
@@ -166,20 +176,59 @@ void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
   utup_int(out, since_ms);
 }
 
+void ustored_hold_encode(ubuf *out, const char *op_id, int64_t since_ms,
+                         int64_t expires_ms, const uint8_t hash[32]) {
+  ustored_claim_encode(out, UCLAIM_HELD, NULL, 0, op_id, since_ms);
+  utup_int(out, expires_ms);
+  utup_bytes(out, hash, 32);
+}
+
 int ustored_claim_decode(const uint8_t *p, size_t n, ustored_claim *c) {
   utup_reader r;
   int64_t fmt, state;
+  char *h = NULL;
+  size_t hl = 0;
   memset(c, 0, sizeof *c);
   utup_reader_init(&r, p, n);
   if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, &state) ||
       rd_str(&r, (char **)&c->owner, &c->owner_len) ||
-      rd_str(&r, &c->op_id, NULL) || rd_int(&r, &c->since_ms) ||
-      r.off != r.len) {
-    ustored_claim_free(c);
-    return -1;
-  }
+      rd_str(&r, &c->op_id, NULL) || rd_int(&r, &c->since_ms))
+    goto bad;
   c->state = (int)state;
+  if (state == UCLAIM_HELD) {
+    if (rd_int(&r, &c->expires_ms) || rd_str(&r, &h, &hl) || hl != 32)
+      goto bad;
+    memcpy(c->token_hash, h, 32);
+    free(h);
+    h = NULL;
+  }
+  if (r.off != r.len) goto bad;
   return 0;
+bad:
+  free(h);
+  ustored_claim_free(c);
+  return -1;
+}
+
+void ustored_group_encode(ubuf *out, int64_t count) {
+  utup_int(out, FMT);
+  utup_int(out, count);
+}
+
+int ustored_group_decode(const uint8_t *p, size_t n, int64_t *count) {
+  utup_reader r;
+  int64_t fmt;
+  utup_reader_init(&r, p, n);
+  if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, count) || *count < 0 ||
+      r.off != r.len)
+    return -1;
+  return 0;
+}
+
+void uplan_token_hash(const char *token, uint8_t out[32]) {
+  unsigned int n = 32;
+  if (!EVP_Digest(token, strlen(token), out, &n, EVP_sha256(), NULL))
+    memset(out, 0, 32); /* cannot happen with the default provider */
 }
 
 void ustored_claim_free(ustored_claim *c) {
@@ -291,6 +340,7 @@ void uplan_free(uplan *p) {
   uclaims_free(&p->take);
   ubuf_free(&p->claim_val);
   uclaims_free(&p->release);
+  uclaims_free(&p->drop);
   ubuf_free(&p->okey);
   ubuf_free(&p->oval);
   ubuf_free(&p->oidx);
@@ -327,6 +377,7 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
     if (uclaims_add(&p->take, need.v[i].key, need.v[i].klen, need.v[i].voff,
                     need.v[i].con))
       goto oom;
+    p->take.v[p->take.n - 1].limit = need.v[i].limit;
   }
   for (size_t i = 0; old && i < old->claims.n; i++) {
     const uclaim *c = &old->claims.v[i];

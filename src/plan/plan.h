@@ -11,12 +11,22 @@
 #include "unico.h"
 #include "util/buf.h"
 
-/* A set of claim keys ("u", table, constraint, value...). */
+/* A set of keys a record holds: claims of unique values ("u", table,
+ * constraint, value...) and limit groups it counts in ("l", table, limit,
+ * group values...). */
+enum { UKEY_CLAIM = 0, UKEY_GROUP = 1 };
+
 typedef struct uclaim {
   uint8_t *key;
   size_t klen;
   size_t voff; /* where the value tuple starts inside key */
   int con;     /* constraint index in the table, -1 if unknown */
+  int kind;    /* UKEY_CLAIM or UKEY_GROUP (from the key itself) */
+  int64_t limit; /* UKEY_GROUP: the constraint's limit (0 if unknown) */
+  /* Filled by whoever plans the store condition (write path, executor): */
+  uint64_t ver;  /* claim: take over the claim at this version (0: absent);
+                    group: the group's version as read (0: absent) */
+  int64_t count; /* group: its count as read */
 } uclaim;
 
 typedef struct uclaims {
@@ -30,12 +40,13 @@ int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,
 /* Index of key in c, or -1. */
 long uclaims_find(const uclaims *c, const uint8_t *key, size_t klen);
 
-/* The claims a record body holds under table t's unique constraints. */
+/* The claims and groups a record body holds under table t's unique and
+ * limit constraints (a NULL component: none for that constraint). */
 int uplan_claims(const utable *t, json_t *body, uclaims *out,
                  unico_result *res);
 
-/* Find where the value starts in a claim key and which constraint of t it
- * belongs to (-1 if none). Returns -1 when the key is not a claim key. */
+/* Find where the value starts in a claim or group key and which constraint
+ * of t it belongs to (-1 if none). Returns -1 when the key is neither. */
 int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
                       size_t *voff, int *con, char *table, size_t tlen);
 
@@ -61,17 +72,30 @@ void ustored_record_free(ustored_record *r);
 
 typedef struct ustored_claim {
   int state;
-  uint8_t *owner; /* the owner's primary key tuple */
+  uint8_t *owner; /* the owner's primary key tuple (empty for a hold) */
   size_t owner_len;
   char *op_id;
   int64_t since_ms;
+  /* UCLAIM_HELD only: */
+  int64_t expires_ms;
+  uint8_t token_hash[32]; /* SHA-256 of the hold's token */
 } ustored_claim;
 
 void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
                           size_t owner_len, const char *op_id,
                           int64_t since_ms);
+/* A hold: a claim with no owner, an expiry and the hash of its token. */
+void ustored_hold_encode(ubuf *out, const char *op_id, int64_t since_ms,
+                         int64_t expires_ms, const uint8_t hash[32]);
 int ustored_claim_decode(const uint8_t *p, size_t n, ustored_claim *c);
 void ustored_claim_free(ustored_claim *c);
+
+/* A limit group's value: its count of live records. */
+void ustored_group_encode(ubuf *out, int64_t count);
+int ustored_group_decode(const uint8_t *p, size_t n, int64_t *count);
+
+/* Hash a hold token (SHA-256). */
+void uplan_token_hash(const char *token, uint8_t out[32]);
 
 typedef struct ustored_outcome {
   char *kind;
@@ -117,7 +141,8 @@ typedef struct uplan {
   ubuf rval;           /* insert/update: the new stored record */
   uclaims take;        /* claims to take: each must be absent */
   ubuf claim_val;      /* the stored claim written under every taken key */
-  uclaims release;     /* claims to give up */
+  uclaims release;     /* claims to give up, groups to leave */
+  uclaims drop;        /* keys deleted without condition (hold indexes) */
   ubuf okey;           /* outcome key, empty when the caller gave no op id */
   ubuf oval;           /* the outcome */
   ubuf oidx;           /* its age-index key */

@@ -73,7 +73,7 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
                               uint64_t version);
 
 #define USTORE_CAP_TXN 0x1u     /* txn() is supported */
-#define USTORE_VTAB_VERSION 1
+#define USTORE_VTAB_VERSION 2
 
 typedef struct ustore_vtab {
   int version;       /* USTORE_VTAB_VERSION the backend was written for */
@@ -97,6 +97,8 @@ typedef struct ustore_vtab {
   void (*close)(ustore *s);
   /* The longest key the store accepts, in bytes (0: no limit). */
   size_t max_key;
+  /* version 2: the most ops one txn() may carry (0: no limit). */
+  size_t max_txn;
 } ustore_vtab;
 
 struct ustore {
@@ -118,5 +120,24 @@ typedef struct ustore_lmdb_stats {
   uint64_t requests, batches, syncs, checkpoints;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
+
+/* The DynamoDB store: url is "dynamodb://HOST[:PORT]/TABLE[?OPTS]" or
+ * "dynamodbs://..." (HTTPS); see docs/dynamodb.md. */
+int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e);
+
+/* HTTP requests of a DynamoDB store since it was opened (s NULL: of every
+ * DynamoDB client of this process): every attempt counts in `requests` and
+ * in its operation's counter; `retries` counts the repeats among them;
+ * then why requests were repeated or failed. For tests and benchmarks. */
+typedef struct ustore_dynamodb_stats {
+  uint64_t requests, retries;
+  uint64_t get_item, transact_write_items, scan, update_item, put_item,
+      delete_item, table_admin; /* DescribeTable, CreateTable, UpdateTimeToLive */
+  uint64_t conflicts;     /* TransactionConflict cancellations and errors */
+  uint64_t throttles;     /* throttling and capacity errors */
+  uint64_t server_errors; /* HTTP 5xx */
+  uint64_t transport_errors; /* no HTTP response (timeout, refused, reset) */
+} ustore_dynamodb_stats;
+void ustore_dynamodb_stats_get(ustore *s, ustore_dynamodb_stats *out);
 
 #endif

@@ -1,0 +1,347 @@
+/* test_limits.c - limits and holds under concurrency, and check/repair on
+ * planted faults:
+ *   - many threads racing inserts, moves and deletes into few limited
+ *     groups: no group ever exceeds its limit, and afterwards each group's
+ *     count equals its live records exactly (checked by unico_check and by
+ *     counting the records here);
+ *   - many threads racing to reserve one value: exactly one token;
+ *   - a planted orphan claim and a planted missing claim are found by
+ *     check, and repair removes the one and restores the other.
+ * Runs on the plain and the log-mode LMDB store. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "keys/keyspace.h"
+#include "keys/tuple.h"
+#include "plan/plan.h"
+#include "store/store.h"
+#include "unico.h"
+
+#define THREADS 12
+#define OPS 150
+#define GROUPS 3
+#define LIMIT 5
+
+static atomic_int thread_failures;
+#define TCHECK(cond)                                                          \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      atomic_fetch_add(&thread_failures, 1);                                  \
+    }                                                                         \
+  } while (0)
+
+static const char *DDL =
+    "CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text,"
+    " option text, UNIQUE (poll_id, name) NORMALIZE casefold,"
+    " CONSTRAINT per_option LIMIT 5 PER (poll_id, option));"
+    "CREATE TABLE users (id text PRIMARY KEY, email text, phone text,"
+    " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,"
+    " UNIQUE (phone));";
+
+static char dir[256];
+static const char *query = "";
+
+static unico *open_fresh(void) {
+  char cmd[300], url[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+  snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
+  unico *u = NULL;
+  unico_result r = UNICO_RESULT_INIT;
+  int rc = unico_open(&u, url, NULL, &r);
+  if (!rc) rc = unico_schema_apply(u, DDL, &r);
+  if (rc) fprintf(stderr, "open: %s\n", r.message);
+  unico_result_clear(&r);
+  assert_int_equal(rc, UNICO_OK);
+  return u;
+}
+
+/* ------------------------------------------------------------ limits */
+
+typedef struct worker {
+  unico *u;
+  int id;
+  atomic_int *live_in; /* per group: records we believe live in it */
+} worker;
+
+static atomic_int inserted, refused_limit, moved, deleted;
+
+static void *limit_worker(void *arg) {
+  worker *w = arg;
+  unico_result r = UNICO_RESULT_INIT;
+  unsigned seed = (unsigned)w->id * 7919u + 1;
+  for (int i = 0; i < OPS; i++) {
+    char pk[32], rec[256], patch[64];
+    int g = (int)(rand_r(&seed) % GROUPS);
+    int which = (int)(rand_r(&seed) % 10);
+    snprintf(pk, sizeof pk, "\"w%d-%d\"", w->id, i % 20);
+    if (which < 6) {
+      snprintf(rec, sizeof rec,
+               "{\"id\":%s,\"poll_id\":\"p\",\"name\":\"n%d-%d\",\"option\":\"o%d\"}",
+               pk, w->id, i % 20, g);
+      int rc = unico_insert(w->u, "subs", rec, NULL, &r);
+      TCHECK(rc == UNICO_OK || rc == UNICO_ELIMIT || rc == UNICO_ECONFLICT);
+      if (rc == UNICO_OK) atomic_fetch_add(&inserted, 1);
+      if (rc == UNICO_ELIMIT) {
+        atomic_fetch_add(&refused_limit, 1);
+        TCHECK(!strcmp(r.constraint, "per_option"));
+      }
+    } else if (which < 8) {
+      snprintf(patch, sizeof patch, "{\"option\":\"o%d\"}", g);
+      int rc = unico_update(w->u, "subs", pk, patch, 0, NULL, &r);
+      TCHECK(rc == UNICO_OK || rc == UNICO_ELIMIT || rc == UNICO_ENOTFOUND);
+      if (rc == UNICO_OK) atomic_fetch_add(&moved, 1);
+    } else {
+      int rc = unico_delete(w->u, "subs", pk, 0, NULL, &r);
+      TCHECK(rc == UNICO_OK || rc == UNICO_ENOTFOUND);
+      if (rc == UNICO_OK) atomic_fetch_add(&deleted, 1);
+    }
+    unico_result_clear(&r);
+  }
+  return NULL;
+}
+
+/* Count live records per option by reading every possible primary key. */
+static void count_groups(unico *u, int counts[GROUPS]) {
+  unico_result r = UNICO_RESULT_INIT;
+  memset(counts, 0, GROUPS * sizeof *counts);
+  for (int w = 0; w < THREADS; w++)
+    for (int i = 0; i < 20; i++) {
+      char pk[32];
+      snprintf(pk, sizeof pk, "\"w%d-%d\"", w, i);
+      int rc = unico_get(u, "subs", pk, &r);
+      if (rc == UNICO_OK) {
+        json_t *j = json_loads(r.json, 0, NULL);
+        const char *o = json_string_value(
+            json_object_get(json_object_get(j, "record"), "option"));
+        if (o && o[0] == 'o') counts[o[1] - '0']++;
+        json_decref(j);
+      } else {
+        assert_int_equal(rc, UNICO_ENOTFOUND);
+      }
+      unico_result_clear(&r);
+    }
+}
+
+static void test_limit_race(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  pthread_t th[THREADS];
+  worker ws[THREADS];
+  atomic_store(&thread_failures, 0);
+  for (int i = 0; i < THREADS; i++) {
+    ws[i] = (worker){u, i, NULL};
+    pthread_create(&th[i], NULL, limit_worker, &ws[i]);
+  }
+  /* While they race, no group may ever be seen over its limit. */
+  int over = 0;
+  for (int k = 0; k < 20; k++) {
+    int c[GROUPS];
+    count_groups(u, c);
+    for (int g = 0; g < GROUPS; g++) over += c[g] > LIMIT;
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+  assert_int_equal(atomic_load(&thread_failures), 0);
+  assert_int_equal(over, 0);
+  int c[GROUPS];
+  count_groups(u, c);
+  for (int g = 0; g < GROUPS; g++) assert_true(c[g] <= LIMIT);
+  /* the groups did fill up: the race was real */
+  assert_true(atomic_load(&refused_limit) > 0);
+  assert_true(atomic_load(&moved) > 0 && atomic_load(&deleted) > 0);
+  /* check: each stored count equals the live records in its group */
+  unico_result r = UNICO_RESULT_INIT;
+  int rc = unico_check(u, &r);
+  if (rc) fprintf(stderr, "check: %s\n%s\n", r.message, r.json ? r.json : "");
+  assert_int_equal(rc, UNICO_OK);
+  fprintf(stderr,
+          "limit race: %d inserted, %d refused by the limit, %d moved, %d "
+          "deleted; final groups %d/%d/%d\n",
+          atomic_load(&inserted), atomic_load(&refused_limit),
+          atomic_load(&moved), atomic_load(&deleted), c[0], c[1], c[2]);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* ------------------------------------------------------------- holds */
+
+static atomic_int tokens_won, busy_lost;
+
+static void *hold_worker(void *arg) {
+  unico *u = arg;
+  unico_result r = UNICO_RESULT_INIT;
+  int rc = unico_reserve(u, "users", "users_email", "[\"Race@X.org\"]", 60000,
+                         NULL, &r);
+  TCHECK(rc == UNICO_OK || rc == UNICO_EBUSY);
+  if (rc == UNICO_OK) atomic_fetch_add(&tokens_won, 1);
+  else atomic_fetch_add(&busy_lost, 1);
+  unico_result_clear(&r);
+  return NULL;
+}
+
+static void test_hold_race(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  pthread_t th[THREADS];
+  atomic_store(&thread_failures, 0);
+  atomic_store(&tokens_won, 0);
+  atomic_store(&busy_lost, 0);
+  for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, hold_worker, u);
+  for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+  assert_int_equal(atomic_load(&thread_failures), 0);
+  assert_int_equal(atomic_load(&tokens_won), 1);
+  assert_int_equal(atomic_load(&busy_lost), THREADS - 1);
+  unico_result r = UNICO_RESULT_INIT;
+  assert_int_equal(unico_check(u, &r), UNICO_OK);
+  json_t *j = json_loads(r.json, 0, NULL);
+  assert_int_equal(json_integer_value(json_object_get(j, "holds")), 1);
+  json_decref(j);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* ------------------------------------------------------- check/repair */
+
+/* Behind unico's back: delete record u2 (its two claims become orphans)
+ * and give u1 a phone its record lists but whose claim does not exist. */
+static void plant_faults(void) {
+  char url[400];
+  snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf pk = UBUF_INIT, k = UBUF_INIT, v = UBUF_INIT, ck = UBUF_INIT;
+  utup_str(&pk, "u2");
+  ukey_record(&k, "users", pk.p, pk.len);
+  ustore_op del = {k.p, k.len, USTORE_PRESENT, 0, USTORE_DEL, NULL, 0,
+                   0, 0, 0, UBUF_INIT};
+  assert_int_equal(st->vt->cas(st, &del, &e), UNICO_OK);
+  ubuf_reset(&pk);
+  ubuf_reset(&k);
+  utup_str(&pk, "u1");
+  ukey_record(&k, "users", pk.p, pk.len);
+  uint64_t ver;
+  assert_int_equal(st->vt->get(st, k.p, k.len, &v, &ver, &e), UNICO_OK);
+  ustored_record rec;
+  assert_int_equal(ustored_record_decode(v.p, v.len, &rec), 0);
+  /* phone "7": the record lists its claim, the claim is never written */
+  ubuf val = UBUF_INIT;
+  utup_str(&val, "7");
+  ukey_claim(&ck, "users", "users_phone_key", val.p, val.len);
+  size_t voff = ck.len - val.len;
+  long at = -1;
+  for (size_t i = 0; i < rec.claims.n; i++) /* drop the old phone claim */
+    if (rec.claims.v[i].klen > 20 && memmem(rec.claims.v[i].key, rec.claims.v[i].klen,
+                                            "users_phone_key", 15))
+      at = (long)i;
+  assert_true(at >= 0);
+  free(rec.claims.v[at].key);
+  rec.claims.v[at] = rec.claims.v[--rec.claims.n];
+  assert_int_equal(uclaims_add(&rec.claims, ck.p, ck.len, voff, -1), 0);
+  json_t *body = json_loads(rec.body, 0, NULL);
+  json_object_set_new(body, "phone", json_string("7"));
+  char *bs = json_dumps(body, JSON_COMPACT);
+  ubuf nv = UBUF_INIT;
+  ustored_record_encode(&nv, rec.state, rec.version, rec.op_id, bs, &rec.claims);
+  ustore_op put = {k.p, k.len, USTORE_VERSION, ver, USTORE_PUT, nv.p, nv.len,
+                   0, 0, 0, UBUF_INIT};
+  assert_int_equal(st->vt->cas(st, &put, &e), UNICO_OK);
+  /* u1's old phone "1" claim now is an orphan too: its record moved on */
+  free(bs);
+  json_decref(body);
+  ustored_record_free(&rec);
+  ubuf_free(&nv);
+  ubuf_free(&val);
+  ubuf_free(&pk);
+  ubuf_free(&k);
+  ubuf_free(&v);
+  ubuf_free(&ck);
+  st->vt->close(st);
+}
+
+static void test_check_repair(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  assert_int_equal(unico_insert(u, "users",
+                                "{\"id\":\"u1\",\"email\":\"a@x.org\",\"phone\":\"1\"}",
+                                NULL, &r), UNICO_OK);
+  assert_int_equal(unico_insert(u, "users",
+                                "{\"id\":\"u2\",\"email\":\"b@x.org\",\"phone\":\"2\"}",
+                                NULL, &r), UNICO_OK);
+  /* an abandoned hold, expired: repair removes it */
+  assert_int_equal(unico_reserve(u, "users", "users_phone_key", "[\"9\"]", 30,
+                                 NULL, &r), UNICO_OK);
+  usleep(100 * 1000);
+  unico_close(u);
+  plant_faults();
+  char url[400];
+  snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
+  assert_int_equal(unico_open(&u, url, NULL, &r), UNICO_OK);
+  assert_int_equal(unico_check(u, &r), UNICO_ECORRUPT);
+  json_t *j = json_loads(r.json, 0, NULL);
+  json_t *v = json_object_get(j, "violations");
+  int orphans = 0, missing = 0, other = 0;
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    const char *kind =
+        json_string_value(json_object_get(json_array_get(v, i), "kind"));
+    if (!strcmp(kind, "orphan_claim")) orphans++;
+    else if (!strcmp(kind, "missing_claim")) missing++;
+    else other++;
+  }
+  assert_int_equal(json_integer_value(json_object_get(j, "expired_holds")), 1);
+  json_decref(j);
+  assert_int_equal(orphans, 3); /* u2's email and phone, u1's old phone */
+  assert_int_equal(missing, 1); /* u1's new phone */
+  assert_int_equal(other, 0);
+  assert_int_equal(unico_repair(u, &r), UNICO_OK);
+  j = json_loads(r.json, 0, NULL);
+  assert_int_equal(json_integer_value(json_object_get(j, "orphan_claims_removed")), 3);
+  assert_int_equal(json_integer_value(json_object_get(j, "claims_restored")), 1);
+  assert_int_equal(json_integer_value(json_object_get(j, "expired_holds_removed")), 1);
+  json_decref(j);
+  assert_int_equal(unico_check(u, &r), UNICO_OK);
+  /* the values are right again: 7 is u1's, 2 and b@x.org are free */
+  assert_int_equal(unico_lookup(u, "users", "users_phone_key", "[\"7\"]", &r),
+                   UNICO_OK);
+  assert_int_equal(unico_insert(u, "users",
+                                "{\"id\":\"u3\",\"email\":\"B@x.org\",\"phone\":\"2\"}",
+                                NULL, &r), UNICO_OK);
+  assert_int_equal(unico_insert(u, "users", "{\"id\":\"u4\",\"phone\":\"7\"}",
+                                NULL, &r), UNICO_ECONFLICT);
+  /* a second repair finds nothing */
+  assert_int_equal(unico_repair(u, &r), UNICO_OK);
+  j = json_loads(r.json, 0, NULL);
+  assert_int_equal(json_integer_value(json_object_get(j, "orphan_claims_removed")), 0);
+  assert_int_equal(json_integer_value(json_object_get(j, "claims_restored")), 0);
+  json_decref(j);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_limit_race),
+      cmocka_unit_test(test_hold_race),
+      cmocka_unit_test(test_check_repair),
+  };
+  snprintf(dir, sizeof dir, "/tmp/unico-limits-%d", (int)getpid());
+  int failed = cmocka_run_group_tests_name("plain", tests, NULL, NULL);
+  query = "?wal=on";
+  failed += cmocka_run_group_tests_name("log mode", tests, NULL, NULL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) failed++;
+  return failed;
+}
