@@ -33,7 +33,10 @@ static const char *const MAIN_HELP =
     "  delete TABLE PK...             delete a record and free its values\n"
     "  get TABLE PK...                print a record with its version\n"
     "  lookup TABLE CONSTRAINT VALUE...  print the record holding a value\n"
+    "  reserve TABLE CONSTRAINT VALUE... --ttl S  hold a value, print a token\n"
+    "  release-hold TOKEN             give a hold up\n"
     "  check                          audit the store's invariants\n"
+    "  repair                         remove orphans and expired holds\n"
     SERVE_HELP_LINE
     "\n"
     "options:\n"
@@ -42,6 +45,9 @@ static const char *const MAIN_HELP =
     "  --op-id ID         operation id of a write: repeating a write with the\n"
     "                     same id returns its first outcome, applied once\n"
     "  --if-version N     update/delete only if the record is at version N\n"
+    "  --hold TOKEN       insert/update: take a value reserved by this hold\n"
+    "                     (repeat for several)\n"
+    "  --ttl SECONDS      reserve: how long the hold lives\n"
     "  -h, --help         help (also after a command: unico insert --help)\n"
     "  --version          print the version\n"
     "\n"
@@ -96,9 +102,31 @@ static const cmd_help HELPS[] = {
     {"check",
      "usage: unico check\n"
      "\n"
-     "Scan every record and claim and verify that they agree: no value has\n"
-     "two owners, every value a record holds is claimed by it, every claim's\n"
-     "owner holds it. Prints a report; exit 0 when clean, 7 otherwise.\n"},
+     "Scan every record, claim, hold and limit group and verify that they\n"
+     "agree: no value has two owners, every value a record holds is claimed\n"
+     "by it, every claim's owner holds it, every limit group counts exactly\n"
+     "its live records and no more than its limit. Prints counts and the\n"
+     "violations; exit 0 when clean, 7 otherwise.\n"},
+    {"repair",
+     "usage: unico repair\n"
+     "\n"
+     "Remove orphan claims (their owner is gone or no longer holds the\n"
+     "value), expired holds and outcomes past retention; restore a missing\n"
+     "claim when its value is free. Every fix is conditional on what was\n"
+     "read, so concurrent writes are never undone. Prints what it removed\n"
+     "and the check report from before.\n"},
+    {"reserve",
+     "usage: unico reserve TABLE CONSTRAINT VALUE... --ttl SECONDS\n"
+     "\n"
+     "Hold a value of a unique constraint for SECONDS (at most 30 days):\n"
+     "until then only a write given the printed token (--hold TOKEN) takes\n"
+     "it; others get exit 6 (busy). Prints {\"token\":..,\"expires\":..}.\n"
+     "Exit 3 when a record already holds the value, 6 when another hold does.\n"},
+    {"release-hold",
+     "usage: unico release-hold TOKEN\n"
+     "\n"
+     "Give up a hold before it expires; its value is free at once. Exit 2\n"
+     "when no hold has this token any more.\n"},
 };
 
 typedef struct opts {
@@ -106,6 +134,10 @@ typedef struct opts {
   const char *op_id;
   uint64_t if_version;
   int have_if_version;
+  const char **holds;
+  size_t nholds;
+  uint64_t ttl_s;
+  int have_ttl;
   int help;
   int ddl;
   int npos;
@@ -165,7 +197,8 @@ static int parse_u64(const char *s, uint64_t *out) {
 
 static int parse_args(int argc, char **argv, opts *o) {
   o->pos = calloc((size_t)argc + 1, sizeof *o->pos);
-  if (!o->pos) return usage_error("out of memory");
+  o->holds = calloc((size_t)argc + 1, sizeof *o->holds);
+  if (!o->pos || !o->holds) return usage_error("out of memory");
   int only_pos = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -192,9 +225,10 @@ static int parse_args(int argc, char **argv, opts *o) {
     }
     const char *eq = strchr(a, '=');
     size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-    const char *names[] = {"--store", "--op-id", "--if-version"};
+    const char *names[] = {"--store", "--op-id", "--if-version", "--hold",
+                           "--ttl"};
     int which = -1;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 5; k++)
       if (strlen(names[k]) == nlen && !strncmp(a, names[k], nlen)) which = k;
     if (which < 0) {
       /* A negative number is a value, not an option (e.g. a PK of -5). */
@@ -222,6 +256,16 @@ static int parse_args(int argc, char **argv, opts *o) {
       if (parse_u64(val, &o->if_version))
         return usage_error("--if-version needs a positive integer, got \"%s\"", val);
       o->have_if_version = 1;
+      break;
+    case 3:
+      if (!*val) return usage_error("--hold needs a token");
+      o->holds[o->nholds++] = val;
+      break;
+    case 4:
+      if (parse_u64(val, &o->ttl_s) || o->ttl_s > 30ULL * 24 * 3600)
+        return usage_error("--ttl needs a number of seconds from 1 to 2592000 "
+                           "(30 days), got \"%s\"", val);
+      o->have_ttl = 1;
       break;
     }
   }
@@ -265,7 +309,8 @@ static int serve_index(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--")) return i + 1 < argc && !strcmp(argv[i + 1], "serve") ? i + 1 : 0;
-    if (!strcmp(a, "--store") || !strcmp(a, "--op-id") || !strcmp(a, "--if-version")) {
+    if (!strcmp(a, "--store") || !strcmp(a, "--op-id") || !strcmp(a, "--if-version") ||
+        !strcmp(a, "--hold") || !strcmp(a, "--ttl")) {
       i++;
       continue;
     }
@@ -286,16 +331,19 @@ int main(int argc, char **argv) {
   int code = parse_args(argc, argv, &o);
   if (code) {
     free(o.pos);
+    free(o.holds);
     return code;
   }
   const char *cmd = o.npos ? o.pos[0] : NULL;
   if (!cmd && !o.help) {
     free(o.pos);
+    free(o.holds);
     return usage_error("no command given");
   }
   if (o.help) {
     print_help(cmd);
     free(o.pos);
+    free(o.holds);
     return 0;
   }
   const char **args = o.pos + 1;
@@ -324,8 +372,14 @@ int main(int argc, char **argv) {
     if (nargs < 2) code = usage_error("get needs TABLE and PK");
   } else if (!strcmp(cmd, "lookup")) {
     if (nargs < 3) code = usage_error("lookup needs TABLE, CONSTRAINT and VALUE");
-  } else if (!strcmp(cmd, "check")) {
-    if (nargs != 0) code = usage_error("check takes no arguments");
+  } else if (!strcmp(cmd, "check") || !strcmp(cmd, "repair")) {
+    if (nargs != 0) code = usage_error("%s takes no arguments", cmd);
+  } else if (!strcmp(cmd, "reserve")) {
+    is_write = 1;
+    if (nargs < 3) code = usage_error("reserve needs TABLE, CONSTRAINT and VALUE");
+    else if (!o.have_ttl) code = usage_error("reserve needs --ttl SECONDS");
+  } else if (!strcmp(cmd, "release-hold")) {
+    if (nargs != 1) code = usage_error("release-hold needs one TOKEN");
   } else {
     code = usage_error("unknown command \"%s\"", cmd);
   }
@@ -333,10 +387,15 @@ int main(int argc, char **argv) {
     code = usage_error("--op-id applies to insert, update and delete only");
   if (!code && o.have_if_version && strcmp(cmd, "update") && strcmp(cmd, "delete"))
     code = usage_error("--if-version applies to update and delete only");
+  if (!code && o.nholds && strcmp(cmd, "insert") && strcmp(cmd, "update"))
+    code = usage_error("--hold applies to insert and update only");
+  if (!code && o.have_ttl && strcmp(cmd, "reserve"))
+    code = usage_error("--ttl applies to reserve only");
   if (!code && o.ddl && strcmp(cmd, "schema"))
     code = usage_error("--ddl applies to schema show only");
   if (code) {
     free(o.pos);
+    free(o.holds);
     return code;
   }
 
@@ -371,7 +430,11 @@ int main(int argc, char **argv) {
       code = usage_error("cannot read standard input");
       goto leave;
     }
-    rc = unico_insert(u, args[0], text, o.op_id, &res);
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.op_id = o.op_id;
+    wo.holds = o.holds;
+    wo.nholds = o.nholds;
+    rc = unico_insert_with(u, args[0], text, &wo, &res);
   } else if (!strcmp(cmd, "update")) {
     text = json_arg(args[nargs - 1], &err);
     if (err) {
@@ -379,8 +442,12 @@ int main(int argc, char **argv) {
       goto leave;
     }
     rc = pk_from_args(u, args[0], args + 1, nargs - 2, &pk, &res);
-    if (!rc)
-      rc = unico_update(u, args[0], pk, text, o.if_version, o.op_id, &res);
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.op_id = o.op_id;
+    wo.if_version = o.if_version;
+    wo.holds = o.holds;
+    wo.nholds = o.nholds;
+    if (!rc) rc = unico_update_with(u, args[0], pk, text, &wo, &res);
   } else if (!strcmp(cmd, "delete")) {
     rc = pk_from_args(u, args[0], args + 1, nargs - 1, &pk, &res);
     if (!rc) rc = unico_delete(u, args[0], pk, o.if_version, o.op_id, &res);
@@ -397,6 +464,19 @@ int main(int argc, char **argv) {
     }
   } else if (!strcmp(cmd, "check")) {
     rc = unico_check(u, &res);
+  } else if (!strcmp(cmd, "repair")) {
+    rc = unico_repair(u, &res);
+  } else if (!strcmp(cmd, "reserve")) {
+    rc = unico_args_json(u, args[0], args[1], args + 2, (size_t)nargs - 2, &res);
+    if (!rc) {
+      char *vals = res.json;
+      res.json = NULL;
+      rc = unico_reserve(u, args[0], args[1], vals, o.ttl_s * 1000, o.op_id,
+                         &res);
+      free(vals);
+    }
+  } else if (!strcmp(cmd, "release-hold")) {
+    rc = unico_release_hold(u, args[0], &res);
   }
   code = report(rc, &res);
 leave:
@@ -405,5 +485,6 @@ leave:
   unico_result_clear(&res);
   unico_close(u);
   free(o.pos);
+  free(o.holds);
   return code;
 }

@@ -121,6 +121,8 @@ static const char *allowed(int route) {
   case UR_SCHEMA: return "GET, HEAD, PUT";
   case UR_COLLECTION: return "POST";
   case UR_RECORD: return "GET, HEAD, PATCH, DELETE";
+  case UR_HOLDS: return "POST";
+  case UR_HOLD: return "DELETE";
   default: return NULL;
   }
 }
@@ -135,13 +137,17 @@ static int method_allowed(int route, int method) {
   case UR_RECORD:
     return method == UM_GET || method == UM_HEAD || method == UM_PATCH ||
            method == UM_DELETE;
+  case UR_HOLDS: return method == UM_POST;
+  case UR_HOLD: return method == UM_DELETE;
   default: return 0;
   }
 }
 
 /* Route the raw path (query already cut off by MHD) and split /v1/ paths
  * into decoded segments. A literal (undecoded) "by" as the second of three
- * segments makes a lookup; a key whose value is "by" is written %62y. */
+ * segments makes a lookup; a key whose value is "by" is written %62y.
+ * Likewise a literal "holds" second: /v1/T/holds and /v1/T/holds/TOKEN
+ * (a key "holds" is written %68olds). */
 static void route_of(ureq *r, const char *url) {
   r->route = UR_OTHER;
   if (!strcmp(url, "/healthz")) {
@@ -172,6 +178,10 @@ static void route_of(ureq *r, const char *url) {
     r->route = UR_COLLECTION;
   else if (r->nseg == 3 && !strcmp(r->segs[1], "by"))
     r->route = UR_LOOKUP;
+  else if (r->nseg == 2 && !strcmp(r->segs[1], "holds"))
+    r->route = UR_HOLDS;
+  else if (r->nseg == 3 && !strcmp(r->segs[1], "holds"))
+    r->route = UR_HOLD;
   else
     r->route = UR_RECORD;
   for (int i = 0; i < r->nseg; i++)
@@ -452,14 +462,108 @@ static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   unico_result_clear(&res);
 }
 
+/* The Unico-Hold header: hold tokens, separated by commas. */
+#define MAX_HOLDS 16
+typedef struct holdlist {
+  char *buf;
+  char *v[MAX_HOLDS];
+  int n;
+} holdlist;
+
+static int hold_tokens(struct MHD_Connection *c, holdlist *l, uresp *o) {
+  const char *h = header(c, "Unico-Hold");
+  memset(l, 0, sizeof *l);
+  if (!h) return 0;
+  l->buf = strdup(h);
+  if (!l->buf) {
+    fail(o, 503, "out_of_memory", "out of memory");
+    return 1;
+  }
+  for (char *save = NULL, *t = strtok_r(l->buf, ", \t", &save); t;
+       t = strtok_r(NULL, ", \t", &save)) {
+    if (l->n == MAX_HOLDS) {
+      free(l->buf);
+      l->buf = NULL;
+      fail(o, 400, "invalid", "at most 16 hold tokens in Unico-Hold");
+      return 1;
+    }
+    l->v[l->n++] = t;
+  }
+  return 0;
+}
+
+/* POST /v1/{table}/holds {"constraint":C,"value":V|[..],"ttl":SECONDS} */
+static void do_reserve(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
+                       unico *u) {
+  unico_result res = UNICO_RESULT_INIT;
+  const char *table = r->segs[0], *text;
+  json_error_t je;
+  int rc;
+  if (body_text(r, o, &text)) return;
+  json_t *j = json_loads(text, 0, &je);
+  json_t *con = json_object_get(j, "constraint");
+  json_t *val = json_object_get(j, "value");
+  json_t *ttl = json_object_get(j, "ttl");
+  if (!j || !json_is_object(j)) {
+    fail(o, 400, "invalid", "the body must be a JSON object "
+                            "{\"constraint\":..,\"value\":..,\"ttl\":SECONDS}");
+  } else if (!json_is_string(con)) {
+    fail(o, 400, "invalid", "\"constraint\" must name a unique constraint");
+  } else if (!val || json_is_null(val)) {
+    fail(o, 400, "invalid", "\"value\" is missing");
+  } else if (!json_is_number(ttl) || json_number_value(ttl) <= 0 ||
+             json_number_value(ttl) > 30 * 24 * 3600) {
+    fail(o, 400, "invalid", "\"ttl\" must be a number of seconds, more than "
+                            "0 and at most 2592000 (30 days)");
+  } else {
+    json_t *arr = json_is_array(val) ? json_incref(val) : json_pack("[O]", val);
+    char *vals = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    uint64_t ms = (uint64_t)(json_number_value(ttl) * 1000.0);
+    STORE(UO_RESERVE,
+          unico_reserve(u, table, json_string_value(con), vals, ms ? ms : 1,
+                        header(c, "Idempotency-Key"), &res));
+    free(vals);
+    if (rc == UNICO_OK) {
+      ok_output(o, 201, &res);
+      o->etag = 0;
+    } else {
+      if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
+      fail_rc(o, rc, &res, table);
+    }
+  }
+  json_decref(j);
+  unico_result_clear(&res);
+}
+
+/* DELETE /v1/{table}/holds/{token} */
+static void do_release(userv *s, ureq *r, uresp *o, unico *u) {
+  unico_result res = UNICO_RESULT_INIT;
+  int rc;
+  STORE(UO_RELEASE, unico_release_hold(u, r->segs[2], &res));
+  if (rc == UNICO_OK) {
+    ok_output(o, 200, &res);
+    o->etag = 0;
+  } else {
+    fail_rc(o, rc, &res, NULL);
+  }
+  unico_result_clear(&res);
+}
+
 static void do_insert(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
                       unico *u) {
   unico_result res = UNICO_RESULT_INIT;
   const char *table = r->segs[0], *text;
   int rc;
   if (body_text(r, o, &text)) return;
-  const char *op_id = header(c, "Idempotency-Key");
-  STORE(UO_INSERT, unico_insert(u, table, text, op_id, &res));
+  unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+  holdlist hl;
+  wo.op_id = header(c, "Idempotency-Key");
+  if (hold_tokens(c, &hl, o)) return;
+  wo.holds = (const char *const *)hl.v;
+  wo.nholds = (size_t)hl.n;
+  STORE(UO_INSERT, unico_insert_with(u, table, text, &wo, &res));
+  free(hl.buf);
   if (rc == UNICO_OK) {
     ok_output(o, 201, &res);
     o->location = location_of(table, res.json);
@@ -491,7 +595,15 @@ static void do_record(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   if (r->method == UM_PATCH) {
     const char *text;
     if (body_text(r, o, &text)) goto leave;
-    STORE(UO_UPDATE, unico_update(u, table, pk, text, ver, op_id, &res));
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    holdlist hl;
+    wo.op_id = op_id;
+    wo.if_version = ver;
+    if (hold_tokens(c, &hl, o)) goto leave;
+    wo.holds = (const char *const *)hl.v;
+    wo.nholds = (size_t)hl.n;
+    STORE(UO_UPDATE, unico_update_with(u, table, pk, text, &wo, &res));
+    free(hl.buf);
   } else if (r->method == UM_DELETE) {
     STORE(UO_DELETE, unico_delete(u, table, pk, ver, op_id, &res));
   } else {
@@ -591,6 +703,8 @@ static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   case UR_COLLECTION: do_insert(s, c, r, o, u); break;
   case UR_RECORD: do_record(s, c, r, o, u); break;
   case UR_LOOKUP: do_lookup(s, c, r, o, u); break;
+  case UR_HOLDS: do_reserve(s, c, r, o, u); break;
+  case UR_HOLD: do_release(s, r, o, u); break;
   default: fail(o, 404, "not_found", "no such route"); break;
   }
   if (s->cfg.threads) sem_post(&s->slots);

@@ -601,6 +601,52 @@ field records 2
 field claims 4
 field violations_total 0
 
+scenario "sign-up with a hold: reserve, others busy, the token takes it, release" holds
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u reserve users users_email Ann@Example.com --ttl 600
+field value '["ann@example.com"]'
+TOKEN=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["token"])' "$OUT")
+expect_exit 6 u insert users '{"id":"x","email":"ann@example.com"}'
+field error '"busy"'
+field constraint '"users_email"'
+expect_exit 6 u reserve users users_email ann@example.com --ttl 600
+expect_exit 6 u insert users '{"id":"x","email":"ann@example.com"}' --hold uh_wrong
+expect_exit 0 u insert users '{"id":"ann","email":"ANN@example.com"}' --hold "$TOKEN"
+expect_exit 0 u lookup users users_email ann@example.com
+field pk '"ann"'
+expect_exit 2 u release-hold "$TOKEN"
+expect_exit 3 u reserve users users_email ann@example.com --ttl 60
+field owner '"ann"'
+expect_exit 0 u reserve users users_username_key bob --ttl 600
+TOKEN=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["token"])' "$OUT")
+expect_exit 0 u release-hold "$TOKEN"
+field released true
+expect_exit 0 u insert users '{"id":"b","username":"bob"}'
+expect_exit 1 u reserve users users_username_key carl
+expect_exit 1 u reserve users users_username_key carl --ttl 0
+expect_exit 1 u get users ann --hold x
+expect_exit 0 u repair
+field orphan_claims_removed 0
+expect_exit 0 u check
+field holds 0
+
+scenario "a count limit: exit 4 names the limit and the group" limits
+printf 'CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, option text,\n  UNIQUE (poll_id, name) NORMALIZE casefold,\n  CONSTRAINT per_option LIMIT 1 PER (poll_id, option));\n' >"$SCRATCH/poll.cql"
+expect_exit 0 u schema apply "$SCRATCH/poll.cql"
+expect_exit 0 u insert subs '{"id":"s1","poll_id":"p","name":"Ann","option":"a"}'
+expect_exit 4 u insert subs '{"id":"s2","poll_id":"p","name":"Bob","option":"a"}'
+field error '"limit"'
+field constraint '"per_option"'
+field value '["p","a"]'
+expect_exit 0 u insert subs '{"id":"s2","poll_id":"p","name":"Bob","option":"b"}'
+expect_exit 4 u update subs s2 '{"option":"a"}'
+expect_exit 0 u get subs s2
+field record.option '"b"'
+expect_exit 0 u delete subs s1
+expect_exit 0 u update subs s2 '{"option":"a"}'
+expect_exit 0 u check
+field limit_groups 1
+
 # ------------------------------------------------------------- summary
 
 eval "exec ${PY[1]}>&-"

@@ -55,6 +55,15 @@ CREATE TABLE items (
   code text,
   UNIQUE (code)
 );
+
+CREATE TABLE subs (
+  id      text PRIMARY KEY,
+  poll_id text,
+  name    text,
+  option  text,
+  UNIQUE (poll_id, name) NORMALIZE casefold,
+  CONSTRAINT per_option LIMIT 2 PER (poll_id, option)
+);
 """
 
 FAILS = []
@@ -217,7 +226,7 @@ def t_schema():
     check(r.status == 404 and r.json["error"] == "not_found", "no schema yet: 404", r)
     r = call(S, "PUT", "/v1/_schema", SCHEMA, {"Content-Type": "text/plain"})
     check(r.status == 200 and r.json["changed"] is True, "schema apply", r)
-    check(r.json["tables"] == ["users", "votes", "items"], "tables", r.json)
+    check(r.json["tables"] == ["users", "votes", "items", "subs"], "tables", r.json)
     r = fetch(S, "PUT", "/v1/_schema", {"ddl": SCHEMA})
     check(r.status == 200 and r.json["changed"] is False, "same schema as JSON: unchanged", r)
     r = call(S, "GET", "/v1/_schema")
@@ -442,6 +451,68 @@ def t_limits():
     check(r.status == 200, "still serving", r)
 
 
+def t_holds():
+    # reserve, others busy (409 busy), the token takes it (Unico-Hold), release
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "Hana", "ttl": 60})
+    check(r.status == 201 and r.json["value"] == ["hana"] and r.json["token"].startswith("uh_"), "reserve: 201", r)
+    tok = r.json["token"]
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": ["hana"], "ttl": 60})
+    check(r.status == 409 and r.json["error"] == "busy", "second hold: 409 busy", r)
+    check(r.headers.get("retry-after") is not None, "busy has Retry-After", r.headers)
+    r = fetch(S, "POST", "/v1/users", {"id": "h1", "username": "HANA"})
+    check(r.status == 409 and r.json["error"] == "busy" and r.json["constraint"] == "users_username",
+          "insert without the token: 409 busy", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "h1", "username": "hana"}, {"Unico-Hold": "uh_nope, " + tok})
+    check(r.status == 201, "insert with the token: 201", r)
+    r = call(S, "DELETE", "/v1/users/holds/" + tok)
+    check(r.status == 404, "the taken hold is gone: 404", r)
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "hana", "ttl": 60})
+    check(r.status == 409 and r.json["error"] == "conflict" and r.json["owner"] == "h1", "reserve a taken value: 409", r)
+    # an update needs the token too; release frees the value at once
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_email", "value": "h@x.org", "ttl": 60})
+    tok = r.json["token"]
+    r = fetch(S, "PATCH", "/v1/users/h1", {"email": "H@X.org"})
+    check(r.status == 409 and r.json["error"] == "busy", "update without the token: 409 busy", r)
+    r = call(S, "DELETE", "/v1/users/holds/" + tok)
+    check(r.status == 200 and r.json["released"] is True, "release: 200", r)
+    r = fetch(S, "PATCH", "/v1/users/h1", {"email": "H@X.org"})
+    check(r.status == 200, "then the update: 200", r)
+    # bad requests
+    for body in ({"constraint": "users_username", "value": "x"}, {"constraint": "users_username", "value": "x", "ttl": 0},
+                 {"value": "x", "ttl": 5}, {"constraint": "users_username", "ttl": 5}, [1]):
+        r = fetch(S, "POST", "/v1/users/holds", body)
+        check(r.status == 400 and r.json["error"] == "invalid", "bad hold request: 400 %s" % body, r)
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "nope", "value": "x", "ttl": 5})
+    check(r.status == 404, "unknown constraint: 404 (as for lookups)", r)
+    r = call(S, "GET", "/v1/users/holds")
+    check(r.status == 405, "GET on holds: 405", r)
+    # a short hold expires: then anyone takes the value
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_phone_key", "value": "+1999", "ttl": 0.2})
+    check(r.status == 201, "a 0.2 s hold", r)
+    time.sleep(0.4)
+    r = fetch(S, "POST", "/v1/users", {"id": "h2", "phone": "+1999"})
+    check(r.status == 201, "after expiry the value is free", r)
+
+
+def t_count_limits():
+    for i, opt in enumerate(["a", "a", "b"]):
+        r = fetch(S, "POST", "/v1/subs", {"id": "s%d" % i, "poll_id": "p", "name": "n%d" % i, "option": opt})
+        check(r.status == 201, "subscriber %d" % i, r)
+    r = fetch(S, "POST", "/v1/subs", {"id": "s9", "poll_id": "p", "name": "n9", "option": "a"})
+    check(r.status == 422 and r.json["error"] == "limit" and r.json["constraint"] == "per_option"
+          and r.json["value"] == ["p", "a"], "full option: 422 naming limit and group", r)
+    r = fetch(S, "PATCH", "/v1/subs/s2", {"option": "a"})
+    check(r.status == 422, "moving into a full option: 422", r)
+    r = fetch(S, "GET", "/v1/subs/s2")
+    check(r.json["record"]["option"] == "b" and r.json["version"] == 1, "record unchanged", r)
+    r = call(S, "DELETE", "/v1/subs/s0")
+    check(r.status == 200, "delete frees a slot", r)
+    r = fetch(S, "PATCH", "/v1/subs/s2", {"option": "a"})
+    check(r.status == 200, "then the move: 200", r)
+    r = fetch(S, "POST", "/v1/subs", {"id": "s3", "poll_id": "p", "name": "N1", "option": "b"})
+    check(r.status == 409 and r.json["constraint"] == "subs_poll_id_name_key", "name unique per poll: 409", r)
+
+
 def t_stalled(srv=None):
     # Stalled clients: half a request line, half the headers, headers without
     # the body; more of them than S has turns in the store (--threads 4), and
@@ -547,7 +618,8 @@ def t_access_log():
 
 
 SHARED = [t_schema, t_insert_get, t_conflict, t_bad_input, t_not_found, t_method_not_allowed,
-          t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_limits, t_stalled, t_race,
+          t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_holds, t_count_limits,
+          t_limits, t_stalled, t_race,
           t_health_metrics, t_access_log]
 
 
