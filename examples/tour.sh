@@ -39,4 +39,17 @@ run insert users '{"id":"u5","username":"erin"}' --op-id signup-erin-1
 run get users u1
 run delete users u4
 run insert users '{"id":"u6","username":"frank","email":"alice@example.com"}'
+# sign-up in two steps: hold the username, others are refused (busy), the
+# token takes it
+TOKEN=$("$UNICO" reserve users users_username Grace --ttl 600 | sed 's/.*"token":"\([^"]*\)".*/\1/')
+echo; echo "\$ unico reserve users users_username Grace --ttl 600"; echo "# token: $TOKEN"
+run insert users '{"id":"x","username":"grace"}'
+run insert users '{"id":"u7","username":"grace"}' --hold "$TOKEN"
+# at most 3 subscribers per option of a poll
+run insert subscriptions '{"id":"s1","poll_id":"p1","name":"Ann","option":"a"}'
+run insert subscriptions '{"id":"s2","poll_id":"p1","name":"Bob","option":"a"}'
+run insert subscriptions '{"id":"s3","poll_id":"p1","name":"Cy","option":"a"}'
+run insert subscriptions '{"id":"s4","poll_id":"p1","name":"Dee","option":"a"}'
+run insert subscriptions '{"id":"s4","poll_id":"p1","name":"Dee","option":"b"}'
+run update subscriptions s4 '{"option":"a"}'
 run check
