@@ -289,7 +289,7 @@ leave:
 
 typedef struct swp {
   int64_t cutoff;
-  size_t n;
+  size_t n, max;
   ubuf keys[SWEEP_BATCH]; /* index keys */
   char *ids[SWEEP_BATCH];
 } swp;
@@ -311,7 +311,7 @@ static int sweep_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   s->keys[s->n] = (ubuf)UBUF_INIT;
   ubuf_put(&s->keys[s->n], k, kl);
   s->n++;
-  return s->n == SWEEP_BATCH ? 2 : 0;
+  return s->n == s->max ? 2 : 0;
 }
 
 int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
@@ -324,6 +324,10 @@ int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
     ustore_err e = {{0}};
     s.cutoff = now_ms - (int64_t)x->retention_ms;
     s.n = 0;
+    /* two ops per outcome: within the store's transaction size */
+    s.max = uexec_max_txn(x) ? uexec_max_txn(x) / 2 : SWEEP_BATCH;
+    if (s.max > SWEEP_BATCH) s.max = SWEEP_BATCH;
+    if (s.max == 0) s.max = 1;
     ukey_kind(&p, "x");
     int sr = x->st->vt->scan(x->st, p.p, p.len, NULL, 0, sweep_cb, &s, &e);
     ubuf_free(&p);

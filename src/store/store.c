@@ -14,10 +14,15 @@ int ustore_open(ustore **out, const char *url, ustore_err *e) {
     rest = url + 7;
   } else if (!strncmp(url, "lmdb:", 5)) {
     rest = url + 5;
+  } else if (!strncmp(url, "dynamodb://", 11) ||
+             !strncmp(url, "dynamodbs://", 12)) {
+    return ustore_dynamodb_open(out, url, e);
   } else if (strstr(url, "://")) {
     if (e)
       snprintf(e->msg, sizeof e->msg,
-               "unsupported store URL \"%s\" (this build knows lmdb:PATH)", url);
+               "unsupported store URL \"%s\" (this build knows lmdb:PATH, "
+               "dynamodb://HOST:PORT/TABLE and dynamodbs://HOST:PORT/TABLE)",
+               url);
     return UNICO_EUNSUPPORTED;
   }
   /* Split PATH?QUERY. */
