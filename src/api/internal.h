@@ -24,6 +24,7 @@ typedef struct usch {
 
 struct unico {
   uexec *x;
+  struct urcache *rc; /* remote stores only: records seen lately */
   pthread_mutex_t lock; /* guards cur */
   usch *cur;
   atomic_uint_fast64_t opseq; /* generated op ids */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api/internal.h"
+#include "api/rcache.h"
 #include "plan/plan.h"
 #include "store/store.h"
 #include "util/err.h"
@@ -120,6 +121,10 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
     r = (uint64_t)unow_ms() ^ ((uint64_t)getpid() << 32);
   snprintf(u->opprefix, sizeof u->opprefix, "g-%016" PRIx64, r);
   rc = uexec_open(&u->x, st, opts ? opts->outcome_retention_ms : 0, res);
+  /* Where a read is a round trip, remember records to skip it. */
+  if (!rc && strcmp(uexec_store_name(u->x), "lmdb") &&
+      !(u->rc = urcache_new()))
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   if (!rc) rc = uapi_sch_load(u, &u->cur, res);
   if (rc) {
     unico_close(u);
@@ -133,6 +138,7 @@ void unico_close(unico *u) {
   if (!u) return;
   uapi_sch_put(u->cur);
   uexec_close(u->x);
+  urcache_free(u->rc);
   pthread_mutex_destroy(&u->lock);
   free(u);
 }

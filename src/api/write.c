@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "api/rcache.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
@@ -422,7 +423,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
   json_t *input = NULL;
   char opbuf[64];
   const char *op_id = op_id_in;
-  int rc = UNICO_OK, rechecked = 0;
+  int rc = UNICO_OK, rechecked = 0, no_cache = 0;
   takeovers tk = {0, NULL};
   uint8_t(*hashes)[32] = NULL;
   if (nholds) {
@@ -464,7 +465,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     uint64_t sver = 0;
     json_t *body = NULL, *pkj = NULL;
     char *output = NULL, *canon_s = NULL;
-    int retry = 0, have_old = 0;
+    int retry = 0, have_old = 0, from_cache = 0;
     memset(&old, 0, sizeof old);
     memset(&why, 0, sizeof why);
     uplan_init(&plan);
@@ -490,23 +491,58 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     }
     /* Seen this operation before? Then its first outcome is the answer.
      * (Without a caller's op id there is no outcome to find or keep.) */
+    /* On a remote store the first round skips this read: the write's own
+     * transaction requires the outcome to be absent, and a refusal below
+     * that a repeat could explain looks for the outcome then. */
     uint64_t fp = 0;
+    int outcome_later = 0;
     if (op_id_in) {
       canon_s = input ? canon(input) : NULL;
       fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
-      rc = outcome_find(u, op_id, kind, t->name, fp, res);
-      if (rc != UNICO_ENOTFOUND) goto round_end;
-      rc = UNICO_OK;
+      if (u->rc && attempt == 0) {
+        outcome_later = 1;
+      } else {
+        rc = outcome_find(u, op_id, kind, t->name, fp, res);
+        if (rc != UNICO_ENOTFOUND) goto round_end;
+        rc = UNICO_OK;
+      }
     }
     if (kind != UPLAN_INSERT) {
       ukey_record(&rkey, t->name, pk.p, pk.len);
-      rc = read_record(u, &rkey, &old, &sver, res);
+      ubuf cv = UBUF_INIT;
+      if (!no_cache && urcache_get(u->rc, rkey.p, rkey.len, &cv, &sver)) {
+        from_cache = 1;
+        if (ustored_record_decode(cv.p, cv.len, &old) || old.state != UREC_LIVE) {
+          ustored_record_free(&old);
+          from_cache = 0;
+        }
+      }
+      ubuf_free(&cv);
+      rc = from_cache ? UNICO_OK : read_record(u, &rkey, &old, &sver, res);
+      if (rc == UNICO_ENOTFOUND && outcome_later) {
+        rc = outcome_find(u, op_id, kind, t->name, fp, res);
+        if (rc != UNICO_ENOTFOUND) goto round_end;
+      }
       if (rc == UNICO_ENOTFOUND) {
         rc = not_found(t, pk_json, res);
         goto round_end;
       }
       if (rc) goto round_end;
       have_old = 1;
+      if (if_version && old.version != if_version && (from_cache || outcome_later)) {
+        /* The cache may be behind, or this is a repeat: look again. */
+        urcache_del(u->rc, rkey.p, rkey.len);
+        no_cache = 1;
+        if (outcome_later) {
+          rc = outcome_find(u, op_id, kind, t->name, fp, res);
+          if (rc != UNICO_ENOTFOUND) goto round_end;
+          rc = UNICO_OK;
+        }
+        if (from_cache) {
+          retry = 1;
+          goto round_end;
+        }
+      }
       if (if_version && old.version != if_version) {
         rc = uerr(res, UNICO_EVERSION, NULL,
                   "record %.200s of table %s is at version %" PRIu64
@@ -542,6 +578,15 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     if (rc) goto round_end;
 
     rc = uexec_apply(u->x, &plan, &why, res);
+    if (u->rc) { /* remember what the store now holds */
+      if (rc == UNICO_OK && kind == UPLAN_DELETE)
+        urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
+      else if (rc == UNICO_OK)
+        urcache_put(u->rc, plan.rkey.p, plan.rkey.len, plan.rval.p,
+                    plan.rval.len, kind == UPLAN_INSERT ? 1 : sver + 1);
+      else
+        urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
+    }
     if (rc != USTORE_NOT_APPLIED) goto round_end; /* applied, or an error */
     /* Not applied: say why. */
     if (res) {
@@ -562,6 +607,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
         rc = report_conflict(t, -1, pk.p, pk.len, pk.p, pk.len, res);
       else
         retry = 1; /* changed under us: read again (and check if_version) */
+      no_cache = 1;
       break;
     case UREFUSED_RACE:
       retry = 1; /* a limit group moved since it was read */
@@ -653,9 +699,16 @@ int uapi_get(unico *u, const char *table, const char *pk_json,
   rc = urec_pk_parse(t, pk_json, &pk, res);
   if (rc) goto leave;
   ukey_record(&key, t->name, pk.p, pk.len);
-  rc = read_record(u, &key, &r, NULL, res);
+  uint64_t sver = 0;
+  rc = read_record(u, &key, &r, &sver, res);
   if (rc == UNICO_ENOTFOUND) rc = not_found(t, pk_json, res);
   if (rc) goto leave;
+  if (u->rc) { /* a read before a write is common: keep it */
+    ubuf enc = UBUF_INIT;
+    ustored_record_encode(&enc, r.state, r.version, r.op_id, r.body, &r.claims);
+    if (ubuf_ok(&enc)) urcache_put(u->rc, key.p, key.len, enc.p, enc.len, sver);
+    ubuf_free(&enc);
+  }
   rc = record_output(t, &r, NULL, res);
 leave:
   ustored_record_free(&r);

@@ -360,6 +360,8 @@ int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
 
 size_t uexec_max_key(uexec *x) { return x->st->vt->max_key; }
 
+const char *uexec_store_name(uexec *x) { return x->st->vt->name; }
+
 size_t uexec_max_txn(uexec *x) {
   return x->st->vt->version >= 2 ? x->st->vt->max_txn : 0;
 }

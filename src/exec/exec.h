@@ -69,6 +69,8 @@ int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
 
 /* The longest key the store accepts (0: no limit). */
 size_t uexec_max_key(uexec *x);
+/* The store's name ("lmdb", "dynamodb", ...). */
+const char *uexec_store_name(uexec *x);
 /* The most ops one transaction may carry (0: no limit). */
 size_t uexec_max_txn(uexec *x);
 
