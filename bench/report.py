@@ -265,6 +265,26 @@ def existing_analysis(path):
     return m.group(0).rstrip() + "\n" if m else None
 
 
+# Sections this script writes; every other '## ' section of an existing
+# RESULTS.md (written by other benchmarks: DynamoDB, import) is kept as is.
+GENERATED = ("Headline", "How to reproduce", "What is measured", "Machine",
+             "Throughput", "Table", "Analysis", "Profile:")
+
+
+def other_sections(path):
+    """The sections of an existing file that this script does not write."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return []
+    out = []
+    for m in re.finditer(r"^## (?!#)([^\n]*)\n.*?(?=^## (?!#)|\Z)", text, re.S | re.M):
+        if not m.group(1).strip().startswith(GENERATED):
+            out.append(m.group(0).rstrip() + "\n")
+    return out
+
+
 def read(path, default=""):
     try:
         with open(path) as f:
@@ -363,6 +383,7 @@ def main():
     out_dir = os.path.dirname(os.path.abspath(a.out))
     md.append(profile_section(a.results, "profile.txt", "unico", out_dir))
     md.append(profile_section(a.results, "profile-log.txt", "unico-log", out_dir))
+    md.extend(other_sections(a.out))
     with open(a.out, "w") as f:
         f.write("\n".join(md))
     print(f"report.py: wrote {a.out}, {os.path.join(a.results, 'table.md')}"

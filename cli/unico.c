@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "unico.h"
+#include "import.h"
 #include "report.h"
 #ifdef UNICO_HAVE_SERVER
 #include "serve.h"
@@ -35,6 +37,7 @@ static const char *const MAIN_HELP =
     "  lookup TABLE CONSTRAINT VALUE...  print the record holding a value\n"
     "  reserve TABLE CONSTRAINT VALUE... --ttl S  hold a value, print a token\n"
     "  release-hold TOKEN             give a hold up\n"
+    "  import TABLE FILE|-            load a JSONL file, report duplicates\n"
     "  check                          audit the store's invariants\n"
     "  repair                         remove orphans and expired holds\n"
     SERVE_HELP_LINE
@@ -48,6 +51,8 @@ static const char *const MAIN_HELP =
     "  --hold TOKEN       insert/update: take a value reserved by this hold\n"
     "                     (repeat for several)\n"
     "  --ttl SECONDS      reserve: how long the hold lives\n"
+    "  --on-conflict skip|abort, --report FILE, --threads N, --batch N,\n"
+    "  --progress auto|bar|lines|none   import (unico import --help)\n"
     "  -h, --help         help (also after a command: unico insert --help)\n"
     "  --version          print the version\n"
     "\n"
@@ -127,6 +132,24 @@ static const cmd_help HELPS[] = {
      "\n"
      "Give up a hold before it expires; its value is free at once. Exit 2\n"
      "when no hold has this token any more.\n"},
+    {"import",
+     "usage: unico import TABLE FILE|- [--on-conflict skip|abort] [--report FILE]\n"
+     "                    [--threads N] [--batch N] [--progress auto|bar|lines|none]\n"
+     "\n"
+     "Insert the records of a JSONL file (one JSON object a line; - reads\n"
+     "standard input; blank lines are skipped), each all or nothing, N at a\n"
+     "time (--threads, default 16), --batch records at once (default 4096).\n"
+     "Of records that share a unique value or a primary key, the first line\n"
+     "wins. The records not imported are reported as JSONL (to --report FILE,\n"
+     "default standard output): one line per duplicated value, {\"kind\":\n"
+     "\"duplicate\",\"constraint\",\"value\",\"owner\",\"owner_line\",\"duplicates\":\n"
+     "[{\"line\",\"pk\"},..]}, and one per other refused record (invalid, limit,\n"
+     "busy). The last line of standard output is the summary. --on-conflict\n"
+     "abort stops at the first refused record (skip, the default, goes on).\n"
+     "Progress goes to standard error: a bar on a terminal, else a line every\n"
+     "5 s. Exit 0 when every record was inserted; else 7 for a store error,\n"
+     "1 if any record was invalid, else 4 (limit), 6 (busy), 3 (duplicates);\n"
+     "with abort, the code of the record it stopped at. See docs/cli.md.\n"},
 };
 
 typedef struct opts {
@@ -140,6 +163,8 @@ typedef struct opts {
   int have_ttl;
   int help;
   int ddl;
+  ucli_import_opts imp; /* import's options (cli/import.h) */
+  int imp_set;
   int npos;
   const char **pos;
 } opts;
@@ -225,6 +250,20 @@ static int parse_args(int argc, char **argv, opts *o) {
     }
     const char *eq = strchr(a, '=');
     size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+    char iname[32] = "";
+    if (nlen < sizeof iname) memcpy(iname, a, nlen);
+    if (ucli_import_is_option(iname)) {
+      if (eq)
+        val = eq + 1;
+      else if (i + 1 >= argc)
+        return usage_error("option %s needs a value", a);
+      else
+        val = argv[++i];
+      int c = ucli_import_set_option(&o->imp, iname, val);
+      if (c) return c;
+      o->imp_set = 1;
+      continue;
+    }
     const char *names[] = {"--store", "--op-id", "--if-version", "--hold",
                            "--ttl"};
     int which = -1;
@@ -310,7 +349,7 @@ static int serve_index(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--")) return i + 1 < argc && !strcmp(argv[i + 1], "serve") ? i + 1 : 0;
     if (!strcmp(a, "--store") || !strcmp(a, "--op-id") || !strcmp(a, "--if-version") ||
-        !strcmp(a, "--hold") || !strcmp(a, "--ttl")) {
+        !strcmp(a, "--hold") || !strcmp(a, "--ttl") || ucli_import_is_option(a)) {
       i++;
       continue;
     }
@@ -380,6 +419,11 @@ int main(int argc, char **argv) {
     else if (!o.have_ttl) code = usage_error("reserve needs --ttl SECONDS");
   } else if (!strcmp(cmd, "release-hold")) {
     if (nargs != 1) code = usage_error("release-hold needs one TOKEN");
+  } else if (!strcmp(cmd, "import")) {
+    if (nargs != 2)
+      code = usage_error("import needs TABLE and FILE (or - for standard input)");
+    else if (strcmp(args[1], "-") && access(args[1], R_OK))
+      code = usage_error("cannot read %s: %s", args[1], strerror(errno));
   } else {
     code = usage_error("unknown command \"%s\"", cmd);
   }
@@ -391,6 +435,9 @@ int main(int argc, char **argv) {
     code = usage_error("--hold applies to insert and update only");
   if (!code && o.have_ttl && strcmp(cmd, "reserve"))
     code = usage_error("--ttl applies to reserve only");
+  if (!code && o.imp_set && strcmp(cmd, "import"))
+    code = usage_error("--on-conflict, --report, --threads, --batch and "
+                       "--progress apply to import only");
   if (!code && o.ddl && strcmp(cmd, "schema"))
     code = usage_error("--ddl applies to schema show only");
   if (code) {
@@ -477,6 +524,9 @@ int main(int argc, char **argv) {
     }
   } else if (!strcmp(cmd, "release-hold")) {
     rc = unico_release_hold(u, args[0], &res);
+  } else if (!strcmp(cmd, "import")) {
+    code = ucli_import(u, args[0], args[1], &o.imp);
+    goto leave;
   }
   code = report(rc, &res);
 leave:

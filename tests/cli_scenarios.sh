@@ -647,6 +647,78 @@ expect_exit 0 u update subs s2 '{"option":"a"}'
 expect_exit 0 u check
 field limit_groups 1
 
+scenario "import: duplicates in the file and of existing records are reported, nothing else is lost" import
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","email":"taken@example.com"}'
+IMPORT=$SCRATCH/import.jsonl
+cat >"$IMPORT" <<'EOF'
+{"id":"i1","email":"Ann@Example.com","phone":"1"}
+{"id":"i2","email":"ann@example.COM","phone":"2"}
+
+{"id":"i3","email":"TAKEN@example.com"}
+{"id":"i4","email":"d@example.com","phone":"1"}
+{"id":"i5","email":"e@example.com"}
+{"id":"i1","email":"f@example.com"}
+not json
+{"id":"i6","email":"ANN@example.com"}
+EOF
+expect_exit 1 u import users "$IMPORT" --report "$SCRATCH/import.report"
+field read 8
+field inserted 2
+field duplicates 5
+field invalid 1
+field not_attempted 0
+field aborted false
+field error '"invalid"'
+run cat "$SCRATCH/import.report"
+out_contains '{"kind":"duplicate","constraint":"users_email","value":["ann@example.com"],"owner":"i1","owner_line":1,"duplicates":[{"line":2,"pk":"i2"},{"line":9,"pk":"i6"}]}'
+out_contains '{"kind":"duplicate","constraint":"users_email","value":["taken@example.com"],"owner":"u1","owner_line":null,"duplicates":[{"line":4,"pk":"i3"}]}'
+out_contains '{"kind":"duplicate","constraint":"users_phone_key","value":["1"],"owner":"i1","owner_line":1,"duplicates":[{"line":5,"pk":"i4"}]}'
+out_contains '{"kind":"duplicate","constraint":"PRIMARY KEY","value":["i1"],"owner":"i1","owner_line":1,"duplicates":[{"line":7,"pk":"i1"}]}'
+out_contains '{"kind":"invalid","line":8,"pk":null,'
+check_true "the report has 5 lines" [ "$(wc -l <"$SCRATCH/import.report")" -eq 5 ]
+expect_exit 0 u get users i1
+field record.email '"Ann@Example.com"'
+expect_exit 0 u get users i5
+expect_exit 2 u get users i2
+expect_exit 0 u check
+field records 3
+# the duplicates alone: exit 3; --on-conflict abort from standard input
+# (one thread, so no record after the refused one is already in flight)
+printf '{"id":"i7","email":"g@example.com"}\n{"id":"i8","email":"E@example.com"}\n{"id":"i9","email":"h@example.com"}\n' >"$IMPORT"
+STDIN=$(cat "$IMPORT")
+expect_exit 3 u import users - --on-conflict abort --threads 1 --report "$SCRATCH/import.report"
+field aborted true
+field aborted_line 2
+field inserted 1
+field duplicates 1
+field not_attempted 1
+field error '"conflict"'
+expect_exit 0 u get users i7
+expect_exit 2 u get users i9
+expect_exit 1 u import users "$SCRATCH/no-such.jsonl"
+field error '"usage"'
+expect_exit 1 u import users "$IMPORT" --on-conflict sometimes
+expect_exit 1 u import users
+expect_exit 1 u get users i7 --report x
+
+scenario "import: a record at a limit or held by a reservation is refused alone" import_limit
+printf 'CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, option text,\n  UNIQUE (name),\n  CONSTRAINT per_option LIMIT 1 PER (poll_id, option));\n' >"$SCRATCH/poll.cql"
+expect_exit 0 u schema apply "$SCRATCH/poll.cql"
+expect_exit 0 u reserve subs subs_name_key held --ttl 600
+printf '{"id":"s1","poll_id":"p","name":"a","option":"x"}\n{"id":"s2","poll_id":"p","name":"b","option":"x"}\n{"id":"s3","poll_id":"p","name":"held","option":"y"}\n{"id":"s4","poll_id":"p","name":"c","option":"z"}\n' >"$SCRATCH/subs.jsonl"
+expect_exit 4 u import subs "$SCRATCH/subs.jsonl" --report "$SCRATCH/subs.report" --threads 1
+field inserted 2
+field limit 1
+field busy 1
+field error '"limit"'
+run cat "$SCRATCH/subs.report"
+out_contains '{"kind":"limit","line":2,"pk":"s2",'
+out_contains '"constraint":"per_option","value":["p","x"]'
+out_contains '{"kind":"busy","line":3,"pk":"s3",'
+expect_exit 0 u check
+field records 2
+
 # ------------------------------------------------------------- summary
 
 eval "exec ${PY[1]}>&-"
