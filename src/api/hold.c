@@ -39,18 +39,8 @@ static int new_token(char out[3 + 64 + 1], unico_result *res) {
 
 static ustore_op op_of(const ubuf *k, int expect, uint64_t ver, int action,
                        const ubuf *v) {
-  ustore_op o;
-  memset(&o, 0, sizeof o);
-  o.key = k->p;
-  o.klen = k->len;
-  o.expect = expect;
-  o.expect_version = ver;
-  o.action = action;
-  if (v) {
-    o.val = v->p;
-    o.vlen = v->len;
-  }
-  return o;
+  return ustore_op_make(k->p, k->len, expect, ver, action, v ? v->p : NULL,
+                        v ? v->len : 0);
 }
 
 /* Run ops as one transaction: UNICO_OK, USTORE_NOT_APPLIED or an error. */
@@ -75,11 +65,9 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
     rc = UNICO_EINVAL;
     goto leave;
   }
-  int ci = constraint ? utable_constraint(t, constraint) : -1;
-  if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
-    rc = uerr(res, UNICO_EINVAL, NULL,
-              "table %s has no unique constraint named %s", t->name,
-              constraint ? constraint : "(none)");
+  int ci = uapi_unique_constraint(t, constraint, res);
+  if (ci < 0) {
+    rc = UNICO_EINVAL;
     goto leave;
   }
   if (ttl_ms == 0 || ttl_ms > MAX_TTL_MS) {

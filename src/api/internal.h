@@ -50,6 +50,9 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
 int uapi_release_hold(unico *u, const char *token, unico_result *res);
 /* The cached schema, reloaded once when it lacks table (or constraint). */
 usch *uapi_schema_for(unico *u, const char *table, const char *constraint);
+/* The index of t's unique constraint `name`, or -1 with res filled. */
+int uapi_unique_constraint(const utable *t, const char *name,
+                           unico_result *res);
 /* Table `table` of c, or NULL with res filled (UNICO_EINVAL). */
 const utable *uapi_find_table(const usch *c, const char *table,
                               unico_result *res);

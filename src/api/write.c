@@ -173,6 +173,17 @@ static usch *schema_for(unico *u, const char *table, const char *constraint) {
   return uapi_sch_get(u);
 }
 
+int uapi_unique_constraint(const utable *t, const char *name,
+                           unico_result *res) {
+  int ci = name ? utable_constraint(t, name) : -1;
+  if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
+    uerr(res, UNICO_EINVAL, NULL, "table %s has no unique constraint named %s",
+         t->name, name ? name : "(none)");
+    return -1;
+  }
+  return ci;
+}
+
 usch *uapi_schema_for(unico *u, const char *table, const char *constraint) {
   return schema_for(u, table, constraint);
 }
@@ -364,6 +375,20 @@ static char *key_value_json(const uclaim *c) {
   return vs;
 }
 
+/* Name the constraint and give the value (vs, JSON, taken over) in res. */
+static int set_detail(unico_result *res, const uconstraint *con, char *vs,
+                      int rc) {
+  if (res) {
+    snprintf(res->constraint, sizeof res->constraint, "%s",
+             con ? con->name : "?");
+    free(res->value);
+    res->value = vs;
+  } else {
+    free(vs);
+  }
+  return rc;
+}
+
 /* Fill res for a full limit group. */
 static int report_limit(const utable *t, const uclaim *c, int64_t count,
                         unico_result *res) {
@@ -378,15 +403,7 @@ static int report_limit(const utable *t, const uclaim *c, int64_t count,
        t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
        vs ? vs + 1 : "", (long long)count, count == 1 ? "" : "s",
        con ? con->name : "?");
-  if (res) {
-    snprintf(res->constraint, sizeof res->constraint, "%s",
-             con ? con->name : "?");
-    free(res->value);
-    res->value = vs;
-  } else {
-    free(vs);
-  }
-  return UNICO_ELIMIT;
+  return set_detail(res, con, vs, UNICO_ELIMIT);
 }
 
 /* Fill res for a value reserved by someone else's live hold. */
@@ -404,15 +421,7 @@ static int report_held(const utable *t, const uclaim *c, int64_t expires_ms,
        "present the hold's token to take it",
        t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
        vs ? vs + 1 : "", when, con ? con->name : "?");
-  if (res) {
-    snprintf(res->constraint, sizeof res->constraint, "%s",
-             con ? con->name : "?");
-    free(res->value);
-    res->value = vs;
-  } else {
-    free(vs);
-  }
-  return UNICO_EBUSY;
+  return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
 /* Insert (json = record), update (json = patch) or delete, with retries
@@ -732,11 +741,9 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     rc = UNICO_EINVAL;
     goto leave;
   }
-  int ci = constraint ? utable_constraint(t, constraint) : -1;
-  if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
-    rc = uerr(res, UNICO_EINVAL, NULL,
-              "table %s has no unique constraint named %s", t->name,
-              constraint ? constraint : "(none)");
+  int ci = uapi_unique_constraint(t, constraint, res);
+  if (ci < 0) {
+    rc = UNICO_EINVAL;
     goto leave;
   }
   const uconstraint *c = &t->cons[ci];
@@ -799,11 +806,9 @@ int uapi_args_json(unico *u, const char *table, const char *constraint,
     goto leave;
   }
   if (constraint) {
-    int ci = utable_constraint(t, constraint);
-    if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
-      rc = uerr(res, UNICO_EINVAL, NULL,
-                "table %s has no unique constraint named %s", t->name,
-                constraint);
+    int ci = uapi_unique_constraint(t, constraint, res);
+    if (ci < 0) {
+      rc = UNICO_EINVAL;
       goto leave;
     }
     c = &t->cons[ci];

@@ -99,18 +99,8 @@ static void count_write(uexec *x) {
 
 static ustore_op mkop(const ubuf *key, int expect, uint64_t ver, int action,
                       const ubuf *val) {
-  ustore_op o;
-  memset(&o, 0, sizeof o);
-  o.key = key->p;
-  o.klen = key->len;
-  o.expect = expect;
-  o.expect_version = ver;
-  o.action = action;
-  if (val) {
-    o.val = val->p;
-    o.vlen = val->len;
-  }
-  return o;
+  return ustore_op_make(key->p, key->len, expect, ver, action,
+                        val ? val->p : NULL, val ? val->len : 0);
 }
 
 static ustore_op mkop_claim(const uclaim *c, int expect, int action,

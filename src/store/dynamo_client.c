@@ -65,15 +65,7 @@ static CURLcode curl_init_rc = CURLE_OK;
 
 static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static void seterr(ustore_err *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void seterr(ustore_err *e, const char *fmt, ...) {
-  if (!e) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-  va_end(ap);
-}
+#define seterr ustore_seterr
 
 static void bump(uddb_client *c, int which) {
   atomic_fetch_add(&c->count.v[which], 1);

@@ -57,15 +57,7 @@ typedef struct ddb_store {
   long retry_ms;
 } ddb_store;
 
-static void seterr(ustore_err *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void seterr(ustore_err *e, const char *fmt, ...) {
-  if (!e) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-  va_end(ap);
-}
+#define seterr ustore_seterr
 
 /* ------------------------------------------------------------------ */
 /* JSON pieces */

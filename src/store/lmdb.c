@@ -118,15 +118,7 @@ typedef struct lm_req {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static lmdb_store *registry;
 
-static void seterr(ustore_err *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void seterr(ustore_err *e, const char *fmt, ...) {
-  if (!e) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-  va_end(ap);
-}
+#define seterr ustore_seterr
 
 static int map_rc(lmdb_store *s, int rc, const char *what, ustore_err *e) {
   switch (rc) {

@@ -1,10 +1,19 @@
 /* store.c - choose a store backend from a URL. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/store.h"
 #include "unico.h"
+
+void ustore_seterr(ustore_err *e, const char *fmt, ...) {
+  if (!e) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+}
 
 int ustore_open(ustore **out, const char *url, ustore_err *e) {
   *out = NULL;

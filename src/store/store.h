@@ -105,6 +105,20 @@ struct ustore {
   const ustore_vtab *vt;
 };
 
+/* Fill e->msg (e may be NULL), for backends. */
+void ustore_seterr(ustore_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* An op with the given inputs and cleared outputs (cur: UBUF_INIT). */
+static inline ustore_op ustore_op_make(const void *key, size_t klen,
+                                       int expect, uint64_t version,
+                                       int action, const void *val,
+                                       size_t vlen) {
+  ustore_op o = {key, klen, expect, version, action, val, vlen,
+                 0, 0, 0, UBUF_INIT};
+  return o;
+}
+
 /* Open a store from a URL ("lmdb:PATH?opts", or a bare path). */
 int ustore_open(ustore **out, const char *url, ustore_err *e);
 
