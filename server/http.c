@@ -385,6 +385,18 @@ static void ok_output(uresp *o, int status, unico_result *res) {
   o->etag = res->version;
 }
 
+/* Success with `status` and no ETag (the output is not a versioned
+ * record), or the error. */
+static void answer_unversioned(uresp *o, int rc, unico_result *res, int status,
+                               const char *table) {
+  if (rc == UNICO_OK) {
+    ok_output(o, status, res);
+    o->etag = 0;
+  } else {
+    fail_rc(o, rc, res, table);
+  }
+}
+
 /* The body as a C string; NUL bytes inside are refused. */
 static int body_text(ureq *r, uresp *o, const char **text) {
   if (r->len && memchr(r->body, 0, r->len)) {
@@ -426,12 +438,7 @@ static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   int rc;
   if (r->method != UM_PUT) {
     STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
-    if (rc == UNICO_OK) {
-      ok_output(o, 200, &res);
-      o->etag = 0;
-    } else {
-      fail_rc(o, rc, &res, NULL);
-    }
+    answer_unversioned(o, rc, &res, 200, NULL);
     unico_result_clear(&res);
     return;
   }
@@ -454,11 +461,7 @@ static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   }
   STORE(UO_SCHEMA_APPLY, unico_schema_apply(u, text, &res));
   json_decref(j);
-  if (rc == UNICO_OK)
-    ok_output(o, 200, &res);
-  else
-    fail_rc(o, rc, &res, NULL);
-  o->etag = 0;
+  answer_unversioned(o, rc, &res, 200, NULL);
   unico_result_clear(&res);
 }
 
@@ -524,13 +527,8 @@ static void do_reserve(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
           unico_reserve(u, table, json_string_value(con), vals, ms ? ms : 1,
                         header(c, "Idempotency-Key"), &res));
     free(vals);
-    if (rc == UNICO_OK) {
-      ok_output(o, 201, &res);
-      o->etag = 0;
-    } else {
-      if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
-      fail_rc(o, rc, &res, table);
-    }
+    if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
+    answer_unversioned(o, rc, &res, 201, table);
   }
   json_decref(j);
   unico_result_clear(&res);
@@ -541,12 +539,7 @@ static void do_release(userv *s, ureq *r, uresp *o, unico *u) {
   unico_result res = UNICO_RESULT_INIT;
   int rc;
   STORE(UO_RELEASE, unico_release_hold(u, r->segs[2], &res));
-  if (rc == UNICO_OK) {
-    ok_output(o, 200, &res);
-    o->etag = 0;
-  } else {
-    fail_rc(o, rc, &res, NULL);
-  }
+  answer_unversioned(o, rc, &res, 200, NULL);
   unico_result_clear(&res);
 }
 

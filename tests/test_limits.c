@@ -25,6 +25,7 @@
 #include "keys/tuple.h"
 #include "plan/plan.h"
 #include "store/store.h"
+#include "thread_check.h"
 #include "unico.h"
 
 #define THREADS 12
@@ -32,14 +33,6 @@
 #define GROUPS 3
 #define LIMIT 5
 
-static atomic_int thread_failures;
-#define TCHECK(cond)                                                          \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      atomic_fetch_add(&thread_failures, 1);                                  \
-    }                                                                         \
-  } while (0)
 
 static const char *DDL =
     "CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text,"

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "thread_check.h"
 #include "unico.h"
 
 #define THREADS 16
@@ -22,16 +23,6 @@
 static char base[256];
 static unico *U;
 
-/* cmocka's assertions must not run on other threads: they count here and
- * the test's own thread asserts the count is zero. */
-static atomic_int thread_failures;
-#define TCHECK(cond)                                                     \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      atomic_fetch_add(&thread_failures, 1);                             \
-    }                                                                    \
-  } while (0)
 
 static const char *DDL =
     "CREATE TABLE users (id text PRIMARY KEY, email text, n int,"

@@ -52,7 +52,6 @@ typedef struct bld {
   int64_t last_beat;
   kpair *pairs;
   size_t np, cap;
-  uint64_t records;
   unico_result *res;
   int err;
   /* writes found during a scan chunk, made after it (no store write runs
@@ -133,7 +132,6 @@ static int collect_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     return 1;
   }
   if (r.state != UREC_LIVE) goto leave;
-  b->records++;
   json_t *body = json_loads(r.body, 0, NULL);
   if (!body) {
     b->err = uerr(b->res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
@@ -528,7 +526,7 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
   }
   if (rc) goto leave;
   /* 3. Claims and group counts, then the records' key lists. */
-  ubuf cval = UBUF_INIT, gval = UBUF_INIT;
+  ubuf cval = UBUF_INIT;
   for (size_t i = 0; i < b.np && !rc;) {
     size_t j = i + 1;
     while (j < b.np && !kpair_cmp(&b.pairs[i], &b.pairs[j])) j++;
@@ -543,7 +541,6 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     i = j;
   }
   ubuf_free(&cval);
-  ubuf_free(&gval);
   if (!rc) rc = flush(&b);
   if (rc) goto leave;
   ubuf_reset(&prefix);

@@ -60,13 +60,9 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
   uint8_t hash[32];
   char *vs = NULL;
   int rc;
-  const utable *t = uapi_find_table(sc, table, res);
+  int ci;
+  const utable *t = uapi_find_unique(sc, table, constraint, &ci, res);
   if (!t) {
-    rc = UNICO_EINVAL;
-    goto leave;
-  }
-  int ci = uapi_unique_constraint(t, constraint, res);
-  if (ci < 0) {
     rc = UNICO_EINVAL;
     goto leave;
   }

@@ -53,9 +53,11 @@ usch *uapi_schema_for(unico *u, const char *table, const char *constraint);
 /* The index of t's unique constraint `name`, or -1 with res filled. */
 int uapi_unique_constraint(const utable *t, const char *name,
                            unico_result *res);
-/* Table `table` of c, or NULL with res filled (UNICO_EINVAL). */
-const utable *uapi_find_table(const usch *c, const char *table,
-                              unico_result *res);
+/* Table `table` of sc and in *ci its unique constraint `constraint`; NULL
+ * with res filled when either is missing. */
+const utable *uapi_find_unique(const usch *sc, const char *table,
+                               const char *constraint, int *ci,
+                               unico_result *res);
 /* Fill res for a unique conflict of constraint con (-1: the primary key)
  * on the value tuple val owned by the record with primary key owner. */
 int uapi_report_conflict(const utable *t, int con, const uint8_t *val,

@@ -184,13 +184,16 @@ int uapi_unique_constraint(const utable *t, const char *name,
   return ci;
 }
 
-usch *uapi_schema_for(unico *u, const char *table, const char *constraint) {
-  return schema_for(u, table, constraint);
+const utable *uapi_find_unique(const usch *sc, const char *table,
+                               const char *constraint, int *ci,
+                               unico_result *res) {
+  const utable *t = find_table(sc, table, res);
+  if (t && (*ci = uapi_unique_constraint(t, constraint, res)) < 0) t = NULL;
+  return t;
 }
 
-const utable *uapi_find_table(const usch *c, const char *table,
-                              unico_result *res) {
-  return find_table(c, table, res);
+usch *uapi_schema_for(unico *u, const char *table, const char *constraint) {
+  return schema_for(u, table, constraint);
 }
 
 static int not_found(const utable *t, const char *pk_json, unico_result *res) {
@@ -432,7 +435,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
   json_t *input = NULL;
   char opbuf[64];
   const char *op_id = op_id_in;
-  int rc = UNICO_OK, rechecked = 0, no_cache = 0;
+  int rc = UNICO_OK, rechecked = 0;
   takeovers tk = {0, NULL};
   uint8_t(*hashes)[32] = NULL;
   if (nholds) {
@@ -500,15 +503,15 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     }
     /* Seen this operation before? Then its first outcome is the answer.
      * (Without a caller's op id there is no outcome to find or keep.) */
-    /* On a remote store the first round skips this read: the write's own
-     * transaction requires the outcome to be absent, and a refusal below
-     * that a repeat could explain looks for the outcome then. */
+    /* The first round does not read the outcome: the write's own
+     * transaction requires it to be absent, and a refusal below that a
+     * repeat could explain looks for it then. */
     uint64_t fp = 0;
     int outcome_later = 0;
     if (op_id_in) {
       canon_s = input ? canon(input) : NULL;
       fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
-      if (u->rc && attempt == 0) {
+      if (attempt == 0) {
         outcome_later = 1;
       } else {
         rc = outcome_find(u, op_id, kind, t->name, fp, res);
@@ -519,18 +522,27 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     if (kind != UPLAN_INSERT) {
       ukey_record(&rkey, t->name, pk.p, pk.len);
       ubuf cv = UBUF_INIT;
-      if (!no_cache && urcache_get(u->rc, rkey.p, rkey.len, &cv, &sver)) {
-        from_cache = 1;
-        if (ustored_record_decode(cv.p, cv.len, &old) || old.state != UREC_LIVE) {
-          ustored_record_free(&old);
-          from_cache = 0;
-        }
+      if (urcache_get(u->rc, rkey.p, rkey.len, &cv, &sver)) {
+        from_cache = !ustored_record_decode(cv.p, cv.len, &old) &&
+                     old.state == UREC_LIVE;
+        if (!from_cache) ustored_record_free(&old);
       }
       ubuf_free(&cv);
       rc = from_cache ? UNICO_OK : read_record(u, &rkey, &old, &sver, res);
-      if (rc == UNICO_ENOTFOUND && outcome_later) {
-        rc = outcome_find(u, op_id, kind, t->name, fp, res);
-        if (rc != UNICO_ENOTFOUND) goto round_end;
+      int refused = rc == UNICO_ENOTFOUND ||
+                    (rc == UNICO_OK && if_version && old.version != if_version);
+      if (refused && outcome_later) { /* a repeat of a write applied? */
+        int orc = outcome_find(u, op_id, kind, t->name, fp, res);
+        if (orc != UNICO_ENOTFOUND) {
+          rc = orc;
+          goto round_end;
+        }
+      }
+      if (refused && from_cache) { /* remembered out of date: read it */
+        urcache_del(u->rc, rkey.p, rkey.len);
+        rc = UNICO_OK;
+        retry = 1;
+        goto round_end;
       }
       if (rc == UNICO_ENOTFOUND) {
         rc = not_found(t, pk_json, res);
@@ -538,20 +550,6 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       }
       if (rc) goto round_end;
       have_old = 1;
-      if (if_version && old.version != if_version && (from_cache || outcome_later)) {
-        /* The cache may be behind, or this is a repeat: look again. */
-        urcache_del(u->rc, rkey.p, rkey.len);
-        no_cache = 1;
-        if (outcome_later) {
-          rc = outcome_find(u, op_id, kind, t->name, fp, res);
-          if (rc != UNICO_ENOTFOUND) goto round_end;
-          rc = UNICO_OK;
-        }
-        if (from_cache) {
-          retry = 1;
-          goto round_end;
-        }
-      }
       if (if_version && old.version != if_version) {
         rc = uerr(res, UNICO_EVERSION, NULL,
                   "record %.200s of table %s is at version %" PRIu64
@@ -587,15 +585,13 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     if (rc) goto round_end;
 
     rc = uexec_apply(u->x, &plan, &why, res);
-    if (u->rc) { /* remember what the store now holds */
-      if (rc == UNICO_OK && kind == UPLAN_DELETE)
-        urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
-      else if (rc == UNICO_OK)
-        urcache_put(u->rc, plan.rkey.p, plan.rkey.len, plan.rval.p,
-                    plan.rval.len, kind == UPLAN_INSERT ? 1 : sver + 1);
-      else
-        urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
-    }
+    /* Remember what the store now holds; forget a record that moved or
+     * whose state is unknown. */
+    if (rc == UNICO_OK && kind != UPLAN_DELETE)
+      urcache_put(u->rc, plan.rkey.p, plan.rkey.len, plan.rval.p,
+                  plan.rval.len, kind == UPLAN_INSERT ? 1 : sver + 1);
+    else if (rc != USTORE_NOT_APPLIED || why.why == UREFUSED_RECORD)
+      urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
     if (rc != USTORE_NOT_APPLIED) goto round_end; /* applied, or an error */
     /* Not applied: say why. */
     if (res) {
@@ -616,7 +612,6 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
         rc = report_conflict(t, -1, pk.p, pk.len, pk.p, pk.len, res);
       else
         retry = 1; /* changed under us: read again (and check if_version) */
-      no_cache = 1;
       break;
     case UREFUSED_RACE:
       retry = 1; /* a limit group moved since it was read */
@@ -736,13 +731,9 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
   int rc;
   memset(&r, 0, sizeof r);
   memset(&cl, 0, sizeof cl);
-  const utable *t = find_table(sc, table, res);
+  int ci;
+  const utable *t = uapi_find_unique(sc, table, constraint, &ci, res);
   if (!t) {
-    rc = UNICO_EINVAL;
-    goto leave;
-  }
-  int ci = uapi_unique_constraint(t, constraint, res);
-  if (ci < 0) {
     rc = UNICO_EINVAL;
     goto leave;
   }

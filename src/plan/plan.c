@@ -39,7 +39,6 @@ int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,
                      : UKEY_CLAIM;
   v[c->n].limit = 0;
   v[c->n].ver = 0;
-  v[c->n].count = 0;
   c->n++;
   return 0;
 }

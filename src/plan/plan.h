@@ -23,10 +23,8 @@ typedef struct uclaim {
   int con;     /* constraint index in the table, -1 if unknown */
   int kind;    /* UKEY_CLAIM or UKEY_GROUP (from the key itself) */
   int64_t limit; /* UKEY_GROUP: the constraint's limit (0 if unknown) */
-  /* Filled by whoever plans the store condition (write path, executor): */
-  uint64_t ver;  /* claim: take over the claim at this version (0: absent);
-                    group: the group's version as read (0: absent) */
-  int64_t count; /* group: its count as read */
+  uint64_t ver;  /* claim to take: take over a hold at this version
+                    (0: the claim must be absent); set by the write path */
 } uclaim;
 
 typedef struct uclaims {
