@@ -74,7 +74,7 @@ static int kpair_cmp(const void *a, const void *b) {
 
 /* Keep the schema marker fresh so no one takes it for abandoned. */
 static int heartbeat(bld *b) {
-  int64_t now = unow_ms();
+  int64_t now = uexec_now(b->u->x);
   if (now - b->last_beat < HEARTBEAT_MS) return UNICO_OK;
   b->last_beat = now;
   b->marker->since_ms = now;
@@ -468,7 +468,7 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
   b.touched = touched;
   b.mark_ver = mark_ver;
   b.marker = marker;
-  b.last_beat = unow_ms();
+  b.last_beat = uexec_now(u->x);
   b.res = res;
   ukey_schema(&b.skey);
   size_t mt = uexec_max_txn(u->x);
@@ -536,7 +536,7 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
       ustored_group_encode(&cval, (int64_t)(j - i));
     else
       ustored_claim_encode(&cval, UCLAIM_COMMITTED, p->pk, p->pklen,
-                           "schema-build", unow_ms());
+                           "schema-build", uexec_now(b.u->x));
     rc = add_op(&b, p->key, p->klen, USTORE_ANY, 0, USTORE_PUT, &cval);
     i = j;
   }

@@ -445,7 +445,7 @@ static int apply_fix(unico *u, const fix *f, unico_result *res) {
 int uapi_repair(unico *u, unico_result *res) {
   chk c;
   uint64_t swept = 0;
-  int rc = uexec_sweep(u->x, unow_ms(), &swept, res);
+  int rc = uexec_sweep(u->x, uexec_now(u->x), &swept, res);
   if (rc) return rc;
   rc = audit(u, 1, &c, res); /* collects fixes; ECORRUPT is expected */
   if (rc && rc != UNICO_ECORRUPT) goto leave;
@@ -500,7 +500,7 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
   c.u = u;
   c.s = sc->s;
   c.res = res;
-  c.now = unow_ms();
+  c.now = uexec_now(u->x);
   c.repair = repair;
   g.c = &c;
   c.violations = json_array();

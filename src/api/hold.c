@@ -100,7 +100,7 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
     uint64_t cver = 0;
     ustored_claim cl;
     memset(&cl, 0, sizeof cl);
-    now = unow_ms();
+    now = uexec_now(u->x);
     expires = now + (int64_t)ttl_ms;
     rc = uexec_read(u->x, &ckey, &cur, &cver, res);
     if (rc == UNICO_ENOTFOUND) {
@@ -253,7 +253,7 @@ int uapi_release_hold(unico *u, const char *token, unico_result *res) {
       vj = urec_tuple_json(ckey.p + voff, ckey.len - voff);
     json_t *o = json_pack("{s:b,s:s,s:o,s:b}", "released", 1, "table", table,
                           "value", vj ? vj : json_null(), "expired",
-                          expires <= unow_ms());
+                          expires <= uexec_now(u->x));
     if (res && o) res->json = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     goto leave;

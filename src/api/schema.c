@@ -70,7 +70,7 @@ static int roll_back(unico *u, const ubuf *key, ustored_schema *ss,
   uschema *from = NULL, *to = NULL;
   uparse_error pe;
   int rc;
-  ss->since_ms = unow_ms();
+  ss->since_ms = uexec_now(u->x);
   rc = put_schema(u, key, USTORE_VERSION, ver, ss, res);
   if (rc) return rc; /* USTORE_NOT_APPLIED: someone else is at it */
   uint64_t mark = ver + 1;
@@ -86,7 +86,7 @@ static int roll_back(unico *u, const ubuf *key, ustored_schema *ss,
   uschema_free(to);
   if (rc) return rc == UNICO_EBUSY ? USTORE_NOT_APPLIED : rc;
   ustored_schema back = {USCHEMA_READY, ss->prev_version, ss->prev_ddl, NULL,
-                         0, unow_ms()};
+                         0, uexec_now(u->x)};
   return put_schema(u, key, USTORE_VERSION, mark, &back, res);
 }
 
@@ -112,7 +112,7 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res) {
       goto leave;
     }
     if (ss.state != USCHEMA_CHANGING) break;
-    if (unow_ms() - ss.since_ms > SCHEMA_STALE_MS) {
+    if (uexec_now(u->x) - ss.since_ms > SCHEMA_STALE_MS) {
       /* The process applying it died: roll back to the schema before. */
       rc = roll_back(u, &key, &ss, ver, res);
       if (rc < 0) goto leave;
@@ -123,7 +123,7 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res) {
                 "a schema change is in progress; try again");
       goto leave;
     }
-    uapi_sleep_ms(5);
+    uexec_sleep(u->x, 5);
   }
   {
     usch *c = calloc(1, sizeof *c);
@@ -312,7 +312,7 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
       need[nneed++] = o->name;
     }
     ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
-                           (char *)ddl, NULL, 0, unow_ms()};
+                           (char *)ddl, NULL, 0, uexec_now(u->x)};
     int expect = cur->store_ver ? USTORE_VERSION : USTORE_ABSENT;
     if (nneed == 0 && nbuild == 0) {
       rc = put_schema(u, &key, expect, cur->store_ver, &next, res);
@@ -325,7 +325,7 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
      * about to find empty. */
     ustored_schema changing = {USCHEMA_CHANGING, cur->schema_version + 1,
                                (char *)ddl, cur->ddl, cur->schema_version,
-                               unow_ms()};
+                               uexec_now(u->x)};
     rc = put_schema(u, &key, expect, cur->store_ver, &changing, res);
     if (rc == USTORE_NOT_APPLIED) continue;
     if (rc) goto leave;
@@ -373,7 +373,7 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     if (res) res->json = NULL;
     unico_result tmp = UNICO_RESULT_INIT;
     ustored_schema back = {USCHEMA_READY, cur->schema_version, cur->ddl, NULL,
-                           0, unow_ms()};
+                           0, uexec_now(u->x)};
     if (cur->store_ver)
       rc = put_schema(u, &key, USTORE_VERSION, mark_ver, &back, &tmp);
     else {

@@ -285,5 +285,5 @@ int unico_record_keys(unico *u, const char *table, const char *record_json,
 int unico_sweep(unico *u, uint64_t *removed, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uexec_sweep(u->x, unow_ms(), removed, res));
+  return finish(res, uexec_sweep(u->x, uexec_now(u->x), removed, res));
 }

@@ -427,6 +427,58 @@ static int report_held(const utable *t, const uclaim *c, int64_t expires_ms,
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
+/* Fill res for a value (or a full limit group, or the primary key when c
+ * is NULL) that an operation in flight holds (claims protocol). */
+static int report_busy(const utable *t, const uclaim *c, unico_result *res) {
+  const uconstraint *con = c && c->con >= 0 ? &t->cons[c->con] : NULL;
+  char cols[256];
+  char *vs = c ? key_value_json(c) : NULL;
+  size_t vl = vs ? strlen(vs) : 0;
+  if (con) con_cols(t, con, cols, sizeof cols);
+  else snprintf(cols, sizeof cols, "primary key");
+  uerr(res, UNICO_EBUSY, NULL,
+       "%s.(%s) = (%.*s) is being written by another operation that may "
+       "still commit (%s); try again",
+       t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
+       vs ? vs + 1 : "",
+       con ? (con->kind == UCON_LIMIT ? "the limit group is full with it"
+                                      : "a pending claim")
+           : "a pending insert");
+  return set_detail(res, con, vs, UNICO_EBUSY);
+}
+
+/* A repeat of a write that already applied under op_id, found on the
+ * record itself (the claims protocol writes the outcome after the commit,
+ * so a failure in between leaves only this). UNICO_OK with the output in
+ * res, UNICO_ENOTFOUND when the record does not carry op_id, or an error. */
+static int repeat_from_record(unico *u, const utable *t, const ubuf *rkey,
+                              int kind, const char *op_id,
+                              unico_result *res) {
+  ubuf v = UBUF_INIT;
+  ustored_record r;
+  int rc = uexec_read(u->x, rkey, &v, NULL, res);
+  if (rc) goto leave;
+  if (ustored_record_decode(v.p, v.len, &r)) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+    goto leave;
+  }
+  int want = kind == UPLAN_DELETE ? UREC_DELETED : UREC_LIVE;
+  if (r.state != want || !r.op_id || strcmp(r.op_id, op_id)) {
+    rc = UNICO_ENOTFOUND;
+  } else {
+    json_t *b = json_loads(r.body, 0, NULL);
+    json_t *pkj = b ? urec_pk_json(t, b) : NULL;
+    rc = pkj ? set_output(res, pkj, r.version, NULL)
+             : uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
+    json_decref(pkj);
+    json_decref(b);
+  }
+  ustored_record_free(&r);
+leave:
+  ubuf_free(&v);
+  return rc;
+}
+
 /* Insert (json = record), update (json = patch) or delete, with retries
  * when the schema or the record moved under us. */
 int uapi_write(unico *u, int kind, const char *table, const char *json,
@@ -531,8 +583,15 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       rc = from_cache ? UNICO_OK : read_record(u, &rkey, &old, &sver, res);
       int refused = rc == UNICO_ENOTFOUND ||
                     (rc == UNICO_OK && if_version && old.version != if_version);
-      if (refused && outcome_later) { /* a repeat of a write applied? */
+      /* A repeat of a write applied? Its outcome says, or (claims
+       * protocol) the record still carrying its op id. */
+      int carries = rc == UNICO_OK && old.op_id && op_id_in &&
+                    !strcmp(old.op_id, op_id_in);
+      if ((refused || carries) && outcome_later) {
         int orc = outcome_find(u, op_id, kind, t->name, fp, res);
+        if (orc == UNICO_ENOTFOUND && (carries || rc == UNICO_ENOTFOUND) &&
+            uexec_is_claims(u->x))
+          orc = repeat_from_record(u, t, &rkey, kind, op_id, res);
         if (orc != UNICO_ENOTFOUND) {
           rc = orc;
           goto round_end;
@@ -579,7 +638,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     rc = uplan_write(&plan, kind, t->name, t, &pk,
                      kind == UPLAN_DELETE ? NULL : body,
                      have_old ? &old : NULL, sver, sc->store_ver, op_id,
-                     op_id_in ? output : NULL, fp, unow_ms(), res);
+                     op_id_in ? output : NULL, fp, uexec_now(u->x), res);
     if (!rc) rc = check_key_sizes(u, t, &plan, res);
     if (!rc) rc = takeovers_apply(&tk, &plan, res);
     if (rc) goto round_end;
@@ -614,7 +673,11 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
         retry = 1; /* changed under us: read again (and check if_version) */
       break;
     case UREFUSED_RACE:
-      retry = 1; /* a limit group moved since it was read */
+      retry = 1; /* a limit group moved since it was read, or fenced */
+      break;
+    case UREFUSED_BUSY:
+      rc = report_busy(t, why.claim < plan.take.n ? &plan.take.v[why.claim]
+                                                   : NULL, res);
       break;
     case UREFUSED_LIMIT: {
       const uclaim *c = &plan.take.v[why.claim];
@@ -625,7 +688,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       const uclaim *c = &plan.take.v[why.claim];
       if (why.owner.state == UCLAIM_HELD) {
         /* A hold: ours if we present its token, free once expired. */
-        int64_t now = unow_ms();
+        int64_t now = uexec_now(u->x);
         int mine = 0;
         for (size_t h = 0; h < nholds && !mine; h++)
           mine = !memcmp(hashes[h], why.owner.token_hash, 32);
@@ -670,7 +733,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     uapi_sch_put(sc);
     if (!retry) break;
     rc = UNICO_EBUSY;
-    if (attempt > 20) uapi_sleep_ms(attempt > 100 ? 5 : 1);
+    if (attempt > 20) uexec_sleep(u->x, attempt > 100 ? 5 : 1);
   }
   if (rc == UNICO_EBUSY && res && !res->message[0])
     uerr(res, rc, NULL, "the record kept changing under %d attempts; try again",

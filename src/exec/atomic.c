@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "exec/internal.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "util/err.h"
@@ -14,11 +15,6 @@
 #define SWEEP_EVERY 4096 /* writes between automatic outcome sweeps */
 #define DAY_MS (24 * 3600 * 1000ULL)
 
-struct uexec {
-  ustore *st;
-  uint64_t retention_ms;
-  atomic_uint_fast64_t writes;
-};
 
 static int store_err(unico_result *res, int rc, const char *what,
                      const ustore_err *e) {
@@ -30,12 +26,6 @@ static int store_err(unico_result *res, int rc, const char *what,
 int uexec_open(uexec **out, ustore *st, uint64_t retention_ms,
                unico_result *res) {
   *out = NULL;
-  if (!(st->vt->caps & USTORE_CAP_TXN)) {
-    st->vt->close(st);
-    return uerr(res, UNICO_EUNSUPPORTED, NULL,
-                "the %s store has no transactions, which this executor needs",
-                st->vt->name);
-  }
   uexec *x = calloc(1, sizeof *x);
   if (!x) {
     st->vt->close(st);
@@ -43,9 +33,12 @@ int uexec_open(uexec **out, ustore *st, uint64_t retention_ms,
   }
   x->st = st;
   x->retention_ms = retention_ms ? retention_ms : DAY_MS;
+  /* Stores without transactions run the claims protocol (claims.c). */
+  x->claims = !(st->vt->caps & USTORE_CAP_TXN);
+  x->grace_ms = UEXEC_GRACE_MS;
   atomic_init(&x->writes, 0);
   /* Outcomes past retention go at open, then every SWEEP_EVERY writes. */
-  uexec_sweep(x, unow_ms(), NULL, NULL);
+  uexec_sweep(x, ustore_now(x->st), NULL, NULL);
   *out = x;
   return UNICO_OK;
 }
@@ -94,7 +87,7 @@ int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
 /* Count a write; every SWEEP_EVERY-th runs a sweep. */
 static void count_write(uexec *x) {
   if ((atomic_fetch_add(&x->writes, 1) + 1) % SWEEP_EVERY == 0)
-    uexec_sweep(x, unow_ms(), NULL, NULL);
+    uexec_sweep(x, ustore_now(x->st), NULL, NULL);
 }
 
 static ustore_op mkop(const ubuf *key, int expect, uint64_t ver, int action,
@@ -149,6 +142,7 @@ static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
 
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res) {
+  if (x->claims) return uexec_claims_apply(x, p, why, res);
   size_t n = 2 + p->take.n + p->release.n + p->drop.n + (p->okey.len ? 2 : 0);
   ustore_op *ops = calloc(n, sizeof *ops);
   size_t *op_of = calloc(p->take.n + p->release.n + 1, sizeof *op_of);
@@ -330,7 +324,16 @@ int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
       ops[2 * i] = mkop(&s.keys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
       ops[2 * i + 1] = mkop(&okeys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
     }
-    if (!rc && s.n) {
+    if (!rc && s.n && x->claims) {
+      /* No transactions: the outcome first, then its index, so an index
+       * left behind by a failure is found and removed by a later sweep. */
+      for (size_t i = 0; i < 2 * s.n && !rc; i += 2) {
+        int tr = x->st->vt->cas(x->st, &ops[i + 1], &e);
+        if (!tr) tr = x->st->vt->cas(x->st, &ops[i], &e);
+        if (tr) rc = store_err(res, tr, "removing old outcomes", &e);
+        else total++;
+      }
+    } else if (!rc && s.n) {
       int tr = x->st->vt->txn(x->st, ops, 2 * s.n, &e);
       if (tr) rc = store_err(res, tr, "removing old outcomes", &e);
       else total += s.n;
@@ -347,6 +350,16 @@ int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
   if (removed) *removed = total;
   return rc;
 }
+
+void uexec_set_grace(uexec *x, int64_t grace_ms) {
+  x->grace_ms = grace_ms > 0 ? grace_ms : UEXEC_GRACE_MS;
+}
+
+int uexec_is_claims(uexec *x) { return x->claims; }
+
+int64_t uexec_now(uexec *x) { return ustore_now(x->st); }
+
+void uexec_sleep(uexec *x, int64_t ms) { ustore_sleep(x->st, ms); }
 
 size_t uexec_max_key(uexec *x) { return x->st->vt->max_key; }
 

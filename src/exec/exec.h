@@ -1,8 +1,9 @@
 /* exec.h - the executor: applies planned writes (plan/plan.h) to a store and
  * reports which condition refused them; reads, scans and the outcome sweep.
  * It knows keys, stored formats and store conditions, nothing of JSON or of
- * schemas. This build has executor 1, "atomic": one store transaction per
- * write, for stores with txn(). */
+ * schemas. Executor 1, "atomic" (atomic.c): one store transaction per
+ * write, for stores with txn(). Executor 2, the claims protocol
+ * (claims.c): per-key compare-and-set only, for the others. */
 #ifndef UNICO_EXEC_H
 #define UNICO_EXEC_H
 
@@ -13,6 +14,8 @@
 #include "unico.h"
 
 typedef struct uexec uexec;
+
+#define UEXEC_GRACE_MS 5000 /* default grace period (claims protocol) */
 
 /* Takes ownership of st (closed by uexec_close, also when this fails).
  * retention_ms: how long outcomes are kept. */
@@ -27,7 +30,10 @@ enum uexec_refusal {
   UREFUSED_RECORD,      /* insert: the record exists; else: it moved */
   UREFUSED_CLAIM,       /* a value is taken; see claim and owner */
   UREFUSED_LIMIT,       /* a limit group is full; see claim and count */
-  UREFUSED_RACE         /* a limit group moved since it was read: retry */
+  UREFUSED_RACE,        /* a limit group moved since it was read, or
+                           (claims protocol) the write was fenced: retry */
+  UREFUSED_BUSY         /* (claims protocol) a value or a full limit group
+                           is held by an operation in flight; see claim */
 };
 
 typedef struct uexec_refused {
@@ -66,6 +72,15 @@ int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
 /* The same, starting strictly after key `after` (NULL: from the start). */
 int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
                      ustore_scan_cb cb, void *ctx, unico_result *res);
+
+/* The claims protocol's grace period (ms; 0 keeps the default). */
+void uexec_set_grace(uexec *x, int64_t grace_ms);
+/* 1 when this executor runs the claims protocol. */
+int uexec_is_claims(uexec *x);
+/* The store's clock (ms since the epoch; virtual on the simulated store)
+ * and a wait on it. */
+int64_t uexec_now(uexec *x);
+void uexec_sleep(uexec *x, int64_t ms);
 
 /* The longest key the store accepts (0: no limit). */
 size_t uexec_max_key(uexec *x);

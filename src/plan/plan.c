@@ -214,13 +214,92 @@ void ustored_group_encode(ubuf *out, int64_t count) {
   utup_int(out, count);
 }
 
+/* A member set is the counter followed by the members, so readers of the
+ * count alone (check) read both forms. */
 int ustored_group_decode(const uint8_t *p, size_t n, int64_t *count) {
-  utup_reader r;
-  int64_t fmt;
-  utup_reader_init(&r, p, n);
-  if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, count) || *count < 0 ||
-      r.off != r.len)
+  ustored_members m = {0, NULL};
+  int rc = ustored_members_decode(p, n, &m, count);
+  ustored_members_free(&m);
+  return rc;
+}
+
+void ustored_members_encode(ubuf *out, const ustored_members *m) {
+  utup_int(out, FMT);
+  utup_int(out, (int64_t)m->n);
+  for (size_t i = 0; i < m->n; i++) {
+    utup_bytes(out, m->v[i].pk, m->v[i].pk_len);
+    put_str(out, m->v[i].op_id);
+    utup_int(out, m->v[i].since_ms);
+  }
+}
+
+int ustored_members_add(ustored_members *m, const uint8_t *pk, size_t pk_len,
+                        const char *op_id, int64_t since_ms) {
+  ugroup_member *v = realloc(m->v, (m->n + 1) * sizeof *v);
+  if (!v) return -1;
+  m->v = v;
+  ugroup_member *e = &v[m->n];
+  e->pk = malloc(pk_len ? pk_len : 1);
+  e->op_id = strdup(op_id ? op_id : "");
+  if (!e->pk || !e->op_id) {
+    free(e->pk);
+    free(e->op_id);
     return -1;
+  }
+  memcpy(e->pk, pk, pk_len);
+  e->pk_len = pk_len;
+  e->since_ms = since_ms;
+  m->n++;
+  return 0;
+}
+
+void ustored_members_remove(ustored_members *m, size_t i) {
+  if (i >= m->n) return;
+  free(m->v[i].pk);
+  free(m->v[i].op_id);
+  memmove(&m->v[i], &m->v[i + 1], (m->n - i - 1) * sizeof *m->v);
+  m->n--;
+}
+
+void ustored_members_free(ustored_members *m) {
+  if (!m) return;
+  for (size_t i = 0; i < m->n; i++) {
+    free(m->v[i].pk);
+    free(m->v[i].op_id);
+  }
+  free(m->v);
+  m->v = NULL;
+  m->n = 0;
+}
+
+int ustored_members_decode(const uint8_t *p, size_t n, ustored_members *m,
+                           int64_t *count) {
+  utup_reader r;
+  int64_t fmt, cnt;
+  memset(m, 0, sizeof *m);
+  utup_reader_init(&r, p, n);
+  if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, &cnt) || cnt < 0)
+    return -1;
+  if (count) *count = cnt;
+  if (r.off == r.len) return 0; /* a counter */
+  for (int64_t i = 0; i < cnt; i++) {
+    char *pk = NULL, *op = NULL;
+    size_t pl = 0;
+    int64_t since;
+    if (rd_str(&r, &pk, &pl) || rd_str(&r, &op, NULL) || rd_int(&r, &since) ||
+        ustored_members_add(m, (uint8_t *)pk, pl, op, since)) {
+      free(pk);
+      free(op);
+      ustored_members_free(m);
+      return -1;
+    }
+    free(pk);
+    free(op);
+  }
+  if (r.off != r.len) {
+    ustored_members_free(m);
+    return -1;
+  }
   return 0;
 }
 
@@ -367,6 +446,11 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
     if (!body_s) goto oom;
     uint64_t version = old ? old->version + 1 : 1;
     ustored_record_encode(&p->rval, UREC_LIVE, version, op_id, body_s, &need);
+  } else if (old) {
+    /* The tombstone the claims protocol leaves (the atomic executor
+     * removes the key): the last body and version, and this op id. */
+    ustored_record_encode(&p->rval, UREC_DELETED, old->version, op_id,
+                          old->body, NULL);
   }
   /* Take what the new record needs and the old one did not hold; release
    * what the old one held and the new one does not need. */

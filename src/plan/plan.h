@@ -48,8 +48,15 @@ int uplan_claims(const utable *t, json_t *body, uclaims *out,
 int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
                       size_t *voff, int *con, char *table, size_t tlen);
 
-enum { UREC_LIVE = 1, UREC_DELETED = 2, UREC_ABORTED = 3 };
-enum { UCLAIM_COMMITTED = 1, UCLAIM_PENDING = 2, UCLAIM_HELD = 3 };
+/* Record states. Only the claims protocol (exec/claims.c) leaves the
+ * others in the store: DELETED and ABORTED tombstones keep a record key's
+ * version moving so a late commit can never apply to a later incarnation,
+ * and PENDING is an insert in flight. */
+enum { UREC_LIVE = 1, UREC_DELETED = 2, UREC_ABORTED = 3, UREC_PENDING = 4 };
+/* Claim states. FREE (claims protocol only) is a released claim kept, like
+ * a tombstone, so its version keeps moving. */
+enum { UCLAIM_COMMITTED = 1, UCLAIM_PENDING = 2, UCLAIM_HELD = 3,
+       UCLAIM_FREE = 4 };
 enum { USCHEMA_READY = 1, USCHEMA_CHANGING = 2 };
 
 /* Stored record. Encode appends to out; decode fills a struct the caller
@@ -91,6 +98,34 @@ void ustored_claim_free(ustored_claim *c);
 /* A limit group's value: its count of live records. */
 void ustored_group_encode(ubuf *out, int64_t count);
 int ustored_group_decode(const uint8_t *p, size_t n, int64_t *count);
+
+/* A limit group's value under the claims protocol: its members, each a
+ * record (primary key tuple) with the operation that added it and when.
+ * Membership obeys the validity rule: a member counts when its record is
+ * live and holds the group, or while its operation may still commit. */
+typedef struct ugroup_member {
+  uint8_t *pk;
+  size_t pk_len;
+  char *op_id;
+  int64_t since_ms;
+} ugroup_member;
+
+typedef struct ustored_members {
+  size_t n;
+  ugroup_member *v;
+} ustored_members;
+
+void ustored_members_encode(ubuf *out, const ustored_members *m);
+/* Also accepts a counter-only group (then m->n is 0 and *count its count;
+ * count may be NULL). */
+int ustored_members_decode(const uint8_t *p, size_t n, ustored_members *m,
+                           int64_t *count);
+/* Append a member (copies); -1 out of memory. */
+int ustored_members_add(ustored_members *m, const uint8_t *pk, size_t pk_len,
+                        const char *op_id, int64_t since_ms);
+/* Remove member i (keeps order). */
+void ustored_members_remove(ustored_members *m, size_t i);
+void ustored_members_free(ustored_members *m);
 
 /* Hash a hold token (SHA-256). */
 void uplan_token_hash(const char *token, uint8_t out[32]);

@@ -1401,7 +1401,8 @@ static void lm_close(ustore *base) {
 
 static const ustore_vtab lmdb_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
-    lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */, 0};
+    lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */, 0,
+    NULL, NULL, NULL};
 
 /* The store's lock: any process takes it exclusive first and replays what
  * a log-mode process left behind; log mode keeps it exclusive, plain mode
@@ -1492,7 +1493,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   size_t max_map = (size_t)1 << 40;      /* grows up to 1 TiB */
   int max_map_given = 0;
   int sync_mode = SYNC_ON;
-  int wal = 0;
+  int wal = 0, txn_off = 0;
   size_t ckpt_bytes = CKPT_BYTES;
   lmdb_store *s = NULL;
   char *q = NULL;
@@ -1542,6 +1543,14 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
           rc = UNICO_EINVAL;
           goto leave;
         }
+      } else if (!strcmp(kv, "txn")) {
+        if (!strcmp(val, "on")) txn_off = 0;
+        else if (!strcmp(val, "off")) txn_off = 1;
+        else {
+          seterr(e, "lmdb store option txn=%s: expected on or off", val);
+          rc = UNICO_EINVAL;
+          goto leave;
+        }
       } else if (!strcmp(kv, "sync")) {
         if (!strcmp(val, "on")) sync_mode = SYNC_ON;
         else if (!strcmp(val, "off")) sync_mode = SYNC_OFF;
@@ -1552,7 +1561,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
           goto leave;
         }
       } else {
-        seterr(e, "unknown lmdb store option \"%s\" (known: map_size, max_map_size, sync, wal, wal_size)", kv);
+        seterr(e, "unknown lmdb store option \"%s\" (known: map_size, max_map_size, sync, txn, wal, wal_size)", kv);
         rc = UNICO_EINVAL;
         goto leave;
       }
@@ -1669,5 +1678,8 @@ mdb_fail:
 leave:
   if (s) lm_free(s);
   free(q);
+  /* txn=off: the same store seen through compare-and-set only, so the
+   * claims protocol runs on it (tests and simulations). */
+  if (rc == UNICO_OK && txn_off) rc = ustore_cas_only(out, e);
   return rc;
 }

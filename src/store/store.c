@@ -1,11 +1,14 @@
 /* store.c - choose a store backend from a URL. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/store.h"
 #include "unico.h"
+#include "util/err.h"
 
 void ustore_seterr(ustore_err *e, const char *fmt, ...) {
   if (!e) return;
@@ -13,6 +16,99 @@ void ustore_seterr(ustore_err *e, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(e->msg, sizeof e->msg, fmt, ap);
   va_end(ap);
+}
+
+int64_t ustore_now(ustore *s) {
+  if (s && s->vt->version >= 3 && s->vt->now_ms) return s->vt->now_ms(s);
+  return unow_ms();
+}
+
+void ustore_sleep(ustore *s, int64_t ms) {
+  if (ms <= 0) return;
+  if (s && s->vt->version >= 3 && s->vt->sleep_ms) {
+    s->vt->sleep_ms(s, ms);
+    return;
+  }
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+  }
+}
+
+int ustore_cas_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
+                    ustore_err *errs) {
+  if (s->vt->version >= 3 && s->vt->cas_many)
+    return s->vt->cas_many(s, ops, n, rcs, errs);
+  for (size_t i = 0; i < n; i++)
+    rcs[i] = s->vt->cas(s, &ops[i], errs ? &errs[i] : NULL);
+  return UNICO_OK;
+}
+
+/* cas-only view: every call but txn goes to the wrapped store. */
+typedef struct cas_only {
+  ustore base;
+  ustore *in;
+  char name[40];
+  ustore_vtab vt;
+} cas_only;
+
+static int co_get(ustore *s, const void *key, size_t klen, ubuf *val,
+                  uint64_t *version, ustore_err *e) {
+  ustore *in = ((cas_only *)s)->in;
+  return in->vt->get(in, key, klen, val, version, e);
+}
+
+static int co_cas(ustore *s, ustore_op *op, ustore_err *e) {
+  ustore *in = ((cas_only *)s)->in;
+  return in->vt->cas(in, op, e);
+}
+
+static int co_txn(ustore *s, ustore_op *ops, size_t n, ustore_err *e) {
+  (void)ops;
+  (void)n;
+  ustore_seterr(e, "the %s store has no transactions", s->vt->name);
+  return UNICO_EUNSUPPORTED;
+}
+
+static int co_scan(ustore *s, const void *prefix, size_t plen,
+                   const void *after, size_t alen, ustore_scan_cb cb,
+                   void *ctx, ustore_err *e) {
+  ustore *in = ((cas_only *)s)->in;
+  return in->vt->scan(in, prefix, plen, after, alen, cb, ctx, e);
+}
+
+static void co_close(ustore *s) {
+  if (!s) return;
+  ustore *in = ((cas_only *)s)->in;
+  in->vt->close(in);
+  free(s);
+}
+
+int ustore_cas_only(ustore **s, ustore_err *e) {
+  cas_only *c = calloc(1, sizeof *c);
+  if (!c) {
+    (*s)->vt->close(*s);
+    *s = NULL;
+    ustore_seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  c->in = *s;
+  snprintf(c->name, sizeof c->name, "%s (cas only)", (*s)->vt->name);
+  c->vt = *(*s)->vt;
+  c->vt.version = USTORE_VTAB_VERSION;
+  c->vt.name = c->name;
+  c->vt.caps &= ~USTORE_CAP_TXN;
+  c->vt.get = co_get;
+  c->vt.cas = co_cas;
+  c->vt.txn = co_txn;
+  c->vt.scan = co_scan;
+  c->vt.close = co_close;
+  c->vt.max_txn = 0;
+  c->vt.now_ms = NULL;
+  c->vt.sleep_ms = NULL;
+  c->vt.cas_many = NULL;
+  c->base.vt = &c->vt;
+  *s = &c->base;
+  return UNICO_OK;
 }
 
 int ustore_open(ustore **out, const char *url, ustore_err *e) {
@@ -26,6 +122,8 @@ int ustore_open(ustore **out, const char *url, ustore_err *e) {
   } else if (!strncmp(url, "dynamodb://", 11) ||
              !strncmp(url, "dynamodbs://", 12)) {
     return ustore_dynamodb_open(out, url, e);
+  } else if (!strncmp(url, "sim:", 4)) {
+    return ustore_sim_open(out, url + 4, e);
   } else if (strstr(url, "://")) {
     if (e)
       snprintf(e->msg, sizeof e->msg,

@@ -73,7 +73,7 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
                               uint64_t version);
 
 #define USTORE_CAP_TXN 0x1u     /* txn() is supported */
-#define USTORE_VTAB_VERSION 2
+#define USTORE_VTAB_VERSION 3
 
 typedef struct ustore_vtab {
   int version;       /* USTORE_VTAB_VERSION the backend was written for */
@@ -99,7 +99,29 @@ typedef struct ustore_vtab {
   size_t max_key;
   /* version 2: the most ops one txn() may carry (0: no limit). */
   size_t max_txn;
+  /* version 3, each optional (NULL: the default in brackets). */
+  /* The store's clock, in ms since the epoch [the wall clock]. The
+   * simulated store answers with its virtual clock. */
+  int64_t (*now_ms)(ustore *s);
+  /* Wait ms milliseconds [nanosleep]. */
+  void (*sleep_ms)(ustore *s, int64_t ms);
+  /* Independent conditional writes issued together, in parallel where the
+   * store can; they apply in no particular order and not atomically. Each
+   * op's own result goes to rcs[i]: UNICO_OK, USTORE_NOT_APPLIED (outputs
+   * in ops[i] as for cas) or an error code (UNICO_EUNKNOWN: that write may
+   * or may not have applied) with its message in errs[i] (errs may be
+   * NULL). Returns UNICO_OK when every rcs[i] was filled [one cas() after
+   * the other]. */
+  int (*cas_many)(ustore *s, ustore_op *ops, size_t n, int *rcs,
+                  ustore_err *errs);
 } ustore_vtab;
+
+/* The version-3 calls with their defaults (a backend of an older version
+ * or with a NULL entry gets the default). */
+int64_t ustore_now(ustore *s);
+void ustore_sleep(ustore *s, int64_t ms);
+int ustore_cas_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
+                    ustore_err *errs);
 
 struct ustore {
   const ustore_vtab *vt;
@@ -119,6 +141,12 @@ static inline ustore_op ustore_op_make(const void *key, size_t klen,
   return o;
 }
 
+/* Replace *s by a handle on the same store without transactions (caps 0,
+ * txn() UNICO_EUNSUPPORTED): what the claims protocol sees of a store that
+ * has only per-key compare-and-set. Closing it closes the original. On
+ * failure *s is closed and NULL. */
+int ustore_cas_only(ustore **s, ustore_err *e);
+
 /* Open a store from a URL ("lmdb:PATH?opts", or a bare path). */
 int ustore_open(ustore **out, const char *url, ustore_err *e);
 
@@ -134,6 +162,10 @@ typedef struct ustore_lmdb_stats {
   uint64_t requests, batches, syncs, checkpoints;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
+
+/* The simulated store (src/store/sim.h): "sim:NAME" opens a handle on the
+ * simulation registered under NAME. */
+int ustore_sim_open(ustore **out, const char *name, ustore_err *e);
 
 /* The DynamoDB store: url is "dynamodb://HOST[:PORT]/TABLE[?OPTS]" or
  * "dynamodbs://..." (HTTPS); see docs/dynamodb.md. */

@@ -1,0 +1,840 @@
+/* claims.c - executor 2: the claims protocol, for stores that offer only
+ * per-key compare-and-set (Cassandra and ScyllaDB lightweight transactions,
+ * the LMDB store with txn=off, the simulated store). docs/protocol.md has
+ * the protocol, the proof sketch and what the grace period trades.
+ *
+ * A write runs in four steps; the record row is the commit point.
+ *   1 intent   every claim to take goes from absent (or FREE, or a taken-
+ *              over hold) to PENDING {owner pk, op}; an insert also puts a
+ *              PENDING record at its key; all in one cas_many, so in
+ *              parallel where the store can. Each limit group joined gets
+ *              the record in its member set.
+ *   2 schema   the schema key is still at the version the write was
+ *              planned under (a change marks the key first, then fences
+ *              the intents it finds: see api/build.c).
+ *   3 commit   cas(record, version as read -> new record, or a DELETED
+ *              tombstone). Once this applies, the write has happened.
+ *   4 finish   claims taken become COMMITTED, claims released become FREE,
+ *              groups left lose the record, the outcome is written. Errors
+ *              here change nothing: the validity rule makes any leftover an
+ *              orphan that the next writer or repair reclaims.
+ *
+ * Validity rule: a claim (or group member) owned by record P is in force
+ * iff P is live and lists the key. A claim that is not in force is an
+ * orphan, or the intent of an operation in flight: PENDING and younger
+ * than the grace period. An orphan is taken over only after its operation
+ * is fenced: record P's version is moved (or P created ABORTED), so that
+ * operation's commit, which expects the version it read, cannot apply.
+ * Record keys and claims are never deleted here (tombstones and FREE), so
+ * a version once seen never comes back; repair removes them after the
+ * retention period. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/internal.h"
+#include "keys/keyspace.h"
+#include "keys/tuple.h"
+#include "util/err.h"
+
+#define MAX_ROUNDS 64 /* resolution attempts per key before "busy" */
+
+typedef struct cx {
+  uexec *x;
+  const uplan *p;
+  ustored_claim me;   /* owner pk and op id of this write */
+  ubuf pending;       /* the claim value written at step 1 */
+  uint64_t *held;     /* per take: version we hold it at (0: not held) */
+  int64_t now;
+  uint64_t intent;    /* insert: version of our PENDING record */
+  int applied;        /* insert found its own live record (a repeat) */
+  int64_t waited;     /* ms spent waiting for operations in flight */
+} cx;
+
+static int store_err(unico_result *res, int rc, const char *what,
+                     const ustore_err *e) {
+  if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
+  return uerr(res, rc, NULL, "%s: %s", what,
+              e && e->msg[0] ? e->msg : unico_strerror(rc));
+}
+
+static ustore_op kop(const uint8_t *key, size_t klen, int expect,
+                     uint64_t ver, int action, const ubuf *val) {
+  return ustore_op_make(key, klen, expect, ver, action, val ? val->p : NULL,
+                        val ? val->len : 0);
+}
+
+static int get(cx *c, const uint8_t *key, size_t klen, ubuf *val,
+               uint64_t *ver, unico_result *res) {
+  ustore_err e = {{0}};
+  ubuf_reset(val);
+  int rc = c->x->st->vt->get(c->x->st, key, klen, val, ver, &e);
+  if (rc && rc != UNICO_ENOTFOUND) return store_err(res, rc, "reading", &e);
+  return rc;
+}
+
+/* One cas; UNICO_OK, USTORE_NOT_APPLIED (o->cur...), or an error. */
+static int cas(cx *c, ustore_op *o, unico_result *res) {
+  ustore_err e = {{0}};
+  int rc = c->x->st->vt->cas(c->x->st, o, &e);
+  if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
+    return store_err(res, rc, "writing", &e);
+  return rc;
+}
+
+static int same_pk(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
+  return al == bl && (al == 0 || !memcmp(a, b, al));
+}
+
+static int is_me(const cx *c, const uint8_t *pk, size_t pl, const char *op) {
+  return same_pk(pk, pl, c->me.owner, c->me.owner_len) && op &&
+         !strcmp(op, c->me.op_id);
+}
+
+/* Wait a little for an operation in flight; 0 when the write should wait
+ * again, 1 when it has waited long enough (then: busy). */
+static int wait_in_flight(cx *c) {
+  int64_t limit = c->x->grace_ms / 2 < 200 ? c->x->grace_ms / 2 : 200;
+  if (c->waited >= limit) return 1;
+  int64_t step = c->waited < 4 ? 2 : c->waited / 2;
+  if (step > limit - c->waited) step = limit - c->waited;
+  if (step < 1) step = 1;
+  uexec_sleep(c->x, step);
+  c->waited += step;
+  c->now = uexec_now(c->x);
+  return 0;
+}
+
+/* The record key of the owner pk of a claim or group key (same table). */
+static int owner_key(const uclaim *k, const uint8_t *pk, size_t pl, ubuf *out) {
+  char table[256];
+  size_t rest;
+  const char *kind = k->kind == UKEY_GROUP ? "l" : "u";
+  ubuf_reset(out);
+  if (ukey_split_table(k->key, k->klen, kind, table, sizeof table, &rest))
+    return -1;
+  ukey_record(out, table, pk, pl);
+  return ubuf_ok(out) ? 0 : -1;
+}
+
+/* Validity rule: record (val, present) is live and lists key k. */
+static int holds(const ubuf *rv, int present, const uclaim *k, int *live) {
+  ustored_record r;
+  *live = 0;
+  if (!present) return 0;
+  if (ustored_record_decode(rv->p, rv->len, &r)) return 0;
+  *live = r.state == UREC_LIVE;
+  int h = *live && uclaims_find(&r.claims, k->key, k->klen) >= 0;
+  ustored_record_free(&r);
+  return h;
+}
+
+/* Fence the operation behind an orphan of record rkey, read at rver
+ * (present) with value rv: move the record's version, or create it
+ * ABORTED. UNICO_OK when fenced; USTORE_NOT_APPLIED when the record moved
+ * meanwhile (look again). */
+static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
+                 const ubuf *rv, unico_result *res) {
+  ubuf tomb = UBUF_INIT;
+  ustore_op o;
+  if (present) {
+    o = kop(rkey->p, rkey->len, USTORE_VERSION, rver, USTORE_PUT, rv);
+  } else {
+    ustored_record_encode(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL);
+    o = kop(rkey->p, rkey->len, USTORE_ABSENT, 0, USTORE_PUT, &tomb);
+  }
+  int rc = cas(c, &o, res);
+  ubuf_free(&o.cur);
+  ubuf_free(&tomb);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* step 1: claims */
+
+/* Resolve claim k after our first cas on it found cur (version cv).
+ * UNICO_OK when we hold it (c->held[k] set), USTORE_NOT_APPLIED with why
+ * filled, or an error. */
+static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv,
+                         uexec_refused *why, unico_result *res) {
+  const uclaim *ck = &c->p->take.v[k];
+  ubuf rkey = UBUF_INIT, rv = UBUF_INIT;
+  int rc = UNICO_OK;
+  int present = 1; /* the claim key exists with value cur at version cv */
+  for (int round = 0;; round++) {
+    if (round == MAX_ROUNDS) {
+      why->why = UREFUSED_BUSY;
+      why->claim = k;
+      rc = USTORE_NOT_APPLIED;
+      break;
+    }
+    ustore_op o;
+    if (!present) { /* gone meanwhile: take it */
+      o = kop(ck->key, ck->klen, USTORE_ABSENT, 0, USTORE_PUT, &c->pending);
+      rc = cas(c, &o, res);
+      if (rc == UNICO_OK) c->held[k] = 1;
+      else if (rc == USTORE_NOT_APPLIED) {
+        present = 1;
+        cv = o.cur_version;
+        ubuf_reset(cur);
+        ubuf_put(cur, o.cur.p, o.cur.len);
+      }
+      ubuf_free(&o.cur);
+      if (rc != USTORE_NOT_APPLIED) break;
+      continue;
+    }
+    ustored_claim cl;
+    if (ustored_claim_decode(cur->p, cur->len, &cl)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
+      break;
+    }
+    int take_over = 0;
+    if (cl.state == UCLAIM_FREE) {
+      take_over = 1;
+    } else if (cl.state == UCLAIM_HELD) {
+      /* A hold: the write path decides (token, expiry) and comes back
+       * with the version to take it over at. */
+      why->why = UREFUSED_CLAIM;
+      why->claim = k;
+      why->cur_version = cv;
+      why->owner = cl;
+      rc = USTORE_NOT_APPLIED;
+      break;
+    } else if (is_me(c, cl.owner, cl.owner_len, cl.op_id)) {
+      c->held[k] = cv; /* ours already: a repeat of this write */
+      ustored_claim_free(&cl);
+      rc = UNICO_OK;
+      break;
+    } else {
+      /* Someone's claim: in force, in flight, or an orphan? */
+      uint64_t rver = 0;
+      int live;
+      if (owner_key(ck, cl.owner, cl.owner_len, &rkey)) {
+        ustored_claim_free(&cl);
+        rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
+        break;
+      }
+      rc = get(c, rkey.p, rkey.len, &rv, &rver, res);
+      if (rc && rc != UNICO_ENOTFOUND) {
+        ustored_claim_free(&cl);
+        break;
+      }
+      int rpresent = rc == UNICO_OK;
+      rc = UNICO_OK;
+      if (holds(&rv, rpresent, ck, &live)) {
+        why->why = UREFUSED_CLAIM; /* in force: a conflict */
+        why->claim = k;
+        why->cur_version = cv;
+        why->owner = cl;
+        rc = USTORE_NOT_APPLIED;
+        break;
+      }
+      if (cl.state == UCLAIM_PENDING && cl.since_ms > c->now - c->x->grace_ms) {
+        ustored_claim_free(&cl);
+        if (wait_in_flight(c)) {
+          why->why = UREFUSED_BUSY;
+          why->claim = k;
+          rc = USTORE_NOT_APPLIED;
+          break;
+        }
+      } else {
+        ustored_claim_free(&cl);
+        rc = fence(c, &rkey, rpresent, rver, &rv, res);
+        if (rc == UNICO_OK) take_over = 1;
+        else if (rc != USTORE_NOT_APPLIED) break;
+      }
+      if (!take_over) { /* read the claim again and start over */
+        uint64_t v2;
+        rc = get(c, ck->key, ck->klen, cur, &v2, res);
+        if (rc == UNICO_ENOTFOUND) present = 0;
+        else if (rc) break;
+        cv = v2;
+        rc = UNICO_OK;
+        continue;
+      }
+    }
+    if (cl.state == UCLAIM_FREE) ustored_claim_free(&cl);
+    /* Take it over at the version it was read at. */
+    o = kop(ck->key, ck->klen, USTORE_VERSION, cv, USTORE_PUT, &c->pending);
+    rc = cas(c, &o, res);
+    if (rc == UNICO_OK) {
+      c->held[k] = cv + 1;
+    } else if (rc == USTORE_NOT_APPLIED) {
+      present = o.exists;
+      cv = o.cur_version;
+      ubuf_reset(cur);
+      ubuf_put(cur, o.cur.p, o.cur.len);
+    }
+    ubuf_free(&o.cur);
+    if (rc != USTORE_NOT_APPLIED) break;
+  }
+  ubuf_free(&rkey);
+  ubuf_free(&rv);
+  return rc;
+}
+
+/* The insert's intent: a PENDING record at the key, over nothing or over
+ * a tombstone; resolve what is found like a claim. */
+static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, ubuf *ival,
+                          uexec_refused *why, unico_result *res) {
+  const ubuf *rk = &c->p->rkey;
+  int rc = UNICO_OK, present = 1;
+  for (int round = 0;; round++) {
+    if (round == MAX_ROUNDS) {
+      why->why = UREFUSED_RACE;
+      return USTORE_NOT_APPLIED;
+    }
+    ustore_op o;
+    if (!present) {
+      o = kop(rk->p, rk->len, USTORE_ABSENT, 0, USTORE_PUT, ival);
+      rc = cas(c, &o, res);
+      if (rc == UNICO_OK) c->intent = 1;
+    } else {
+      ustored_record r;
+      if (ustored_record_decode(cur->p, cur->len, &r))
+        return uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+      int mine = r.op_id && !strcmp(r.op_id, c->me.op_id);
+      int state = r.state;
+      /* the intent's age: its claims carry it; PENDING records keep it in
+       * the version field (see step 1) */
+      int64_t since = (int64_t)r.version;
+      ustored_record_free(&r);
+      if (state == UREC_LIVE) {
+        if (mine) { /* our insert already committed: a repeat */
+          c->applied = 1;
+          return UNICO_OK;
+        }
+        why->why = UREFUSED_RECORD;
+        return USTORE_NOT_APPLIED;
+      }
+      if (state == UREC_PENDING && mine) {
+        c->intent = cv;
+        return UNICO_OK;
+      }
+      if (state == UREC_PENDING && since > c->now - c->x->grace_ms) {
+        if (wait_in_flight(c)) {
+          why->why = UREFUSED_BUSY;
+          why->claim = SIZE_MAX; /* the primary key */
+          return USTORE_NOT_APPLIED;
+        }
+        uint64_t v2;
+        rc = get(c, rk->p, rk->len, cur, &v2, res);
+        if (rc == UNICO_ENOTFOUND) present = 0;
+        else if (rc) return rc;
+        cv = v2;
+        continue;
+      }
+      /* a tombstone, or a stale intent (taking it over fences it) */
+      o = kop(rk->p, rk->len, USTORE_VERSION, cv, USTORE_PUT, ival);
+      rc = cas(c, &o, res);
+      if (rc == UNICO_OK) c->intent = cv + 1;
+    }
+    if (rc == USTORE_NOT_APPLIED) {
+      present = o.exists;
+      cv = o.cur_version;
+      ubuf_reset(cur);
+      ubuf_put(cur, o.cur.p, o.cur.len);
+    }
+    ubuf_free(&o.cur);
+    if (rc != USTORE_NOT_APPLIED) return rc;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* step 1: limit groups (member sets) */
+
+/* Is member m of group g in force (1), in flight (2), or an orphan (0)?
+ * An orphan is fenced before this returns 0 (USTORE_NOT_APPLIED: its
+ * record moved, look again). */
+static int member_state(cx *c, const uclaim *g, const ugroup_member *m,
+                        int *state, unico_result *res) {
+  ubuf rkey = UBUF_INIT, rv = UBUF_INIT;
+  uint64_t rver = 0;
+  int live, rc;
+  if (owner_key(g, m->pk, m->pk_len, &rkey)) {
+    ubuf_free(&rkey);
+    return uerr(res, UNICO_ECORRUPT, NULL, "a stored limit group is corrupt");
+  }
+  rc = get(c, rkey.p, rkey.len, &rv, &rver, res);
+  if (rc && rc != UNICO_ENOTFOUND) goto leave;
+  int present = rc == UNICO_OK;
+  rc = UNICO_OK;
+  if (holds(&rv, present, g, &live)) *state = 1;
+  else if (m->since_ms > c->now - c->x->grace_ms) *state = 2;
+  else {
+    *state = 0;
+    rc = fence(c, &rkey, present, rver, &rv, res);
+  }
+leave:
+  ubuf_free(&rkey);
+  ubuf_free(&rv);
+  return rc;
+}
+
+static int join_group(cx *c, size_t k, uexec_refused *why,
+                      unico_result *res) {
+  const uclaim *g = &c->p->take.v[k];
+  ubuf v = UBUF_INIT, nv = UBUF_INIT;
+  int rc = UNICO_OK;
+  for (int round = 0;; round++) {
+    ustored_members m = {0, NULL};
+    uint64_t ver = 0;
+    int64_t cnt = 0;
+    int inflight = 0;
+    if (round == MAX_ROUNDS) {
+      why->why = UREFUSED_BUSY;
+      why->claim = k;
+      rc = USTORE_NOT_APPLIED;
+      break;
+    }
+    rc = get(c, g->key, g->klen, &v, &ver, res);
+    if (rc == UNICO_ENOTFOUND) ver = 0;
+    else if (rc) break;
+    rc = UNICO_OK;
+    if (ver && ustored_members_decode(v.p, v.len, &m, &cnt)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored limit group is corrupt");
+      break;
+    }
+    size_t i;
+    for (i = 0; i < m.n; i++)
+      if (is_me(c, m.v[i].pk, m.v[i].pk_len, m.v[i].op_id)) break;
+    if (i < m.n) { /* a repeat of this write */
+      c->held[k] = ver;
+      ustored_members_free(&m);
+      break;
+    }
+    /* An entry of this record by another operation is counted like any
+     * other: that operation may still commit. */
+    if (g->limit > 0 && (int64_t)m.n >= g->limit) {
+      /* Full on its face: keep the members in force or in flight. */
+      for (i = 0; i < m.n && rc == UNICO_OK;) {
+        int st = 1;
+        rc = member_state(c, g, &m.v[i], &st, res);
+        if (rc) break;
+        if (st == 0) {
+          ustored_members_remove(&m, i);
+        } else {
+          inflight += st == 2;
+          i++;
+        }
+      }
+      if (rc == USTORE_NOT_APPLIED) { /* a member's record moved */
+        rc = UNICO_OK;
+        ustored_members_free(&m);
+        continue;
+      }
+      if (rc) {
+        ustored_members_free(&m);
+        break;
+      }
+      if ((int64_t)m.n >= g->limit) {
+        if (!inflight) {
+          why->why = UREFUSED_LIMIT;
+          why->claim = k;
+          why->count = (int64_t)m.n;
+          ustored_members_free(&m);
+          rc = USTORE_NOT_APPLIED;
+          break;
+        }
+        ustored_members_free(&m);
+        if (wait_in_flight(c)) {
+          why->why = UREFUSED_BUSY;
+          why->claim = k;
+          rc = USTORE_NOT_APPLIED;
+          break;
+        }
+        continue;
+      }
+    }
+    if (ustored_members_add(&m, c->me.owner, c->me.owner_len, c->me.op_id,
+                            c->now)) {
+      ustored_members_free(&m);
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      break;
+    }
+    ubuf_reset(&nv);
+    ustored_members_encode(&nv, &m);
+    ustored_members_free(&m);
+    ustore_op o = kop(g->key, g->klen, ver ? USTORE_VERSION : USTORE_ABSENT,
+                      ver, USTORE_PUT, &nv);
+    rc = cas(c, &o, res);
+    ubuf_free(&o.cur);
+    if (rc == UNICO_OK) {
+      c->held[k] = ver + 1;
+      break;
+    }
+    if (rc != USTORE_NOT_APPLIED) break;
+    rc = UNICO_OK; /* the group moved: again */
+  }
+  ubuf_free(&v);
+  ubuf_free(&nv);
+  return rc;
+}
+
+/* Take record pk out of group g if op (NULL: any) put it there; errors
+ * are left to the validity rule. */
+static void leave_group(cx *c, const uclaim *g, const char *op) {
+  ubuf v = UBUF_INIT, nv = UBUF_INIT;
+  for (int round = 0; round < 8; round++) {
+    ustored_members m = {0, NULL};
+    uint64_t ver;
+    if (get(c, g->key, g->klen, &v, &ver, NULL)) break;
+    if (ustored_members_decode(v.p, v.len, &m, NULL)) break;
+    size_t i;
+    for (i = 0; i < m.n; i++)
+      if (same_pk(m.v[i].pk, m.v[i].pk_len, c->me.owner, c->me.owner_len) &&
+          (!op || !strcmp(m.v[i].op_id, op)))
+        break;
+    if (i == m.n) {
+      ustored_members_free(&m);
+      break;
+    }
+    ustored_members_remove(&m, i);
+    ubuf_reset(&nv);
+    ustored_members_encode(&nv, &m);
+    ustored_members_free(&m);
+    ustore_op o = kop(g->key, g->klen, USTORE_VERSION, ver, USTORE_PUT, &nv);
+    int rc = cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+    if (rc != USTORE_NOT_APPLIED) break;
+  }
+  ubuf_free(&v);
+  ubuf_free(&nv);
+}
+
+/* Free claim k if it still holds what we wrote (version ver). */
+static void free_claim(cx *c, const uclaim *ck, uint64_t ver) {
+  ubuf fv = UBUF_INIT;
+  ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, c->me.op_id, c->now);
+  ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, ver, USTORE_PUT, &fv);
+  cas(c, &o, NULL);
+  ubuf_free(&o.cur);
+  ubuf_free(&fv);
+}
+
+/* Undo step 1 after a refusal: free what we took, leave what we joined,
+ * turn our intent into an ABORTED tombstone. Failures leave orphans,
+ * which the validity rule already disregards. */
+static void undo(cx *c) {
+  for (size_t k = 0; k < c->p->take.n; k++) {
+    if (!c->held[k]) continue;
+    const uclaim *ck = &c->p->take.v[k];
+    if (ck->kind == UKEY_GROUP) leave_group(c, ck, c->me.op_id);
+    else free_claim(c, ck, c->held[k]);
+  }
+  if (c->intent) {
+    ubuf tomb = UBUF_INIT;
+    ustored_record_encode(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL);
+    ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
+                      USTORE_PUT, &tomb);
+    cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+    ubuf_free(&tomb);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* step 3: commit, and reading back an unknown outcome */
+
+/* Commit. UNICO_OK when the record holds this write; USTORE_NOT_APPLIED
+ * (why set) when it certainly does not, so step 1 may be undone; an
+ * error, UNICO_EUNKNOWN among them, when that cannot be known (then
+ * nothing may be undone: a later write may already rely on our claims). */
+static int commit(cx *c, uexec_refused *why, unico_result *res) {
+  const uplan *p = c->p;
+  ubuf v = UBUF_INIT;
+  ustore_op o;
+  uint64_t expect = p->kind == UPLAN_INSERT ? c->intent : p->rver;
+  /* (a delete's rval is its tombstone) */
+  o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, expect, USTORE_PUT,
+          &p->rval);
+  ustore_err e = {{0}};
+  int rc = c->x->st->vt->cas(c->x->st, &o, &e);
+  ubuf_free(&o.cur);
+  /* Fenced (insert) or the record moved (update, delete): start over. */
+  why->why = p->kind == UPLAN_INSERT ? UREFUSED_RACE : UREFUSED_RECORD;
+  if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
+  if (rc != UNICO_EUNKNOWN) return store_err(res, rc, "committing", &e);
+  /* Unknown: fence our own commit by moving the record from the version
+   * it expected. If that applies, the commit never will. */
+  uint64_t ver;
+  int g = get(c, p->rkey.p, p->rkey.len, &v, &ver, NULL);
+  if (g == UNICO_OK) {
+    ustored_record r;
+    int mine = 0;
+    if (!ustored_record_decode(v.p, v.len, &r)) {
+      mine = r.op_id && !strcmp(r.op_id, c->me.op_id) &&
+             r.state == (p->kind == UPLAN_DELETE ? UREC_DELETED : UREC_LIVE);
+      ustored_record_free(&r);
+    }
+    if (mine) {
+      ubuf_free(&v);
+      return UNICO_OK;
+    }
+    if (ver == expect) {
+      o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, expect, USTORE_PUT, &v);
+      g = c->x->st->vt->cas(c->x->st, &o, NULL);
+      ubuf_free(&o.cur);
+      if (g == UNICO_OK) {
+        ubuf_free(&v);
+        return USTORE_NOT_APPLIED;
+      }
+    }
+  }
+  ubuf_free(&v);
+  return uerr(res, UNICO_EUNKNOWN, NULL,
+              "committing: %s; the record has moved on since, so whether "
+              "this write applied is unknown: retry with the same op id",
+              e.msg[0] ? e.msg : unico_strerror(rc));
+}
+
+/* step 4 */
+static void finish(cx *c) {
+  const uplan *p = c->p;
+  for (size_t k = 0; k < p->take.n; k++) {
+    const uclaim *ck = &p->take.v[k];
+    if (ck->kind != UKEY_CLAIM || !c->held[k]) continue;
+    ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k], USTORE_PUT,
+                      &p->claim_val);
+    cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+  }
+  ubuf v = UBUF_INIT;
+  for (size_t k = 0; k < p->release.n; k++) {
+    const uclaim *ck = &p->release.v[k];
+    if (ck->kind == UKEY_GROUP) {
+      leave_group(c, ck, NULL);
+      continue;
+    }
+    /* Ours to free only while it names this record and is not an intent
+     * of a later write of it. */
+    uint64_t ver;
+    ustored_claim cl;
+    if (get(c, ck->key, ck->klen, &v, &ver, NULL)) continue;
+    if (ustored_claim_decode(v.p, v.len, &cl)) continue;
+    int ours = cl.state == UCLAIM_COMMITTED &&
+               same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len);
+    ustored_claim_free(&cl);
+    if (ours) free_claim(c, ck, ver);
+  }
+  ubuf_free(&v);
+  for (size_t k = 0; k < p->drop.n; k++) {
+    const uclaim *d = &p->drop.v[k];
+    ustore_op o = kop(d->key, d->klen, USTORE_ANY, 0, USTORE_DEL, NULL);
+    cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+  }
+  if (p->okey.len) {
+    ustore_op o = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                      &p->oval);
+    cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+    o = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+    cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+
+int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
+                       unico_result *res) {
+  cx c;
+  memset(&c, 0, sizeof c);
+  memset(why, 0, sizeof *why);
+  c.x = x;
+  c.p = p;
+  c.now = uexec_now(x);
+  int rc = UNICO_OK;
+  size_t nt = p->take.n;
+  ustore_op *ops = calloc(nt + 1, sizeof *ops);
+  int *rcs = calloc(nt + 1, sizeof *rcs);
+  size_t *opk = calloc(nt + 1, sizeof *opk);
+  ustore_err *errs = calloc(nt + 1, sizeof *errs);
+  ubuf ival = UBUF_INIT, cur = UBUF_INIT;
+  c.held = calloc(nt + 1, sizeof *c.held);
+  if (!ops || !rcs || !opk || !errs || !c.held) {
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    goto leave;
+  }
+  if (ustored_claim_decode(p->claim_val.p, p->claim_val.len, &c.me)) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned claim is corrupt");
+    goto leave;
+  }
+  ustored_claim_encode(&c.pending, UCLAIM_PENDING, c.me.owner, c.me.owner_len,
+                       c.me.op_id, c.now);
+
+  /* Step 1: the insert's intent and every claim, issued together. */
+  size_t n = 0;
+  const size_t intent_at = SIZE_MAX - 1;
+  if (p->kind == UPLAN_INSERT) {
+    ustored_record r;
+    if (ustored_record_decode(p->rval.p, p->rval.len, &r)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
+      goto leave;
+    }
+    /* PENDING records keep the intent's time in the version field */
+    ustored_record_encode(&ival, UREC_PENDING, (uint64_t)c.now, c.me.op_id,
+                          r.body, &r.claims);
+    ustored_record_free(&r);
+    opk[n] = intent_at;
+    ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT, &ival);
+  }
+  for (size_t k = 0; k < nt; k++) {
+    const uclaim *ck = &p->take.v[k];
+    if (ck->kind != UKEY_CLAIM) continue;
+    opk[n] = k;
+    ops[n++] = kop(ck->key, ck->klen, ck->ver ? USTORE_VERSION : USTORE_ABSENT,
+                   ck->ver, USTORE_PUT, &c.pending);
+  }
+  rc = ustore_cas_many(x->st, ops, n, rcs, errs);
+  if (rc) {
+    rc = store_err(res, rc, "writing", NULL);
+    goto undo;
+  }
+  int refused = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = opk[i];
+    if (rcs[i] == UNICO_OK) {
+      if (k == intent_at) c.intent = 1;
+      else c.held[k] = p->take.v[k].ver ? p->take.v[k].ver + 1 : 1;
+    }
+  }
+  /* Resolve the others one by one (unknown results: look again). */
+  for (size_t i = 0; i < n && !refused && !rc; i++) {
+    size_t k = opk[i];
+    int r = rcs[i];
+    if (r == UNICO_OK) continue;
+    if (r != USTORE_NOT_APPLIED && r != UNICO_EUNKNOWN) {
+      rc = store_err(res, r, "writing", &errs[i]);
+      break;
+    }
+    uint64_t cv = ops[i].cur_version;
+    int present = r == USTORE_NOT_APPLIED ? ops[i].exists : -1;
+    ubuf_reset(&cur);
+    if (present == 1) ubuf_put(&cur, ops[i].cur.p, ops[i].cur.len);
+    if (present != 1) { /* unknown, or vanished: read it */
+      const uint8_t *key = ops[i].key;
+      rc = get(&c, key, ops[i].klen, &cur, &cv, res);
+      if (rc == UNICO_ENOTFOUND) {
+        rc = UNICO_OK;
+        /* absent: not applied; try once more through the resolver */
+        ubuf_reset(&cur);
+        present = 0;
+      } else if (rc) {
+        break;
+      }
+    }
+    if (k == intent_at) {
+      if (present == 0) {
+        ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                          &ival);
+        r = cas(&c, &o, res);
+        if (r == UNICO_OK) c.intent = 1;
+        else if (r == USTORE_NOT_APPLIED) {
+          ubuf_reset(&cur);
+          ubuf_put(&cur, o.cur.p, o.cur.len);
+          r = resolve_intent(&c, &cur, o.cur_version, &ival, why, res);
+        }
+        ubuf_free(&o.cur);
+      } else {
+        r = resolve_intent(&c, &cur, cv, &ival, why, res);
+      }
+    } else if (p->take.v[k].ver && present == 1) {
+      /* taking over a hold that moved: the write path decides again */
+      ustored_claim cl;
+      if (ustored_claim_decode(cur.p, cur.len, &cl)) {
+        r = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
+      } else if (is_me(&c, cl.owner, cl.owner_len, cl.op_id)) {
+        c.held[k] = cv;
+        ustored_claim_free(&cl);
+        r = UNICO_OK;
+      } else {
+        why->why = UREFUSED_CLAIM;
+        why->claim = k;
+        why->cur_version = cv;
+        why->owner = cl;
+        r = USTORE_NOT_APPLIED;
+      }
+    } else if (present == 0) {
+      /* a FREE claim vanished (repair) or an unknown write did not apply */
+      ustore_op o = kop(p->take.v[k].key, p->take.v[k].klen, USTORE_ABSENT, 0,
+                        USTORE_PUT, &c.pending);
+      r = cas(&c, &o, res);
+      if (r == UNICO_OK) c.held[k] = 1;
+      else if (r == USTORE_NOT_APPLIED) {
+        ubuf_reset(&cur);
+        ubuf_put(&cur, o.cur.p, o.cur.len);
+        r = resolve_claim(&c, k, &cur, o.cur_version, why, res);
+      }
+      ubuf_free(&o.cur);
+    } else {
+      r = resolve_claim(&c, k, &cur, cv, why, res);
+    }
+    if (r == USTORE_NOT_APPLIED) refused = 1;
+    else if (r) rc = r;
+  }
+  if (rc) goto undo;
+  if (refused || c.applied) goto after_claims;
+  /* Limit groups: read, count what is in force, add the record. */
+  for (size_t k = 0; k < nt; k++) {
+    if (p->take.v[k].kind != UKEY_GROUP) continue;
+    int r = join_group(&c, k, why, res);
+    if (r == USTORE_NOT_APPLIED) {
+      refused = 1;
+      break;
+    }
+    if (r) {
+      rc = r;
+      break;
+    }
+  }
+after_claims:
+  if (rc) goto undo;
+  if (c.applied) { /* our insert is already in: finish what it left */
+    finish(&c);
+    goto leave;
+  }
+  if (refused) {
+    rc = USTORE_NOT_APPLIED;
+    goto undo;
+  }
+
+  /* Step 2: the schema is still the one the write was planned under. */
+  {
+    uint64_t sv = 0;
+    int g = get(&c, p->skey.p, p->skey.len, &cur, &sv, res);
+    if (g == UNICO_ENOTFOUND) sv = 0;
+    else if (g) {
+      rc = g;
+      goto undo;
+    }
+    if (sv != p->schema_ver) {
+      why->why = UREFUSED_SCHEMA;
+      rc = USTORE_NOT_APPLIED;
+      goto undo;
+    }
+  }
+
+  /* Step 3: commit. */
+  rc = commit(&c, why, res);
+  if (rc == USTORE_NOT_APPLIED) goto undo;
+  if (rc) goto leave; /* unknown: leave everything for the read-back */
+  finish(&c);
+  goto leave;
+
+undo:
+  undo(&c);
+leave:
+  for (size_t i = 0; ops && i <= nt; i++) ubuf_free(&ops[i].cur);
+  free(ops);
+  free(rcs);
+  free(opk);
+  free(errs);
+  free(c.held);
+  ubuf_free(&ival);
+  ubuf_free(&cur);
+  ubuf_free(&c.pending);
+  ustored_claim_free(&c.me);
+  return rc;
+}
