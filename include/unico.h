@@ -97,11 +97,17 @@ typedef struct unico unico;
  * added later get their defaults. */
 typedef struct unico_options {
   int struct_version;           /* UNICO_OPTIONS_VERSION */
-  uint64_t outcome_retention_ms; /* how long op outcomes are kept; 0: 24 h */
+  /* How long op outcomes are kept, and on stores without transactions
+   * (claims protocol, docs/protocol.md) tombstones and released claims;
+   * 0: 24 h. */
+  uint64_t outcome_retention_ms;
+  /* version 2: claims protocol only: how long another operation's pending
+   * claim is taken to be in flight before it may be fenced; 0: 5 s. */
+  uint64_t grace_ms;
 } unico_options;
 
-#define UNICO_OPTIONS_VERSION 1
-#define UNICO_OPTIONS_INIT {UNICO_OPTIONS_VERSION, 0}
+#define UNICO_OPTIONS_VERSION 2
+#define UNICO_OPTIONS_INIT {UNICO_OPTIONS_VERSION, 0, 0}
 
 /* Open a store. url is "lmdb:PATH" (PATH a directory, created if missing;
  * options as "lmdb:PATH?map_size=64GiB&sync=on"), or a bare path; NULL means

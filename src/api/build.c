@@ -233,8 +233,19 @@ static json_t *violations(bld *b, uint64_t *ndup, uint64_t *nover) {
 /* Add one op to the batch (copying key and value); flush when full. */
 static int flush(bld *b) {
   if (!b->nops) return UNICO_OK;
-  int rc = uexec_txn(b->u->x, b->ops, b->nops, b->res);
-  int schema_failed = rc == USTORE_NOT_APPLIED && b->ops[0].failed;
+  int rc, schema_failed = 0;
+  if (uexec_is_claims(b->u->x)) {
+    /* No transactions: the marker check, then each write on its own; all
+     * writers are fenced or waiting (see fence_cb), so none interleaves. */
+    rc = UNICO_OK;
+    for (size_t i = 0; i < b->nops && rc == UNICO_OK; i++) {
+      rc = uexec_cas(b->u->x, &b->ops[i], b->res);
+      if (rc == USTORE_NOT_APPLIED && i == 0) schema_failed = 1;
+    }
+  } else {
+    rc = uexec_txn(b->u->x, b->ops, b->nops, b->res);
+    schema_failed = rc == USTORE_NOT_APPLIED && b->ops[0].failed;
+  }
   for (size_t i = 0; i < b->nops; i++) {
     ubuf_free(&b->ops[i].cur);
     ubuf_free(&b->bufs[2 * i]);
@@ -367,6 +378,30 @@ static int scan_chunks(bld *b, const ubuf *prefix, ustore_scan_cb cb) {
   return rc;
 }
 
+/* Phase 0, claims protocol only: fence every write in flight on the
+ * table. The marker is in place, so a write that has not passed its schema
+ * check yet will fail it; one that has may still commit, so its insert
+ * intent becomes ABORTED and every live record's version moves (the
+ * commit expects the version it read). */
+static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
+                    size_t vl, uint64_t ver) {
+  bld *b = ctx;
+  ustored_record r;
+  ubuf nv = UBUF_INIT;
+  if (ustored_record_decode(v, vl, &r)) return 0; /* counted in phase 1 */
+  if (r.state == UREC_PENDING) {
+    ustored_record_encode_at(&nv, UREC_ABORTED, 0, "schema-build", "{}", NULL,
+                             uexec_now(b->u->x));
+    b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
+  } else if (r.state == UREC_LIVE) {
+    ubuf same = {(uint8_t *)v, vl, vl, 0};
+    b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &same);
+  }
+  ubuf_free(&nv);
+  ustored_record_free(&r);
+  return b->err ? 1 : 0;
+}
+
 /* Phase 2: delete every key under a touched constraint's prefixes. */
 
 static int clear_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
@@ -411,7 +446,8 @@ static int relist_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   for (size_t i = 0; same && i < want.n; i++)
     same = uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) >= 0;
   if (same) goto leave;
-  ustored_record_encode(&nv, r.state, r.version, r.op_id, r.body, &want);
+  ustored_record_encode_at(&nv, r.state, r.version, r.op_id, r.body, &want,
+                           r.since_ms);
   b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
 leave:
   unico_result_clear(&tmp);
@@ -479,8 +515,13 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     goto leave;
   }
-  /* 1. What the records need; refuse on any violation. */
+  /* 0. (claims protocol) Fence the writes in flight. */
   ukey_records(&prefix, target->name);
+  if (uexec_is_claims(u->x)) {
+    rc = scan_chunks(&b, &prefix, fence_cb);
+    if (rc) goto leave;
+  }
+  /* 1. What the records need; refuse on any violation. */
   rc = scan_chunks(&b, &prefix, collect_cb);
   if (rc) goto leave;
   if (b.np) qsort(b.pairs, b.np, sizeof *b.pairs, kpair_cmp);
@@ -532,7 +573,16 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     while (j < b.np && !kpair_cmp(&b.pairs[i], &b.pairs[j])) j++;
     const kpair *p = &b.pairs[i];
     ubuf_reset(&cval);
-    if (b.t->cons[p->con].kind == UCON_LIMIT)
+    if (b.t->cons[p->con].kind == UCON_LIMIT && uexec_is_claims(u->x)) {
+      ustored_members m = {0, NULL};
+      for (size_t q = i; q < j && !rc; q++)
+        if (ustored_members_add(&m, b.pairs[q].pk, b.pairs[q].pklen,
+                                "schema-build", uexec_now(u->x)))
+          rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      if (!rc) ustored_members_encode(&cval, &m);
+      ustored_members_free(&m);
+      if (rc) break;
+    } else if (b.t->cons[p->con].kind == UCON_LIMIT)
       ustored_group_encode(&cval, (int64_t)(j - i));
     else
       ustored_claim_encode(&cval, UCLAIM_COMMITTED, p->pk, p->pklen,

@@ -35,7 +35,9 @@ typedef struct fix {
   int kind;        /* FIX_* */
 } fix;
 
-enum { FIX_ORPHAN = 1, FIX_EXPIRED, FIX_INDEX, FIX_RESTORE };
+/* FIX_INTENT, FIX_TOMB, FIX_FREE: claims protocol only. */
+enum { FIX_ORPHAN = 1, FIX_EXPIRED, FIX_INDEX, FIX_RESTORE, FIX_INTENT,
+       FIX_TOMB, FIX_FREE, FIX_KINDS };
 
 typedef struct chk {
   unico *u;
@@ -49,6 +51,11 @@ typedef struct chk {
   int err;
   int64_t now;
   int repair;   /* collect fixes */
+  /* claims protocol: orphans and operations in flight are states the
+   * protocol expects, not violations; tombstones and FREE claims age out */
+  int claims_mode;
+  int64_t grace, retention;
+  uint64_t orphans, in_flight, tombstones, free_claims;
   fix *fixes;
   size_t nfixes, fcap;
   unico_result *res;
@@ -113,6 +120,7 @@ static void violation(chk *c, const char *kind, const uint8_t *key, size_t kl,
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static void violation(chk *c, const char *kind, const uint8_t *key, size_t kl,
                       const char *fmt, ...) {
+  if (!kind) return; /* not a violation here */
   c->nviol++;
   if (json_array_size(c->violations) >= MAX_REPORTED) return;
   char msg[512];
@@ -140,7 +148,21 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     violation(c, "corrupt_record", k, kl, "the record cannot be decoded");
     return 0;
   }
-  if (r.state != UREC_LIVE) goto leave;
+  if (r.state != UREC_LIVE) {
+    if (!c->claims_mode) goto leave;
+    if (r.state == UREC_PENDING) {
+      if (r.since_ms > c->now - c->grace) {
+        c->in_flight++;
+      } else {
+        c->orphans++;
+        add_fix(c, FIX_INTENT, k, kl, ver);
+      }
+    } else {
+      c->tombstones++;
+      if (r.since_ms < c->now - c->retention) add_fix(c, FIX_TOMB, k, kl, ver);
+    }
+    goto leave;
+  }
   c->records++;
   const utable *t = uschema_table(c->s, table);
   if (!t) {
@@ -178,11 +200,18 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
         break;
       continue;
     }
-    int rc = uexec_read(c->u->x, &ck, &cv, NULL, c->res);
-    if (rc == UNICO_ENOTFOUND) {
+    uint64_t cver = 0;
+    int rc = uexec_read(c->u->x, &ck, &cv, &cver, c->res);
+    int is_free = 0;
+    if (rc == UNICO_OK && !ustored_claim_decode(cv.p, cv.len, &cl)) {
+      is_free = cl.state == UCLAIM_FREE;
+      ustored_claim_free(&cl);
+    }
+    if (rc == UNICO_ENOTFOUND || is_free) {
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "no claim exists for a value the record holds");
-      fix *f = add_fix(c, FIX_RESTORE, want.v[i].key, want.v[i].klen, 0);
+      fix *f = add_fix(c, FIX_RESTORE, want.v[i].key, want.v[i].klen,
+                       is_free ? cver : 0);
       if (f) {
         ubuf_put(&f->rkey, k, kl);
         f->rver = ver;
@@ -246,7 +275,6 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   size_t voff;
   int con;
   uint64_t rver = 0;
-  c->claims++;
   if (uplan_claim_split(NULL, k, kl, &voff, &con, table, sizeof table) ||
       ustored_claim_decode(v, vl, &cl)) {
     violation(c, "corrupt_claim", k, kl, "the claim cannot be decoded");
@@ -262,13 +290,23 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     ustored_claim_free(&cl);
     return c->err ? 1 : 0;
   }
+  if (cl.state != UCLAIM_FREE) c->claims++;
+  if (cl.state == UCLAIM_FREE) {
+    c->free_claims++;
+    if (cl.since_ms < c->now - c->retention) add_fix(c, FIX_FREE, k, kl, ver);
+    ustored_claim_free(&cl);
+    return c->err ? 1 : 0;
+  }
   ukey_record(&rk, table, cl.owner, cl.owner_len);
   int rc = uexec_read(c->u->x, &rk, &rv, &rver, c->res);
   int orphan = 0;
+  /* Claims protocol: an orphan is expected (it is reclaimed), and a
+   * pending claim younger than the grace period is in flight. */
+  const char *orphan_kind = c->claims_mode ? NULL : "orphan_claim";
   if (rc == UNICO_ENOTFOUND) {
     rver = 0;
     orphan = 1;
-    violation(c, "orphan_claim", k, kl, "the claim's owner record does not exist");
+    violation(c, orphan_kind, k, kl, "the claim's owner record does not exist");
   } else if (rc) {
     c->err = rc;
   } else if (ustored_record_decode(rv.p, rv.len, &r)) {
@@ -276,12 +314,20 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   } else {
     orphan = 1;
     if (r.state != UREC_LIVE)
-      violation(c, "orphan_claim", k, kl, "the claim's owner record is not live");
+      violation(c, orphan_kind, k, kl, "the claim's owner record is not live");
     else if (uclaims_find(&r.claims, k, kl) < 0)
-      violation(c, "orphan_claim", k, kl, "the claim's owner record does not hold the value");
+      violation(c, orphan_kind, k, kl, "the claim's owner record does not hold the value");
     else
       orphan = 0;
     ustored_record_free(&r);
+  }
+  if (orphan && c->claims_mode) {
+    if (cl.state == UCLAIM_PENDING && cl.since_ms > c->now - c->grace) {
+      orphan = 0;
+      c->in_flight++;
+    } else {
+      c->orphans++;
+    }
   }
   if (orphan) {
     fix *f = add_fix(c, FIX_ORPHAN, k, kl, ver);
@@ -301,6 +347,7 @@ typedef struct grp {
   uint8_t *key;
   size_t klen;
   int64_t count;
+  ustored_members m; /* claims protocol: the member set */
 } grp;
 
 typedef struct grps {
@@ -313,21 +360,29 @@ static int group_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                     size_t vl, uint64_t ver) {
   grps *g = ctx;
   int64_t count;
+  ustored_members m = {0, NULL};
   (void)ver;
   g->c->groups++;
-  if (ustored_group_decode(v, vl, &count)) {
+  if (ustored_members_decode(v, vl, &m, &count)) {
     violation(g->c, "corrupt_group", k, kl, "the limit group cannot be decoded");
     return 0;
   }
   if (g->n == g->cap) {
     size_t cap = g->cap ? 2 * g->cap : 256;
     grp *p = realloc(g->v, cap * sizeof *p);
-    if (!p) return g->c->err = uerr(g->c->res, UNICO_ENOMEM, NULL, "out of memory"), 1;
+    if (!p) {
+      ustored_members_free(&m);
+      return g->c->err = uerr(g->c->res, UNICO_ENOMEM, NULL, "out of memory"), 1;
+    }
     g->v = p;
     g->cap = cap;
   }
   g->v[g->n].key = malloc(kl);
-  if (!g->v[g->n].key) return g->c->err = uerr(g->c->res, UNICO_ENOMEM, NULL, "out of memory"), 1;
+  if (!g->v[g->n].key) {
+    ustored_members_free(&m);
+    return g->c->err = uerr(g->c->res, UNICO_ENOMEM, NULL, "out of memory"), 1;
+  }
+  g->v[g->n].m = m;
   memcpy(g->v[g->n].key, k, kl);
   g->v[g->n].klen = kl;
   g->v[g->n].count = count;
@@ -404,8 +459,79 @@ int uapi_check(unico *u, unico_result *res) {
   return audit(u, 0, &c, res);
 }
 
+/* Claims protocol: one fix as single-key writes, each conditioned on the
+ * version it was found at. An orphan claim is freed only after its
+ * operation is fenced (its owner record's version moved, or the record
+ * created ABORTED), as the protocol's own takeover does. */
+static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
+  ubuf val = UBUF_INIT, rv = UBUF_INIT;
+  int64_t now = uexec_now(u->x);
+  int rc = UNICO_OK;
+  ustore_op o;
+  switch (f->kind) {
+  case FIX_ORPHAN: {
+    uint64_t rver = 0;
+    rc = uexec_read(u->x, &f->rkey, &rv, &rver, res);
+    if (rc == UNICO_ENOTFOUND) {
+      ustored_record_encode_at(&val, UREC_ABORTED, 0, "repair", "{}", NULL, now);
+      o = ustore_op_make(f->rkey.p, f->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                         val.p, val.len);
+    } else if (rc) {
+      break;
+    } else if (rver != f->rver) {
+      rc = USTORE_NOT_APPLIED; /* the record moved since: look again later */
+      break;
+    } else {
+      o = ustore_op_make(f->rkey.p, f->rkey.len, USTORE_VERSION, rver,
+                         USTORE_PUT, rv.p, rv.len);
+    }
+    rc = uexec_cas(u->x, &o, res);
+    ubuf_free(&o.cur);
+    if (rc) break;
+    ubuf_reset(&val);
+    ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
+    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
+                       USTORE_PUT, val.p, val.len);
+    break;
+  }
+  case FIX_EXPIRED:
+    ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
+    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
+                       USTORE_PUT, val.p, val.len);
+    break;
+  case FIX_INTENT: /* a stale insert intent: ABORTED fences it */
+    ustored_record_encode_at(&val, UREC_ABORTED, 0, "repair", "{}", NULL, now);
+    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
+                       USTORE_PUT, val.p, val.len);
+    break;
+  case FIX_RESTORE:
+    o = ustore_op_make(f->key.p, f->key.len,
+                       f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
+                       USTORE_PUT, f->val.p, f->val.len);
+    break;
+  default: /* FIX_INDEX, FIX_TOMB, FIX_FREE: past use, removed */
+    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
+                       USTORE_DEL, NULL, 0);
+    break;
+  }
+  if (rc == UNICO_OK) {
+    rc = uexec_cas(u->x, &o, res);
+    ubuf_free(&o.cur);
+    if (rc == UNICO_OK && f->hkey.len) {
+      o = ustore_op_make(f->hkey.p, f->hkey.len, USTORE_ANY, 0, USTORE_DEL,
+                         NULL, 0);
+      uexec_cas(u->x, &o, NULL);
+      ubuf_free(&o.cur);
+    }
+  }
+  ubuf_free(&val);
+  ubuf_free(&rv);
+  return rc;
+}
+
 /* Make one fix, with the conditions it was found under. */
 static int apply_fix(unico *u, const fix *f, unico_result *res) {
+  if (uexec_is_claims(u->x)) return apply_fix_cas(u, f, res);
   ustore_op ops[3];
   size_t n = 0;
   memset(ops, 0, sizeof ops);
@@ -455,7 +581,7 @@ int uapi_repair(unico *u, unico_result *res) {
     res->json = NULL;
     res->message[0] = 0;
   }
-  uint64_t done[5] = {0}, moved = 0;
+  uint64_t done[FIX_KINDS] = {0}, moved = 0;
   rc = UNICO_OK;
   for (size_t i = 0; i < c.nfixes && !rc; i++) {
     int r = apply_fix(u, &c.fixes[i], res);
@@ -473,6 +599,14 @@ int uapi_repair(unico *u, unico_result *res) {
         "skipped_changed", (json_int_t)moved, "before",
         before ? before : json_null());
     before = NULL;
+    if (o && uexec_is_claims(u->x)) {
+      json_object_set_new(o, "stale_intents_aborted",
+                          json_integer((json_int_t)done[FIX_INTENT]));
+      json_object_set_new(o, "tombstones_removed",
+                          json_integer((json_int_t)done[FIX_TOMB]));
+      json_object_set_new(o, "free_claims_removed",
+                          json_integer((json_int_t)done[FIX_FREE]));
+    }
     if (res && o) res->json = json_dumps(o, JSON_COMPACT);
     json_decref(o);
   }
@@ -502,6 +636,9 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
   c.res = res;
   c.now = uexec_now(u->x);
   c.repair = repair;
+  c.claims_mode = uexec_is_claims(u->x);
+  c.grace = uexec_grace(u->x);
+  c.retention = (int64_t)uexec_retention(u->x);
   g.c = &c;
   c.violations = json_array();
   if (!c.violations) {
@@ -540,7 +677,25 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
       if (lim < 0 && cmp > 0)
         violation(&c, "unknown_group", k, kl,
                   "a limit group of a constraint the schema does not have");
-      if (members != stored)
+      if (c.claims_mode && cmp == 0) {
+        /* every live record in the group must be in its member set */
+        for (size_t a = i; a < e; a++) {
+          size_t pkoff;
+          const pair *gp = &c.gpairs[a];
+          int found = 0;
+          if (!ukey_split_table(gp->owner, gp->olen, "r", NULL, 0, &pkoff))
+            for (size_t b = 0; b < g.v[j].m.n && !found; b++)
+              found = g.v[j].m.v[b].pk_len == gp->olen - pkoff &&
+                      !memcmp(g.v[j].m.v[b].pk, gp->owner + pkoff,
+                              gp->olen - pkoff);
+          if (!found)
+            violation(&c, "missing_member", k, kl,
+                      "a live record in the group is not in its member set");
+        }
+      } else if (c.claims_mode && cmp < 0) {
+        violation(&c, "missing_member", k, kl,
+                  "live records are in a group that does not exist");
+      } else if (!c.claims_mode && members != stored)
         violation(&c, "group_count_mismatch", k, kl,
                   "the group counts %lld records but %lld live records are in "
                   "it",
@@ -567,6 +722,12 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
                         (json_int_t)c.groups, "outcomes",
                         (json_int_t)c.outcomes, "violations_total",
                         (json_int_t)c.nviol, "violations", c.violations);
+  if (o && c.claims_mode) {
+    json_object_set_new(o, "orphans", json_integer((json_int_t)c.orphans));
+    json_object_set_new(o, "in_flight", json_integer((json_int_t)c.in_flight));
+    json_object_set_new(o, "tombstones", json_integer((json_int_t)c.tombstones));
+    json_object_set_new(o, "free_claims", json_integer((json_int_t)c.free_claims));
+  }
   if (res && o) res->json = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (c.nviol)
@@ -584,7 +745,10 @@ leave:
     free(c.gpairs[i].owner);
   }
   free(c.gpairs);
-  for (size_t i = 0; i < g.n; i++) free(g.v[i].key);
+  for (size_t i = 0; i < g.n; i++) {
+    free(g.v[i].key);
+    ustored_members_free(&g.v[i].m);
+  }
   free(g.v);
   json_decref(c.violations);
   uapi_sch_put(sc);

@@ -50,6 +50,35 @@ static int run_txn(unico *u, ustore_op *ops, size_t n, unico_result *res) {
   return rc;
 }
 
+/* Claims protocol: the reservation's writes one by one. The claim is the
+ * commit point; a schema that moved meanwhile gives it back. ops: schema
+ * check, claim, index, [old index]. */
+static int reserve_cas(unico *u, ustore_op *ops, size_t n, const char *op_id,
+                       int *schema_failed, unico_result *res) {
+  int rc = uexec_cas(u->x, &ops[1], res);
+  if (rc) return rc;
+  rc = uexec_cas(u->x, &ops[0], res);
+  if (rc == USTORE_NOT_APPLIED) {
+    ubuf fv = UBUF_INIT;
+    ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, op_id, uexec_now(u->x));
+    ustore_op undo = ustore_op_make(
+        ops[1].key, ops[1].klen, USTORE_VERSION,
+        ops[1].expect == USTORE_ABSENT ? 1 : ops[1].expect_version + 1,
+        USTORE_PUT, fv.p, fv.len);
+    uexec_cas(u->x, &undo, NULL);
+    ubuf_free(&undo.cur);
+    ubuf_free(&fv);
+    *schema_failed = 1;
+    return USTORE_NOT_APPLIED;
+  }
+  if (rc) return rc;
+  for (size_t i = 2; i < n; i++) {
+    rc = uexec_cas(u->x, &ops[i], res);
+    if (rc && rc != USTORE_NOT_APPLIED) return rc;
+  }
+  return UNICO_OK;
+}
+
 int uapi_reserve(unico *u, const char *table, const char *constraint,
                  const char *values_json, uint64_t ttl_ms, const char *op_id,
                  unico_result *res) {
@@ -112,7 +141,30 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
       goto leave;
     }
     ubuf_reset(&oldh);
-    if (cver && cl.state == UCLAIM_HELD && cl.expires_ms > now) {
+    if (cver && uexec_is_claims(u->x) && cl.state != UCLAIM_HELD) {
+      /* Claims protocol: the validity rule says whether it is taken. */
+      int st = uexec_claim_state(u->x, ckey.p, ckey.len, &cl, op_id, res);
+      if (st == 1) {
+        rc = uapi_report_conflict(t, ci, val.p, val.len, cl.owner,
+                                  cl.owner_len, res);
+        ustored_claim_free(&cl);
+        goto leave;
+      }
+      ustored_claim_free(&cl);
+      if (st == 2) {
+        rc = uerr(res, UNICO_EBUSY, NULL,
+                  "%s = %.200s (constraint %s) is being written by an "
+                  "operation that may still commit; try again",
+                  t->name, vs ? vs : "the value", c->name);
+        goto leave;
+      }
+      if (st == USTORE_NOT_APPLIED) continue;
+      if (st) {
+        rc = st;
+        goto leave;
+      }
+      /* free to take at cver */
+    } else if (cver && cl.state == UCLAIM_HELD && cl.expires_ms > now) {
       char when[64];
       uapi_format_time(cl.expires_ms, when, sizeof when);
       ustore_op chk = op_of(&ckey, USTORE_VERSION, cver, USTORE_CHECK, NULL);
@@ -161,7 +213,10 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
     ops[n++] = op_of(&hkey, USTORE_ABSENT, 0, USTORE_PUT, &hval);
     if (oldh.len) ops[n++] = op_of(&oldh, USTORE_ANY, 0, USTORE_DEL, NULL);
     int schema_failed = 0;
-    rc = uexec_txn(u->x, ops, n, res);
+    if (uexec_is_claims(u->x))
+      rc = reserve_cas(u, ops, n, op_id, &schema_failed, res);
+    else
+      rc = uexec_txn(u->x, ops, n, res);
     if (rc == USTORE_NOT_APPLIED) schema_failed = ops[0].failed;
     for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
     ubuf_free(&hold);
@@ -233,9 +288,27 @@ int uapi_release_hold(unico *u, const char *token, unico_result *res) {
     ustored_claim_free(&cl);
     ustore_op ops[2];
     size_t n = 0;
-    ops[n++] = op_of(&hkey, USTORE_VERSION, hver, USTORE_DEL, NULL);
-    if (ours) ops[n++] = op_of(&ckey, USTORE_VERSION, cver, USTORE_DEL, NULL);
-    rc = run_txn(u, ops, n, res);
+    if (uexec_is_claims(u->x)) {
+      /* the claim goes FREE (the claims protocol keeps claim keys), then
+       * the index */
+      ubuf fv = UBUF_INIT;
+      rc = UNICO_OK;
+      if (ours) {
+        ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, "release",
+                             uexec_now(u->x));
+        ops[0] = op_of(&ckey, USTORE_VERSION, cver, USTORE_PUT, &fv);
+        rc = run_txn(u, ops, 1, res);
+      }
+      ubuf_free(&fv);
+      if (!rc) {
+        ops[0] = op_of(&hkey, USTORE_VERSION, hver, USTORE_DEL, NULL);
+        rc = run_txn(u, ops, 1, res);
+      }
+    } else {
+      ops[n++] = op_of(&hkey, USTORE_VERSION, hver, USTORE_DEL, NULL);
+      if (ours) ops[n++] = op_of(&ckey, USTORE_VERSION, cver, USTORE_DEL, NULL);
+      rc = run_txn(u, ops, n, res);
+    }
     if (rc == USTORE_NOT_APPLIED) continue;
     if (rc) goto leave;
     if (!ours) {

@@ -215,8 +215,15 @@ static int schemas_equal(const uschema *a, const uschema *b) {
 
 static int first_key_cb(void *ctx, const uint8_t *k, size_t kl,
                         const uint8_t *v, size_t vl, uint64_t ver) {
-  (void)ctx, (void)k, (void)kl, (void)v, (void)vl, (void)ver;
-  return 1; /* stop at the first key: the table has records */
+  (void)ctx, (void)k, (void)kl, (void)ver;
+  /* Tombstones (claims protocol) are not records; an insert in flight is. */
+  ustored_record r;
+  if (!ustored_record_decode(v, vl, &r)) {
+    int gone = r.state == UREC_DELETED || r.state == UREC_ABORTED;
+    ustored_record_free(&r);
+    if (gone) return 0;
+  }
+  return 1; /* stop at the first record: the table has records */
 }
 
 /* 1 if the table has at least one record, 0 if none, <0 on error. */

@@ -98,7 +98,8 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
   begin(res);
   if (!out) return finish(res, uerr(res, UNICO_EINVAL, NULL, "out is NULL"));
   *out = NULL;
-  if (opts && opts->struct_version != UNICO_OPTIONS_VERSION)
+  if (opts && (opts->struct_version < 1 ||
+               opts->struct_version > UNICO_OPTIONS_VERSION))
     return finish(res, uerr(res, UNICO_EINVAL, NULL,
                             "unico_options.struct_version is %d; this library "
                             "knows %d (start from UNICO_OPTIONS_INIT)",
@@ -122,8 +123,11 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
   snprintf(u->opprefix, sizeof u->opprefix, "g-%016" PRIx64, r);
   rc = uexec_open(&u->x, st, opts ? opts->outcome_retention_ms : 0, res);
   /* Where a read is a round trip, remember records to skip it. */
+  if (!rc && opts && opts->struct_version >= 2)
+    uexec_set_grace(u->x, (int64_t)opts->grace_ms);
+  /* (Not under the claims protocol: its record versions are its own.) */
   if (!rc && strcmp(uexec_store_name(u->x), "lmdb") &&
-      !(u->rc = urcache_new()))
+      !uexec_is_claims(u->x) && !(u->rc = urcache_new()))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   if (!rc) rc = uapi_sch_load(u, &u->cur, res);
   if (rc) {

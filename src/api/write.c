@@ -463,7 +463,9 @@ static int repeat_from_record(unico *u, const utable *t, const ubuf *rkey,
     goto leave;
   }
   int want = kind == UPLAN_DELETE ? UREC_DELETED : UREC_LIVE;
-  if (r.state != want || !r.op_id || strcmp(r.op_id, op_id)) {
+  int64_t cutoff = uexec_now(u->x) - (int64_t)uexec_retention(u->x);
+  if (r.state != want || !r.op_id || strcmp(r.op_id, op_id) ||
+      r.since_ms < cutoff) {
     rc = UNICO_ENOTFOUND;
   } else {
     json_t *b = json_loads(r.body, 0, NULL);
@@ -563,7 +565,9 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     if (op_id_in) {
       canon_s = input ? canon(input) : NULL;
       fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
-      if (attempt == 0) {
+      /* (The claims protocol writes the outcome after the commit, with no
+       * condition tying the two: there the outcome is read first.) */
+      if (attempt == 0 && !uexec_is_claims(u->x)) {
         outcome_later = 1;
       } else {
         rc = outcome_find(u, op_id, kind, t->name, fp, res);
@@ -587,8 +591,10 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
        * protocol) the record still carrying its op id. */
       int carries = rc == UNICO_OK && old.op_id && op_id_in &&
                     !strcmp(old.op_id, op_id_in);
-      if ((refused || carries) && outcome_later) {
-        int orc = outcome_find(u, op_id, kind, t->name, fp, res);
+      if ((refused || carries) && op_id_in) {
+        int orc = outcome_later
+                      ? outcome_find(u, op_id, kind, t->name, fp, res)
+                      : UNICO_ENOTFOUND; /* (read already) */
         if (orc == UNICO_ENOTFOUND && (carries || rc == UNICO_ENOTFOUND) &&
             uexec_is_claims(u->x))
           orc = repeat_from_record(u, t, &rkey, kind, op_id, res);

@@ -69,7 +69,10 @@ static void count_write(uexec *x);
 
 int uexec_txn(uexec *x, ustore_op *ops, size_t n, unico_result *res) {
   ustore_err e = {{0}};
-  int rc = x->st->vt->txn(x->st, ops, n, &e);
+  /* One op needs no transaction (what the claims protocol can offer). */
+  int rc = n == 1 && x->claims ? x->st->vt->cas(x->st, ops, &e)
+                               : x->st->vt->txn(x->st, ops, n, &e);
+  if (rc == USTORE_NOT_APPLIED && n == 1) ops[0].failed = 1;
   if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
     return store_err(res, rc, "writing", &e);
   if (rc == UNICO_OK) count_write(x);
@@ -356,6 +359,8 @@ void uexec_set_grace(uexec *x, int64_t grace_ms) {
 }
 
 int uexec_is_claims(uexec *x) { return x->claims; }
+int64_t uexec_grace(uexec *x) { return x->grace_ms; }
+uint64_t uexec_retention(uexec *x) { return x->retention_ms; }
 
 int64_t uexec_now(uexec *x) { return ustore_now(x->st); }
 

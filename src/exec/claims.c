@@ -42,6 +42,7 @@
 typedef struct cx {
   uexec *x;
   const uplan *p;
+  ubuf rval;          /* the record to commit: the plan's, with its time */
   ustored_claim me;   /* owner pk and op id of this write */
   ubuf pending;       /* the claim value written at step 1 */
   uint64_t *held;     /* per take: version we hold it at (0: not held) */
@@ -140,7 +141,8 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
   if (present) {
     o = kop(rkey->p, rkey->len, USTORE_VERSION, rver, USTORE_PUT, rv);
   } else {
-    ustored_record_encode(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL);
+    ustored_record_encode_at(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL,
+                             c->now);
     o = kop(rkey->p, rkey->len, USTORE_ABSENT, 0, USTORE_PUT, &tomb);
   }
   int rc = cas(c, &o, res);
@@ -295,9 +297,7 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, ubuf *ival,
         return uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
       int mine = r.op_id && !strcmp(r.op_id, c->me.op_id);
       int state = r.state;
-      /* the intent's age: its claims carry it; PENDING records keep it in
-       * the version field (see step 1) */
-      int64_t since = (int64_t)r.version;
+      int64_t since = r.since_ms;
       ustored_record_free(&r);
       if (state == UREC_LIVE) {
         if (mine) { /* our insert already committed: a repeat */
@@ -524,7 +524,8 @@ static void undo(cx *c) {
   }
   if (c->intent) {
     ubuf tomb = UBUF_INIT;
-    ustored_record_encode(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL);
+    ustored_record_encode_at(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL,
+                             c->now);
     ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
                       USTORE_PUT, &tomb);
     cas(c, &o, NULL);
@@ -547,7 +548,7 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
   uint64_t expect = p->kind == UPLAN_INSERT ? c->intent : p->rver;
   /* (a delete's rval is its tombstone) */
   o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, expect, USTORE_PUT,
-          &p->rval);
+          &c->rval);
   ustore_err e = {{0}};
   int rc = c->x->st->vt->cas(c->x->st, &o, &e);
   ubuf_free(&o.cur);
@@ -673,10 +674,26 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
       goto leave;
     }
-    /* PENDING records keep the intent's time in the version field */
-    ustored_record_encode(&ival, UREC_PENDING, (uint64_t)c.now, c.me.op_id,
-                          r.body, &r.claims);
+    ustored_record_encode_at(&ival, UREC_PENDING, 0, c.me.op_id, r.body,
+                             &r.claims, c.now);
     ustored_record_free(&r);
+  }
+  if (p->kind != UPLAN_DELETE) {
+    /* Records carry their commit time here: a repeat of the op id is
+     * recognised on the record only within the retention period, like
+     * its outcome (api/write.c). */
+    ustored_record r;
+    if (ustored_record_decode(p->rval.p, p->rval.len, &r)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
+      goto leave;
+    }
+    ustored_record_encode_at(&c.rval, r.state, r.version, r.op_id, r.body,
+                             &r.claims, c.now);
+    ustored_record_free(&r);
+  } else {
+    ubuf_put(&c.rval, p->rval.p, p->rval.len);
+  }
+  if (p->kind == UPLAN_INSERT) {
     opk[n] = intent_at;
     ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT, &ival);
   }
@@ -834,7 +851,47 @@ leave:
   free(c.held);
   ubuf_free(&ival);
   ubuf_free(&cur);
+  ubuf_free(&c.rval);
   ubuf_free(&c.pending);
   ustored_claim_free(&c.me);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* for holds (api/hold.c) and repair */
+
+int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
+                      const ustored_claim *cl, const char *op_id,
+                      unico_result *res) {
+  cx c;
+  uclaim k;
+  ubuf rkey = UBUF_INIT, rv = UBUF_INIT;
+  uint64_t rver = 0;
+  int live, rc;
+  memset(&c, 0, sizeof c);
+  memset(&k, 0, sizeof k);
+  c.x = x;
+  c.now = uexec_now(x);
+  c.me.op_id = (char *)op_id;
+  k.key = (uint8_t *)key;
+  k.klen = klen;
+  k.kind = UKEY_CLAIM;
+  if (cl->state == UCLAIM_FREE) return 0;
+  if (owner_key(&k, cl->owner, cl->owner_len, &rkey)) {
+    ubuf_free(&rkey);
+    return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
+  }
+  rc = get(&c, rkey.p, rkey.len, &rv, &rver, res);
+  if (rc == UNICO_OK || rc == UNICO_ENOTFOUND) {
+    int present = rc == UNICO_OK;
+    if (holds(&rv, present, &k, &live))
+      rc = 1;
+    else if (cl->state == UCLAIM_PENDING && cl->since_ms > c.now - x->grace_ms)
+      rc = 2;
+    else
+      rc = fence(&c, &rkey, present, rver, &rv, res);
+  }
+  ubuf_free(&rkey);
+  ubuf_free(&rv);
   return rc;
 }

@@ -77,10 +77,22 @@ int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
 void uexec_set_grace(uexec *x, int64_t grace_ms);
 /* 1 when this executor runs the claims protocol. */
 int uexec_is_claims(uexec *x);
+int64_t uexec_grace(uexec *x);
+uint64_t uexec_retention(uexec *x);
 /* The store's clock (ms since the epoch; virtual on the simulated store)
  * and a wait on it. */
 int64_t uexec_now(uexec *x);
 void uexec_sleep(uexec *x, int64_t ms);
+
+/* Claims protocol: the state of the claim cl read at key, by the
+ * validity rule: 1 in force (its owner record is live and holds it), 2 in
+ * flight (pending, younger than the grace period), 0 free to take over at
+ * the version read (FREE, or an orphan whose operation this call has
+ * fenced, in the name of op_id), USTORE_NOT_APPLIED when the owner record
+ * moved meanwhile (read again), or an error. */
+int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
+                      const ustored_claim *cl, const char *op_id,
+                      unico_result *res);
 
 /* The longest key the store accepts (0: no limit). */
 size_t uexec_max_key(uexec *x);

@@ -129,6 +129,13 @@ void ustored_record_encode(ubuf *out, int state, uint64_t version,
     utup_bytes(out, claims->v[i].key, claims->v[i].klen);
 }
 
+void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
+                              const char *op_id, const char *body,
+                              const uclaims *claims, int64_t since_ms) {
+  ustored_record_encode(out, state, version, op_id, body, claims);
+  utup_int(out, since_ms);
+}
+
 int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
   utup_reader r;
   int64_t fmt, state, ver, nc;
@@ -150,6 +157,7 @@ int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
     free(k);
     if (bad) goto bad;
   }
+  if (r.off != r.len && rd_int(&r, &rec->since_ms)) goto bad;
   if (r.off != r.len) goto bad;
   return 0;
 bad:
@@ -449,8 +457,8 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
   } else if (old) {
     /* The tombstone the claims protocol leaves (the atomic executor
      * removes the key): the last body and version, and this op id. */
-    ustored_record_encode(&p->rval, UREC_DELETED, old->version, op_id,
-                          old->body, NULL);
+    ustored_record_encode_at(&p->rval, UREC_DELETED, old->version, op_id,
+                             old->body, NULL, now_ms);
   }
   /* Take what the new record needs and the old one did not hold; release
    * what the old one held and the new one does not need. */

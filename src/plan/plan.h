@@ -67,12 +67,18 @@ typedef struct ustored_record {
   char *op_id;
   char *body; /* JSON text */
   uclaims claims;
+  int64_t since_ms; /* tombstones and intents (claims protocol): when */
 } ustored_record;
 
 void ustored_record_encode(ubuf *out, int state, uint64_t version,
                            const char *op_id, const char *body,
                            const uclaims *claims);
 int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *r);
+/* A record with a time (claims protocol: tombstones and PENDING intents,
+ * so repair knows their age). */
+void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
+                              const char *op_id, const char *body,
+                              const uclaims *claims, int64_t since_ms);
 void ustored_record_free(ustored_record *r);
 
 typedef struct ustored_claim {

@@ -23,6 +23,13 @@
  * the baton holder touches the PRNG and the clock, so one seed gives one
  * interleaving; every decision is folded into s->trace.
  *
+ * Faults. unknown, fail and crash share one draw of 0..999 (in that order,
+ * so their sum should stay within 1000); pause has its own draw. A read
+ * has nothing to apply: under unknown it fails with UNICO_EUNAVAILABLE. A
+ * write the client crashes in returns UNICO_EUNKNOWN, whether it applied
+ * or not (its later calls return UNICO_EUNAVAILABLE). After an unknown
+ * outcome the op's outputs are cleared: the answer was lost.
+ *
  * Locks. s->mu guards the scheduler (turn, client states, PRNG, clock,
  * trace, stats); s->data guards the map, the write count and the observer.
  * Neither is held while user code runs (scan callbacks see a copy, the
@@ -454,10 +461,13 @@ static int do_cas(usim *s, ustore_op *op, ustore_err *e) {
   if (!c) return apply(s, op, -1);
   if (c->crashed) return dead(c, e);
   int f = sched_call(s, c);
-  if (f == F_FAIL || f == F_CRASH_LOST) {
-    ustore_seterr(e, f == F_FAIL ? "sim: injected failure (nothing applied)"
-                                 : "sim: client %d crashed", c->idx);
-    return f == F_FAIL ? UNICO_EUNAVAILABLE : UNICO_EUNKNOWN;
+  if (f == F_FAIL) {
+    ustore_seterr(e, "sim: injected failure (nothing applied)");
+    return UNICO_EUNAVAILABLE;
+  }
+  if (f == F_CRASH_LOST) { /* as unknown to it as a crash that applied */
+    ustore_seterr(e, "sim: client %d crashed", c->idx);
+    return UNICO_EUNKNOWN;
   }
   int rc = apply(s, op, c->idx);
   if (f == F_NONE) return rc;
