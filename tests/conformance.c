@@ -24,6 +24,8 @@
 #include <jansson.h>
 
 #include "unico.h"
+/* The one internal header: the simulated store is created in-process. */
+#include "store/sim.h"
 
 /* ------------------------------------------------------------ schemas */
 
@@ -78,6 +80,7 @@ typedef struct fx {
   char dir[2048];
   char url[4096];
   unico *b; /* a second handle on the same store, if the test opens one */
+  usim *sim; /* the simulation behind a "sim:" store */
   unico_result rb; /* its result */
 } fx;
 
@@ -87,6 +90,7 @@ static const char *store_base(void) {
 }
 
 static int is_lmdb(void) { return strncmp(store_base(), "lmdb:", 5) == 0; }
+static int is_sim(void) { return strncmp(store_base(), "sim:", 4) == 0; }
 
 static int rm_cb(const char *path, const struct stat *sb, int flag,
                  struct FTW *ftw) {
@@ -137,6 +141,12 @@ static int setup(void **state) {
   }
   if (is_lmdb())
     rm_rf(f->dir);
+  /* The simulated store lives in this process: one simulation per case,
+   * without faults (the simulation test, test_sim, injects them). */
+  if (is_sim() && usim_new(&f->sim, f->dir, 1, NULL)) {
+    free(f);
+    return -1;
+  }
   const char *q = getenv("UNICO_TEST_STORE_QUERY"); /* e.g. "?wal=on" */
   snprintf(f->url, sizeof f->url, "%s%s%s", store_base(), f->dir, q ? q : "");
   int rc = unico_open(&f->u, f->url, NULL, &f->r);
@@ -144,6 +154,7 @@ static int setup(void **state) {
     fprintf(stderr, "setup: cannot open %s: %d %s: %s\n", f->url, rc,
             unico_strerror(rc), f->r.message);
     unico_result_clear(&f->r);
+    usim_free(f->sim);
     free(f);
     return -1;
   }
@@ -175,6 +186,7 @@ static int teardown(void **state) {
   unico_result_clear(&f->r);
   if (is_lmdb())
     rm_rf(f->dir);
+  usim_free(f->sim);
   free(f);
   return bad ? -1 : 0;
 }
