@@ -50,6 +50,8 @@ typedef struct cx {
   uint64_t intent;    /* insert: version of our PENDING record */
   int applied;        /* insert found its own live record (a repeat) */
   int64_t waited;     /* ms spent waiting for operations in flight */
+  ubuf *leave_ops;    /* per release: the op ids of this record's entries
+                         in that group before the commit (NUL-separated) */
 } cx;
 
 static int store_err(unico_result *res, int rc, const char *what,
@@ -411,7 +413,10 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
         int st = 1;
         rc = member_state(c, g, &m.v[i], &st, res);
         if (rc) break;
-        if (st == 0) {
+        int dup = 0; /* a record in force counts once */
+        for (size_t q = 0; st == 1 && q < i && !dup; q++)
+          dup = same_pk(m.v[q].pk, m.v[q].pk_len, m.v[i].pk, m.v[i].pk_len);
+        if (st == 0 || dup) {
           ustored_members_remove(&m, i);
         } else {
           inflight += st == 2;
@@ -471,9 +476,42 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
   return rc;
 }
 
-/* Take record pk out of group g if op (NULL: any) put it there; errors
- * are left to the validity rule. */
-static void leave_group(cx *c, const uclaim *g, const char *op) {
+/* 1 when op is one of the NUL-separated ids in list. */
+static int in_list(const ubuf *list, const char *op) {
+  for (size_t i = 0; list && i < list->len;) {
+    const char *e = (const char *)list->p + i;
+    if (!strcmp(e, op)) return 1;
+    i += strlen(e) + 1;
+  }
+  return 0;
+}
+
+/* Before the commit: note which entries of this record each group it
+ * leaves holds. Only those may go at finish: an entry added later is a
+ * later write of the record joining again, which the commit does not
+ * fence. */
+static void note_leaves(cx *c) {
+  const uplan *p = c->p;
+  ubuf v = UBUF_INIT;
+  for (size_t k = 0; k < p->release.n; k++) {
+    const uclaim *g = &p->release.v[k];
+    ustored_members m = {0, NULL};
+    uint64_t ver;
+    if (g->kind != UKEY_GROUP) continue;
+    if (get(c, g->key, g->klen, &v, &ver, NULL)) continue;
+    if (ustored_members_decode(v.p, v.len, &m, NULL)) continue;
+    for (size_t i = 0; i < m.n; i++)
+      if (same_pk(m.v[i].pk, m.v[i].pk_len, c->me.owner, c->me.owner_len))
+        ubuf_put(&c->leave_ops[k], m.v[i].op_id, strlen(m.v[i].op_id) + 1);
+    ustored_members_free(&m);
+  }
+  ubuf_free(&v);
+}
+
+/* Take record pk out of group g where op (or, with op NULL, one of the ids
+ * in list) put it there; errors are left to the validity rule. */
+static void leave_group_of(cx *c, const uclaim *g, const char *op,
+                           const ubuf *list) {
   ubuf v = UBUF_INIT, nv = UBUF_INIT;
   for (int round = 0; round < 8; round++) {
     ustored_members m = {0, NULL};
@@ -483,7 +521,7 @@ static void leave_group(cx *c, const uclaim *g, const char *op) {
     size_t i;
     for (i = 0; i < m.n; i++)
       if (same_pk(m.v[i].pk, m.v[i].pk_len, c->me.owner, c->me.owner_len) &&
-          (!op || !strcmp(m.v[i].op_id, op)))
+          (op ? !strcmp(m.v[i].op_id, op) : in_list(list, m.v[i].op_id)))
         break;
     if (i == m.n) {
       ustored_members_free(&m);
@@ -496,10 +534,15 @@ static void leave_group(cx *c, const uclaim *g, const char *op) {
     ustore_op o = kop(g->key, g->klen, USTORE_VERSION, ver, USTORE_PUT, &nv);
     int rc = cas(c, &o, NULL);
     ubuf_free(&o.cur);
-    if (rc != USTORE_NOT_APPLIED) break;
+    if (rc == UNICO_OK) round = -1; /* another entry of ours may remain */
+    else if (rc != USTORE_NOT_APPLIED) break;
   }
   ubuf_free(&v);
   ubuf_free(&nv);
+}
+
+static void leave_group(cx *c, const uclaim *g, const char *op) {
+  leave_group_of(c, g, op, NULL);
 }
 
 /* Free claim k if it still holds what we wrote (version ver). */
@@ -604,7 +647,7 @@ static void finish(cx *c) {
   for (size_t k = 0; k < p->release.n; k++) {
     const uclaim *ck = &p->release.v[k];
     if (ck->kind == UKEY_GROUP) {
-      leave_group(c, ck, NULL);
+      leave_group_of(c, ck, NULL, &c->leave_ops[k]);
       continue;
     }
     /* Ours to free only while it names this record and is not an intent
@@ -654,7 +697,8 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   ustore_err *errs = calloc(nt + 1, sizeof *errs);
   ubuf ival = UBUF_INIT, cur = UBUF_INIT;
   c.held = calloc(nt + 1, sizeof *c.held);
-  if (!ops || !rcs || !opk || !errs || !c.held) {
+  c.leave_ops = calloc(p->release.n + 1, sizeof *c.leave_ops);
+  if (!ops || !rcs || !opk || !errs || !c.held || !c.leave_ops) {
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     goto leave;
   }
@@ -766,6 +810,9 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
         c.held[k] = cv;
         ustored_claim_free(&cl);
         r = UNICO_OK;
+      } else if (cl.state != UCLAIM_HELD) { /* no longer a hold */
+        ustored_claim_free(&cl);
+        r = resolve_claim(&c, k, &cur, cv, why, res);
       } else {
         why->why = UREFUSED_CLAIM;
         why->claim = k;
@@ -834,6 +881,7 @@ after_claims:
   }
 
   /* Step 3: commit. */
+  note_leaves(&c);
   rc = commit(&c, why, res);
   if (rc == USTORE_NOT_APPLIED) goto undo;
   if (rc) goto leave; /* unknown: leave everything for the read-back */
@@ -849,6 +897,9 @@ leave:
   free(opk);
   free(errs);
   free(c.held);
+  for (size_t i = 0; c.leave_ops && i < p->release.n; i++)
+    ubuf_free(&c.leave_ops[i]);
+  free(c.leave_ops);
   ubuf_free(&ival);
   ubuf_free(&cur);
   ubuf_free(&c.rval);
