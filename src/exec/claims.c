@@ -49,6 +49,7 @@ typedef struct cx {
   int64_t now;
   uint64_t intent;    /* insert: version of our PENDING record */
   int applied;        /* insert found its own live record (a repeat) */
+  int fresh;          /* the intent was created by this attempt's batch */
   int64_t waited;     /* ms spent waiting for operations in flight */
   ubuf *leave_ops;    /* per release: the op ids of this record's entries
                          in that group before the commit (NUL-separated) */
@@ -205,10 +206,12 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv,
       rc = USTORE_NOT_APPLIED;
       break;
     } else if (is_me(c, cl.owner, cl.owner_len, cl.op_id)) {
-      c->held[k] = cv; /* ours already: a repeat of this write */
+      /* Ours already (a repeat of this write): take it again, moving its
+       * version, so that whoever read it before to fence us and take it
+       * over fails. Adopting it as it is would let a fenced write resume
+       * under its op id with the claim someone else is taking. */
       ustored_claim_free(&cl);
-      rc = UNICO_OK;
-      break;
+      take_over = 1;
     } else {
       /* Someone's claim: in force, in flight, or an orphan? */
       uint64_t rver = 0;
@@ -257,7 +260,7 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv,
         continue;
       }
     }
-    if (cl.state == UCLAIM_FREE) ustored_claim_free(&cl);
+    ustored_claim_free(&cl);
     /* Take it over at the version it was read at. */
     o = kop(ck->key, ck->klen, USTORE_VERSION, cv, USTORE_PUT, &c->pending);
     rc = cas(c, &o, res);
@@ -400,10 +403,8 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
     size_t i;
     for (i = 0; i < m.n; i++)
       if (is_me(c, m.v[i].pk, m.v[i].pk_len, m.v[i].op_id)) break;
-    if (i < m.n) { /* a repeat of this write */
-      c->held[k] = ver;
-      ustored_members_free(&m);
-      break;
+    if (i < m.n) { /* a repeat of this write: re-add it (see claims) */
+      ustored_members_remove(&m, i);
     }
     /* An entry of this record by another operation is counted like any
      * other: that operation may still commit. */
@@ -757,7 +758,7 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   for (size_t i = 0; i < n; i++) {
     size_t k = opk[i];
     if (rcs[i] == UNICO_OK) {
-      if (k == intent_at) c.intent = 1;
+      if (k == intent_at) c.intent = 1, c.fresh = 1;
       else c.held[k] = p->take.v[k].ver ? p->take.v[k].ver + 1 : 1;
     }
   }
@@ -840,6 +841,30 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   }
   if (rc) goto undo;
   if (refused || c.applied) goto after_claims;
+  /* The commit expects the intent's version. Fencing works only if that
+   * version was fixed before our claims were last written: true when this
+   * batch created the intent (a fencer that saw our claims finds the
+   * intent and moves it). An intent found, taken over or read back was
+   * fixed later, so every claim is written again now, after it. */
+  if (p->kind == UPLAN_INSERT && !c.fresh) {
+    for (size_t k = 0; k < nt && !refused && !rc; k++) {
+      const uclaim *ck = &p->take.v[k];
+      if (ck->kind != UKEY_CLAIM || !c.held[k]) continue;
+      ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, c.held[k],
+                        USTORE_PUT, &c.pending);
+      int r = cas(&c, &o, res);
+      ubuf_free(&o.cur);
+      if (r == UNICO_OK) {
+        c.held[k]++;
+      } else if (r == USTORE_NOT_APPLIED) {
+        c.held[k] = 0; /* taken from us meanwhile: start over */
+        why->why = UREFUSED_RACE;
+        refused = 1;
+      } else {
+        rc = r;
+      }
+    }
+  }
   /* Limit groups: read, count what is in force, add the record. */
   for (size_t k = 0; k < nt; k++) {
     if (p->take.v[k].kind != UKEY_GROUP) continue;
