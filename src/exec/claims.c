@@ -403,7 +403,9 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
     size_t i;
     for (i = 0; i < m.n; i++)
       if (is_me(c, m.v[i].pk, m.v[i].pk_len, m.v[i].op_id)) break;
+    int64_t since = c->now;
     if (i < m.n) { /* a repeat of this write: re-add it (see claims) */
+      if (m.v[i].since_ms >= since) since = m.v[i].since_ms + 1;
       ustored_members_remove(&m, i);
     }
     /* An entry of this record by another operation is counted like any
@@ -414,10 +416,7 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
         int st = 1;
         rc = member_state(c, g, &m.v[i], &st, res);
         if (rc) break;
-        int dup = 0; /* a record in force counts once */
-        for (size_t q = 0; st == 1 && q < i && !dup; q++)
-          dup = same_pk(m.v[q].pk, m.v[q].pk_len, m.v[i].pk, m.v[i].pk_len);
-        if (st == 0 || dup) {
+        if (st == 0) {
           ustored_members_remove(&m, i);
         } else {
           inflight += st == 2;
@@ -433,11 +432,20 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
         ustored_members_free(&m);
         break;
       }
-      if ((int64_t)m.n >= g->limit) {
+      /* a record counts once, whatever entries it has (an entry of an
+       * earlier write of it is removed by that write's own finish) */
+      int64_t distinct = 0;
+      for (size_t q = 0; q < m.n; q++) {
+        int seen = 0;
+        for (size_t r = 0; r < q && !seen; r++)
+          seen = same_pk(m.v[r].pk, m.v[r].pk_len, m.v[q].pk, m.v[q].pk_len);
+        distinct += !seen;
+      }
+      if (distinct >= g->limit) {
         if (!inflight) {
           why->why = UREFUSED_LIMIT;
           why->claim = k;
-          why->count = (int64_t)m.n;
+          why->count = distinct;
           ustored_members_free(&m);
           rc = USTORE_NOT_APPLIED;
           break;
@@ -453,7 +461,7 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
       }
     }
     if (ustored_members_add(&m, c->me.owner, c->me.owner_len, c->me.op_id,
-                            c->now)) {
+                            since)) {
       ustored_members_free(&m);
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       break;
@@ -477,11 +485,19 @@ static int join_group(cx *c, size_t k, uexec_refused *why,
   return rc;
 }
 
-/* 1 when op is one of the NUL-separated ids in list. */
-static int in_list(const ubuf *list, const char *op) {
+/* An entry's identity: its op id and its time (a retry of the same op
+ * adds a new entry, which must not be taken for the old one). */
+static void entry_id(const ugroup_member *m, char *out, size_t n) {
+  snprintf(out, n, "%s@%" PRId64, m->op_id, m->since_ms);
+}
+
+/* 1 when entry m is one of the NUL-separated identities in list. */
+static int in_list(const ubuf *list, const ugroup_member *m) {
+  char id[256];
+  entry_id(m, id, sizeof id);
   for (size_t i = 0; list && i < list->len;) {
     const char *e = (const char *)list->p + i;
-    if (!strcmp(e, op)) return 1;
+    if (!strcmp(e, id)) return 1;
     i += strlen(e) + 1;
   }
   return 0;
@@ -502,8 +518,11 @@ static void note_leaves(cx *c) {
     if (get(c, g->key, g->klen, &v, &ver, NULL)) continue;
     if (ustored_members_decode(v.p, v.len, &m, NULL)) continue;
     for (size_t i = 0; i < m.n; i++)
-      if (same_pk(m.v[i].pk, m.v[i].pk_len, c->me.owner, c->me.owner_len))
-        ubuf_put(&c->leave_ops[k], m.v[i].op_id, strlen(m.v[i].op_id) + 1);
+      if (same_pk(m.v[i].pk, m.v[i].pk_len, c->me.owner, c->me.owner_len)) {
+        char id[256];
+        entry_id(&m.v[i], id, sizeof id);
+        ubuf_put(&c->leave_ops[k], id, strlen(id) + 1);
+      }
     ustored_members_free(&m);
   }
   ubuf_free(&v);
@@ -522,7 +541,7 @@ static void leave_group_of(cx *c, const uclaim *g, const char *op,
     size_t i;
     for (i = 0; i < m.n; i++)
       if (same_pk(m.v[i].pk, m.v[i].pk_len, c->me.owner, c->me.owner_len) &&
-          (op ? !strcmp(m.v[i].op_id, op) : in_list(list, m.v[i].op_id)))
+          (op ? !strcmp(m.v[i].op_id, op) : in_list(list, &m.v[i])))
         break;
     if (i == m.n) {
       ustored_members_free(&m);
@@ -633,6 +652,19 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
               e.msg[0] ? e.msg : unico_strerror(rc));
 }
 
+/* 1 when our record, as the store has it now, is live and lists k (or
+ * cannot be read: then keep). */
+static int record_holds(cx *c, const uclaim *k) {
+  ubuf v = UBUF_INIT;
+  uint64_t ver;
+  int live, h = 1;
+  int rc = get(c, c->p->rkey.p, c->p->rkey.len, &v, &ver, NULL);
+  if (rc == UNICO_OK) h = holds(&v, 1, k, &live);
+  else if (rc == UNICO_ENOTFOUND) h = 0;
+  ubuf_free(&v);
+  return h;
+}
+
 /* step 4 */
 static void finish(cx *c) {
   const uplan *p = c->p;
@@ -648,7 +680,7 @@ static void finish(cx *c) {
   for (size_t k = 0; k < p->release.n; k++) {
     const uclaim *ck = &p->release.v[k];
     if (ck->kind == UKEY_GROUP) {
-      leave_group_of(c, ck, NULL, &c->leave_ops[k]);
+      if (!record_holds(c, ck)) leave_group_of(c, ck, NULL, &c->leave_ops[k]);
       continue;
     }
     /* Ours to free only while it names this record and is not an intent
@@ -660,7 +692,10 @@ static void finish(cx *c) {
     int ours = cl.state == UCLAIM_COMMITTED &&
                same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len);
     ustored_claim_free(&cl);
-    if (ours) free_claim(c, ck, ver);
+    /* A later write of this record may have taken it back (it moved the
+     * claim's version if so, or committed a record listing it): free it
+     * only while the record, read after the claim, does not hold it. */
+    if (ours && !record_holds(c, ck)) free_claim(c, ck, ver);
   }
   ubuf_free(&v);
   for (size_t k = 0; k < p->drop.n; k++) {
