@@ -390,8 +390,7 @@ static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   ubuf nv = UBUF_INIT;
   if (ustored_record_decode(v, vl, &r)) return 0; /* counted in phase 1 */
   if (r.state == UREC_PENDING) {
-    ustored_record_encode_at(&nv, UREC_ABORTED, 0, "schema-build", "{}", NULL,
-                             uexec_now(b->u->x));
+    ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->u->x));
     b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
   } else if (r.state == UREC_LIVE) {
     ubuf same = {(uint8_t *)v, vl, vl, 0};

@@ -334,6 +334,7 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     if (f) {
       ubuf_put(&f->rkey, rk.p, rk.len);
       f->rver = rver;
+      if (c->claims_mode) ubuf_put(&f->val, v, vl); /* the claim as read */
     }
   }
   ustored_claim_free(&cl);
@@ -464,31 +465,23 @@ int uapi_check(unico *u, unico_result *res) {
  * operation is fenced (its owner record's version moved, or the record
  * created ABORTED), as the protocol's own takeover does. */
 static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
-  ubuf val = UBUF_INIT, rv = UBUF_INIT;
+  ubuf val = UBUF_INIT;
   int64_t now = uexec_now(u->x);
   int rc = UNICO_OK;
   ustore_op o;
   switch (f->kind) {
   case FIX_ORPHAN: {
-    uint64_t rver = 0;
-    rc = uexec_read(u->x, &f->rkey, &rv, &rver, res);
-    if (rc == UNICO_ENOTFOUND) {
-      ustored_record_encode_at(&val, UREC_ABORTED, 0, "repair", "{}", NULL, now);
-      o = ustore_op_make(f->rkey.p, f->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                         val.p, val.len);
-    } else if (rc) {
+    /* The protocol's own takeover: still an orphan by the validity rule,
+     * its operation fenced, then the claim freed at the version read. */
+    ustored_claim cl;
+    if (ustored_claim_decode(f->val.p, f->val.len, &cl)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
       break;
-    } else if (rver != f->rver) {
-      rc = USTORE_NOT_APPLIED; /* the record moved since: look again later */
-      break;
-    } else {
-      o = ustore_op_make(f->rkey.p, f->rkey.len, USTORE_VERSION, rver,
-                         USTORE_PUT, rv.p, rv.len);
     }
-    rc = uexec_cas(u->x, &o, res);
-    ubuf_free(&o.cur);
+    rc = uexec_claim_state(u->x, f->key.p, f->key.len, &cl, "repair", res);
+    ustored_claim_free(&cl);
+    if (rc > 0) rc = USTORE_NOT_APPLIED; /* in force or in flight now */
     if (rc) break;
-    ubuf_reset(&val);
     ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
                        USTORE_PUT, val.p, val.len);
@@ -500,7 +493,7 @@ static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
                        USTORE_PUT, val.p, val.len);
     break;
   case FIX_INTENT: /* a stale insert intent: ABORTED fences it */
-    ustored_record_encode_at(&val, UREC_ABORTED, 0, "repair", "{}", NULL, now);
+    ustored_tombstone_encode(&val, "repair", now);
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
                        USTORE_PUT, val.p, val.len);
     break;
@@ -525,7 +518,6 @@ static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
     }
   }
   ubuf_free(&val);
-  ubuf_free(&rv);
   return rc;
 }
 

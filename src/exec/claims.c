@@ -144,8 +144,7 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
   if (present) {
     o = kop(rkey->p, rkey->len, USTORE_VERSION, rver, USTORE_PUT, rv);
   } else {
-    ustored_record_encode_at(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL,
-                             c->now);
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now);
     o = kop(rkey->p, rkey->len, USTORE_ABSENT, 0, USTORE_PUT, &tomb);
   }
   int rc = cas(c, &o, res);
@@ -157,15 +156,14 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
 /* ------------------------------------------------------------------ */
 /* step 1: claims */
 
-/* Resolve claim k after our first cas on it found cur (version cv).
+/* Resolve claim k as found: cur at version cv when present, else absent.
  * UNICO_OK when we hold it (c->held[k] set), USTORE_NOT_APPLIED with why
  * filled, or an error. */
-static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv,
+static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
                          uexec_refused *why, unico_result *res) {
   const uclaim *ck = &c->p->take.v[k];
   ubuf rkey = UBUF_INIT, rv = UBUF_INIT;
   int rc = UNICO_OK;
-  int present = 1; /* the claim key exists with value cur at version cv */
   for (int round = 0;; round++) {
     if (round == MAX_ROUNDS) {
       why->why = UREFUSED_BUSY;
@@ -196,7 +194,7 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv,
     int take_over = 0;
     if (cl.state == UCLAIM_FREE) {
       take_over = 1;
-    } else if (cl.state == UCLAIM_HELD) {
+    } else if (cl.state == UCLAIM_HELD && !(ck->ver && ck->ver == cv)) {
       /* A hold: the write path decides (token, expiry) and comes back
        * with the version to take it over at. */
       why->why = UREFUSED_CLAIM;
@@ -205,7 +203,10 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv,
       why->owner = cl;
       rc = USTORE_NOT_APPLIED;
       break;
-    } else if (is_me(c, cl.owner, cl.owner_len, cl.op_id)) {
+    } else if (cl.state == UCLAIM_HELD ||
+               is_me(c, cl.owner, cl.owner_len, cl.op_id)) {
+      /* (HELD here: the hold the write path decided to take over, still
+       * at the version it saw.) */
       /* Ours already (a repeat of this write): take it again, moving its
        * version, so that whoever read it before to fence us and take it
        * over fails. Adopting it as it is would let a fenced write resume
@@ -282,10 +283,10 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv,
 
 /* The insert's intent: a PENDING record at the key, over nothing or over
  * a tombstone; resolve what is found like a claim. */
-static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, ubuf *ival,
-                          uexec_refused *why, unico_result *res) {
+static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
+                          ubuf *ival, uexec_refused *why, unico_result *res) {
   const ubuf *rk = &c->p->rkey;
-  int rc = UNICO_OK, present = 1;
+  int rc = UNICO_OK;
   for (int round = 0;; round++) {
     if (round == MAX_ROUNDS) {
       why->why = UREFUSED_RACE;
@@ -587,8 +588,7 @@ static void undo(cx *c) {
   }
   if (c->intent) {
     ubuf tomb = UBUF_INIT;
-    ustored_record_encode_at(&tomb, UREC_ABORTED, 0, c->me.op_id, "{}", NULL,
-                             c->now);
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now);
     ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
                       USTORE_PUT, &tomb);
     cas(c, &o, NULL);
@@ -652,19 +652,6 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
               e.msg[0] ? e.msg : unico_strerror(rc));
 }
 
-/* 1 when our record, as the store has it now, is live and lists k (or
- * cannot be read: then keep). */
-static int record_holds(cx *c, const uclaim *k) {
-  ubuf v = UBUF_INIT;
-  uint64_t ver;
-  int live, h = 1;
-  int rc = get(c, c->p->rkey.p, c->p->rkey.len, &v, &ver, NULL);
-  if (rc == UNICO_OK) h = holds(&v, 1, k, &live);
-  else if (rc == UNICO_ENOTFOUND) h = 0;
-  ubuf_free(&v);
-  return h;
-}
-
 /* step 4 */
 static void finish(cx *c) {
   const uplan *p = c->p;
@@ -676,27 +663,39 @@ static void finish(cx *c) {
     cas(c, &o, NULL);
     ubuf_free(&o.cur);
   }
+  /* Groups left: the entries noted before the commit (a later write of
+   * the record joining again adds entries of its own). */
+  for (size_t k = 0; k < p->release.n; k++)
+    if (p->release.v[k].kind == UKEY_GROUP)
+      leave_group_of(c, &p->release.v[k], NULL, &c->leave_ops[k]);
+  /* Claims released: ours to free while committed to this record, and
+   * while the record, read AFTER them, does not hold them again (a later
+   * write of it that took one back moved its version or committed). */
+  uint64_t *vers = calloc(p->release.n + 1, sizeof *vers);
   ubuf v = UBUF_INIT;
-  for (size_t k = 0; k < p->release.n; k++) {
+  size_t nfree = 0;
+  for (size_t k = 0; vers && k < p->release.n; k++) {
     const uclaim *ck = &p->release.v[k];
-    if (ck->kind == UKEY_GROUP) {
-      if (!record_holds(c, ck)) leave_group_of(c, ck, NULL, &c->leave_ops[k]);
-      continue;
-    }
-    /* Ours to free only while it names this record and is not an intent
-     * of a later write of it. */
-    uint64_t ver;
     ustored_claim cl;
-    if (get(c, ck->key, ck->klen, &v, &ver, NULL)) continue;
+    if (ck->kind != UKEY_CLAIM) continue;
+    if (get(c, ck->key, ck->klen, &v, &vers[k], NULL)) continue;
     if (ustored_claim_decode(v.p, v.len, &cl)) continue;
-    int ours = cl.state == UCLAIM_COMMITTED &&
-               same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len);
+    if (cl.state != UCLAIM_COMMITTED ||
+        !same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len))
+      vers[k] = 0;
+    nfree += vers[k] != 0;
     ustored_claim_free(&cl);
-    /* A later write of this record may have taken it back (it moved the
-     * claim's version if so, or committed a record listing it): free it
-     * only while the record, read after the claim, does not hold it. */
-    if (ours && !record_holds(c, ck)) free_claim(c, ck, ver);
   }
+  uint64_t rver;
+  int got = nfree ? get(c, p->rkey.p, p->rkey.len, &v, &rver, NULL) : -1;
+  for (size_t k = 0; got != -1 && k < p->release.n; k++) {
+    int live;
+    if (!vers[k] || (got == UNICO_OK && holds(&v, 1, &p->release.v[k], &live)))
+      continue;
+    if (got == UNICO_OK || got == UNICO_ENOTFOUND)
+      free_claim(c, &p->release.v[k], vers[k]);
+  }
+  free(vers);
   ubuf_free(&v);
   for (size_t k = 0; k < p->drop.n; k++) {
     const uclaim *d = &p->drop.v[k];
@@ -748,20 +747,11 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   /* Step 1: the insert's intent and every claim, issued together. */
   size_t n = 0;
   const size_t intent_at = SIZE_MAX - 1;
-  if (p->kind == UPLAN_INSERT) {
-    ustored_record r;
-    if (ustored_record_decode(p->rval.p, p->rval.len, &r)) {
-      rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
-      goto leave;
-    }
-    ustored_record_encode_at(&ival, UREC_PENDING, 0, c.me.op_id, r.body,
-                             &r.claims, c.now);
-    ustored_record_free(&r);
-  }
   if (p->kind != UPLAN_DELETE) {
     /* Records carry their commit time here: a repeat of the op id is
      * recognised on the record only within the retention period, like
-     * its outcome (api/write.c). */
+     * its outcome (api/write.c). An insert's intent is the same record,
+     * PENDING. */
     ustored_record r;
     if (ustored_record_decode(p->rval.p, p->rval.len, &r)) {
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
@@ -769,6 +759,9 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
     }
     ustored_record_encode_at(&c.rval, r.state, r.version, r.op_id, r.body,
                              &r.claims, c.now);
+    if (p->kind == UPLAN_INSERT)
+      ustored_record_encode_at(&ival, UREC_PENDING, 0, c.me.op_id, r.body,
+                               &r.claims, c.now);
     ustored_record_free(&r);
   } else {
     ubuf_put(&c.rval, p->rval.p, p->rval.len);
@@ -822,55 +815,10 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
         break;
       }
     }
-    if (k == intent_at) {
-      if (present == 0) {
-        ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                          &ival);
-        r = cas(&c, &o, res);
-        if (r == UNICO_OK) c.intent = 1;
-        else if (r == USTORE_NOT_APPLIED) {
-          ubuf_reset(&cur);
-          ubuf_put(&cur, o.cur.p, o.cur.len);
-          r = resolve_intent(&c, &cur, o.cur_version, &ival, why, res);
-        }
-        ubuf_free(&o.cur);
-      } else {
-        r = resolve_intent(&c, &cur, cv, &ival, why, res);
-      }
-    } else if (p->take.v[k].ver && present == 1) {
-      /* taking over a hold that moved: the write path decides again */
-      ustored_claim cl;
-      if (ustored_claim_decode(cur.p, cur.len, &cl)) {
-        r = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
-      } else if (is_me(&c, cl.owner, cl.owner_len, cl.op_id)) {
-        c.held[k] = cv;
-        ustored_claim_free(&cl);
-        r = UNICO_OK;
-      } else if (cl.state != UCLAIM_HELD) { /* no longer a hold */
-        ustored_claim_free(&cl);
-        r = resolve_claim(&c, k, &cur, cv, why, res);
-      } else {
-        why->why = UREFUSED_CLAIM;
-        why->claim = k;
-        why->cur_version = cv;
-        why->owner = cl;
-        r = USTORE_NOT_APPLIED;
-      }
-    } else if (present == 0) {
-      /* a FREE claim vanished (repair) or an unknown write did not apply */
-      ustore_op o = kop(p->take.v[k].key, p->take.v[k].klen, USTORE_ABSENT, 0,
-                        USTORE_PUT, &c.pending);
-      r = cas(&c, &o, res);
-      if (r == UNICO_OK) c.held[k] = 1;
-      else if (r == USTORE_NOT_APPLIED) {
-        ubuf_reset(&cur);
-        ubuf_put(&cur, o.cur.p, o.cur.len);
-        r = resolve_claim(&c, k, &cur, o.cur_version, why, res);
-      }
-      ubuf_free(&o.cur);
-    } else {
-      r = resolve_claim(&c, k, &cur, cv, why, res);
-    }
+    if (k == intent_at)
+      r = resolve_intent(&c, &cur, cv, present, &ival, why, res);
+    else
+      r = resolve_claim(&c, k, &cur, cv, present, why, res);
     if (r == USTORE_NOT_APPLIED) refused = 1;
     else if (r) rc = r;
   }

@@ -136,6 +136,10 @@ void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
   utup_int(out, since_ms);
 }
 
+void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms) {
+  ustored_record_encode_at(out, UREC_ABORTED, 0, op_id, "{}", NULL, now_ms);
+}
+
 int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
   utup_reader r;
   int64_t fmt, state, ver, nc;

@@ -79,6 +79,9 @@ int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *r);
 void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
                               const char *op_id, const char *body,
                               const uclaims *claims, int64_t since_ms);
+/* An ABORTED tombstone written by op_id at now_ms: what fencing leaves at
+ * a record key (claims protocol). */
+void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms);
 void ustored_record_free(ustored_record *r);
 
 typedef struct ustored_claim {
