@@ -390,7 +390,8 @@ static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   ubuf nv = UBUF_INIT;
   if (ustored_record_decode(v, vl, &r)) return 0; /* counted in phase 1 */
   if (r.state == UREC_PENDING) {
-    ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->u->x));
+    ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->u->x),
+                             &r.hist);
     b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
   } else if (r.state == UREC_LIVE) {
     ubuf same = {(uint8_t *)v, vl, vl, 0};
@@ -445,8 +446,8 @@ static int relist_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   for (size_t i = 0; same && i < want.n; i++)
     same = uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) >= 0;
   if (same) goto leave;
-  ustored_record_encode_at(&nv, r.state, r.version, r.op_id, r.body, &want,
-                           r.since_ms);
+  ustored_record_encode_hist(&nv, r.state, r.version, r.op_id, r.body, &want,
+                             r.since_ms, &r.hist);
   b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
 leave:
   unico_result_clear(&tmp);

@@ -155,7 +155,9 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
         c->in_flight++;
       } else {
         c->orphans++;
-        add_fix(c, FIX_INTENT, k, kl, ver);
+        /* ABORTED fences it; the key's history stays */
+        fix *f = add_fix(c, FIX_INTENT, k, kl, ver);
+        if (f) ustored_tombstone_encode(&f->val, "repair", c->now, &r.hist);
       }
     } else {
       c->tombstones++;
@@ -492,10 +494,9 @@ static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
                        USTORE_PUT, val.p, val.len);
     break;
-  case FIX_INTENT: /* a stale insert intent: ABORTED fences it */
-    ustored_tombstone_encode(&val, "repair", now);
+  case FIX_INTENT: /* a stale insert intent: ABORTED (in f->val) */
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
-                       USTORE_PUT, val.p, val.len);
+                       USTORE_PUT, f->val.p, f->val.len);
     break;
   case FIX_RESTORE:
     o = ustore_op_make(f->key.p, f->key.len,

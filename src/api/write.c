@@ -221,18 +221,17 @@ static int record_output(const utable *t, const ustored_record *r,
 
 /* A write seen before under op_id: return its first outcome. UNICO_OK when
  * found (res filled), UNICO_ENOTFOUND when not, or an error. */
-static int outcome_find(unico *u, const char *op_id, int kind,
-                        const char *table, uint64_t fp, unico_result *res) {
-  ubuf k = UBUF_INIT, v = UBUF_INIT;
+/* The answer an outcome (encoded at p, n) gives a repeat of op_id:
+ * UNICO_OK with its output in res, or UNICO_EOPID when the op id was used
+ * for a different request. */
+static int outcome_answer(const uint8_t *p, size_t n, const char *op_id,
+                          int kind, const char *table, uint64_t fp,
+                          unico_result *res) {
   ustored_outcome o;
-  ukey_outcome(&k, op_id);
-  int rc = uexec_read(u->x, &k, &v, NULL, res);
-  if (rc) goto leave;
-  if (ustored_outcome_decode(v.p, v.len, &o)) {
-    rc = uerr(res, UNICO_ECORRUPT, NULL,
-              "the outcome of operation %s is corrupt", op_id);
-    goto leave;
-  }
+  int rc = UNICO_OK;
+  if (ustored_outcome_decode(p, n, &o))
+    return uerr(res, UNICO_ECORRUPT, NULL,
+                "the outcome of operation %s is corrupt", op_id);
   if (strcmp(o.kind, uplan_kind_name(kind)) || strcmp(o.table, table) ||
       o.fingerprint != fp) {
     rc = uerr(res, UNICO_EOPID, NULL,
@@ -247,7 +246,15 @@ static int outcome_find(unico *u, const char *op_id, int kind,
     if (!res->json) rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   }
   ustored_outcome_free(&o);
-leave:
+  return rc;
+}
+
+static int outcome_find(unico *u, const char *op_id, int kind,
+                        const char *table, uint64_t fp, unico_result *res) {
+  ubuf k = UBUF_INIT, v = UBUF_INIT;
+  ukey_outcome(&k, op_id);
+  int rc = uexec_read(u->x, &k, &v, NULL, res);
+  if (!rc) rc = outcome_answer(v.p, v.len, op_id, kind, table, fp, res);
   ubuf_free(&k);
   ubuf_free(&v);
   return rc;
@@ -447,36 +454,40 @@ static int report_busy(const utable *t, const uclaim *c, unico_result *res) {
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
-/* A repeat of a write that already applied under op_id, found on the
- * record itself (the claims protocol writes the outcome after the commit,
- * so a failure in between leaves only this). UNICO_OK with the output in
- * res, UNICO_ENOTFOUND when the record does not carry op_id, or an error. */
-static int repeat_from_record(unico *u, const utable *t, const ubuf *rkey,
-                              int kind, const char *op_id,
+/* A repeat of a write that already applied under op_id, found in the
+ * history of its record key (claims protocol: the outcome is written after
+ * the commit, so a failure in between leaves only this; the history
+ * follows the key through later updates, deletes and inserts). rec is the
+ * record as read, or NULL to read it. UNICO_OK with the output in res,
+ * UNICO_EOPID when the op id was used for a different request,
+ * UNICO_ENOTFOUND when the history does not hold op_id within the
+ * retention period, or an error. */
+static int repeat_from_record(unico *u, const ustored_record *rec,
+                              const ubuf *rkey, int kind, const char *table,
+                              uint64_t fp, const char *op_id,
                               unico_result *res) {
   ubuf v = UBUF_INIT;
   ustored_record r;
-  int rc = uexec_read(u->x, rkey, &v, NULL, res);
-  if (rc) goto leave;
-  if (ustored_record_decode(v.p, v.len, &r)) {
-    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
-    goto leave;
+  int rc = UNICO_OK;
+  memset(&r, 0, sizeof r);
+  if (!rec) {
+    rc = uexec_read(u->x, rkey, &v, NULL, res);
+    if (rc) goto leave;
+    if (ustored_record_decode(v.p, v.len, &r)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+      goto leave;
+    }
+    rec = &r;
   }
-  int want = kind == UPLAN_DELETE ? UREC_DELETED : UREC_LIVE;
+  long i = ustored_hist_find(&rec->hist, op_id);
   int64_t cutoff = uexec_now(u->x) - (int64_t)uexec_retention(u->x);
-  if (r.state != want || !r.op_id || strcmp(r.op_id, op_id) ||
-      r.since_ms < cutoff) {
+  if (i < 0 || rec->hist.v[i].at_ms < cutoff)
     rc = UNICO_ENOTFOUND;
-  } else {
-    json_t *b = json_loads(r.body, 0, NULL);
-    json_t *pkj = b ? urec_pk_json(t, b) : NULL;
-    rc = pkj ? set_output(res, pkj, r.version, NULL)
-             : uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
-    json_decref(pkj);
-    json_decref(b);
-  }
-  ustored_record_free(&r);
+  else
+    rc = outcome_answer(rec->hist.v[i].oval, rec->hist.v[i].olen, op_id, kind,
+                        table, fp, res);
 leave:
+  ustored_record_free(&r);
   ubuf_free(&v);
   return rc;
 }
@@ -588,16 +599,17 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       int refused = rc == UNICO_ENOTFOUND ||
                     (rc == UNICO_OK && if_version && old.version != if_version);
       /* A repeat of a write applied? Its outcome says, or (claims
-       * protocol) the record still carrying its op id. */
-      int carries = rc == UNICO_OK && old.op_id && op_id_in &&
-                    !strcmp(old.op_id, op_id_in);
+       * protocol) the history of the record key. */
+      int carries = rc == UNICO_OK && op_id_in &&
+                    ((old.op_id && !strcmp(old.op_id, op_id_in)) ||
+                     ustored_hist_find(&old.hist, op_id_in) >= 0);
       if ((refused || carries) && op_id_in) {
         int orc = outcome_later
                       ? outcome_find(u, op_id, kind, t->name, fp, res)
                       : UNICO_ENOTFOUND; /* (read already) */
-        if (orc == UNICO_ENOTFOUND && (carries || rc == UNICO_ENOTFOUND) &&
-            uexec_is_claims(u->x))
-          orc = repeat_from_record(u, t, &rkey, kind, op_id, res);
+        if (orc == UNICO_ENOTFOUND && uexec_is_claims(u->x))
+          orc = repeat_from_record(u, rc == UNICO_OK ? &old : NULL, &rkey,
+                                   kind, t->name, fp, op_id, res);
         if (orc != UNICO_ENOTFOUND) {
           rc = orc;
           goto round_end;
@@ -681,16 +693,27 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     case UREFUSED_RACE:
       retry = 1; /* a limit group moved since it was read, or fenced */
       break;
+    case UREFUSED_REPEAT: /* (an insert: our op id committed before) */
+      rc = op_id_in ? repeat_from_record(u, NULL, &plan.rkey, kind, t->name,
+                                         fp, op_id, res)
+                    : UNICO_ENOTFOUND;
+      if (rc == UNICO_ENOTFOUND) { /* moved on meanwhile: look again */
+        rc = UNICO_OK;
+        retry = 1;
+      }
+      break;
     case UREFUSED_BUSY:
       rc = report_busy(t, why.claim < plan.take.n ? &plan.take.v[why.claim]
                                                    : NULL, res);
       break;
     case UREFUSED_LIMIT: {
+      if (why.claim >= plan.take.n) goto unexplained;
       const uclaim *c = &plan.take.v[why.claim];
       rc = report_limit(t, c, why.count, res);
       break;
     }
-    default: {
+    case UREFUSED_CLAIM: {
+      if (why.claim >= plan.take.n) goto unexplained;
       const uclaim *c = &plan.take.v[why.claim];
       if (why.owner.state == UCLAIM_HELD) {
         /* A hold: ours if we present its token, free once expired. */
@@ -711,6 +734,13 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
                            why.owner.owner, why.owner.owner_len, res);
       break;
     }
+    default: /* (an executor that refused without saying why: a bug) */
+    unexplained:
+      rc = uerr(res, UNICO_ECORRUPT, NULL,
+                "internal error: the write was refused for no stated reason "
+                "(%d); the write did not commit",
+                why.why);
+      break;
     }
   round_end:
     /* Bad input against a cached schema another process may have changed
@@ -778,7 +808,7 @@ int uapi_get(unico *u, const char *table, const char *pk_json,
   if (rc) goto leave;
   if (u->rc) { /* a read before a write is common: keep it */
     ubuf enc = UBUF_INIT;
-    ustored_record_encode(&enc, r.state, r.version, r.op_id, r.body, &r.claims);
+    ustored_record_reencode(&enc, &r);
     if (ubuf_ok(&enc)) urcache_put(u->rc, key.p, key.len, enc.p, enc.len, sver);
     ubuf_free(&enc);
   }

@@ -53,6 +53,8 @@ typedef struct cx {
   int64_t waited;     /* ms spent waiting for operations in flight */
   ubuf *leave_ops;    /* per release: the op ids of this record's entries
                          in that group before the commit (NUL-separated) */
+  ustored_hist base;  /* insert: the history of what the intent replaced,
+                         which the intent and the record carry on */
 } cx;
 
 static int store_err(unico_result *res, int rc, const char *what,
@@ -144,7 +146,7 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
   if (present) {
     o = kop(rkey->p, rkey->len, USTORE_VERSION, rver, USTORE_PUT, rv);
   } else {
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now);
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, NULL);
     o = kop(rkey->p, rkey->len, USTORE_ABSENT, 0, USTORE_PUT, &tomb);
   }
   int rc = cas(c, &o, res);
@@ -281,6 +283,27 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
   return rc;
 }
 
+/* Does history h hold a commit of this op within the retention period? */
+static int committed_before(const cx *c, const ustored_hist *h) {
+  long i = ustored_hist_find(h, c->me.op_id);
+  return i >= 0 &&
+         h->v[i].at_ms >= c->now - (int64_t)c->x->retention_ms;
+}
+
+/* The insert's intent: the planned record, PENDING, carrying the history
+ * of what it replaces (c->base). */
+static int build_intent(cx *c, ubuf *ival, unico_result *res) {
+  ustored_record r;
+  if (ustored_record_decode(c->p->rval.p, c->p->rval.len, &r))
+    return uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
+  ubuf_reset(ival);
+  ustored_record_encode_hist(ival, UREC_PENDING, 0, c->me.op_id, r.body,
+                             &r.claims, c->now, &c->base);
+  ustored_record_free(&r);
+  return ubuf_ok(ival) ? UNICO_OK : uerr(res, UNICO_ENOMEM, NULL,
+                                         "out of memory");
+}
+
 /* The insert's intent: a PENDING record at the key, over nothing or over
  * a tombstone; resolve what is found like a claim. */
 static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
@@ -294,6 +317,11 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
     }
     ustore_op o;
     if (!present) {
+      if (c->base.n) { /* (an earlier round read a tombstone) */
+        ustored_hist_free(&c->base);
+        int brc = build_intent(c, ival, res);
+        if (brc) return brc;
+      }
       o = kop(rk->p, rk->len, USTORE_ABSENT, 0, USTORE_PUT, ival);
       rc = cas(c, &o, res);
       if (rc == UNICO_OK) c->intent = 1;
@@ -304,15 +332,40 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       int mine = r.op_id && !strcmp(r.op_id, c->me.op_id);
       int state = r.state;
       int64_t since = r.since_ms;
-      ustored_record_free(&r);
+      int before = committed_before(c, &r.hist);
+      if (state == UREC_LIVE && mine) { /* our insert is in: a repeat */
+        ustored_record_free(&r);
+        c->applied = 1;
+        return UNICO_OK;
+      }
+      if (before) {
+        /* Our insert committed and the key has moved on since (updated,
+         * deleted, inserted again): the history has the answer. */
+        ustored_record_free(&r);
+        why->why = UREFUSED_REPEAT;
+        return USTORE_NOT_APPLIED;
+      }
       if (state == UREC_LIVE) {
-        if (mine) { /* our insert already committed: a repeat */
-          c->applied = 1;
-          return UNICO_OK;
-        }
+        ustored_record_free(&r);
         why->why = UREFUSED_RECORD;
         return USTORE_NOT_APPLIED;
       }
+      if (!(state == UREC_PENDING && !mine &&
+            since > c->now - c->x->grace_ms)) {
+        /* about to replace it (or adopt our own intent): carry on what it
+         * carries */
+        int brc;
+        ustored_hist_free(&c->base);
+        if (ustored_hist_copy(&c->base, &r.hist))
+          brc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+        else
+          brc = build_intent(c, ival, res);
+        if (brc) {
+          ustored_record_free(&r);
+          return brc;
+        }
+      }
+      ustored_record_free(&r);
       if (state == UREC_PENDING && mine) {
         c->intent = cv;
         return UNICO_OK;
@@ -586,9 +639,9 @@ static void undo(cx *c) {
     if (ck->kind == UKEY_GROUP) leave_group(c, ck, c->me.op_id);
     else free_claim(c, ck, c->held[k]);
   }
-  if (c->intent) {
+  if (c->intent) { /* (the history it carries stays with the key) */
     ubuf tomb = UBUF_INIT;
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now);
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, &c->base);
     ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
                       USTORE_PUT, &tomb);
     cas(c, &o, NULL);
@@ -599,6 +652,65 @@ static void undo(cx *c) {
 
 /* ------------------------------------------------------------------ */
 /* step 3: commit, and reading back an unknown outcome */
+
+/* Make sure the outcome of history entry e is stored before the entry
+ * leaves the record (a retry then finds its answer there). */
+static int keep_outcome(cx *c, const ustored_hist_entry *e) {
+  ubuf k = UBUF_INIT;
+  ukey_outcome(&k, e->op_id);
+  ustore_op o = ustore_op_make(k.p, k.len, USTORE_ABSENT, 0, USTORE_PUT,
+                               e->oval, e->olen);
+  int rc = cas(c, &o, NULL);
+  ubuf_free(&o.cur);
+  if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK; /* written by its finish */
+  if (rc == UNICO_OK) {
+    ubuf_reset(&k);
+    ukey_outcome_index(&k, e->at_ms, e->op_id);
+    o = kop(k.p, k.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+    rc = cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+  }
+  ubuf_free(&k);
+  return rc;
+}
+
+/* The record to commit: the plan's, stamped with this time, with the
+ * key's history and this write added to it (when the caller gave an op
+ * id). Entries past retention leave; past USTORED_HIST_MAX the oldest
+ * leave once their outcome is stored. */
+static int build_rval(cx *c, unico_result *res) {
+  const uplan *p = c->p;
+  ustored_record r;
+  ustored_hist h = {0, NULL};
+  int rc = UNICO_OK;
+  if (ustored_record_decode(p->rval.p, p->rval.len, &r))
+    return uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
+  if (ustored_hist_copy(&h, p->kind == UPLAN_INSERT ? &c->base : &r.hist))
+    goto oom;
+  int64_t cutoff = c->now - (int64_t)c->x->retention_ms;
+  for (size_t i = 0; i < h.n;) {
+    if (h.v[i].at_ms < cutoff || !strcmp(h.v[i].op_id, c->me.op_id))
+      ustored_hist_remove(&h, i);
+    else
+      i++;
+  }
+  if (p->okey.len &&
+      ustored_hist_add(&h, c->me.op_id, c->now, p->oval.p, p->oval.len))
+    goto oom;
+  while (h.n > USTORED_HIST_MAX && keep_outcome(c, &h.v[0]) == UNICO_OK)
+    ustored_hist_remove(&h, 0); /* (kept when its outcome cannot be) */
+  ubuf_reset(&c->rval);
+  ustored_record_encode_hist(&c->rval, r.state, r.version, r.op_id, r.body,
+                             &r.claims, c->now, &h);
+  if (!ubuf_ok(&c->rval)) goto oom;
+  goto leave;
+oom:
+  rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+leave:
+  ustored_hist_free(&h);
+  ustored_record_free(&r);
+  return rc;
+}
 
 /* Commit. UNICO_OK when the record holds this write; USTORE_NOT_APPLIED
  * (why set) when it certainly does not, so step 1 may be undone; an
@@ -627,8 +739,12 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
     ustored_record r;
     int mine = 0;
     if (!ustored_record_decode(v.p, v.len, &r)) {
-      mine = r.op_id && !strcmp(r.op_id, c->me.op_id) &&
-             r.state == (p->kind == UPLAN_DELETE ? UREC_DELETED : UREC_LIVE);
+      /* ours if the record holds it, or (a caller's op id) its history
+       * has it: it committed and the record moved on since */
+      mine = (r.op_id && !strcmp(r.op_id, c->me.op_id) &&
+              r.state ==
+                  (p->kind == UPLAN_DELETE ? UREC_DELETED : UREC_LIVE)) ||
+             (p->okey.len && committed_before(c, &r.hist));
       ustored_record_free(&r);
     }
     if (mine) {
@@ -747,26 +863,11 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   /* Step 1: the insert's intent and every claim, issued together. */
   size_t n = 0;
   const size_t intent_at = SIZE_MAX - 1;
-  if (p->kind != UPLAN_DELETE) {
-    /* Records carry their commit time here: a repeat of the op id is
-     * recognised on the record only within the retention period, like
-     * its outcome (api/write.c). An insert's intent is the same record,
-     * PENDING. */
-    ustored_record r;
-    if (ustored_record_decode(p->rval.p, p->rval.len, &r)) {
-      rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
-      goto leave;
-    }
-    ustored_record_encode_at(&c.rval, r.state, r.version, r.op_id, r.body,
-                             &r.claims, c.now);
-    if (p->kind == UPLAN_INSERT)
-      ustored_record_encode_at(&ival, UREC_PENDING, 0, c.me.op_id, r.body,
-                               &r.claims, c.now);
-    ustored_record_free(&r);
-  } else {
-    ubuf_put(&c.rval, p->rval.p, p->rval.len);
-  }
+  /* An insert's intent is the planned record, PENDING (over an absent key
+   * first: nothing to carry on). */
   if (p->kind == UPLAN_INSERT) {
+    rc = build_intent(&c, &ival, res);
+    if (rc) goto leave;
     opk[n] = intent_at;
     ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT, &ival);
   }
@@ -889,6 +990,8 @@ after_claims:
   }
 
   /* Step 3: commit. */
+  rc = build_rval(&c, res);
+  if (rc) goto undo;
   note_leaves(&c);
   rc = commit(&c, why, res);
   if (rc == USTORE_NOT_APPLIED) goto undo;
@@ -913,6 +1016,7 @@ leave:
   ubuf_free(&c.rval);
   ubuf_free(&c.pending);
   ustored_claim_free(&c.me);
+  ustored_hist_free(&c.base);
   return rc;
 }
 

@@ -32,8 +32,11 @@ enum uexec_refusal {
   UREFUSED_LIMIT,       /* a limit group is full; see claim and count */
   UREFUSED_RACE,        /* a limit group moved since it was read, or
                            (claims protocol) the write was fenced: retry */
-  UREFUSED_BUSY         /* (claims protocol) a value or a full limit group
+  UREFUSED_BUSY,        /* (claims protocol) a value or a full limit group
                            is held by an operation in flight; see claim */
+  UREFUSED_REPEAT       /* (claims protocol) an insert whose op id already
+                           committed to the record key (its history says;
+                           the answer is there) */
 };
 
 typedef struct uexec_refused {

@@ -136,8 +136,83 @@ void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
   utup_int(out, since_ms);
 }
 
-void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms) {
-  ustored_record_encode_at(out, UREC_ABORTED, 0, op_id, "{}", NULL, now_ms);
+void ustored_record_encode_hist(ubuf *out, int state, uint64_t version,
+                                const char *op_id, const char *body,
+                                const uclaims *claims, int64_t since_ms,
+                                const ustored_hist *hist) {
+  ustored_record_encode_at(out, state, version, op_id, body, claims, since_ms);
+  if (!hist || !hist->n) return;
+  utup_int(out, (int64_t)hist->n);
+  for (size_t i = 0; i < hist->n; i++) {
+    put_str(out, hist->v[i].op_id);
+    utup_int(out, hist->v[i].at_ms);
+    utup_bytes(out, hist->v[i].oval, hist->v[i].olen);
+  }
+}
+
+void ustored_record_reencode(ubuf *out, const ustored_record *r) {
+  ustored_record_encode_hist(out, r->state, r->version, r->op_id, r->body,
+                             &r->claims, r->since_ms, &r->hist);
+}
+
+void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms,
+                              const ustored_hist *hist) {
+  ustored_record_encode_hist(out, UREC_ABORTED, 0, op_id, "{}", NULL, now_ms,
+                             hist);
+}
+
+int ustored_hist_add(ustored_hist *h, const char *op_id, int64_t at_ms,
+                     const uint8_t *oval, size_t olen) {
+  ustored_hist_entry *v = realloc(h->v, (h->n + 1) * sizeof *v);
+  if (!v) return -1;
+  h->v = v;
+  ustored_hist_entry *e = &v[h->n];
+  e->op_id = strdup(op_id ? op_id : "");
+  e->oval = malloc(olen ? olen : 1);
+  if (!e->op_id || !e->oval) {
+    free(e->op_id);
+    free(e->oval);
+    return -1;
+  }
+  if (olen) memcpy(e->oval, oval, olen);
+  e->olen = olen;
+  e->at_ms = at_ms;
+  h->n++;
+  return 0;
+}
+
+int ustored_hist_copy(ustored_hist *dst, const ustored_hist *src) {
+  for (size_t i = 0; src && i < src->n; i++)
+    if (ustored_hist_add(dst, src->v[i].op_id, src->v[i].at_ms, src->v[i].oval,
+                         src->v[i].olen))
+      return -1;
+  return 0;
+}
+
+long ustored_hist_find(const ustored_hist *h, const char *op_id) {
+  for (size_t i = 0; h && op_id && i < h->n; i++)
+    if (!strcmp(h->v[i].op_id, op_id)) return (long)i;
+  return -1;
+}
+
+void ustored_hist_remove(ustored_hist *h, size_t i) {
+  if (i >= h->n) return;
+  free(h->v[i].op_id);
+  free(h->v[i].oval);
+  memmove(&h->v[i], &h->v[i + 1], (h->n - i - 1) * sizeof *h->v);
+  h->n--;
+}
+
+void ustored_hist_free(ustored_hist *h) {
+  for (size_t i = 0; h && i < h->n; i++) {
+    free(h->v[i].op_id);
+    free(h->v[i].oval);
+  }
+  if (h) {
+    free(h->v);
+    h->v = NULL;
+    h->n = 0;
+  }
 }
 
 int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
@@ -162,6 +237,24 @@ int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
     if (bad) goto bad;
   }
   if (r.off != r.len && rd_int(&r, &rec->since_ms)) goto bad;
+  if (r.off != r.len) {
+    int64_t nh;
+    if (rd_int(&r, &nh) || nh <= 0 || nh > 1024) goto bad;
+    for (int64_t i = 0; i < nh; i++) {
+      char *op, *ov;
+      size_t ol;
+      int64_t at;
+      if (rd_str(&r, &op, NULL)) goto bad;
+      if (rd_int(&r, &at) || rd_str(&r, &ov, &ol)) {
+        free(op);
+        goto bad;
+      }
+      int bad = ustored_hist_add(&rec->hist, op, at, (uint8_t *)ov, ol);
+      free(op);
+      free(ov);
+      if (bad) goto bad;
+    }
+  }
   if (r.off != r.len) goto bad;
   return 0;
 bad:
@@ -174,6 +267,7 @@ void ustored_record_free(ustored_record *r) {
   free(r->op_id);
   free(r->body);
   uclaims_free(&r->claims);
+  ustored_hist_free(&r->hist);
   memset(r, 0, sizeof *r);
 }
 
@@ -457,12 +551,19 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
     body_s = json_dumps(body, JSON_COMPACT);
     if (!body_s) goto oom;
     uint64_t version = old ? old->version + 1 : 1;
-    ustored_record_encode(&p->rval, UREC_LIVE, version, op_id, body_s, &need);
+    /* (an update keeps the key's history: the claims protocol adds to
+     * it; the atomic executor never has one) */
+    if (old && old->hist.n)
+      ustored_record_encode_hist(&p->rval, UREC_LIVE, version, op_id, body_s,
+                                 &need, 0, &old->hist);
+    else
+      ustored_record_encode(&p->rval, UREC_LIVE, version, op_id, body_s,
+                            &need);
   } else if (old) {
     /* The tombstone the claims protocol leaves (the atomic executor
      * removes the key): the last body and version, and this op id. */
-    ustored_record_encode_at(&p->rval, UREC_DELETED, old->version, op_id,
-                             old->body, NULL, now_ms);
+    ustored_record_encode_hist(&p->rval, UREC_DELETED, old->version, op_id,
+                               old->body, NULL, now_ms, &old->hist);
   }
   /* Take what the new record needs and the old one did not hold; release
    * what the old one held and the new one does not need. */

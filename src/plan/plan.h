@@ -61,6 +61,36 @@ enum { USCHEMA_READY = 1, USCHEMA_CHANGING = 2 };
 
 /* Stored record. Encode appends to out; decode fills a struct the caller
  * frees with ustored_record_free (strings point into malloc'd copies). */
+/* The writes that committed to a record key with a caller's op id, most
+ * recent last (claims protocol only). Each keeps the outcome it would have
+ * written, so a retry whose answer was lost finds its own commit on the
+ * record whatever happened to the record after it: a later update, a
+ * delete, a new insert over the tombstone. Intents and tombstones carry
+ * the list on, so it follows the key, not one incarnation. */
+typedef struct ustored_hist_entry {
+  char *op_id;
+  int64_t at_ms; /* when it committed */
+  uint8_t *oval; /* its outcome (ustored_outcome encoding) */
+  size_t olen;
+} ustored_hist_entry;
+
+typedef struct ustored_hist {
+  size_t n;
+  ustored_hist_entry *v;
+} ustored_hist;
+
+/* Entries kept per record key: older ones within retention leave only
+ * once their outcome is written (exec/claims.c). */
+#define USTORED_HIST_MAX 8
+
+int ustored_hist_add(ustored_hist *h, const char *op_id, int64_t at_ms,
+                     const uint8_t *oval, size_t olen);
+int ustored_hist_copy(ustored_hist *dst, const ustored_hist *src);
+/* Index of op_id's entry, or -1. */
+long ustored_hist_find(const ustored_hist *h, const char *op_id);
+void ustored_hist_remove(ustored_hist *h, size_t i);
+void ustored_hist_free(ustored_hist *h);
+
 typedef struct ustored_record {
   int state;
   uint64_t version;
@@ -68,6 +98,7 @@ typedef struct ustored_record {
   char *body; /* JSON text */
   uclaims claims;
   int64_t since_ms; /* tombstones and intents (claims protocol): when */
+  ustored_hist hist; /* claims protocol: see above */
 } ustored_record;
 
 void ustored_record_encode(ubuf *out, int state, uint64_t version,
@@ -79,9 +110,17 @@ int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *r);
 void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
                               const char *op_id, const char *body,
                               const uclaims *claims, int64_t since_ms);
+/* The same with the key's history (NULL or empty: none). */
+void ustored_record_encode_hist(ubuf *out, int state, uint64_t version,
+                                const char *op_id, const char *body,
+                                const uclaims *claims, int64_t since_ms,
+                                const ustored_hist *hist);
+/* Re-encode a decoded record whole (every field kept). */
+void ustored_record_reencode(ubuf *out, const ustored_record *r);
 /* An ABORTED tombstone written by op_id at now_ms: what fencing leaves at
- * a record key (claims protocol). */
-void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms);
+ * a record key (claims protocol), keeping the key's history. */
+void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms,
+                              const ustored_hist *hist);
 void ustored_record_free(ustored_record *r);
 
 typedef struct ustored_claim {

@@ -1,0 +1,353 @@
+/* test_history.c - a retry after a lost answer, when another operation
+ * changed the record before the retry (claims protocol, on the LMDB store
+ * seen through compare-and-set only: lmdb:DIR?txn=off).
+ *
+ * The claims protocol writes an operation's outcome after its commit, so
+ * a client that fails between the two leaves no outcome. The test makes
+ * that state exactly: it runs a write with an op id, then removes the
+ * outcome behind unico's back, as if the finish had never run. Then
+ * another operation changes the record, and the first write is retried
+ * with the same op id. The retry must answer what the first attempt did
+ * and change nothing: not apply a second time (an insert after a delete,
+ * a delete of a record inserted again), not refuse a write that happened
+ * (a stale If-Match), and not take an op id used for a different request.
+ * The record key's history (plan.h, ustored_hist) is what makes this
+ * work; without it every case below fails. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "keys/keyspace.h"
+#include "keys/tuple.h"
+#include "plan/plan.h"
+#include "store/store.h"
+#include "unico.h"
+
+static const char *DDL =
+    "CREATE TABLE users (id text PRIMARY KEY, email text, n int,"
+    " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold);";
+
+static char dir[256];
+static char url[400];
+
+static unico *open_store(void) {
+  unico *u = NULL;
+  unico_result r = UNICO_RESULT_INIT;
+  int rc = unico_open(&u, url, NULL, &r);
+  if (rc) fprintf(stderr, "open: %s\n", r.message);
+  unico_result_clear(&r);
+  assert_int_equal(rc, UNICO_OK);
+  return u;
+}
+
+static unico *open_fresh(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+  unico *u = open_store();
+  unico_result r = UNICO_RESULT_INIT;
+  int rc = unico_schema_apply(u, DDL, &r);
+  if (rc) fprintf(stderr, "schema: %s\n", r.message);
+  unico_result_clear(&r);
+  assert_int_equal(rc, UNICO_OK);
+  return u;
+}
+
+/* Behind unico's back (it is closed meanwhile): remove the outcome of
+ * op_id, as if that write's finish had never run. Asserts it was there. */
+static unico *lose_outcome(unico *u, const char *op_id) {
+  unico_close(u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf k = UBUF_INIT;
+  ukey_outcome(&k, op_id);
+  ustore_op del = ustore_op_make(k.p, k.len, USTORE_PRESENT, 0, USTORE_DEL,
+                                 NULL, 0);
+  assert_int_equal(st->vt->cas(st, &del, &e), UNICO_OK);
+  ubuf_free(&del.cur);
+  ubuf_free(&k);
+  st->vt->close(st);
+  return open_store();
+}
+
+/* Is the outcome of op_id stored? */
+static int has_outcome(unico **u, const char *op_id) {
+  unico_close(*u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf k = UBUF_INIT, v = UBUF_INIT;
+  uint64_t ver;
+  ukey_outcome(&k, op_id);
+  int rc = st->vt->get(st, k.p, k.len, &v, &ver, &e);
+  ubuf_free(&k);
+  ubuf_free(&v);
+  st->vt->close(st);
+  *u = open_store();
+  return rc == UNICO_OK;
+}
+
+/* The stored record of users/id, decoded (closing and reopening u). */
+static void stored(unico **u, const char *id, ustored_record *rec) {
+  unico_close(*u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf pk = UBUF_INIT, k = UBUF_INIT, v = UBUF_INIT;
+  uint64_t ver;
+  utup_str(&pk, id);
+  ukey_record(&k, "users", pk.p, pk.len);
+  assert_int_equal(st->vt->get(st, k.p, k.len, &v, &ver, &e), UNICO_OK);
+  assert_int_equal(ustored_record_decode(v.p, v.len, rec), 0);
+  ubuf_free(&pk);
+  ubuf_free(&k);
+  ubuf_free(&v);
+  st->vt->close(st);
+  *u = open_store();
+}
+
+static void expect_ok(int rc, const unico_result *r, const char *what) {
+  if (rc != UNICO_OK)
+    fprintf(stderr, "%s: %s (%s)\n", what, r->message, unico_strerror(rc));
+  assert_int_equal(rc, UNICO_OK);
+}
+
+/* The email of users/id, or NULL when it is not there. */
+static char *email_of(unico *u, const char *id) {
+  unico_result r = UNICO_RESULT_INIT;
+  char pk[64];
+  snprintf(pk, sizeof pk, "\"%s\"", id);
+  char *out = NULL;
+  if (unico_get(u, "users", pk, &r) == UNICO_OK) {
+    json_t *j = json_loads(r.json, 0, NULL);
+    json_t *rec = json_object_get(j, "record");
+    if (!rec) rec = j;
+    const char *e = json_string_value(json_object_get(rec, "email"));
+    out = strdup(e ? e : "");
+    json_decref(j);
+  }
+  unico_result_clear(&r);
+  return out;
+}
+
+static uint64_t version_of(unico *u, const char *id) {
+  unico_result r = UNICO_RESULT_INIT;
+  char pk[64];
+  snprintf(pk, sizeof pk, "\"%s\"", id);
+  uint64_t v = unico_get(u, "users", pk, &r) == UNICO_OK ? r.version : 0;
+  unico_result_clear(&r);
+  return v;
+}
+
+/* An update applies, its answer is lost, another update follows; the
+ * retry (with and without the If-Match it first had) answers version 2
+ * and leaves the record at the later update. */
+static void test_update_then_update(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"a\",\"email\":\"a1@x\"}",
+                         "ins-a", &r), &r, "insert");
+  expect_ok(unico_update(u, "users", "\"a\"", "{\"email\":\"a2@x\"}", 1,
+                         "up-a2", &r), &r, "update");
+  assert_int_equal(r.version, 2);
+  u = lose_outcome(u, "up-a2");
+  expect_ok(unico_update(u, "users", "\"a\"", "{\"email\":\"a3@x\"}", 2,
+                         "up-a3", &r), &r, "later update");
+  assert_int_equal(r.version, 3);
+  /* the retry as first sent: If-Match 1 */
+  int rc = unico_update(u, "users", "\"a\"", "{\"email\":\"a2@x\"}", 1,
+                        "up-a2", &r);
+  expect_ok(rc, &r, "retry with If-Match");
+  assert_int_equal(r.version, 2);
+  unico_result_clear(&r);
+  char *e = email_of(u, "a");
+  assert_non_null(e);
+  assert_string_equal(e, "a3@x");
+  free(e);
+  assert_int_equal(version_of(u, "a"), 3);
+  /* a2@x is not held by anyone: the later update released it */
+  expect_ok(unico_insert(u, "users", "{\"id\":\"b\",\"email\":\"A2@x\"}", NULL,
+                         &r), &r, "a2@x free");
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* The same without If-Match: before the history, the retry applied a
+ * second time (version 4, email back to a2). */
+static void test_update_retry_no_if_match(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"a\",\"email\":\"a1@x\"}",
+                         "ins-a", &r), &r, "insert");
+  expect_ok(unico_update(u, "users", "\"a\"", "{\"n\":1}", 0, "up-n1", &r),
+            &r, "update");
+  u = lose_outcome(u, "up-n1");
+  expect_ok(unico_update(u, "users", "\"a\"", "{\"n\":2}", 0, "up-n2", &r),
+            &r, "later update");
+  expect_ok(unico_update(u, "users", "\"a\"", "{\"n\":1}", 0, "up-n1", &r),
+            &r, "retry");
+  assert_int_equal(r.version, 2);
+  assert_int_equal(version_of(u, "a"), 3);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* An insert applies, its answer is lost, the record is deleted; the retry
+ * answers the insert and does not bring the record back. */
+static void test_insert_then_delete(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"c\",\"email\":\"c@x\"}",
+                         "ins-c", &r), &r, "insert");
+  u = lose_outcome(u, "ins-c");
+  expect_ok(unico_delete(u, "users", "\"c\"", 0, "del-c", &r), &r, "delete");
+  expect_ok(unico_insert(u, "users", "{\"id\":\"c\",\"email\":\"c@x\"}",
+                         "ins-c", &r), &r, "retry");
+  assert_int_equal(r.version, 1);
+  assert_non_null(r.json);
+  assert_non_null(strstr(r.json, "\"c\""));
+  assert_int_equal(version_of(u, "c"), 0); /* still deleted */
+  /* and c@x stays free for someone else */
+  expect_ok(unico_insert(u, "users", "{\"id\":\"d\",\"email\":\"C@x\"}", NULL,
+                         &r), &r, "c@x free");
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* ... and after the key was inserted again by someone else: the retry
+ * answers its own insert, not a conflict, and changes nothing. */
+static void test_insert_then_reinsert(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"e\",\"email\":\"e1@x\"}",
+                         "ins-e1", &r), &r, "insert");
+  u = lose_outcome(u, "ins-e1");
+  expect_ok(unico_delete(u, "users", "\"e\"", 0, NULL, &r), &r, "delete");
+  expect_ok(unico_insert(u, "users", "{\"id\":\"e\",\"email\":\"e2@x\"}",
+                         "ins-e2", &r), &r, "insert again");
+  expect_ok(unico_insert(u, "users", "{\"id\":\"e\",\"email\":\"e1@x\"}",
+                         "ins-e1", &r), &r, "retry");
+  assert_int_equal(r.version, 1);
+  char *e = email_of(u, "e");
+  assert_non_null(e);
+  assert_string_equal(e, "e2@x");
+  free(e);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* A delete applies, its answer is lost, the key is inserted again; the
+ * retry answers the delete and leaves the new record alone. */
+static void test_delete_then_reinsert(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"f\",\"email\":\"f1@x\"}", NULL,
+                         &r), &r, "insert");
+  expect_ok(unico_delete(u, "users", "\"f\"", 0, "del-f", &r), &r, "delete");
+  u = lose_outcome(u, "del-f");
+  expect_ok(unico_insert(u, "users", "{\"id\":\"f\",\"email\":\"f2@x\"}",
+                         "ins-f2", &r), &r, "insert again");
+  expect_ok(unico_delete(u, "users", "\"f\"", 0, "del-f", &r), &r, "retry");
+  char *e = email_of(u, "f");
+  assert_non_null(e); /* not deleted a second time */
+  assert_string_equal(e, "f2@x");
+  free(e);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* An op id found in the history for a different request is refused as
+ * reused, like one found in an outcome. */
+static void test_opid_reused(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"g\",\"email\":\"g@x\"}",
+                         "op-g", &r), &r, "insert");
+  u = lose_outcome(u, "op-g");
+  expect_ok(unico_update(u, "users", "\"g\"", "{\"n\":5}", 0, NULL, &r), &r,
+            "later update");
+  int rc = unico_insert(u, "users", "{\"id\":\"g\",\"email\":\"other@x\"}",
+                        "op-g", &r);
+  assert_int_equal(rc, UNICO_EOPID);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* Writes without a caller's op id leave no history; with one, the history
+ * keeps at most USTORED_HIST_MAX entries, and an entry pushed out within
+ * retention has its outcome written first, so its retry is still
+ * answered. */
+static void test_history_bounded(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  ustored_record rec;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"h\",\"email\":\"h@x\"}", NULL,
+                         &r), &r, "insert");
+  expect_ok(unico_update(u, "users", "\"h\"", "{\"n\":0}", 0, NULL, &r), &r,
+            "update");
+  stored(&u, "h", &rec);
+  assert_int_equal(rec.hist.n, 0);
+  ustored_record_free(&rec);
+
+  expect_ok(unico_update(u, "users", "\"h\"", "{\"n\":1}", 0, "h-1", &r), &r,
+            "update h-1");
+  assert_int_equal(r.version, 3);
+  u = lose_outcome(u, "h-1");
+  assert_false(has_outcome(&u, "h-1"));
+  for (int i = 2; i <= USTORED_HIST_MAX + 3; i++) {
+    char op[32], patch[32];
+    snprintf(op, sizeof op, "h-%d", i);
+    snprintf(patch, sizeof patch, "{\"n\":%d}", i);
+    expect_ok(unico_update(u, "users", "\"h\"", patch, 0, op, &r), &r, op);
+  }
+  stored(&u, "h", &rec);
+  assert_int_equal(rec.hist.n, USTORED_HIST_MAX);
+  assert_int_equal(ustored_hist_find(&rec.hist, "h-1"), -1);
+  assert_true(ustored_hist_find(&rec.hist, "h-2") < 0); /* oldest gone */
+  char last[32];
+  snprintf(last, sizeof last, "h-%d", USTORED_HIST_MAX + 3);
+  assert_int_equal(ustored_hist_find(&rec.hist, last),
+                   USTORED_HIST_MAX - 1);
+  ustored_record_free(&rec);
+  assert_true(has_outcome(&u, "h-1")); /* written when it left */
+  expect_ok(unico_update(u, "users", "\"h\"", "{\"n\":1}", 0, "h-1", &r), &r,
+            "retry h-1");
+  assert_int_equal(r.version, 3);
+  assert_int_equal(version_of(u, "h"), (uint64_t)USTORED_HIST_MAX + 5);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_update_then_update),
+      cmocka_unit_test(test_update_retry_no_if_match),
+      cmocka_unit_test(test_insert_then_delete),
+      cmocka_unit_test(test_insert_then_reinsert),
+      cmocka_unit_test(test_delete_then_reinsert),
+      cmocka_unit_test(test_opid_reused),
+      cmocka_unit_test(test_history_bounded),
+  };
+  snprintf(dir, sizeof dir, "/tmp/unico-history-%d", (int)getpid());
+  snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) failed++;
+  return failed;
+}
