@@ -128,6 +128,11 @@ static int setup(void **state) {
   mkdir_p(root);
   if (is_lmdb()) {
     snprintf(f->dir, sizeof f->dir, "%s/%s", root, name);
+  } else if (!strncmp(store_base(), "cassandra://", 12)) {
+    /* a table name (the base ends in "table="): at most 48 of A-Za-z0-9_ */
+    static unsigned seq;
+    snprintf(f->dir, sizeof f->dir, "c%ld_%ld_%u", (long)getpid(),
+             (long)time(NULL) % 1000000, seq++);
   } else {
     /* Remote stores keep old data: a fresh namespace per run, named as a
      * table name may be (DynamoDB: at most 255 of A-Za-z0-9_.-). */

@@ -54,6 +54,12 @@
 #define MAX_THREADS 64  /* per process */
 #define MAX_PROCS 64
 #define BUSY_RETRIES 100
+/* --retry-unknown: a write whose outcome is unknown (or whose store was
+ * unavailable) is sent again with the same op id, as a client should;
+ * unico answers a repeat with the first outcome. For runs with injected
+ * store faults. */
+#define UNKNOWN_RETRIES 50
+static int g_retry_unknown;
 #define MAX_PRINTED 100 /* violations printed in detail per verify */
 #define WATCHDOG_S 600  /* one phase (a run, a round, a verify) at most */
 
@@ -244,6 +250,12 @@ static int call(worker *w, int kind, const char *pktext, const char *argtext,
     default:
       rc = unico_delete(w->u, TABLE, pktext, from, op, res);
       break;
+    }
+    if (g_retry_unknown && *busy < UNKNOWN_RETRIES &&
+        (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE)) {
+      (*busy)++;
+      sleep_ms(5);
+      continue;
     }
     if (rc != UNICO_EBUSY || *busy >= BUSY_RETRIES) return rc;
     (*busy)++;
@@ -1422,6 +1434,10 @@ static void usage(FILE *f) {
           "[--ops 20000] [--seed N]\n"
           "       torture crash --dir DIR [--kills 50] [--seed N]\n"
           "       torture verify --dir DIR [--inflight]\n"
+          "       (concurrency and crash: [--retry-unknown]: repeat a write "
+          "whose outcome is\n"
+          "       unknown with the same op id, for stores with injected "
+          "faults)\n"
           "       (every mode: [--store-base URL], e.g. "
           "dynamodb://127.0.0.1:8000/ : the store is\n"
           "       URL + a fresh table name instead of lmdb:DIR/store; DIR "
@@ -1479,6 +1495,10 @@ int main(int argc, char **argv) {
     int bad = 0;
     if (!strcmp(a, "--inflight")) {
       inflight = 1;
+      continue;
+    }
+    if (!strcmp(a, "--retry-unknown")) {
+      g_retry_unknown = 1;
       continue;
     }
     if (!val) {

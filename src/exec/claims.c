@@ -771,14 +771,26 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
 /* step 4 */
 static void finish(cx *c) {
   const uplan *p = c->p;
-  for (size_t k = 0; k < p->take.n; k++) {
+  /* Claims taken become COMMITTED, and the outcome is written: together
+   * (one round trip where the store pipelines). */
+  ustore_op *ops = calloc(p->take.n + 2, sizeof *ops);
+  int *rcs = calloc(p->take.n + 2, sizeof *rcs);
+  size_t n = 0;
+  for (size_t k = 0; ops && rcs && k < p->take.n; k++) {
     const uclaim *ck = &p->take.v[k];
     if (ck->kind != UKEY_CLAIM || !c->held[k]) continue;
-    ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k], USTORE_PUT,
-                      &p->claim_val);
-    cas(c, &o, NULL);
-    ubuf_free(&o.cur);
+    ops[n++] = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k], USTORE_PUT,
+                   &p->claim_val);
   }
+  if (ops && rcs && p->okey.len) {
+    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   &p->oval);
+    ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
+  }
+  if (n) ustore_cas_many(c->x->st, ops, n, rcs, NULL);
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  free(ops);
+  free(rcs);
   /* Groups left: the entries noted before the commit (a later write of
    * the record joining again adds entries of its own). */
   for (size_t k = 0; k < p->release.n; k++)
@@ -816,15 +828,6 @@ static void finish(cx *c) {
   for (size_t k = 0; k < p->drop.n; k++) {
     const uclaim *d = &p->drop.v[k];
     ustore_op o = kop(d->key, d->klen, USTORE_ANY, 0, USTORE_DEL, NULL);
-    cas(c, &o, NULL);
-    ubuf_free(&o.cur);
-  }
-  if (p->okey.len) {
-    ustore_op o = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                      &p->oval);
-    cas(c, &o, NULL);
-    ubuf_free(&o.cur);
-    o = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
     cas(c, &o, NULL);
     ubuf_free(&o.cur);
   }

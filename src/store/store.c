@@ -122,13 +122,16 @@ int ustore_open(ustore **out, const char *url, ustore_err *e) {
   } else if (!strncmp(url, "dynamodb://", 11) ||
              !strncmp(url, "dynamodbs://", 12)) {
     return ustore_dynamodb_open(out, url, e);
+  } else if (!strncmp(url, "cassandra://", 12)) {
+    return ustore_cassandra_open(out, url, e);
   } else if (!strncmp(url, "sim:", 4)) {
     return ustore_sim_open(out, url + 4, e);
   } else if (strstr(url, "://")) {
     if (e)
       snprintf(e->msg, sizeof e->msg,
                "unsupported store URL \"%s\" (this build knows lmdb:PATH, "
-               "dynamodb://HOST:PORT/TABLE and dynamodbs://HOST:PORT/TABLE)",
+               "dynamodb://HOST:PORT/TABLE, dynamodbs://HOST:PORT/TABLE and "
+               "cassandra://HOST[:PORT],.../KEYSPACE)",
                url);
     return UNICO_EUNSUPPORTED;
   }

@@ -170,6 +170,19 @@ int ustore_sim_open(ustore **out, const char *name, ustore_err *e);
 /* The DynamoDB store: url is "dynamodb://HOST[:PORT]/TABLE[?OPTS]" or
  * "dynamodbs://..." (HTTPS); see docs/dynamodb.md. */
 int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e);
+/* cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS]: Cassandra or
+ * ScyllaDB through the CQL native protocol v4 and lightweight transactions
+ * (store/cassandra.c, docs/cassandra.md). */
+int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e);
+/* What the cassandra stores of this process have sent (for the benchmark
+ * mode; s is ignored and may be NULL). */
+typedef struct ustore_cassandra_stats {
+  uint64_t lwts;        /* conditional writes (Paxos rounds) */
+  uint64_t reads;       /* SERIAL reads */
+  uint64_t round_trips; /* batches of requests sent together */
+  uint64_t unknown;     /* requests whose outcome stayed unknown */
+} ustore_cassandra_stats;
+void ustore_cassandra_stats_get(ustore *s, ustore_cassandra_stats *out);
 
 /* HTTP requests of a DynamoDB store since it was opened (s NULL: of every
  * DynamoDB client of this process): every attempt counts in `requests` and

@@ -1,0 +1,1127 @@
+/* cassandra.c - the Cassandra / ScyllaDB store: the ustore interface on one
+ * table, through lightweight transactions (docs/cassandra.md).
+ *
+ *   CREATE TABLE ks.unico (k blob PRIMARY KEY, v blob, ver bigint)
+ *
+ * One row per key; ver is the version the store maintains (1 on create,
+ * +1 on every change). There is no txn(): unico runs the claims protocol
+ * (exec/claims.c) on this store. Every write is a Paxos round:
+ *
+ *   cas absent  -> put   INSERT ... VALUES (?, ?, 1) IF NOT EXISTS
+ *                        (not applied: the row that exists comes back)
+ *   cas ver = n -> put   UPDATE ... SET v = ?, ver = n+1 WHERE k = ?
+ *                        IF ver = n (not applied: only ver comes back, so
+ *                        the value is read after it, at SERIAL)
+ *   cas ver = n -> del   DELETE ... WHERE k = ? IF ver = n
+ *   del (any / present)  DELETE ... WHERE k = ? IF EXISTS
+ *   get                  SELECT v, ver ... WHERE k = ? at SERIAL (or
+ *                        LOCAL_SERIAL): linearizable, it sees (and
+ *                        finishes) any Paxos round in progress
+ *   scan                 SELECT k, v, ver, every page, at the write
+ *                        consistency, filtered and sorted here (Cassandra
+ *                        orders by token): for check, repair and builds
+ *   cas_many             all the statements sent at once on one
+ *                        connection (stream ids), so k claims cost one
+ *                        round trip
+ * The rarer conditions (put without a condition, or on "present"; a check)
+ * read at SERIAL and then write with the version read, again until one
+ * applies.
+ *
+ * A write timeout (any write type; CAS means the Paxos round's outcome is
+ * unknown), a write failure, a server error, or a connection lost after
+ * the request left is UNICO_EUNKNOWN: the claims protocol settles it by
+ * reading back. Unavailable, overload before sending and the like are
+ * definite (nothing written) and are retried on the next host. */
+/* Messages are cut to their buffers on purpose. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/cql_conn.h"
+#include "store/store.h"
+#include "unico.h"
+
+#define MAX_HOSTS 16
+#define CASS_MAX_KEY 8192
+#define RMW_ROUNDS 32 /* read-then-write rounds of the rarer conditions */
+#define SCAN_PAGE 1000
+#define SEND_RETRIES 3 /* requests that certainly did not leave */
+
+enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, NST };
+
+typedef struct stmt {
+  char cql[640];
+  uint8_t id[128];
+  size_t idlen;
+  int ready;
+} stmt;
+
+typedef struct cass {
+  ustore base;
+  struct {
+    char host[256];
+    unsigned port;
+  } hosts[MAX_HOSTS];
+  size_t nhosts;
+  char ks[64], table[64];
+  uint16_t cl, serial;
+  char user[128], password[128];
+  long connect_ms, request_ms;
+  pthread_mutex_t mu; /* conn, cur_host, stmts */
+  ucql_conn *conn;
+  size_t cur_host;
+  stmt st[NST];
+} cass;
+
+/* What every cassandra store of the process has sent (one benchmark
+ * thread reads deltas around one operation). */
+static ustore_cassandra_stats g_stats;
+
+#define seterr ustore_seterr
+
+static void count(cass *s, uint64_t *field, uint64_t n) {
+  (void)s;
+  __atomic_add_fetch(field, n, __ATOMIC_RELAXED);
+}
+
+void ustore_cassandra_stats_get(ustore *base, ustore_cassandra_stats *out) {
+  (void)base;
+  out->lwts = __atomic_load_n(&g_stats.lwts, __ATOMIC_RELAXED);
+  out->reads = __atomic_load_n(&g_stats.reads, __ATOMIC_RELAXED);
+  out->round_trips = __atomic_load_n(&g_stats.round_trips, __ATOMIC_RELAXED);
+  out->unknown = __atomic_load_n(&g_stats.unknown, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------ */
+/* connections and statements */
+
+/* A connection, made (with failover across the hosts) when there is none
+ * or the last one broke. Returned with a reference the caller drops. */
+static int get_conn(cass *s, ucql_conn **out, ustore_err *e) {
+  char err[300] = "";
+  pthread_mutex_lock(&s->mu);
+  if (s->conn && ucql_conn_broken(s->conn)) {
+    ucql_conn_unref(s->conn);
+    s->conn = NULL;
+    s->cur_host = (s->cur_host + 1) % s->nhosts; /* try another first */
+  }
+  for (size_t tries = 0; !s->conn && tries < s->nhosts; tries++) {
+    ucql_conn_cfg cfg = {s->hosts[s->cur_host].host, s->hosts[s->cur_host].port,
+                         s->connect_ms, s->request_ms,
+                         s->user[0] ? s->user : NULL, s->password};
+    if (ucql_conn_open(&s->conn, &cfg, err, sizeof err) == UNICO_OK) break;
+    s->conn = NULL;
+    s->cur_host = (s->cur_host + 1) % s->nhosts;
+  }
+  ucql_conn *c = s->conn;
+  if (c) ucql_conn_ref(c);
+  pthread_mutex_unlock(&s->mu);
+  *out = c;
+  if (!c) {
+    seterr(e, "no Cassandra node reachable: %s", err);
+    return UNICO_EUNAVAILABLE;
+  }
+  return UNICO_OK;
+}
+
+/* An ERROR answer as a store error: EUNKNOWN when the request may have
+ * applied, else EUNAVAILABLE. */
+static int error_rc(const ucql_msg *m, const char *what, ustore_err *e) {
+  const ucql_error *x = &m->err;
+  char detail[160] = "";
+  if (x->code == UCQL_ERR_UNAVAILABLE)
+    snprintf(detail, sizeof detail, " (%s needs %d replicas, %d alive)",
+             ucql_consistency_name(x->consistency), x->required, x->alive);
+  else if (x->code == UCQL_ERR_WRITE_TIMEOUT || x->code == UCQL_ERR_WRITE_FAILURE)
+    snprintf(detail, sizeof detail, " (write type %s, %s: %d of %d)",
+             x->write_type ? x->write_type : "?",
+             ucql_consistency_name(x->consistency), x->received, x->block_for);
+  int maybe = ucql_error_outcome(x) == UCQL_MAYBE;
+  seterr(e, "%s: %s: %s%s%s", what, ucql_error_name(x->code),
+         x->message ? x->message : "", detail,
+         maybe ? "; the write may or may not have applied" : "");
+  return maybe ? UNICO_EUNKNOWN : UNICO_EUNAVAILABLE;
+}
+
+/* An ERROR worth asking again: the request did nothing and the cause may
+ * pass (a replica down for a moment, a node starting); for a read, also a
+ * timeout or an overloaded node. */
+static int retryable(const ucql_error *x, int read) {
+  switch (x->code) {
+  case UCQL_ERR_UNAVAILABLE:
+  case UCQL_ERR_IS_BOOTSTRAPPING: return 1;
+  case UCQL_ERR_OVERLOADED:
+  case UCQL_ERR_READ_TIMEOUT:
+  case UCQL_ERR_READ_FAILURE: return read;
+  default: return 0;
+  }
+}
+
+/* (on c) Prepare statement i. */
+static int prepare(cass *s, ucql_conn *c, int i, ustore_err *e) {
+  ucql_call k;
+  memset(&k, 0, sizeof k);
+  k.opcode = UCQL_OP_PREPARE;
+  k.cql = s->st[i].cql;
+  ucql_conn_run(c, &k, 1);
+  int rc = UNICO_OK;
+  if (k.rc) {
+    seterr(e, "preparing a statement: %s", k.err);
+    rc = UNICO_EUNAVAILABLE;
+  } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
+    rc = error_rc(&k.resp, "preparing a statement", e);
+    rc = UNICO_EUNAVAILABLE;
+  } else if (k.resp.h.opcode != UCQL_OP_RESULT ||
+             k.resp.result_kind != UCQL_RESULT_PREPARED ||
+             k.resp.prepared_len > sizeof s->st[i].id) {
+    seterr(e, "preparing a statement: unexpected answer");
+    rc = UNICO_EUNAVAILABLE;
+  } else {
+    pthread_mutex_lock(&s->mu);
+    memcpy(s->st[i].id, k.resp.prepared_id, k.resp.prepared_len);
+    s->st[i].idlen = k.resp.prepared_len;
+    s->st[i].ready = 1;
+    pthread_mutex_unlock(&s->mu);
+  }
+  ucql_calls_clear(&k, 1);
+  return rc;
+}
+
+/* One statement execution with its bound values. */
+typedef struct req {
+  ucql_call call;
+  int st;
+  ucql_value vals[4];
+  uint8_t nums[2][8];
+} req;
+
+static void put_be64(uint8_t *p, uint64_t v) {
+  for (int i = 7; i >= 0; i--, v >>= 8) p[i] = (uint8_t)v;
+}
+
+static void req_init(cass *s, req *r, int st) {
+  memset(r, 0, sizeof *r);
+  r->st = st;
+  r->call.opcode = UCQL_OP_EXECUTE;
+  r->call.params.consistency = st == ST_GET ? s->serial : s->cl;
+  r->call.params.serial = st == ST_GET ? 0 : s->serial;
+  r->call.params.values = r->vals;
+}
+
+static void req_val(req *r, const void *p, size_t n) {
+  r->vals[r->call.params.nvalues].p = p ? p : (const uint8_t *)"";
+  r->vals[r->call.params.nvalues].len = (int32_t)n;
+  r->call.params.nvalues++;
+}
+
+static void req_num(req *r, int slotn, uint64_t v) {
+  put_be64(r->nums[slotn], v);
+  req_val(r, r->nums[slotn], 8);
+}
+
+/* Run reqs[0..n) together on one connection: prepared first where needed,
+ * statements the node forgot prepared again, requests that certainly did
+ * not leave sent again (on a new connection). Each reqs[i].call then has
+ * rc and resp. */
+static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
+  ucql_call *batch = calloc(n ? n : 1, sizeof *batch);
+  size_t *idx = calloc(n ? n : 1, sizeof *idx);
+  int rc = UNICO_OK;
+  if (!batch || !idx) {
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
+  for (size_t i = 0; i < n; i++) {
+    reqs[i].call.rc = UNICO_EUNAVAILABLE;
+    snprintf(reqs[i].call.err, sizeof reqs[i].call.err, "not sent");
+  }
+  size_t pending = n;
+  for (int round = 0; pending && round < SEND_RETRIES + 2; round++) {
+    ucql_conn *c = NULL;
+    if (round) { /* back off a little, with jitter */
+      long ms = (10L << (round < 6 ? round : 6)) + rand() % 10;
+      struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    rc = get_conn(s, &c, e);
+    if (rc) break;
+    /* statements this store has not prepared yet */
+    for (size_t i = 0; i < n && !rc; i++) {
+      pthread_mutex_lock(&s->mu);
+      int ready = s->st[reqs[i].st].ready;
+      pthread_mutex_unlock(&s->mu);
+      if (!ready) rc = prepare(s, c, reqs[i].st, e);
+    }
+    if (rc) {
+      ucql_conn_unref(c);
+      break;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+      /* (not yet sent, or sent and certainly not executed) */
+      if (reqs[i].call.rc != UNICO_EUNAVAILABLE || reqs[i].call.sent) continue;
+      ucql_msg_free(&reqs[i].call.resp);
+      pthread_mutex_lock(&s->mu);
+      reqs[i].call.id = s->st[reqs[i].st].id;
+      reqs[i].call.idlen = s->st[reqs[i].st].idlen;
+      pthread_mutex_unlock(&s->mu);
+      batch[m] = reqs[i].call;
+      idx[m++] = i;
+    }
+    count(s, &g_stats.round_trips, 1);
+    ucql_conn_run(c, batch, m);
+    pending = 0;
+    for (size_t j = 0; j < m; j++) {
+      ucql_call *k = &batch[j];
+      req *r = &reqs[idx[j]];
+      if (k->rc == UNICO_OK && k->resp.h.opcode == UCQL_OP_ERROR &&
+          k->resp.err.code == UCQL_ERR_UNPREPARED) {
+        /* the node does not know the statement: not executed */
+        ucql_msg_free(&k->resp);
+        pthread_mutex_lock(&s->mu);
+        s->st[r->st].ready = 0;
+        pthread_mutex_unlock(&s->mu);
+        k->rc = UNICO_EUNAVAILABLE;
+        k->sent = 0;
+        snprintf(k->err, sizeof k->err, "the node kept forgetting a prepared "
+                                        "statement");
+      } else if (k->rc == UNICO_OK && k->resp.h.opcode == UCQL_OP_ERROR &&
+                 retryable(&k->resp.err, r->st == ST_GET)) {
+        /* nothing was written (or it is a read): again, maybe elsewhere */
+        ustore_err tmp = {{0}};
+        error_rc(&k->resp, r->st == ST_GET ? "reading" : "writing", &tmp);
+        snprintf(k->err, sizeof k->err, "%s", tmp.msg);
+        ucql_msg_free(&k->resp);
+        k->rc = UNICO_EUNAVAILABLE;
+        k->sent = 0;
+      } else if (k->rc == UNICO_EUNKNOWN && r->st == ST_GET) {
+        k->rc = UNICO_EUNAVAILABLE; /* a read: ask again */
+        k->sent = 0;
+      }
+      r->call = *k;
+      memset(&k->resp, 0, sizeof k->resp);
+      if (r->call.rc == UNICO_EUNAVAILABLE && !r->call.sent) pending++;
+    }
+    ucql_conn_unref(c);
+  }
+  rc = UNICO_OK;
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i].call.rc == UNICO_EUNKNOWN) count(s, &g_stats.unknown, 1);
+leave:
+  free(batch);
+  free(idx);
+  return rc;
+}
+
+static void reqs_free(req *reqs, size_t n) {
+  for (size_t i = 0; i < n; i++) ucql_msg_free(&reqs[i].call.resp);
+}
+
+/* The answer of a write: UNICO_OK (applied), USTORE_NOT_APPLIED with
+ * *row_cols set to the columns that came back, or an error. */
+static int write_answer(req *r, const char *what, ustore_err *e) {
+  ucql_call *k = &r->call;
+  if (k->rc) {
+    seterr(e, "%s: %s", what, k->err);
+    return k->rc;
+  }
+  if (k->resp.h.opcode == UCQL_OP_ERROR) return error_rc(&k->resp, what, e);
+  const ucql_rows *rows = &k->resp.rows;
+  int applied = 0;
+  int ai = ucql_rows_col(rows, "[applied]");
+  if (k->resp.h.opcode != UCQL_OP_RESULT ||
+      k->resp.result_kind != UCQL_RESULT_ROWS || rows->nrows != 1 || ai < 0 ||
+      ucql_cell_bool(&rows->cells[ai], &applied)) {
+    seterr(e, "%s: the answer has no [applied] row", what);
+    return UNICO_EUNKNOWN;
+  }
+  return applied ? UNICO_OK : USTORE_NOT_APPLIED;
+}
+
+/* Cell `name` of the one row of r's answer, or NULL when absent. */
+static const ucql_value *cell(req *r, const char *name) {
+  const ucql_rows *rows = &r->call.resp.rows;
+  int i = ucql_rows_col(rows, name);
+  if (i < 0 || rows->nrows < 1) return NULL;
+  return &rows->cells[i];
+}
+
+/* ------------------------------------------------------------------ */
+/* get */
+
+/* Read keys[i] for each of n reqs built by the caller; fill vals and
+ * vers; rcs[i] UNICO_OK / UNICO_ENOTFOUND / error. */
+static void get_answer(req *r, ubuf *val, uint64_t *ver, int *rc,
+                       ustore_err *e) {
+  ucql_call *k = &r->call;
+  if (k->rc) {
+    seterr(e, "reading: %s", k->err);
+    *rc = UNICO_EUNAVAILABLE;
+    return;
+  }
+  if (k->resp.h.opcode == UCQL_OP_ERROR) {
+    error_rc(&k->resp, "reading", e);
+    *rc = UNICO_EUNAVAILABLE; /* a read wrote nothing */
+    return;
+  }
+  const ucql_rows *rows = &k->resp.rows;
+  if (k->resp.h.opcode != UCQL_OP_RESULT ||
+      k->resp.result_kind != UCQL_RESULT_ROWS) {
+    seterr(e, "reading: unexpected answer");
+    *rc = UNICO_EUNAVAILABLE;
+    return;
+  }
+  if (rows->nrows == 0) {
+    *rc = UNICO_ENOTFOUND;
+    return;
+  }
+  const ucql_value *v = cell(r, "v"), *n = cell(r, "ver");
+  int64_t x;
+  if (!v || !n || ucql_cell_bigint(n, &x)) {
+    seterr(e, "reading: a row without its version");
+    *rc = UNICO_ECORRUPT;
+    return;
+  }
+  if (val) {
+    ubuf_reset(val);
+    if (v->len > 0) ubuf_put(val, v->p, (size_t)v->len);
+  }
+  if (ver) *ver = (uint64_t)x;
+  *rc = UNICO_OK;
+}
+
+static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
+                    uint64_t *version, ustore_err *e) {
+  cass *s = (cass *)base;
+  req r;
+  req_init(s, &r, ST_GET);
+  req_val(&r, key, klen);
+  count(s, &g_stats.reads, 1);
+  int rc = run(s, &r, 1, e);
+  if (!rc) get_answer(&r, val, version, &rc, e);
+  reqs_free(&r, 1);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* writes */
+
+/* An op done by one LWT (the common ones), and its statement. */
+static int simple_stmt(const ustore_op *op) {
+  if (op->action == USTORE_PUT && op->expect == USTORE_ABSENT) return ST_INS;
+  if (op->action == USTORE_PUT && op->expect == USTORE_VERSION) return ST_UPD;
+  if (op->action == USTORE_DEL && op->expect == USTORE_VERSION) return ST_DELV;
+  if (op->action == USTORE_DEL &&
+      (op->expect == USTORE_ANY || op->expect == USTORE_PRESENT))
+    return ST_DELX;
+  return -1;
+}
+
+static void build_write(cass *s, req *r, const ustore_op *op, int st) {
+  req_init(s, r, st);
+  switch (st) {
+  case ST_INS:
+    req_val(r, op->key, op->klen);
+    req_val(r, op->val, op->vlen);
+    break;
+  case ST_UPD:
+    req_val(r, op->val, op->vlen);
+    req_num(r, 0, op->expect_version + 1);
+    req_val(r, op->key, op->klen);
+    req_num(r, 1, op->expect_version);
+    break;
+  case ST_DELV:
+    req_val(r, op->key, op->klen);
+    req_num(r, 0, op->expect_version);
+    break;
+  default: /* ST_DELX */
+    req_val(r, op->key, op->klen);
+    break;
+  }
+}
+
+static void set_failed(ustore_op *op, int exists, uint64_t ver,
+                       const ucql_value *v) {
+  op->failed = 1;
+  op->exists = exists;
+  op->cur_version = exists ? ver : 0;
+  ubuf_reset(&op->cur);
+  if (exists && v && v->len > 0) ubuf_put(&op->cur, v->p, (size_t)v->len);
+}
+
+/* Read-then-write for the rarer conditions; UNICO_OK, USTORE_NOT_APPLIED
+ * or an error. */
+static int rmw(cass *s, ustore_op *op, ustore_err *e) {
+  ubuf cur = UBUF_INIT;
+  int rc = UNICO_EBUSY;
+  for (int round = 0; round < RMW_ROUNDS; round++) {
+    uint64_t ver = 0;
+    int g = cass_get(&s->base, op->key, op->klen, &cur, &ver, e);
+    if (g && g != UNICO_ENOTFOUND) {
+      rc = g;
+      break;
+    }
+    int exists = g == UNICO_OK;
+    int holds = op->expect == USTORE_ANY ||
+                (op->expect == USTORE_ABSENT && !exists) ||
+                (op->expect == USTORE_PRESENT && exists) ||
+                (op->expect == USTORE_VERSION && exists &&
+                 ver == op->expect_version);
+    if (!holds) {
+      ucql_value v = {cur.p, (int32_t)cur.len};
+      set_failed(op, exists, ver, &v);
+      rc = USTORE_NOT_APPLIED;
+      break;
+    }
+    if (op->action == USTORE_CHECK || (op->action == USTORE_DEL && !exists)) {
+      rc = UNICO_OK;
+      break;
+    }
+    ustore_op w = ustore_op_make(op->key, op->klen,
+                                 exists ? USTORE_VERSION : USTORE_ABSENT, ver,
+                                 op->action, op->val, op->vlen);
+    req r;
+    int st = simple_stmt(&w);
+    build_write(s, &r, &w, st);
+    count(s, &g_stats.lwts, 1);
+    rc = run(s, &r, 1, e);
+    if (!rc) rc = write_answer(&r, "writing", e);
+    reqs_free(&r, 1);
+    ubuf_free(&w.cur);
+    if (rc != USTORE_NOT_APPLIED) break; /* applied, or an error */
+    rc = UNICO_EBUSY; /* moved between the read and the write: again */
+  }
+  if (rc == UNICO_EBUSY)
+    seterr(e, "writing: the key kept changing under %d attempts", RMW_ROUNDS);
+  ubuf_free(&cur);
+  return rc;
+}
+
+static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
+                         ustore_err *errs) {
+  cass *s = (cass *)base;
+  req *reqs = calloc(n ? n : 1, sizeof *reqs);
+  size_t *of = calloc(n ? n : 1, sizeof *of);
+  if (!reqs || !of) {
+    free(reqs);
+    free(of);
+    return UNICO_ENOMEM;
+  }
+  ustore_err scratch;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    ops[i].failed = 0;
+    int st = simple_stmt(&ops[i]);
+    if (st < 0) continue;
+    build_write(s, &reqs[m], &ops[i], st);
+    of[m++] = i;
+  }
+  count(s, &g_stats.lwts, m);
+  int rc = run(s, reqs, m, &scratch);
+  if (rc) {
+    for (size_t i = 0; i < n; i++) rcs[i] = rc;
+    goto leave;
+  }
+  /* Answers; an UPDATE / DELETE ... IF ver = n that did not apply names
+   * only ver: those values are read after, together. */
+  req *reads = calloc(m ? m : 1, sizeof *reads);
+  size_t *rof = calloc(m ? m : 1, sizeof *rof);
+  size_t nr = 0;
+  for (size_t j = 0; j < m; j++) {
+    size_t i = of[j];
+    ustore_op *op = &ops[i];
+    ustore_err *e = errs ? &errs[i] : &scratch;
+    int r = write_answer(&reqs[j], "writing", e);
+    rcs[i] = r;
+    if (r != USTORE_NOT_APPLIED) continue;
+    int st = reqs[j].st;
+    if (st == ST_DELX) {
+      if (op->expect == USTORE_ANY) rcs[i] = UNICO_OK; /* nothing to delete */
+      else set_failed(op, 0, 0, NULL);
+    } else if (st == ST_INS) {
+      const ucql_value *v = cell(&reqs[j], "v"), *nv = cell(&reqs[j], "ver");
+      int64_t x = 0;
+      if (nv && !ucql_cell_bigint(nv, &x)) {
+        set_failed(op, 1, (uint64_t)x, v);
+      } else if (reads && rof) { /* (no row came back: read it) */
+        req_init(s, &reads[nr], ST_GET);
+        req_val(&reads[nr], op->key, op->klen);
+        rof[nr++] = i;
+      } else {
+        rcs[i] = UNICO_ENOMEM;
+      }
+    } else if (!cell(&reqs[j], "ver")) {
+      set_failed(op, 0, 0, NULL); /* the row does not exist */
+    } else if (reads && rof) {
+      req_init(s, &reads[nr], ST_GET);
+      req_val(&reads[nr], op->key, op->klen);
+      rof[nr++] = i;
+    } else {
+      rcs[i] = UNICO_ENOMEM;
+    }
+  }
+  if (nr) {
+    count(s, &g_stats.reads, nr);
+    int g = run(s, reads, nr, &scratch);
+    for (size_t j = 0; j < nr; j++) {
+      size_t i = rof[j];
+      ustore_err *e = errs ? &errs[i] : &scratch;
+      uint64_t ver = 0;
+      int grc = g;
+      if (!g) get_answer(&reads[j], &ops[i].cur, &ver, &grc, e);
+      if (grc == UNICO_OK) {
+        ops[i].failed = 1;
+        ops[i].exists = 1;
+        ops[i].cur_version = ver;
+      } else if (grc == UNICO_ENOTFOUND) {
+        set_failed(&ops[i], 0, 0, NULL);
+      } else {
+        /* not applied, but its current state could not be read */
+        rcs[i] = grc;
+      }
+    }
+    reqs_free(reads, nr);
+  }
+  free(reads);
+  free(rof);
+  /* the rarer conditions, one by one */
+  for (size_t i = 0; i < n; i++)
+    if (simple_stmt(&ops[i]) < 0)
+      rcs[i] = rmw(s, &ops[i], errs ? &errs[i] : &scratch);
+leave:
+  reqs_free(reqs, m);
+  free(reqs);
+  free(of);
+  return UNICO_OK;
+}
+
+static int cass_cas(ustore *base, ustore_op *op, ustore_err *e) {
+  int rc;
+  int r = cass_cas_many(base, op, 1, &rc, e);
+  return r ? r : rc;
+}
+
+static int cass_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
+  (void)base;
+  (void)ops;
+  (void)n;
+  seterr(e, "the cassandra store has no transactions (unico runs the claims "
+            "protocol on it)");
+  return UNICO_EUNSUPPORTED;
+}
+
+/* ------------------------------------------------------------------ */
+/* scan */
+
+typedef struct item {
+  uint8_t *k, *v;
+  size_t kl, vl;
+  uint64_t ver;
+} item;
+
+static int item_cmp(const void *a, const void *b) {
+  const item *x = a, *y = b;
+  size_t n = x->kl < y->kl ? x->kl : y->kl;
+  int c = n ? memcmp(x->k, y->k, n) : 0;
+  if (c) return c;
+  return x->kl < y->kl ? -1 : x->kl > y->kl;
+}
+
+static int cass_scan(ustore *base, const void *prefix, size_t plen,
+                     const void *after, size_t alen, ustore_scan_cb cb,
+                     void *ctx, ustore_err *e) {
+  cass *s = (cass *)base;
+  char cql[300];
+  snprintf(cql, sizeof cql, "SELECT k, v, ver FROM \"%s\".\"%s\"", s->ks,
+           s->table);
+  item *it = NULL;
+  size_t n = 0, cap = 0;
+  uint8_t *paging = NULL;
+  size_t plen2 = 0;
+  int rc = UNICO_OK;
+  for (;;) {
+    ucql_conn *c = NULL;
+    rc = get_conn(s, &c, e);
+    if (rc) break;
+    ucql_call k;
+    memset(&k, 0, sizeof k);
+    k.opcode = UCQL_OP_QUERY;
+    k.cql = cql;
+    k.params.consistency = s->cl;
+    k.params.page_size = SCAN_PAGE;
+    k.params.paging_state = paging;
+    k.params.paging_len = plen2;
+    count(s, &g_stats.round_trips, 1);
+    ucql_conn_run(c, &k, 1);
+    ucql_conn_unref(c);
+    if (k.rc) {
+      seterr(e, "scanning: %s", k.err);
+      rc = UNICO_EUNAVAILABLE;
+    } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
+      error_rc(&k.resp, "scanning", e);
+      rc = UNICO_EUNAVAILABLE;
+    } else if (k.resp.result_kind != UCQL_RESULT_ROWS) {
+      seterr(e, "scanning: unexpected answer");
+      rc = UNICO_EUNAVAILABLE;
+    }
+    if (rc) {
+      ucql_calls_clear(&k, 1);
+      break;
+    }
+    const ucql_rows *rows = &k.resp.rows;
+    int ki = ucql_rows_col(rows, "k"), vi = ucql_rows_col(rows, "v"),
+        ni = ucql_rows_col(rows, "ver");
+    if (rows->nrows > 0 && (ki < 0 || vi < 0 || ni < 0)) {
+      seterr(e, "scanning: the answer lacks a column");
+      rc = UNICO_ECORRUPT;
+    }
+    for (int32_t r = 0; r < rows->nrows && rc == UNICO_OK; r++) {
+      const ucql_value *kv = &rows->cells[(size_t)r * rows->ncols + ki];
+      const ucql_value *vv = &rows->cells[(size_t)r * rows->ncols + vi];
+      const ucql_value *nv = &rows->cells[(size_t)r * rows->ncols + ni];
+      int64_t ver;
+      if (kv->len < 0 || ucql_cell_bigint(nv, &ver)) {
+        seterr(e, "scanning: a row without key or version");
+        rc = UNICO_ECORRUPT;
+        break;
+      }
+      size_t kl = (size_t)kv->len;
+      if (kl < plen || (plen && memcmp(kv->p, prefix, plen))) continue;
+      if (after) {
+        item a = {(uint8_t *)after, NULL, alen, 0, 0};
+        item x = {(uint8_t *)kv->p, NULL, kl, 0, 0};
+        if (item_cmp(&x, &a) <= 0) continue;
+      }
+      if (n == cap) {
+        size_t nc = cap ? 2 * cap : 256;
+        item *ni2 = realloc(it, nc * sizeof *ni2);
+        if (!ni2) {
+          rc = UNICO_ENOMEM;
+          break;
+        }
+        it = ni2;
+        cap = nc;
+      }
+      size_t vl = vv->len > 0 ? (size_t)vv->len : 0;
+      it[n].k = malloc(kl ? kl : 1);
+      it[n].v = malloc(vl ? vl : 1);
+      if (!it[n].k || !it[n].v) {
+        free(it[n].k);
+        free(it[n].v);
+        rc = UNICO_ENOMEM;
+        break;
+      }
+      if (kl) memcpy(it[n].k, kv->p, kl);
+      if (vl) memcpy(it[n].v, vv->p, vl);
+      it[n].kl = kl;
+      it[n].vl = vl;
+      it[n].ver = (uint64_t)ver;
+      n++;
+    }
+    free(paging);
+    paging = NULL;
+    plen2 = 0;
+    if (rc == UNICO_OK && rows->has_more && rows->paging_state) {
+      paging = malloc(rows->paging_len ? rows->paging_len : 1);
+      if (!paging) rc = UNICO_ENOMEM;
+      else {
+        memcpy(paging, rows->paging_state, rows->paging_len);
+        plen2 = rows->paging_len;
+      }
+    }
+    ucql_calls_clear(&k, 1);
+    if (rc || !paging) break;
+  }
+  free(paging);
+  if (rc == UNICO_OK) {
+    qsort(it, n, sizeof *it, item_cmp);
+    for (size_t i = 0; i < n && rc == UNICO_OK; i++)
+      rc = cb(ctx, it[i].k, it[i].kl, it[i].v, it[i].vl, it[i].ver);
+  }
+  for (size_t i = 0; i < n; i++) {
+    free(it[i].k);
+    free(it[i].v);
+  }
+  free(it);
+  return rc;
+}
+
+static void cass_close(ustore *base) {
+  cass *s = (cass *)base;
+  if (!s) return;
+  if (s->conn) ucql_conn_unref(s->conn);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+static const ustore_vtab CASS_VTAB = {
+    USTORE_VTAB_VERSION, "cassandra", 0, cass_get, cass_cas, cass_txn,
+    cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many};
+
+/* ------------------------------------------------------------------ */
+/* open: the keyspace, the table, the statements */
+
+/* One DDL or system query; the answer in *k (caller clears). */
+static int query(cass *s, const char *cql, const ucql_value *vals, size_t nv,
+                 uint16_t cl, ucql_call *k, ustore_err *e) {
+  ucql_conn *c = NULL;
+  int rc = get_conn(s, &c, e);
+  if (rc) return rc;
+  memset(k, 0, sizeof *k);
+  k->opcode = UCQL_OP_QUERY;
+  k->cql = cql;
+  k->params.consistency = cl;
+  k->params.values = vals;
+  k->params.nvalues = nv;
+  ucql_conn_run(c, k, 1);
+  ucql_conn_unref(c);
+  if (k->rc) {
+    seterr(e, "%s: %s", cql, k->err);
+    return UNICO_EUNAVAILABLE;
+  }
+  if (k->resp.h.opcode == UCQL_OP_ERROR) {
+    seterr(e, "%s: %s: %s", cql, ucql_error_name(k->resp.err.code),
+           k->resp.err.message ? k->resp.err.message : "");
+    return UNICO_EUNAVAILABLE;
+  }
+  return UNICO_OK;
+}
+
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         p[3];
+}
+
+/* The smallest replication factor of a replication map<text,text> cell
+ * (SimpleStrategy: replication_factor; NetworkTopologyStrategy: each
+ * datacenter's); -1 when it cannot be told. Also the class, for messages. */
+static long min_rf(const ucql_value *v, char *cls, size_t clen) {
+  long lo = -1;
+  cls[0] = 0;
+  if (!v || v->len < 4) return -1;
+  const uint8_t *p = v->p, *end = v->p + v->len;
+  uint32_t n = be32(p);
+  p += 4;
+  for (uint32_t i = 0; i < n; i++) {
+    char key[128], val[128];
+    char *dst[2] = {key, val};
+    for (int j = 0; j < 2; j++) {
+      if (end - p < 4) return -1;
+      int32_t l = (int32_t)be32(p);
+      p += 4;
+      if (l < 0 || end - p < l) return -1;
+      size_t cl = (size_t)l < 127 ? (size_t)l : 127;
+      memcpy(dst[j], p, cl);
+      dst[j][cl] = 0;
+      p += l;
+    }
+    if (!strcmp(key, "class")) {
+      snprintf(cls, clen, "%s", val);
+      continue;
+    }
+    char *endp;
+    long rf = strtol(val, &endp, 10);
+    if (endp == val) continue;
+    if (lo < 0 || rf < lo) lo = rf;
+  }
+  return lo;
+}
+
+static int weak_refusal(cass *s, long rf, const char *how, ustore_err *e) {
+  seterr(e,
+         "keyspace %s %s replication factor %ld: %s; use 3 or more, or add "
+         "allow_weak=1 to the store URL for a development server",
+         s->ks, how, rf,
+         rf <= 1 ? "one copy of each key, so losing a node loses claims, and "
+                   "QUORUM has no margin"
+                 : "QUORUM then needs every replica, so one node down stops "
+                   "every write");
+  return UNICO_EINVAL;
+}
+
+static int setup(cass *s, const char *replication, int allow_weak,
+                 ustore_err *e) {
+  ucql_call k;
+  ucql_value kv = {(const uint8_t *)s->ks, (int32_t)strlen(s->ks)};
+  int rc = query(s,
+                 "SELECT replication FROM system_schema.keyspaces WHERE "
+                 "keyspace_name = ?",
+                 &kv, 1, UCQL_ONE, &k, e);
+  if (rc) return rc;
+  int exists = k.resp.result_kind == UCQL_RESULT_ROWS && k.resp.rows.nrows > 0;
+  char cls[128] = "";
+  long rf = exists ? min_rf(&k.resp.rows.cells[0], cls, sizeof cls) : -1;
+  ucql_calls_clear(&k, 1);
+  if (exists) {
+    if (rf >= 0 && rf < 3 && !allow_weak)
+      return weak_refusal(s, rf, "has", e);
+  } else {
+    char cql[700], repl[400];
+    if (!replication || !*replication) {
+      seterr(e,
+             "keyspace %s does not exist; to create it, give replication=N "
+             "(SimpleStrategy, N copies) or replication=DC:N,DC:N "
+             "(NetworkTopologyStrategy) in the store URL",
+             s->ks);
+      return UNICO_EINVAL;
+    }
+    long lo = -1;
+    if (!strchr(replication, ':')) {
+      char *endp;
+      lo = strtol(replication, &endp, 10);
+      if (*endp || lo < 1 || lo > 99) goto bad_repl;
+      snprintf(repl, sizeof repl,
+               "{'class': 'SimpleStrategy', 'replication_factor': %ld}", lo);
+    } else {
+      size_t off = (size_t)snprintf(repl, sizeof repl,
+                                    "{'class': 'NetworkTopologyStrategy'");
+      char tmp[300];
+      snprintf(tmp, sizeof tmp, "%s", replication);
+      for (char *sv = NULL, *dc = strtok_r(tmp, ",", &sv); dc;
+           dc = strtok_r(NULL, ",", &sv)) {
+        char *colon = strrchr(dc, ':'), *endp;
+        if (!colon || colon == dc) goto bad_repl;
+        *colon = 0;
+        long n = strtol(colon + 1, &endp, 10);
+        if (*endp || n < 1 || n > 99) goto bad_repl;
+        for (const char *q = dc; *q; q++)
+          if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+                (*q >= '0' && *q <= '9') || *q == '_' || *q == '-' ||
+                *q == '.'))
+            goto bad_repl;
+        if (lo < 0 || n < lo) lo = n;
+        off += (size_t)snprintf(repl + off, sizeof repl - off, ", '%s': %ld",
+                                dc, n);
+        if (off >= sizeof repl - 2) goto bad_repl;
+      }
+      snprintf(repl + off, sizeof repl - off, "}");
+    }
+    if (lo < 3 && !allow_weak) return weak_refusal(s, lo, "would have", e);
+    snprintf(cql, sizeof cql,
+             "CREATE KEYSPACE IF NOT EXISTS \"%s\" WITH replication = %s",
+             s->ks, repl);
+    rc = query(s, cql, NULL, 0, s->cl, &k, e);
+    ucql_calls_clear(&k, 1);
+    if (rc) return rc;
+  }
+  char cql[400];
+  snprintf(cql, sizeof cql,
+           "CREATE TABLE IF NOT EXISTS \"%s\".\"%s\" (k blob PRIMARY KEY, "
+           "v blob, ver bigint)",
+           s->ks, s->table);
+  rc = query(s, cql, NULL, 0, s->cl, &k, e);
+  ucql_calls_clear(&k, 1);
+  if (rc) return rc;
+  /* the statements; a fresh table may take a moment to reach every node */
+  for (int i = 0; i < NST; i++) {
+    ucql_conn *c = NULL;
+    rc = UNICO_EUNAVAILABLE;
+    for (int t = 0; t < 50 && rc; t++) {
+      if (t) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+      }
+      rc = get_conn(s, &c, e);
+      if (rc) return rc;
+      rc = prepare(s, c, i, e);
+      ucql_conn_unref(c);
+    }
+    if (rc) return rc;
+  }
+  return UNICO_OK;
+bad_repl:
+  seterr(e,
+         "replication=%s: expected N (SimpleStrategy) or DC:N,DC:N "
+         "(NetworkTopologyStrategy), N from 1 to 99",
+         replication);
+  return UNICO_EINVAL;
+}
+
+static int valid_name(const char *p, size_t n) {
+  if (n < 1 || n > 48) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+          (p[i] >= '0' && p[i] <= '9') || p[i] == '_'))
+      return 0;
+  return 1;
+}
+
+static int parse_long(const char *v, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > hi) return -1;
+  *out = x;
+  return 0;
+}
+
+static int parse_consistency(const char *v, int serial, uint16_t *out) {
+  static const struct {
+    const char *name;
+    uint16_t c;
+    int serial;
+  } T[] = {{"QUORUM", UCQL_QUORUM, 0},
+           {"LOCAL_QUORUM", UCQL_LOCAL_QUORUM, 0},
+           {"EACH_QUORUM", UCQL_EACH_QUORUM, 0},
+           {"ALL", UCQL_ALL, 0},
+           {"SERIAL", UCQL_SERIAL, 1},
+           {"LOCAL_SERIAL", UCQL_LOCAL_SERIAL, 1}};
+  for (size_t i = 0; i < sizeof T / sizeof *T; i++)
+    if (T[i].serial == serial && !strcasecmp(v, T[i].name)) {
+      *out = T[i].c;
+      return 0;
+    }
+  return -1;
+}
+
+#define USAGE                                                                \
+  "expected cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS] "    \
+  "(see docs/cassandra.md)"
+
+int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
+  *out = NULL;
+  if (strncmp(url, "cassandra://", 12)) {
+    seterr(e, "not a Cassandra URL: \"%s\"", url);
+    return UNICO_EINVAL;
+  }
+  cass *s = calloc(1, sizeof *s);
+  if (!s) return UNICO_ENOMEM;
+  s->base.vt = &CASS_VTAB;
+  pthread_mutex_init(&s->mu, NULL);
+  s->cl = UCQL_QUORUM;
+  s->serial = UCQL_SERIAL;
+  snprintf(s->table, sizeof s->table, "unico");
+  char repl[300] = "";
+  long allow_weak = 0;
+  int rc = UNICO_EINVAL;
+  const char *rest = url + 12, *slash = strchr(rest, '/');
+  if (!slash || slash == rest) {
+    seterr(e, "store URL \"%s\": %s", url, USAGE);
+    goto fail;
+  }
+  /* hosts */
+  char hosts[1024];
+  if ((size_t)(slash - rest) >= sizeof hosts) {
+    seterr(e, "store URL \"%s\": too many hosts", url);
+    goto fail;
+  }
+  memcpy(hosts, rest, (size_t)(slash - rest));
+  hosts[slash - rest] = 0;
+  for (char *sv = NULL, *h = strtok_r(hosts, ",", &sv); h;
+       h = strtok_r(NULL, ",", &sv)) {
+    if (s->nhosts == MAX_HOSTS) {
+      seterr(e, "store URL \"%s\": at most %d hosts", url, MAX_HOSTS);
+      goto fail;
+    }
+    char *port = NULL;
+    if (*h == '[') { /* [v6]:port */
+      char *rb = strchr(h, ']');
+      if (!rb) goto bad_host;
+      *rb = 0;
+      h++;
+      if (rb[1] == ':') port = rb + 2;
+      else if (rb[1]) goto bad_host;
+    } else {
+      char *colon = strchr(h, ':');
+      if (colon) {
+        *colon = 0;
+        port = colon + 1;
+      }
+    }
+    long p = 9042;
+    if (!*h || strlen(h) >= sizeof s->hosts[0].host ||
+        (port && parse_long(port, 1, 65535, &p)))
+      goto bad_host;
+    snprintf(s->hosts[s->nhosts].host, sizeof s->hosts[0].host, "%s", h);
+    s->hosts[s->nhosts++].port = (unsigned)p;
+  }
+  if (!s->nhosts) goto bad_host;
+  /* keyspace and options */
+  const char *ks = slash + 1, *qm = strchr(ks, '?');
+  size_t kl = qm ? (size_t)(qm - ks) : strlen(ks);
+  if (!valid_name(ks, kl)) {
+    seterr(e,
+           "keyspace name \"%.*s\" in the store URL is not valid: 1 to 48 "
+           "characters of A-Z a-z 0-9 _",
+           (int)(kl > 100 ? 100 : kl), ks);
+    goto fail;
+  }
+  memcpy(s->ks, ks, kl);
+  s->ks[kl] = 0;
+  if (qm) {
+    char opt[1024];
+    if (strlen(qm + 1) >= sizeof opt) {
+      seterr(e, "store URL options too long");
+      goto fail;
+    }
+    snprintf(opt, sizeof opt, "%s", qm + 1);
+    for (char *sv = NULL, *o = strtok_r(opt, "&", &sv); o;
+         o = strtok_r(NULL, "&", &sv)) {
+      char *eq = strchr(o, '=');
+      const char *v = eq ? eq + 1 : "";
+      if (eq) *eq = 0;
+      int ok = 1;
+      if (!strcmp(o, "consistency")) ok = !parse_consistency(v, 0, &s->cl);
+      else if (!strcmp(o, "serial")) ok = !parse_consistency(v, 1, &s->serial);
+      else if (!strcmp(o, "user") && strlen(v) < sizeof s->user)
+        snprintf(s->user, sizeof s->user, "%s", v);
+      else if (!strcmp(o, "password") && strlen(v) < sizeof s->password)
+        snprintf(s->password, sizeof s->password, "%s", v);
+      else if (!strcmp(o, "connect_timeout_ms"))
+        ok = !parse_long(v, 1, 600000, &s->connect_ms);
+      else if (!strcmp(o, "request_timeout_ms"))
+        ok = !parse_long(v, 1, 600000, &s->request_ms);
+      else if (!strcmp(o, "table") && valid_name(v, strlen(v)))
+        snprintf(s->table, sizeof s->table, "%s", v);
+      else if (!strcmp(o, "replication") && strlen(v) < sizeof repl)
+        snprintf(repl, sizeof repl, "%s", v);
+      else if (!strcmp(o, "allow_weak"))
+        ok = !parse_long(v, 0, 1, &allow_weak);
+      else
+        ok = 0;
+      if (!ok) {
+        seterr(e,
+               "cassandra store option %s%s%s: expected consistency=QUORUM|"
+               "LOCAL_QUORUM|EACH_QUORUM|ALL, serial=SERIAL|LOCAL_SERIAL, "
+               "user=, password=, connect_timeout_ms=, request_timeout_ms=, "
+               "table=NAME, replication=N|DC:N,..., allow_weak=0|1",
+               o, eq ? "=" : "", !strcmp(o, "password") ? "***" : v);
+        goto fail;
+      }
+    }
+  }
+  if (!s->user[0] && getenv("UNICO_CASSANDRA_USER"))
+    snprintf(s->user, sizeof s->user, "%s", getenv("UNICO_CASSANDRA_USER"));
+  if (!s->password[0] && getenv("UNICO_CASSANDRA_PASSWORD"))
+    snprintf(s->password, sizeof s->password, "%s",
+             getenv("UNICO_CASSANDRA_PASSWORD"));
+  /* statements */
+  char q[160];
+  snprintf(q, sizeof q, "\"%s\".\"%s\"", s->ks, s->table);
+  snprintf(s->st[ST_GET].cql, sizeof s->st[0].cql,
+           "SELECT v, ver FROM %s WHERE k = ?", q);
+  snprintf(s->st[ST_INS].cql, sizeof s->st[0].cql,
+           "INSERT INTO %s (k, v, ver) VALUES (?, ?, 1) IF NOT EXISTS", q);
+  snprintf(s->st[ST_UPD].cql, sizeof s->st[0].cql,
+           "UPDATE %s SET v = ?, ver = ? WHERE k = ? IF ver = ?", q);
+  snprintf(s->st[ST_DELV].cql, sizeof s->st[0].cql,
+           "DELETE FROM %s WHERE k = ? IF ver = ?", q);
+  snprintf(s->st[ST_DELX].cql, sizeof s->st[0].cql,
+           "DELETE FROM %s WHERE k = ? IF EXISTS", q);
+  rc = setup(s, repl, (int)allow_weak, e);
+  if (rc) goto fail;
+  *out = &s->base;
+  return UNICO_OK;
+bad_host:
+  seterr(e, "store URL \"%s\": a host is not HOST, HOST:PORT or [V6]:PORT",
+         url);
+  rc = UNICO_EINVAL;
+fail:
+  cass_close(&s->base);
+  return rc;
+}

@@ -1,0 +1,501 @@
+/* cql_conn.c - a CQL v4 connection shared by many threads (cql_conn.h). */
+/* Messages are cut to their buffers on purpose. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/cql_conn.h"
+#include "unico.h"
+
+#define NSTREAMS 1024 /* v4 allows 32768; this is plenty in flight */
+#define READ_CHUNK 65536
+
+enum { S_FREE = 0, S_WAITING, S_DONE, S_ABANDONED };
+
+typedef struct slot {
+  int state;
+  ucql_msg msg;
+} slot;
+
+struct ucql_conn {
+  atomic_int refs;
+  int fd;
+  char peer[128];
+  long req_ms;
+  pthread_mutex_t mu; /* slots, reading, broken */
+  pthread_cond_t cv;
+  pthread_mutex_t wmu; /* writes to fd */
+  int reading;         /* a caller is reading the socket */
+  int broken;
+  char why[200];
+  slot slots[NSTREAMS];
+  int nfree;
+  int next; /* where to look for a free stream */
+  ubuf rbuf; /* bytes read, not yet a whole frame (the reader's) */
+};
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void deadline_ts(int64_t deadline_mono, struct timespec *ts) {
+  /* cond vars wait on CLOCK_MONOTONIC (set at init) */
+  ts->tv_sec = deadline_mono / 1000;
+  ts->tv_nsec = (deadline_mono % 1000) * 1000000L;
+}
+
+/* (mu held) Mark the connection failed; every waiter learns it. */
+static void set_broken(ucql_conn *c, const char *why) {
+  if (!c->broken) {
+    c->broken = 1;
+    snprintf(c->why, sizeof c->why, "%s", why);
+  }
+  pthread_cond_broadcast(&c->cv);
+}
+
+int ucql_conn_broken(ucql_conn *c) {
+  pthread_mutex_lock(&c->mu);
+  int b = c->broken;
+  pthread_mutex_unlock(&c->mu);
+  return b;
+}
+
+const char *ucql_conn_peer(const ucql_conn *c) { return c->peer; }
+
+void ucql_conn_ref(ucql_conn *c) { atomic_fetch_add(&c->refs, 1); }
+
+void ucql_conn_unref(ucql_conn *c) {
+  if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+  if (c->fd >= 0) close(c->fd);
+  for (int i = 0; i < NSTREAMS; i++) ucql_msg_free(&c->slots[i].msg);
+  ubuf_free(&c->rbuf);
+  pthread_mutex_destroy(&c->mu);
+  pthread_mutex_destroy(&c->wmu);
+  pthread_cond_destroy(&c->cv);
+  free(c);
+}
+
+void ucql_calls_clear(ucql_call *calls, size_t n) {
+  for (size_t i = 0; i < n; i++) ucql_msg_free(&calls[i].resp);
+}
+
+/* ------------------------------------------------------------------ */
+/* socket */
+
+static int connect_to(const char *host, unsigned port, long timeout_ms,
+                      char *err, size_t errlen) {
+  struct addrinfo hints, *res = NULL, *ai;
+  char ps[16];
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  snprintf(ps, sizeof ps, "%u", port);
+  int g = getaddrinfo(host, ps, &hints, &res);
+  if (g) {
+    snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(g));
+    return -1;
+  }
+  int fd = -1;
+  for (ai = res; ai; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (r < 0 && errno == EINPROGRESS) {
+      struct pollfd p = {fd, POLLOUT, 0};
+      int pr;
+      do {
+        pr = poll(&p, 1, (int)timeout_ms);
+      } while (pr < 0 && errno == EINTR);
+      int soerr = 0;
+      socklen_t sl = sizeof soerr;
+      if (pr == 1 && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) &&
+          !soerr) {
+        r = 0;
+      } else {
+        snprintf(err, errlen, "cannot connect to %s:%u: %s", host, port,
+                 pr == 0 ? "timed out" : strerror(soerr ? soerr : errno));
+        r = -1;
+      }
+    } else if (r < 0) {
+      snprintf(err, errlen, "cannot connect to %s:%u: %s", host, port,
+               strerror(errno));
+    }
+    if (r == 0) break;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd >= 0) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return fd;
+}
+
+/* Write all of buf before the deadline. Returns the bytes written; *ok 0
+ * on failure. */
+static size_t write_all(ucql_conn *c, const uint8_t *p, size_t n,
+                        int64_t deadline, int *ok, char *err, size_t errlen) {
+  size_t off = 0;
+  *ok = 1;
+  while (off < n) {
+    ssize_t w = send(c->fd, p + off, n - off, MSG_NOSIGNAL);
+    if (w > 0) {
+      off += (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int64_t left = deadline - mono_ms();
+      struct pollfd pf = {c->fd, POLLOUT, 0};
+      if (left > 0 && poll(&pf, 1, (int)left) >= 0) continue;
+      snprintf(err, errlen, "writing to %s: timed out", c->peer);
+    } else {
+      snprintf(err, errlen, "writing to %s: %s", c->peer,
+               w == 0 ? "connection closed" : strerror(errno));
+    }
+    *ok = 0;
+    break;
+  }
+  return off;
+}
+
+/* (reader, mu NOT held) Read what the socket has within wait_ms into
+ * rbuf. 1 when bytes came, 0 on timeout, -1 on failure (why filled). */
+static int read_some(ucql_conn *c, int wait_ms, char *why, size_t wlen) {
+  struct pollfd pf = {c->fd, POLLIN, 0};
+  int pr = poll(&pf, 1, wait_ms);
+  if (pr < 0 && errno == EINTR) return 0;
+  if (pr < 0) {
+    snprintf(why, wlen, "reading from %s: %s", c->peer, strerror(errno));
+    return -1;
+  }
+  if (pr == 0) return 0;
+  if (ubuf_reserve(&c->rbuf, READ_CHUNK)) {
+    snprintf(why, wlen, "out of memory");
+    return -1;
+  }
+  ssize_t r = recv(c->fd, c->rbuf.p + c->rbuf.len, READ_CHUNK, 0);
+  if (r > 0) {
+    c->rbuf.len += (size_t)r;
+    return 1;
+  }
+  if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+    return 0;
+  snprintf(why, wlen, "reading from %s: %s", c->peer,
+           r == 0 ? "the server closed the connection" : strerror(errno));
+  return -1;
+}
+
+/* (mu held) Hand every whole frame in rbuf to its stream. -1 (broken) on a
+ * frame that does not decode. */
+static int dispatch(ucql_conn *c) {
+  size_t off = 0;
+  int rc = 0;
+  while (c->rbuf.len - off >= UCQL_HEADER_LEN) {
+    ucql_header h;
+    char why[160];
+    if (ucql_header_decode(c->rbuf.p + off, c->rbuf.len - off, &h, why,
+                           sizeof why)) {
+      char m[200];
+      snprintf(m, sizeof m, "a frame from %s: %s", c->peer, why);
+      set_broken(c, m);
+      rc = -1;
+      break;
+    }
+    size_t flen = UCQL_HEADER_LEN + (size_t)h.length;
+    if (c->rbuf.len - off < flen) break;
+    ucql_msg m;
+    memset(&m, 0, sizeof m);
+    if (ucql_decode(c->rbuf.p + off, flen, &m, why, sizeof why)) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "a frame from %s does not decode: %s", c->peer,
+               why);
+      set_broken(c, msg);
+      rc = -1;
+      break;
+    }
+    off += flen;
+    if (h.stream < 0 || h.stream >= NSTREAMS) { /* events, or not ours */
+      ucql_msg_free(&m);
+      continue;
+    }
+    slot *s = &c->slots[h.stream];
+    if (s->state == S_WAITING) {
+      s->msg = m;
+      s->state = S_DONE;
+    } else {
+      ucql_msg_free(&m);
+      if (s->state == S_ABANDONED) { /* a late answer frees its stream */
+        s->state = S_FREE;
+        c->nfree++;
+      }
+    }
+  }
+  if (off) {
+    memmove(c->rbuf.p, c->rbuf.p + off, c->rbuf.len - off);
+    c->rbuf.len -= off;
+  }
+  pthread_cond_broadcast(&c->cv);
+  return rc;
+}
+
+static void encode_call(ubuf *out, int16_t stream, const ucql_call *k) {
+  switch (k->opcode) {
+  case UCQL_OP_QUERY: ucql_enc_query(out, stream, k->cql, &k->params); break;
+  case UCQL_OP_PREPARE: ucql_enc_prepare(out, stream, k->cql); break;
+  case UCQL_OP_EXECUTE:
+    ucql_enc_execute(out, stream, k->id, k->idlen, &k->params);
+    break;
+  case UCQL_OP_STARTUP: ucql_enc_startup(out, stream, k->cql); break;
+  case UCQL_OP_AUTH_RESPONSE:
+    ucql_enc_auth_response(out, stream, k->id, k->idlen);
+    break;
+  default: ucql_enc_options(out, stream); break;
+  }
+}
+
+int ucql_conn_run(ucql_conn *c, ucql_call *calls, size_t n) {
+  int16_t *streams = calloc(n ? n : 1, sizeof *streams);
+  size_t *ends = calloc(n ? n : 1, sizeof *ends);
+  ubuf frames = UBUF_INIT;
+  if (!streams || !ends) {
+    free(streams);
+    free(ends);
+    return UNICO_ENOMEM;
+  }
+  int64_t deadline = mono_ms() + c->req_ms;
+  for (size_t i = 0; i < n; i++) {
+    memset(&calls[i].resp, 0, sizeof calls[i].resp);
+    calls[i].rc = UNICO_EUNAVAILABLE;
+    calls[i].sent = 0;
+    calls[i].err[0] = 0;
+  }
+  /* streams */
+  pthread_mutex_lock(&c->mu);
+  size_t need = n > NSTREAMS / 2 ? NSTREAMS / 2 : n;
+  while (!c->broken && (size_t)c->nfree < need) {
+    struct timespec ts;
+    deadline_ts(deadline, &ts);
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT) break;
+  }
+  if (c->broken || (size_t)c->nfree < n) {
+    const char *why = c->broken ? c->why : "too many requests in flight";
+    for (size_t i = 0; i < n; i++)
+      snprintf(calls[i].err, sizeof calls[i].err, "%s", why);
+    pthread_mutex_unlock(&c->mu);
+    free(streams);
+    free(ends);
+    return UNICO_OK;
+  }
+  for (size_t i = 0; i < n; i++) {
+    while (c->slots[c->next].state != S_FREE) c->next = (c->next + 1) % NSTREAMS;
+    streams[i] = (int16_t)c->next;
+    c->slots[c->next].state = S_WAITING;
+    c->nfree--;
+    c->next = (c->next + 1) % NSTREAMS;
+  }
+  pthread_mutex_unlock(&c->mu);
+
+  /* frames, written together */
+  for (size_t i = 0; i < n; i++) {
+    encode_call(&frames, streams[i], &calls[i]);
+    ends[i] = frames.len;
+  }
+  int ok = ubuf_ok(&frames);
+  char werr[200] = "out of memory";
+  size_t wrote = 0;
+  if (ok) {
+    pthread_mutex_lock(&c->wmu);
+    wrote = write_all(c, frames.p, frames.len, deadline, &ok, werr, sizeof werr);
+    pthread_mutex_unlock(&c->wmu);
+  }
+  size_t start = 0;
+  for (size_t i = 0; i < n; i++) { /* a frame begun on the wire is sent */
+    calls[i].sent = wrote > start;
+    start = ends[i];
+  }
+  ubuf_free(&frames);
+
+  /* answers */
+  pthread_mutex_lock(&c->mu);
+  if (!ok) set_broken(c, werr);
+  for (;;) {
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+      slot *s = &c->slots[streams[i]];
+      if (s->state != S_WAITING) continue;
+      if (c->broken || !calls[i].sent) {
+        /* no answer will come: the stream is free again */
+        s->state = S_FREE;
+        c->nfree++;
+        calls[i].rc = calls[i].sent ? UNICO_EUNKNOWN : UNICO_EUNAVAILABLE;
+        snprintf(calls[i].err, sizeof calls[i].err, "%s%s",
+                 c->broken ? c->why : werr,
+                 calls[i].sent ? " (after the request was sent)" : "");
+        continue;
+      }
+      left++;
+    }
+    if (!left) break;
+    int64_t now = mono_ms();
+    if (now >= deadline) {
+      for (size_t i = 0; i < n; i++) {
+        slot *s = &c->slots[streams[i]];
+        if (s->state != S_WAITING) continue;
+        s->state = S_ABANDONED;
+        calls[i].rc = UNICO_EUNKNOWN;
+        snprintf(calls[i].err, sizeof calls[i].err,
+                 "no answer from %s within %ld ms", c->peer, c->req_ms);
+      }
+      break;
+    }
+    if (!c->reading) {
+      c->reading = 1;
+      pthread_mutex_unlock(&c->mu);
+      char why[200];
+      int64_t wait = deadline - now;
+      int r = read_some(c, wait > 50 ? 50 : (int)wait, why, sizeof why);
+      pthread_mutex_lock(&c->mu);
+      c->reading = 0;
+      if (r < 0) set_broken(c, why);
+      else if (r > 0) dispatch(c);
+      pthread_cond_broadcast(&c->cv); /* the reading role is free */
+    } else {
+      struct timespec ts;
+      deadline_ts(deadline, &ts);
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    slot *s = &c->slots[streams[i]];
+    if (s->state != S_DONE) continue;
+    calls[i].resp = s->msg;
+    memset(&s->msg, 0, sizeof s->msg);
+    calls[i].rc = UNICO_OK;
+    s->state = S_FREE;
+    c->nfree++;
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  free(streams);
+  free(ends);
+  return UNICO_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* handshake */
+
+static int one_call(ucql_conn *c, ucql_call *k, char *err, size_t errlen) {
+  ucql_conn_run(c, k, 1);
+  if (k->rc) {
+    snprintf(err, errlen, "%s", k->err);
+    return -1;
+  }
+  return 0;
+}
+
+int ucql_conn_open(ucql_conn **out, const ucql_conn_cfg *cfg, char *err,
+                   size_t errlen) {
+  *out = NULL;
+  unsigned port = cfg->port ? cfg->port : 9042;
+  long cto = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 5000;
+  int fd = connect_to(cfg->host, port, cto, err, errlen);
+  if (fd < 0) return UNICO_EUNAVAILABLE;
+  ucql_conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    close(fd);
+    snprintf(err, errlen, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  atomic_init(&c->refs, 1);
+  c->fd = fd;
+  c->req_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 12000;
+  c->nfree = NSTREAMS;
+  c->rbuf = (ubuf)UBUF_INIT;
+  snprintf(c->peer, sizeof c->peer, "%s:%u", cfg->host, port);
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_mutex_init(&c->wmu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+
+  /* The handshake is bounded by the connect timeout. */
+  long saved = c->req_ms;
+  c->req_ms = cto;
+  ucql_call k;
+  memset(&k, 0, sizeof k);
+  k.opcode = UCQL_OP_STARTUP;
+  k.cql = "3.0.0";
+  int rc = UNICO_EUNAVAILABLE;
+  if (one_call(c, &k, err, errlen)) goto fail;
+  if (k.resp.h.opcode == UCQL_OP_ERROR) {
+    snprintf(err, errlen, "%s refused the connection: %s", c->peer,
+             k.resp.err.message ? k.resp.err.message : "error");
+    goto fail;
+  }
+  if (k.resp.h.opcode == UCQL_OP_AUTHENTICATE) {
+    char auth[160];
+    snprintf(auth, sizeof auth, "%s",
+             k.resp.authenticator ? k.resp.authenticator : "?");
+    ucql_calls_clear(&k, 1);
+    if (!cfg->user || !*cfg->user) {
+      snprintf(err, errlen,
+               "%s requires authentication (%s): give user= and password= "
+               "in the store URL",
+               c->peer, auth);
+      goto fail;
+    }
+    ubuf tok = UBUF_INIT;
+    ucql_plain_token(&tok, cfg->user, cfg->password ? cfg->password : "");
+    memset(&k, 0, sizeof k);
+    k.opcode = UCQL_OP_AUTH_RESPONSE;
+    k.id = tok.p;
+    k.idlen = tok.len;
+    int bad = one_call(c, &k, err, errlen);
+    ubuf_free(&tok);
+    if (bad) goto fail;
+    if (k.resp.h.opcode == UCQL_OP_ERROR) {
+      snprintf(err, errlen, "%s: authentication as %s failed: %s", c->peer,
+               cfg->user, k.resp.err.message ? k.resp.err.message : "error");
+      goto fail;
+    }
+    if (k.resp.h.opcode != UCQL_OP_AUTH_SUCCESS) {
+      snprintf(err, errlen,
+               "%s: authentication as %s needs more than SASL PLAIN "
+               "(answer opcode 0x%02x)",
+               c->peer, cfg->user, k.resp.h.opcode);
+      goto fail;
+    }
+  } else if (k.resp.h.opcode != UCQL_OP_READY) {
+    snprintf(err, errlen, "%s answered STARTUP with opcode 0x%02x", c->peer,
+             k.resp.h.opcode);
+    goto fail;
+  }
+  ucql_calls_clear(&k, 1);
+  c->req_ms = saved;
+  *out = c;
+  return UNICO_OK;
+fail:
+  ucql_calls_clear(&k, 1);
+  ucql_conn_unref(c);
+  return rc;
+}

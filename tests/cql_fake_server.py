@@ -1,0 +1,1796 @@
+#!/usr/bin/env python3
+"""cql_fake_server.py - a small stand-in Cassandra speaking the CQL native
+protocol v4, for driving the cassandra store's socket path in CI (no JVM, no
+Cassandra). Python 3 standard library only.
+
+    python3 tests/cql_fake_server.py [--port 0] [--port-file PATH]
+        [--auth USER:PASS] [--seed N] [--reorder] [--delay-ms N]
+        [--drop P] [--timeout P] [--unavailable P] [--unprepared P]
+        [--read-faults] [--nodes N] [--dcs DC,DC] [--stats-file PATH] [-v]
+
+Listens on 127.0.0.1 (--port 0: a free port), writes the port to --port-file
+(atomically: a temporary file renamed) or prints "PORT <n>" on stdout, and
+serves every connection on its own thread until SIGTERM / SIGINT.
+
+What it answers, byte-compatible with Apache Cassandra 4.0.7 for the same
+requests (checked against the frames recorded in /work/shared/cql-captures;
+tests/cql_fake_check.sh embeds the frames it compares with):
+
+- OPTIONS -> SUPPORTED {PROTOCOL_VERSIONS: [4/v4], COMPRESSION: [],
+  CQL_VERSION: [3.4.5]} (what this server speaks; a real 4.0.7 lists
+  3/v3..6/v6-beta and snappy, lz4). STARTUP -> READY, or with --auth
+  AUTHENTICATE PasswordAuthenticator, AUTH_RESPONSE (SASL PLAIN) ->
+  AUTH_SUCCESS (null token) or ERROR 0x0100. REGISTER -> READY (and EVENT
+  SCHEMA_CHANGE frames, stream -1, on schema changes).
+- QUERY / PREPARE / EXECUTE with the full v4 query parameters (consistency,
+  flags, positional or named values incl. null and unset, page_size,
+  paging_state, serial consistency, default timestamp). PREPARE ids are
+  md5(query) (md5(keyspace + query) after USE), shared by all connections,
+  as in Cassandra; DROP TABLE forgets the table's statements.
+- A CQL subset, parsed by a small tokenizer (any whitespace / case,
+  "quoted" identifiers, comments, a trailing ';'):
+    CREATE KEYSPACE [IF NOT EXISTS] ks WITH replication = {...}
+        [AND durable_writes = ...]   (SimpleStrategy, NetworkTopologyStrategy)
+    CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY], ...
+        [, PRIMARY KEY (col)]) [WITH ...]  (one-column primary key; types
+        blob, bigint, int, boolean, text/varchar)
+    DROP TABLE|KEYSPACE [IF EXISTS] name;  USE ks
+    SELECT *|cols FROM [ks.]t [WHERE pk = term] [LIMIT n]
+    SELECT cols FROM system_schema.keyspaces [WHERE keyspace_name = term]
+    INSERT INTO [ks.]t (cols) VALUES (terms) [IF NOT EXISTS]
+    UPDATE [ks.]t SET col = term, ... WHERE pk = term [IF EXISTS | IF col = term AND ...]
+    DELETE [cols] FROM [ks.]t WHERE pk = term [IF EXISTS | IF col = term AND ...]
+  (term: ?, an integer, 'string', 0xblob, true, false, null). Anything else
+  is ERROR 0x2000 (Syntax_error) naming the statement.
+- LWT answers as Cassandra: ROWS whose first column is [applied] boolean;
+  not applied IF NOT EXISTS: [applied] then the existing row (partition
+  key, then the regular columns in alphabetical order); not applied IF
+  col = ...: [applied] then the condition's columns in IF order; no row:
+  [applied] only. Prepared LWTs (and other writes) have NO_METADATA result
+  metadata. SKIP_METADATA is honoured for plain SELECTs only (0x0005).
+- A full scan returns rows in hash order (md5 of the key standing in for the
+  Murmur3 token: unordered, like Cassandra) and pages by page_size with
+  HAS_MORE_PAGES and an opaque paging_state (a full last page is followed by
+  an empty one, as a real range pager does).
+- Errors with Cassandra 4.0.7's codes, bodies and texts: Invalid (unknown
+  table: "table t does not exist"; bad bigint: "Expected 8 or 0 byte long
+  (4)"; SERIAL as commit consistency; serial consistency not SERIAL or
+  LOCAL_SERIAL; ...), Already_exists, Unprepared (with the id),
+  Unavailable, Write_timeout / Read_timeout, Protocol errors.
+
+Data: keyspaces {name -> replication}; tables {(ks, t) -> schema, rows}.
+One global lock makes every request atomic (linearizable).
+
+Faults, each a probability decided per write request (INSERT, UPDATE,
+DELETE; with --read-faults also per SELECT) with one PRNG seeded by --seed
+(printed on stderr when not given):
+  --unprepared P  EXECUTE -> ERROR 0x2500 Unprepared, the id forgotten
+                  (checked first: Cassandra looks the id up first)
+  --unavailable P ERROR 0x1000, nothing applied; consistency = the request's
+                  (SERIAL -> QUORUM, LOCAL_SERIAL -> LOCAL_QUORUM for LWTs and
+                  serial reads, as 4.0.7 does), required = its block-for,
+                  alive = required - 1
+  --timeout P     ERROR 0x1100 Write_timeout, having applied the write with
+                  probability 1/2 (LWT: consistency = the serial consistency,
+                  received 0, blockfor = its quorum of the keyspace's RF,
+                  write type CAS; plain write: write type SIMPLE). A read
+                  gets ERROR 0x1200 Read_timeout instead.
+  --drop P        apply, then close the connection without answering
+  --delay-ms N    sleep 0..N ms before answering any request
+  --reorder       every request on its own thread after a 0..3 ms sleep, so
+                  pipelined requests are answered out of order
+Validation errors come before faults (as in Cassandra, where Invalid is
+raised before a request reaches replicas).
+
+A malformed frame (bad version, length, opcode or body) gets ERROR 0x000A
+and the connection is closed; one line per connection error on stderr.
+--stats-file PATH gets JSON counts (requests by opcode and statement kind,
+LWT outcomes, faults, errors, connections) at exit.
+
+This server is stricter than Cassandra in one place: trailing bytes after
+a request body are a protocol error (they betray an encoder bug).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+
+# ---------------------------------------------------------------------------
+# protocol constants
+
+VERSION = 4
+RESP_VERSION = 0x84
+MAX_BODY = 256 * 1024 * 1024
+
+OP_ERROR, OP_STARTUP, OP_READY, OP_AUTHENTICATE = 0x00, 0x01, 0x02, 0x03
+OP_OPTIONS, OP_SUPPORTED, OP_QUERY, OP_RESULT = 0x05, 0x06, 0x07, 0x08
+OP_PREPARE, OP_EXECUTE, OP_REGISTER, OP_EVENT = 0x09, 0x0A, 0x0B, 0x0C
+OP_BATCH, OP_AUTH_CHALLENGE, OP_AUTH_RESPONSE, OP_AUTH_SUCCESS = 0x0D, 0x0E, 0x0F, 0x10
+
+OPNAMES = {0x00: "ERROR", 0x01: "STARTUP", 0x02: "READY", 0x03: "AUTHENTICATE",
+           0x05: "OPTIONS", 0x06: "SUPPORTED", 0x07: "QUERY", 0x08: "RESULT",
+           0x09: "PREPARE", 0x0A: "EXECUTE", 0x0B: "REGISTER", 0x0C: "EVENT",
+           0x0D: "BATCH", 0x0E: "AUTH_CHALLENGE", 0x0F: "AUTH_RESPONSE",
+           0x10: "AUTH_SUCCESS"}
+REQUEST_OPS = {OP_STARTUP, OP_OPTIONS, OP_QUERY, OP_PREPARE, OP_EXECUTE,
+               OP_REGISTER, OP_BATCH, OP_AUTH_RESPONSE}
+
+E_SERVER, E_PROTOCOL, E_BAD_CREDENTIALS = 0x0000, 0x000A, 0x0100
+E_UNAVAILABLE, E_WRITE_TIMEOUT, E_READ_TIMEOUT = 0x1000, 0x1100, 0x1200
+E_SYNTAX, E_INVALID, E_CONFIG = 0x2000, 0x2200, 0x2300
+E_ALREADY_EXISTS, E_UNPREPARED = 0x2400, 0x2500
+
+CL_NAMES = ["ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM",
+            "EACH_QUORUM", "SERIAL", "LOCAL_SERIAL", "LOCAL_ONE"]
+ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM = range(8)
+SERIAL, LOCAL_SERIAL, LOCAL_ONE = 8, 9, 10
+
+# type [option]s
+T_BIGINT = b"\x00\x02"
+T_BLOB = b"\x00\x03"
+T_BOOLEAN = b"\x00\x04"
+T_INT = b"\x00\x09"
+T_VARCHAR = b"\x00\x0d"
+T_MAP_TEXT_TEXT = b"\x00\x21\x00\x0d\x00\x0d"
+TYPES = {"blob": T_BLOB, "bigint": T_BIGINT, "int": T_INT,
+         "boolean": T_BOOLEAN, "text": T_VARCHAR, "varchar": T_VARCHAR}
+TYPE_NAMES = {T_BLOB: "blob", T_BIGINT: "bigint", T_INT: "int",
+              T_BOOLEAN: "boolean", T_VARCHAR: "text",
+              T_MAP_TEXT_TEXT: "map<text, text>"}
+
+UNSET = object()  # a v4 "not set" bound value ([bytes] length -2)
+
+UNPREPARED_MSG = ("Prepared query with ID %s not found (either the query was "
+                  "not prepared on this host (maybe the host has been "
+                  "restarted?) or you have prepared too many queries and it "
+                  "has been evicted from the internal cache)")
+PAGING_MAGIC = b"UFK1"
+
+# ---------------------------------------------------------------------------
+# encoding
+
+
+def u16(v):
+    return struct.pack(">H", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def string(s):
+    b = s.encode() if isinstance(s, str) else s
+    return u16(len(b)) + b
+
+
+def long_string(s):
+    b = s.encode()
+    return i32(len(b)) + b
+
+
+def value(b):
+    """[bytes]; None is null."""
+    if b is None:
+        return i32(-1)
+    return i32(len(b)) + b
+
+
+def short_bytes(b):
+    return u16(len(b)) + b
+
+
+def string_list(items):
+    return u16(len(items)) + b"".join(string(s) for s in items)
+
+
+def string_multimap(d):
+    return u16(len(d)) + b"".join(string(k) + string_list(v) for k, v in d)
+
+
+def frame(stream, opcode, body, flags=0, version=RESP_VERSION):
+    return struct.pack(">BBhBI", version, flags, stream, opcode, len(body)) + body
+
+
+class CqlError(Exception):
+    """An ERROR answer: code, message and the code's details (bytes)."""
+
+    def __init__(self, code, msg, extra=b"", close=False):
+        super().__init__(msg)
+        self.code, self.msg, self.extra, self.close = code, msg, extra, close
+
+    def body(self):
+        return i32(self.code) + string(self.msg) + self.extra
+
+
+def invalid(msg):
+    return CqlError(E_INVALID, msg)
+
+
+def protocol(msg, close=False):
+    return CqlError(E_PROTOCOL, msg, close=close)
+
+
+class Drop(Exception):
+    """Close the connection without answering (the drop fault)."""
+
+
+def rows_metadata(ks, table, specs, paging_state=None, skip=False):
+    """ROWS / PREPARED result metadata: flags, count, [paging state],
+    [global table spec], column specs."""
+    flags = 0x0001 if specs else 0
+    if paging_state is not None:
+        flags |= 0x0002
+    if skip:
+        flags |= 0x0004
+    out = i32(flags) + i32(len(specs))
+    if paging_state is not None:
+        out += value(paging_state)
+    if not skip:
+        if specs:
+            out += string(ks) + string(table)
+        for name, typ in specs:
+            out += string(name) + typ
+    return out
+
+
+NO_METADATA = i32(0x0004) + i32(0)
+
+
+def rows_body(ks, table, specs, rows, paging_state=None, skip=False):
+    out = i32(2) + rows_metadata(ks, table, specs, paging_state, skip)
+    out += i32(len(rows))
+    for r in rows:
+        out += b"".join(value(c) for c in r)
+    return out
+
+
+def bind_metadata(ks, table, specs, pk_indexes):
+    glob = bool(specs)
+    out = i32(1 if glob else 0) + i32(len(specs))
+    if glob and pk_indexes is not None:
+        out += i32(len(pk_indexes)) + b"".join(u16(i) for i in pk_indexes)
+    else:
+        out += i32(0)
+    if glob:
+        out += string(ks) + string(table)
+    for name, typ in specs:
+        out += string(name) + typ
+    return out
+
+
+VOID = i32(1)
+
+
+def schema_change(change, target, ks, name=None):
+    out = string(change) + string(target) + string(ks)
+    if name is not None:
+        out += string(name)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# decoding requests
+
+
+class Reader:
+    def __init__(self, data, what):
+        self.d, self.o, self.what = data, 0, what
+
+    def need(self, n, field):
+        if n < 0 or len(self.d) - self.o < n:
+            raise protocol("Malformed %s body: %s needs %d bytes, %d left"
+                           % (self.what, field, n, len(self.d) - self.o), True)
+
+    def u8(self, field):
+        self.need(1, field)
+        self.o += 1
+        return self.d[self.o - 1]
+
+    def u16(self, field):
+        self.need(2, field)
+        self.o += 2
+        return struct.unpack_from(">H", self.d, self.o - 2)[0]
+
+    def i32(self, field):
+        self.need(4, field)
+        self.o += 4
+        return struct.unpack_from(">i", self.d, self.o - 4)[0]
+
+    def i64(self, field):
+        self.need(8, field)
+        self.o += 8
+        return struct.unpack_from(">q", self.d, self.o - 8)[0]
+
+    def raw(self, n, field):
+        self.need(n, field)
+        self.o += n
+        return self.d[self.o - n:self.o]
+
+    def text(self, b, field):
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise protocol("Malformed %s body: %s is not valid UTF-8"
+                           % (self.what, field), True)
+
+    def string(self, field):
+        return self.text(self.raw(self.u16(field), field), field)
+
+    def long_string(self, field):
+        n = self.i32(field)
+        if n < 0:
+            raise protocol("Malformed %s body: negative length %d for %s"
+                           % (self.what, n, field), True)
+        return self.text(self.raw(n, field), field)
+
+    def bytes_(self, field, allow_unset=False):
+        n = self.i32(field)
+        if n == -1:
+            return None
+        if n == -2 and allow_unset:
+            return UNSET
+        if n < 0:
+            raise protocol("Malformed %s body: invalid length %d for %s"
+                           % (self.what, n, field), True)
+        return self.raw(n, field)
+
+    def short_bytes(self, field):
+        return self.raw(self.u16(field), field)
+
+    def string_map(self, field):
+        return {self.string(field + " key"): self.string(field + " value")
+                for _ in range(self.u16(field))}
+
+    def string_list(self, field):
+        return [self.string(field) for _ in range(self.u16(field))]
+
+    def end(self):
+        if self.o != len(self.d):
+            raise protocol("Malformed %s body: %d trailing bytes"
+                           % (self.what, len(self.d) - self.o), True)
+
+
+class Params:
+    """v4 query parameters."""
+
+    def __init__(self, r):
+        self.consistency = r.u16("consistency")
+        if self.consistency > LOCAL_ONE:
+            raise protocol("Unknown code %d for a consistency level"
+                           % self.consistency, True)
+        self.flags = r.u8("query flags")
+        if self.flags & 0x80:
+            raise protocol("Unknown query flags 0x%02x" % self.flags, True)
+        self.values, self.names = [], None
+        if self.flags & 0x01:
+            n = r.u16("value count")
+            if self.flags & 0x40:
+                self.names = []
+            for _ in range(n):
+                if self.names is not None:
+                    self.names.append(r.string("value name"))
+                self.values.append(r.bytes_("value", allow_unset=True))
+        elif self.flags & 0x40:
+            raise protocol("Names for values (0x40) without values (0x01)", True)
+        self.skip_metadata = bool(self.flags & 0x02)
+        self.page_size = r.i32("page size") if self.flags & 0x04 else None
+        self.paging_state = r.bytes_("paging state") if self.flags & 0x08 else None
+        self.serial = SERIAL
+        if self.flags & 0x10:
+            self.serial = r.u16("serial consistency")
+            if self.serial > LOCAL_ONE:
+                raise protocol("Unknown code %d for a consistency level"
+                               % self.serial, True)
+        self.timestamp = r.i64("timestamp") if self.flags & 0x20 else None
+
+
+# ---------------------------------------------------------------------------
+# CQL: tokenizer and parser of the subset
+
+TOKEN_RE = re.compile(r"""
+    (?P<ws>\s+|--[^\n]*|//[^\n]*|/\*.*?\*/)
+  | (?P<qid>"(?:[^"]|"")*")
+  | (?P<str>'(?:[^']|'')*')
+  | (?P<blob>0[xX][0-9a-fA-F]*)
+  | (?P<num>-?\d+(?:\.\d+)?)
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<mark>\?)
+  | (?P<p>[(),=.;{}:*<>\[\]])
+""", re.X | re.S)
+
+
+class Tok:
+    __slots__ = ("kind", "val", "raw", "pos")
+
+    def __init__(self, kind, val, raw, pos):
+        self.kind, self.val, self.raw, self.pos = kind, val, raw, pos
+
+
+def tokenize(q):
+    toks, pos = [], 0
+    while pos < len(q):
+        m = TOKEN_RE.match(q, pos)
+        if not m:
+            raise CqlError(E_SYNTAX, "line 1:%d token recognition error at: '%s'"
+                           % (pos, q[pos]))
+        kind, raw = m.lastgroup, m.group()
+        if kind == "qid":
+            toks.append(Tok("id", raw[1:-1].replace('""', '"'), raw, pos))
+            toks[-1].kind = "qid"
+        elif kind == "id":
+            toks.append(Tok("id", raw.lower(), raw, pos))
+        elif kind == "str":
+            toks.append(Tok("str", raw[1:-1].replace("''", "'"), raw, pos))
+        elif kind == "blob":
+            h = raw[2:]
+            if len(h) % 2:
+                raise CqlError(E_SYNTAX, "line 1:%d odd blob literal %s" % (pos, raw))
+            toks.append(Tok("blob", bytes.fromhex(h), raw, pos))
+        elif kind == "num":
+            toks.append(Tok("num", raw, raw, pos))
+        elif kind != "ws":
+            toks.append(Tok(kind, raw, raw, pos))
+        pos = m.end()
+    return toks
+
+
+class Stmt:
+    """A parsed statement. Terms are ("m", index) for a bind marker or
+    ("lit", kind, text) for a literal."""
+
+    def __init__(self, kind, text):
+        self.kind, self.text = kind, text
+        self.ks = self.table = None
+        self.markers = []       # [(column name, type option)] in text order
+        self.cols = []          # SELECT columns, INSERT columns, DELETE columns
+        self.terms = []         # INSERT values
+        self.sets = []          # UPDATE [(col, term)]
+        self.where = None       # (col, term)
+        self.cond = None        # None | "not_exists" | "exists" | [(col, term)]
+        self.limit = None
+        self.if_not_exists = self.if_exists = False
+        self.replication = None
+        self.coldefs = None
+        self.pk = None
+        self.name = None
+
+    @property
+    def lwt(self):
+        return self.cond is not None
+
+    @property
+    def is_write(self):
+        return self.kind in ("insert", "update", "delete")
+
+    @property
+    def is_read(self):
+        return self.kind in ("select", "select_ks")
+
+
+class Parser:
+    def __init__(self, text):
+        self.text = text
+        self.t = tokenize(text)
+        self.i = 0
+        self.nmarkers = 0
+        self.marker_cols = []   # column per marker, filled while parsing
+
+    def peek(self, k=0):
+        return self.t[self.i + k] if self.i + k < len(self.t) else None
+
+    def fail(self, what=None):
+        tok = self.peek()
+        if tok is None:
+            raise CqlError(E_SYNTAX, "line 1:%d mismatched input '<EOF>' expecting %s "
+                           "(%s)" % (len(self.text), what or "more", self.text[:80]))
+        raise CqlError(E_SYNTAX, "line 1:%d no viable alternative at input '%s' "
+                       "([%s]...)%s" % (tok.pos, tok.raw, tok.raw,
+                                        "" if what is None else " expecting " + what))
+
+    def is_kw(self, kw, k=0):
+        tok = self.peek(k)
+        return tok is not None and tok.kind == "id" and tok.val == kw
+
+    def accept_kw(self, *kws):
+        for k, kw in enumerate(kws):
+            if not self.is_kw(kw, k):
+                return False
+        self.i += len(kws)
+        return True
+
+    def kw(self, *kws):
+        for kw in kws:
+            if not self.accept_kw(kw):
+                self.fail(kw.upper())
+
+    def accept_p(self, p):
+        tok = self.peek()
+        if tok is not None and tok.kind == "p" and tok.val == p:
+            self.i += 1
+            return True
+        return False
+
+    def p(self, p):
+        if not self.accept_p(p):
+            self.fail("'%s'" % p)
+
+    def ident(self):
+        tok = self.peek()
+        if tok is None or tok.kind not in ("id", "qid"):
+            self.fail("an identifier")
+        self.i += 1
+        return tok.val
+
+    def tname(self):
+        a = self.ident()
+        if self.accept_p("."):
+            return a, self.ident()
+        return None, a
+
+    def term(self, col):
+        tok = self.peek()
+        if tok is None:
+            self.fail("a term")
+        self.i += 1
+        if tok.kind == "mark":
+            self.marker_cols.append(col)
+            self.nmarkers += 1
+            return ("m", self.nmarkers - 1)
+        if tok.kind == "num":
+            return ("lit", "num", tok.val)
+        if tok.kind == "str":
+            return ("lit", "str", tok.val)
+        if tok.kind == "blob":
+            return ("lit", "blob", tok.val)
+        if tok.kind == "id" and tok.val in ("true", "false"):
+            return ("lit", "bool", tok.val)
+        if tok.kind == "id" and tok.val == "null":
+            return ("lit", "null", None)
+        self.i -= 1
+        self.fail("a term")
+
+    def end(self):
+        self.accept_p(";")
+        if self.peek() is not None:
+            self.fail("<EOF>")
+
+    # statements
+
+    def parse(self):
+        text = self.text
+        if self.accept_kw("select"):
+            st = self.select(text)
+        elif self.accept_kw("insert"):
+            st = self.insert(text)
+        elif self.accept_kw("update"):
+            st = self.update(text)
+        elif self.accept_kw("delete"):
+            st = self.delete(text)
+        elif self.accept_kw("create"):
+            st = self.create(text)
+        elif self.accept_kw("drop"):
+            st = self.drop(text)
+        elif self.accept_kw("use"):
+            st = Stmt("use", text)
+            st.name = self.ident()
+        else:
+            tok = self.peek()
+            if tok is None:
+                raise CqlError(E_SYNTAX, "line 0:-1 no viable alternative at input '<EOF>'")
+            if tok.kind == "id" and tok.val in ("alter", "batch", "begin", "truncate",
+                                                "grant", "revoke", "list", "apply"):
+                raise CqlError(E_SYNTAX, "cql_fake_server does not implement this "
+                               "statement: %s" % text[:200])
+            self.fail()
+        self.end()
+        st.marker_cols = self.marker_cols
+        return st
+
+    def select(self, text):
+        st = Stmt("select", text)
+        if self.accept_p("*"):
+            st.cols = None
+        else:
+            while True:
+                st.cols.append(self.ident())
+                if self.accept_p("("):
+                    raise CqlError(E_SYNTAX, "cql_fake_server does not implement "
+                                   "functions in selections: %s" % text[:200])
+                if not self.accept_p(","):
+                    break
+        self.kw("from")
+        st.ks, st.table = self.tname()
+        if st.ks == "system_schema" and st.table == "keyspaces":
+            st.kind = "select_ks"
+        if self.accept_kw("where"):
+            col = self.ident()
+            self.p("=")
+            st.where = (col, self.term(col))
+            if self.is_kw("and"):
+                raise invalid("cql_fake_server supports only WHERE <partition key> = "
+                              "<term>: %s" % text[:200])
+        if self.accept_kw("limit"):
+            tok = self.peek()
+            if tok is None or tok.kind != "num" or not tok.val.isdigit():
+                self.fail("an integer")
+            self.i += 1
+            st.limit = int(tok.val)
+            if st.limit <= 0:
+                raise invalid("LIMIT must be strictly positive")
+        self.accept_kw("allow", "filtering")
+        return st
+
+    def conditions(self, st):
+        if not self.accept_kw("if"):
+            return
+        if self.accept_kw("exists"):
+            st.cond = "exists"
+            return
+        st.cond = []
+        while True:
+            col = self.ident()
+            self.p("=")
+            st.cond.append((col, self.term(col)))
+            if not self.accept_kw("and"):
+                break
+
+    def using(self, text):
+        if self.is_kw("using"):
+            raise invalid("cql_fake_server does not implement USING TTL / "
+                          "TIMESTAMP: %s" % text[:200])
+
+    def insert(self, text):
+        st = Stmt("insert", text)
+        self.kw("into")
+        st.ks, st.table = self.tname()
+        self.p("(")
+        while True:
+            st.cols.append(self.ident())
+            if not self.accept_p(","):
+                break
+        self.p(")")
+        self.kw("values")
+        self.p("(")
+        while True:
+            col = st.cols[len(st.terms)] if len(st.terms) < len(st.cols) else None
+            st.terms.append(self.term(col))
+            if not self.accept_p(","):
+                break
+        self.p(")")
+        if len(st.terms) != len(st.cols):
+            raise invalid("Unmatched column names/values")
+        if self.accept_kw("if"):
+            self.kw("not", "exists")
+            st.cond = "not_exists"
+        self.using(text)
+        return st
+
+    def update(self, text):
+        st = Stmt("update", text)
+        st.ks, st.table = self.tname()
+        self.using(text)
+        self.kw("set")
+        while True:
+            col = self.ident()
+            self.p("=")
+            st.sets.append((col, self.term(col)))
+            if not self.accept_p(","):
+                break
+        self.kw("where")
+        col = self.ident()
+        self.p("=")
+        st.where = (col, self.term(col))
+        if self.is_kw("and"):
+            raise invalid("cql_fake_server supports only WHERE <partition key> = "
+                          "<term>: %s" % text[:200])
+        self.conditions(st)
+        return st
+
+    def delete(self, text):
+        st = Stmt("delete", text)
+        while not self.is_kw("from"):
+            st.cols.append(self.ident())
+            if not self.accept_p(","):
+                break
+        self.kw("from")
+        st.ks, st.table = self.tname()
+        self.using(text)
+        self.kw("where")
+        col = self.ident()
+        self.p("=")
+        st.where = (col, self.term(col))
+        if self.is_kw("and"):
+            raise invalid("cql_fake_server supports only WHERE <partition key> = "
+                          "<term>: %s" % text[:200])
+        self.conditions(st)
+        return st
+
+    def create(self, text):
+        if self.accept_kw("keyspace"):
+            st = Stmt("create_ks", text)
+            st.if_not_exists = self.accept_kw("if", "not", "exists")
+            st.name = self.ident()
+            self.kw("with")
+            props = {}
+            while True:
+                prop = self.ident()
+                self.p("=")
+                if self.accept_p("{"):
+                    m = {}
+                    if not self.accept_p("}"):
+                        while True:
+                            k = self.peek()
+                            if k is None or k.kind != "str":
+                                self.fail("a string")
+                            self.i += 1
+                            self.p(":")
+                            v = self.peek()
+                            if v is None or v.kind not in ("str", "num"):
+                                self.fail("a string or a number")
+                            self.i += 1
+                            m[k.val] = v.val
+                            if not self.accept_p(","):
+                                break
+                        self.p("}")
+                    props[prop] = m
+                else:
+                    tok = self.peek()
+                    if tok is None:
+                        self.fail("a value")
+                    self.i += 1
+                    props[prop] = tok.val
+                if not self.accept_kw("and"):
+                    break
+            if "replication" not in props or not isinstance(props["replication"], dict):
+                raise CqlError(E_CONFIG, "Missing mandatory option 'replication'")
+            st.replication = props["replication"]
+            return st
+        if self.accept_kw("table") or self.accept_kw("columnfamily"):
+            st = Stmt("create_table", text)
+            st.if_not_exists = self.accept_kw("if", "not", "exists")
+            st.ks, st.table = self.tname()
+            self.p("(")
+            st.coldefs, pks = [], []
+            while True:
+                if self.accept_kw("primary", "key"):
+                    self.p("(")
+                    if self.accept_p("("):
+                        raise invalid("cql_fake_server supports only a one-column "
+                                      "primary key")
+                    pks.append(self.ident())
+                    if self.accept_p(","):
+                        raise invalid("cql_fake_server supports only a one-column "
+                                      "primary key (no clustering columns)")
+                    self.p(")")
+                else:
+                    name = self.ident()
+                    tok = self.peek()
+                    if tok is None or tok.kind != "id":
+                        self.fail("a type")
+                    self.i += 1
+                    if tok.val not in TYPES:
+                        raise invalid("cql_fake_server does not implement type %s"
+                                      % tok.raw)
+                    st.coldefs.append((name, TYPES[tok.val]))
+                    if self.accept_kw("primary", "key"):
+                        pks.append(name)
+                    if self.accept_kw("static"):
+                        raise invalid("Static columns are only useful (and thus "
+                                      "allowed) if the table has at least one "
+                                      "clustering column")
+                if not self.accept_p(","):
+                    break
+            self.p(")")
+            if self.accept_kw("with"):  # table options: accepted, ignored
+                while self.peek() is not None and not (self.peek().kind == "p" and
+                                                       self.peek().val == ";"):
+                    self.i += 1
+            if len(pks) != 1:
+                raise invalid("No PRIMARY KEY specifed for table '%s' (exactly one "
+                              "required)" % st.table if not pks else
+                              "Multiple PRIMARY KEYs specifed (exactly one required)")
+            names = [c for c, _ in st.coldefs]
+            if len(set(names)) != len(names):
+                raise invalid("Duplicate column names")
+            if pks[0] not in names:
+                raise invalid("Unknown definition %s referenced in PRIMARY KEY" % pks[0])
+            st.pk = pks[0]
+            return st
+        self.fail("KEYSPACE or TABLE")
+
+    def drop(self, text):
+        if self.accept_kw("keyspace"):
+            st = Stmt("drop_ks", text)
+            st.if_exists = self.accept_kw("if", "exists")
+            st.name = self.ident()
+            return st
+        if self.accept_kw("table"):
+            st = Stmt("drop_table", text)
+            st.if_exists = self.accept_kw("if", "exists")
+            st.ks, st.table = self.tname()
+            return st
+        self.fail("KEYSPACE or TABLE")
+
+
+# ---------------------------------------------------------------------------
+# data
+
+
+class Table:
+    def __init__(self, ks, name, coldefs, pk):
+        self.ks, self.name, self.pk = ks, name, pk
+        self.types = dict(coldefs)
+        # partition key, then the regular columns in alphabetical order
+        self.order = [pk] + sorted((c for c, _ in coldefs if c != pk),
+                                   key=lambda c: c.encode())
+        self.rows = {}  # key bytes -> {"_marker": bool, col: bytes}
+
+    def type(self, col):
+        if col not in self.types:
+            raise invalid("Undefined column name %s in table %s.%s"
+                          % (col, self.ks, self.name))
+        return self.types[col]
+
+
+KS_SCHEMA = {"keyspace_name": T_VARCHAR, "durable_writes": T_BOOLEAN,
+             "replication": T_MAP_TEXT_TEXT}
+KS_ORDER = ["keyspace_name", "durable_writes", "replication"]
+
+
+def encode_literal(term, typ, col):
+    _, kind, text = term
+    if kind == "null":
+        return None
+    tn = TYPE_NAMES.get(typ, "?")
+
+    def bad():
+        names = {"num": "INTEGER", "str": "STRING", "blob": "HEX", "bool": "BOOLEAN"}
+        raw = {"str": "'%s'" % text, "blob": "0x" + (text.hex() if kind == "blob" else "")
+               }.get(kind, text)
+        return invalid("Invalid %s constant (%s) for \"%s\" of type %s"
+                       % (names[kind], raw, col, tn))
+
+    if typ in (T_BIGINT, T_INT):
+        if kind != "num" or "." in text:
+            raise bad()
+        n = int(text)
+        try:
+            return struct.pack(">q" if typ == T_BIGINT else ">i", n)
+        except struct.error:
+            raise invalid("Unable to make %s from '%s'" % (tn, text))
+    if typ == T_BLOB:
+        if kind != "blob":
+            raise bad()
+        return text
+    if typ == T_VARCHAR:
+        if kind != "str":
+            raise bad()
+        return text.encode()
+    if typ == T_BOOLEAN:
+        if kind != "bool":
+            raise bad()
+        return b"\x01" if text == "true" else b"\x00"
+    raise bad()
+
+
+def validate_value(b, typ, col):
+    if b is None or b is UNSET:
+        return b
+    n = len(b)
+    if typ == T_BIGINT and n not in (0, 8):
+        raise invalid("Expected 8 or 0 byte long (%d)" % n)
+    if typ == T_INT and n not in (0, 4):
+        raise invalid("Expected 4 or 0 byte int (%d)" % n)
+    if typ == T_BOOLEAN and n not in (0, 1):
+        raise invalid("Expected 1 or 0 byte value for a boolean (%d)" % n)
+    if typ == T_VARCHAR:
+        try:
+            b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise invalid("Invalid UTF-8 bytes %s" % b.hex())
+    return b
+
+
+def hash_order(k):
+    return (hashlib.md5(k).digest(), k)
+
+
+def quorum(n):
+    return n // 2 + 1
+
+
+# ---------------------------------------------------------------------------
+# the server
+
+
+class Server:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.RLock()  # the data: every request atomic
+        self.keyspaces = {}            # name -> {"replication": {..}, "durable": bool}
+        self.tables = {}               # (ks, t) -> Table
+        self.prepared = {}             # id -> (stmt, keyspace at prepare)
+        self.conns = set()
+        self.conns_lock = threading.Lock()
+        self.seed = args.seed if args.seed is not None else random.randrange(1 << 31)
+        self.rng = random.Random(self.seed)
+        self.rng_lock = threading.Lock()
+        self.stats_lock = threading.Lock()
+        self.stats = {"seed": self.seed, "connections": 0, "requests": {},
+                      "statements": {}, "lwt": {"applied": 0, "not_applied": 0},
+                      "faults": {"drop": 0, "timeout": 0, "timeout_applied": 0,
+                                 "unavailable": 0, "unprepared": 0, "delayed": 0},
+                      "errors": {}, "connection_errors": 0}
+        self.dcs = [d for d in (args.dcs or "").split(",") if d]
+        self.stopping = False
+        self.conn_ids = 0
+
+    # -- helpers
+
+    def count(self, section, key, n=1):
+        with self.stats_lock:
+            d = self.stats[section]
+            d[key] = d.get(key, 0) + n
+
+    def rand(self):
+        with self.rng_lock:
+            return self.rng.random()
+
+    def chance(self, p):
+        return p > 0 and self.rand() < p
+
+    def log(self, msg):
+        sys.stderr.write("cql_fake_server: %s\n" % msg)
+        sys.stderr.flush()
+
+    def broadcast_events(self, events):
+        if not events:
+            return
+        with self.conns_lock:
+            targets = [c for c in self.conns if "SCHEMA_CHANGE" in c.events]
+        for c in targets:
+            for body in events:
+                c.send(frame(-1, OP_EVENT, string("SCHEMA_CHANGE") + body))
+
+    # -- statements
+
+    def parse(self, text):
+        try:
+            return Parser(text).parse()
+        except CqlError:
+            raise
+        except Exception as e:  # a parser bug must not look like a server crash
+            raise CqlError(E_SYNTAX, "cql_fake_server cannot parse %r: %s" % (text[:200], e))
+
+    def bind_info(self, st, conn_ks):
+        """(keyspace, table name, marker specs, pk indexes, result specs or
+        None for NO_METADATA). Raises Invalid for unknown tables/columns."""
+        if st.kind == "select_ks":
+            specs = [(c, KS_SCHEMA.get(c) or self._undefined(c, "system_schema", "keyspaces"))
+                     for c in st.marker_cols]
+            pk = [i for i, c in enumerate(st.marker_cols) if c == "keyspace_name"][:1] or None
+            cols = st.cols if st.cols is not None else KS_ORDER
+            res = [(c, KS_SCHEMA.get(c) or self._undefined(c, "system_schema", "keyspaces"))
+                   for c in cols]
+            return "system_schema", "keyspaces", specs, pk, res
+        if st.kind in ("select", "insert", "update", "delete"):
+            t = self.table(st, conn_ks)
+            specs = [(c, t.type(c)) for c in st.marker_cols]
+            pk = None
+            kterm = st.where[1] if st.where else None
+            if st.kind == "insert" and t.pk in st.cols:
+                kterm = st.terms[st.cols.index(t.pk)]
+            if kterm is not None and kterm[0] == "m" and (st.where is None or
+                                                          st.where[0] == t.pk):
+                pk = [kterm[1]]
+            res = None
+            if st.kind == "select":
+                res = [(c, t.type(c)) for c in (st.cols if st.cols is not None else t.order)]
+            return t.ks, t.name, specs, pk, res
+        return "", "", [], None, None
+
+    @staticmethod
+    def _undefined(c, ks, t):
+        raise invalid("Undefined column name %s in table %s.%s" % (c, ks, t))
+
+    def table(self, st, conn_ks):
+        ks = st.ks or conn_ks
+        if ks is None:
+            raise invalid("No keyspace has been specified. USE a keyspace, or "
+                          "explicitly specify keyspace.tablename")
+        if ks not in self.keyspaces:
+            raise invalid("keyspace %s does not exist" % ks)
+        t = self.tables.get((ks, st.table))
+        if t is None:
+            raise invalid("table %s does not exist" % st.table)
+        return t
+
+    def term_value(self, term, values, typ, col):
+        if term[0] == "m":
+            return validate_value(values[term[1]], typ, col)
+        return encode_literal(term, typ, col)
+
+    def key_value(self, t, term, values):
+        k = self.term_value(term, values, t.types[t.pk], t.pk)
+        if k is UNSET:
+            raise invalid("Invalid unset value for column %s" % t.pk)
+        if k is None:
+            raise invalid("Invalid null value in condition for column %s" % t.pk)
+        if len(k) == 0:
+            raise invalid("Key may not be empty")
+        if len(k) > 65535:
+            raise invalid("Key length of %d is longer than maximum of 65535" % len(k))
+        return k
+
+    def blockfor(self, ksname, cl):
+        ks = self.keyspaces.get(ksname)
+        rep = ks["replication"] if ks else {}
+        rfs = {k: int(v) for k, v in rep.items() if k != "class" and v.isdigit()}
+        total = sum(rfs.values()) or 1
+        local = rfs.get("replication_factor") or rfs.get(self.dcs[0] if self.dcs else
+                                                         "datacenter1") or total
+        if cl in (ONE, LOCAL_ONE, ANY):
+            return 1
+        if cl == TWO:
+            return 2
+        if cl == THREE:
+            return 3
+        if cl == ALL:
+            return total
+        if cl in (LOCAL_QUORUM, LOCAL_SERIAL):
+            return quorum(local)
+        return quorum(total)
+
+    def execute(self, conn, st, values, prm, ks=None, stmt_id=None):
+        """Run a statement (QUERY or EXECUTE); returns (body, flags,
+        events). Raises CqlError / Drop."""
+        kind = st.kind
+        label = kind
+        if kind == "select" and prm.consistency in (SERIAL, LOCAL_SERIAL):
+            label = "select_serial"
+        elif st.is_write and st.lwt:
+            label = kind + "_lwt"
+        self.count("statements", label)
+        nmark = len(st.marker_cols)
+        if prm.names is not None:
+            byname = dict(zip(prm.names, prm.values))
+            try:
+                values = [byname[c] for c in st.marker_cols]
+            except KeyError as e:
+                raise invalid("Invalid unbound variable: %s" % e.args[0])
+        elif len(values) != nmark:
+            raise invalid("there were %d markers(?) in CQL but %d bound variables"
+                          % (nmark, len(values)))
+        if prm.page_size == 0:
+            raise protocol("The page size cannot be 0")
+
+        faulty = st.is_write or (st.is_read and self.args.read_faults)
+        if faulty and stmt_id is not None and self.chance(self.args.unprepared):
+            with self.lock:
+                self.prepared.pop(stmt_id, None)
+            self.count("faults", "unprepared")
+            raise CqlError(E_UNPREPARED, UNPREPARED_MSG % stmt_id.hex(), short_bytes(stmt_id))
+
+        with self.lock:
+            if kind == "select_ks":
+                return self.select_ks(st, values, prm), 0, []
+            if kind in ("create_ks", "create_table", "drop_ks", "drop_table", "use"):
+                return self.ddl(conn, st, ks)
+            t = self.table(st, ks)
+            if kind == "select":
+                plan = self.plan_select(t, st, values, prm, stmt_id is not None)
+            else:
+                plan = self.plan_write(t, st, values, prm)
+            if not faulty:
+                return plan(), 0, []
+            # faults, after validation (as in Cassandra)
+            lwt = st.lwt
+            serial_read = kind == "select" and prm.consistency in (SERIAL, LOCAL_SERIAL)
+            if self.chance(self.args.unavailable):
+                self.count("faults", "unavailable")
+                cl = prm.consistency
+                if lwt or serial_read:
+                    src = prm.serial if lwt else prm.consistency
+                    cl = LOCAL_QUORUM if src == LOCAL_SERIAL else QUORUM
+                req = self.blockfor(t.ks, cl)
+                raise CqlError(E_UNAVAILABLE, "Cannot achieve consistency level %s"
+                               % CL_NAMES[cl], u16(cl) + i32(req) + i32(max(req - 1, 0)))
+            if self.chance(self.args.timeout):
+                self.count("faults", "timeout")
+                if st.is_write:
+                    if self.rand() < 0.5:
+                        self.count("faults", "timeout_applied")
+                        plan()
+                    if lwt:
+                        cl = prm.serial
+                        raise CqlError(E_WRITE_TIMEOUT, "CAS operation timed out - "
+                                       "encountered contentions: 0",
+                                       u16(cl) + i32(0) + i32(self.blockfor(t.ks, cl))
+                                       + string("CAS"))
+                    cl = prm.consistency
+                    raise CqlError(E_WRITE_TIMEOUT, "Operation timed out - received only "
+                                   "0 responses.", u16(cl) + i32(0)
+                                   + i32(self.blockfor(t.ks, cl)) + string("SIMPLE"))
+                cl = prm.consistency
+                raise CqlError(E_READ_TIMEOUT, "Operation timed out - received only 0 "
+                               "responses.", u16(cl) + i32(0)
+                               + i32(self.blockfor(t.ks, cl)) + b"\x00")
+            body = plan()
+            if self.chance(self.args.drop):
+                self.count("faults", "drop")
+                raise Drop()
+            return body, 0, []
+
+    def select_ks(self, st, values, prm):
+        cols = st.cols if st.cols is not None else KS_ORDER
+        for c in cols:
+            if c not in KS_SCHEMA:
+                self._undefined(c, "system_schema", "keyspaces")
+        names = sorted(self.keyspaces)
+        if st.where is not None:
+            col, term = st.where
+            if col != "keyspace_name":
+                raise invalid("cql_fake_server supports only WHERE keyspace_name = ? "
+                              "on system_schema.keyspaces")
+            v = self.term_value(term, values, T_VARCHAR, col)
+            if v is None or v is UNSET:
+                raise invalid("Invalid null value in condition for column keyspace_name")
+            names = [n for n in names if n.encode() == v]
+        rows = []
+        for n in names:
+            ks = self.keyspaces[n]
+            cells = {"keyspace_name": n.encode(),
+                     "durable_writes": b"\x01" if ks["durable"] else b"\x00",
+                     "replication": self.encode_map(ks["replication"])}
+            rows.append([cells[c] for c in cols])
+        if st.limit:
+            rows = rows[:st.limit]
+        return rows_body("system_schema", "keyspaces",
+                         [(c, KS_SCHEMA[c]) for c in cols], rows)
+
+    @staticmethod
+    def encode_map(m):
+        items = sorted((k.encode(), v.encode()) for k, v in m.items())
+        return i32(len(items)) + b"".join(value(k) + value(v) for k, v in items)
+
+    def plan_select(self, t, st, values, prm, is_execute):
+        cols = st.cols if st.cols is not None else t.order
+        specs = [(c, t.type(c)) for c in cols]
+        serial = prm.consistency in (SERIAL, LOCAL_SERIAL)
+        key = None
+        if st.where is not None:
+            if st.where[0] != t.pk:
+                raise invalid("Cannot execute this query as it might involve data "
+                              "filtering and thus may have unpredictable performance. "
+                              "If you want to execute this query despite the "
+                              "performance unpredictability, use ALLOW FILTERING")
+            key = self.key_value(t, st.where[1], values)
+        elif serial:
+            raise invalid("SERIAL/LOCAL_SERIAL consistency may only be requested for "
+                          "one partition at a time")
+        skip = prm.skip_metadata
+        ps = prm.paging_state
+        if ps is not None and (len(ps) < len(PAGING_MAGIC) or
+                               not ps.startswith(PAGING_MAGIC)):
+            raise protocol("Invalid value for the paging state")
+
+        def run():
+            if key is not None:
+                r = t.rows.get(key)
+                rows = [] if r is None else [[key if c == t.pk else r.get(c) for c in cols]]
+                return rows_body(t.ks, t.name, specs, rows[:st.limit or None],
+                                 skip=skip)
+            items = sorted(t.rows.items(), key=lambda kv: hash_order(kv[0]))
+            if ps is not None:
+                after = hash_order(ps[len(PAGING_MAGIC):])
+                items = [kv for kv in items if hash_order(kv[0]) > after]
+            limit = st.limit
+            page = prm.page_size if prm.page_size and prm.page_size > 0 else None
+            n = min(x for x in (page, limit, len(items)) if x is not None)
+            chosen = items[:n]
+            state = None
+            # a full page may be followed by more: a real range pager says so
+            # and answers an empty page at the end
+            if page is not None and n == page and (limit is None or limit > page):
+                state = PAGING_MAGIC + chosen[-1][0] if chosen else None
+            rows = [[k if c == t.pk else r.get(c) for c in cols] for k, r in chosen]
+            return rows_body(t.ks, t.name, specs, rows, paging_state=state, skip=skip)
+        return run
+
+    def check_lwt_consistency(self, prm):
+        if prm.consistency in (SERIAL, LOCAL_SERIAL):
+            raise invalid("%s is not supported as conditional update commit consistency. "
+                          "Use ANY if you mean \"make sure it is accepted but I don't care "
+                          "how many replicas commit it for non-SERIAL reads\""
+                          % CL_NAMES[prm.consistency])
+        if prm.serial not in (SERIAL, LOCAL_SERIAL):
+            raise invalid("Invalid consistency for conditional update. Must be one of "
+                          "SERIAL or LOCAL_SERIAL")
+
+    def plan_write(self, t, st, values, prm):
+        if st.lwt:
+            self.check_lwt_consistency(prm)
+        elif prm.consistency in (SERIAL, LOCAL_SERIAL):
+            raise invalid("You must use conditional updates for serializable writes")
+        sets = []  # (col, bytes | None | UNSET)
+        if st.kind == "insert":
+            for c in st.cols:
+                t.type(c)
+            if len(set(st.cols)) != len(st.cols):
+                raise invalid("Multiple definitions found for column %s"
+                              % [c for c in st.cols if st.cols.count(c) > 1][0])
+            if t.pk not in st.cols:
+                raise invalid("Some partition key parts are missing: %s" % t.pk)
+            key = None
+            for c, term in zip(st.cols, st.terms):
+                if c == t.pk:
+                    key = self.key_value(t, term, values)
+                else:
+                    sets.append((c, self.term_value(term, values, t.types[c], c)))
+        else:
+            col, term = st.where
+            t.type(col)
+            if col != t.pk:
+                raise invalid("Some partition key parts are missing: %s" % t.pk)
+            key = self.key_value(t, term, values)
+            if st.kind == "update":
+                for c, term2 in st.sets:
+                    t.type(c)
+                    if c == t.pk:
+                        raise invalid("PRIMARY KEY part %s found in SET part" % c)
+                    sets.append((c, self.term_value(term2, values, t.types[c], c)))
+            else:
+                for c in st.cols:
+                    t.type(c)
+                    if c == t.pk:
+                        raise invalid("Invalid identifier %s for deletion (should not "
+                                      "be a PRIMARY KEY part)" % c)
+        conds = []
+        if isinstance(st.cond, list):
+            for c, term in st.cond:
+                t.type(c)
+                if c == t.pk:
+                    raise invalid("PRIMARY KEY column '%s' cannot have IF conditions" % c)
+                v = self.term_value(term, values, t.types[c], c)
+                if v is UNSET:
+                    raise invalid("Invalid 'unset' value in condition")
+                conds.append((c, v))
+
+        def apply():
+            row = t.rows.get(key)
+            if st.kind == "insert":
+                row = t.rows.setdefault(key, {})
+                row["_marker"] = True
+            elif st.kind == "update":
+                if row is None:
+                    row = t.rows.setdefault(key, {})
+            elif not st.cols:  # DELETE of the row
+                t.rows.pop(key, None)
+                return
+            for c, v in (sets if st.kind != "delete" else [(c, None) for c in st.cols]):
+                if v is UNSET:
+                    continue
+                if v is None:
+                    row.pop(c, None)
+                else:
+                    row[c] = v
+            if not row.get("_marker") and len(row) - ("_marker" in row) == 0:
+                t.rows.pop(key, None)
+
+        def run():
+            if not st.lwt:
+                apply()
+                return VOID
+            row = t.rows.get(key)
+            exists = row is not None
+            if st.cond == "not_exists":
+                ok = not exists
+            elif st.cond == "exists":
+                ok = exists
+            else:
+                cur = row or {}
+                ok = all(cur.get(c) == v for c, v in conds)
+            specs = [("[applied]", T_BOOLEAN)]
+            cells = [b"\x01" if ok else b"\x00"]
+            if ok:
+                apply()
+                self.count("lwt", "applied")
+            else:
+                self.count("lwt", "not_applied")
+                if exists and st.cond == "not_exists":
+                    for c in t.order:
+                        specs.append((c, t.types[c]))
+                        cells.append(key if c == t.pk else row.get(c))
+                elif exists and isinstance(st.cond, list):
+                    seen = []
+                    for c, _ in st.cond:
+                        if c not in seen:
+                            seen.append(c)
+                            specs.append((c, t.types[c]))
+                            cells.append(row.get(c))
+            return rows_body(t.ks, t.name, specs, [cells])
+        return run
+
+    def ddl(self, conn, st, cur_ks):
+        """(body, flags, events) of a schema statement."""
+        if st.kind == "use":
+            if st.name not in self.keyspaces:
+                raise invalid("Keyspace '%s' does not exist" % st.name)
+            conn.keyspace = st.name
+            return i32(3) + string(st.name), 0, []
+        if st.kind == "create_ks":
+            name = st.name
+            if not re.fullmatch(r"\w{1,48}", name, re.A):
+                raise invalid("Keyspace name must not be empty, more than 48 characters "
+                              "long, or contain non-alphanumeric-underscore characters "
+                              "(got \"%s\")" % name)
+            rep = dict(st.replication)
+            cls = rep.pop("class", None)
+            if cls is None:
+                raise CqlError(E_CONFIG, "Missing replication strategy class")
+            short = cls.rsplit(".", 1)[-1]
+            if short not in ("SimpleStrategy", "NetworkTopologyStrategy"):
+                raise CqlError(E_CONFIG, "Unable to find replication strategy class '%s'"
+                               % (cls if "." in cls else "org.apache.cassandra.locator." + cls))
+            for k, v in rep.items():
+                if not re.fullmatch(r"\d+", v):
+                    raise CqlError(E_CONFIG, "Replication factor must be non-negative "
+                                   "integer; found %s" % v)
+            if short == "SimpleStrategy":
+                if "replication_factor" not in rep:
+                    raise CqlError(E_CONFIG, "SimpleStrategy requires a replication_factor "
+                                   "strategy option.")
+                extra = [k for k in rep if k != "replication_factor"]
+                if extra:
+                    raise CqlError(E_CONFIG, "Unrecognized strategy option {%s} passed to "
+                                   "SimpleStrategy for keyspace %s" % (extra[0], name))
+            elif self.dcs:
+                bad = [k for k in rep if k not in self.dcs and k != "replication_factor"]
+                if bad:
+                    raise CqlError(E_CONFIG, "Unrecognized strategy option {%s} passed to "
+                                   "NetworkTopologyStrategy for keyspace %s" % (bad[0], name))
+            if name in self.keyspaces:
+                if st.if_not_exists:
+                    return VOID, 0, []
+                raise CqlError(E_ALREADY_EXISTS, "Keyspace %s already exists" % name,
+                               string(name) + string(""))
+            stored = {"class": "org.apache.cassandra.locator." + short}
+            stored.update({k: str(int(v)) for k, v in rep.items()})
+            self.keyspaces[name] = {"replication": stored, "durable": True}
+            warnings = []
+            nodes = self.args.nodes
+            for k, v in rep.items():
+                if int(v) > nodes:
+                    if k == "replication_factor":
+                        warnings.append("Your replication factor %d for keyspace %s is "
+                                        "higher than the number of nodes %d"
+                                        % (int(v), name, nodes))
+                    else:
+                        warnings.append("Your replication factor %d for keyspace %s is "
+                                        "higher than the number of nodes %d for "
+                                        "datacenter %s" % (int(v), name, nodes, k))
+            ev = schema_change("CREATED", "KEYSPACE", name)
+            body = i32(5) + ev
+            if warnings:
+                return string_list(warnings) + body, 0x08, [ev]
+            return body, 0, [ev]
+        if st.kind == "create_table":
+            ks = st.ks or cur_ks
+            if ks is None:
+                raise invalid("No keyspace has been specified. USE a keyspace, or "
+                              "explicitly specify keyspace.tablename")
+            if ks not in self.keyspaces:
+                raise invalid("Keyspace '%s' doesn't exist" % ks)
+            if not re.fullmatch(r"\w{1,48}", st.table, re.A):
+                raise invalid("Table name must not be empty, more than 48 characters "
+                              "long, or contain non-alphanumeric-underscore characters "
+                              "(got \"%s\")" % st.table)
+            if (ks, st.table) in self.tables:
+                if st.if_not_exists:
+                    return VOID, 0, []
+                raise CqlError(E_ALREADY_EXISTS, "Cannot add already existing table \"%s\" "
+                               "to keyspace \"%s\"" % (st.table, ks),
+                               string(ks) + string(st.table))
+            self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk)
+            ev = schema_change("CREATED", "TABLE", ks, st.table)
+            return i32(5) + ev, 0, [ev]
+        if st.kind == "drop_table":
+            ks = st.ks or cur_ks
+            if ks is None or (ks, st.table) not in self.tables:
+                if st.if_exists:
+                    return VOID, 0, []
+                raise invalid("Table '%s.%s' doesn't exist" % (ks, st.table))
+            self.drop_tables([(ks, st.table)])
+            ev = schema_change("DROPPED", "TABLE", ks, st.table)
+            return i32(5) + ev, 0, [ev]
+        if st.kind == "drop_ks":
+            if st.name not in self.keyspaces:
+                if st.if_exists:
+                    return VOID, 0, []
+                raise invalid("Keyspace '%s' doesn't exist" % st.name)
+            self.drop_tables([k for k in self.tables if k[0] == st.name])
+            del self.keyspaces[st.name]
+            ev = schema_change("DROPPED", "KEYSPACE", st.name)
+            return i32(5) + ev, 0, [ev]
+        raise CqlError(E_SERVER, "unhandled statement kind %s" % st.kind)
+
+    def drop_tables(self, keys):
+        for key in keys:
+            self.tables.pop(key, None)
+            for pid, (pst, pks) in list(self.prepared.items()):
+                if pst.is_write or pst.kind == "select":
+                    if ((pst.ks or pks), pst.table) == key:
+                        del self.prepared[pid]
+
+    def prepare(self, conn, text):
+        st = self.parse(text)
+        with self.lock:
+            ks, table, specs, pk, res = self.bind_info(st, conn.keyspace)
+            pid = hashlib.md5(((conn.keyspace or "") + text).encode()).digest()
+            self.prepared[pid] = (st, conn.keyspace)
+        body = i32(4) + short_bytes(pid) + bind_metadata(ks, table, specs, pk)
+        if res is None:
+            body += NO_METADATA
+        else:
+            body += rows_metadata(ks, table, res)
+        return body
+
+    # -- network
+
+    def serve(self):
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", self.args.port))
+        ls.listen(128)
+        ls.settimeout(0.2)
+        port = ls.getsockname()[1]
+        if self.args.port_file:
+            tmp = self.args.port_file + ".tmp%d" % os.getpid()
+            with open(tmp, "w") as f:
+                f.write("%d\n" % port)
+            os.rename(tmp, self.args.port_file)
+        else:
+            sys.stdout.write("PORT %d\n" % port)
+            sys.stdout.flush()
+        self.log("listening on 127.0.0.1:%d (seed %d)" % (port, self.seed))
+        while not self.stopping:
+            try:
+                s, addr = ls.accept()
+            except socket.timeout:
+                continue
+            except OSError as e:
+                if self.stopping:
+                    break
+                self.log("accept: %s" % e)
+                time.sleep(0.05)
+                continue
+            s.settimeout(None)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.conns_lock:
+                self.conn_ids += 1
+                c = Conn(self, s, addr, self.conn_ids)
+                self.conns.add(c)
+            self.count_conn()
+            c.start()
+        ls.close()
+
+    def count_conn_error(self):
+        with self.stats_lock:
+            self.stats["connection_errors"] += 1
+
+    def count_conn(self):
+        with self.stats_lock:
+            self.stats["connections"] += 1
+
+    def write_stats(self):
+        if not self.args.stats_file:
+            return
+        with self.stats_lock:
+            data = json.dumps(self.stats, indent=1, sort_keys=True)
+        tmp = self.args.stats_file + ".tmp%d" % os.getpid()
+        with open(tmp, "w") as f:
+            f.write(data + "\n")
+        os.rename(tmp, self.args.stats_file)
+
+
+class Conn(threading.Thread):
+    def __init__(self, server, sock, addr, cid):
+        super().__init__(daemon=True)
+        self.srv, self.sock, self.cid = server, sock, cid
+        self.peer = "%s:%d" % addr[:2]
+        self.wlock = threading.Lock()
+        self.state = "new"          # new -> auth -> ready
+        self.keyspace = None
+        self.events = set()
+        self.closed = False
+
+    def send(self, data):
+        with self.wlock:
+            if self.closed:
+                return
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                self.kill()
+
+    def kill(self):
+        if not self.closed:
+            self.closed = True
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    def recv_exact(self, n):
+        buf = bytearray()
+        while len(buf) < n:
+            try:
+                chunk = self.sock.recv(n - len(buf))
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            buf += chunk
+        return bytes(buf)
+
+    def run(self):
+        try:
+            self.loop()
+        except Exception as e:  # never let one connection take the server down
+            self.srv.count_conn_error()
+            self.srv.log("conn %d (%s): internal error: %r" % (self.cid, self.peer, e))
+        finally:
+            self.kill()
+            with self.srv.conns_lock:
+                self.srv.conns.discard(self)
+
+    def fatal(self, stream, msg, version=RESP_VERSION, hdr_len=9):
+        """A protocol error that ends the connection."""
+        body = i32(E_PROTOCOL) + string(msg)
+        if hdr_len == 8:  # v1 / v2 headers: one-byte stream
+            data = struct.pack(">BBbBI", version, 0, stream, OP_ERROR, len(body)) + body
+        else:
+            data = frame(stream, OP_ERROR, body, version=version)
+        self.srv.count("errors", "0x%04x" % E_PROTOCOL)
+        self.send(data)
+        self.srv.count_conn_error()
+        self.srv.log("conn %d (%s): protocol error: %s" % (self.cid, self.peer, msg))
+        self.kill()
+
+    def loop(self):
+        while not self.closed:
+            first = self.recv_exact(1)
+            if first is None:
+                return
+            v = first[0]
+            ver = v & 0x7F
+            if ver != VERSION:
+                # answer in the client's own framing for old versions, else in ours
+                rest = self.recv_exact(7 if ver in (1, 2) else 8) or b""
+                if ver in (1, 2):
+                    stream = struct.unpack_from(">b", rest, 1)[0] if len(rest) >= 2 else 0
+                    self.fatal(stream, "Invalid or unsupported protocol version (%d); "
+                               "supported versions are (4/v4)" % ver, 0x80 | ver, 8)
+                else:
+                    stream = struct.unpack_from(">h", rest, 1)[0] if len(rest) >= 3 else 0
+                    self.fatal(stream, "Invalid or unsupported protocol version (%d); "
+                               "supported versions are (4/v4)" % ver,
+                               0x80 | ver if ver == 3 else RESP_VERSION)
+                return
+            rest = self.recv_exact(8)
+            if rest is None:
+                return
+            flags, stream, opcode, length = struct.unpack(">BhBI", rest)
+            if v & 0x80:
+                self.fatal(stream, "Wrong protocol direction (expected REQUEST, got "
+                           "RESPONSE)")
+                return
+            if length > MAX_BODY:
+                self.fatal(stream, "Request is too big: length %d exceeds maximum "
+                           "allowed length %d." % (length, MAX_BODY))
+                return
+            body = self.recv_exact(length) if length else b""
+            if body is None:
+                self.srv.log("conn %d (%s): connection closed inside a frame"
+                             % (self.cid, self.peer))
+                self.srv.count_conn_error()
+                return
+            if opcode not in REQUEST_OPS:
+                self.fatal(stream, "Unknown opcode %d" % opcode if opcode not in OPNAMES
+                           else "Unexpected message %s" % OPNAMES[opcode])
+                return
+            if flags & 0x01:
+                self.fatal(stream, "Received a compressed frame but no compression "
+                           "was negotiated")
+                return
+            self.srv.count("requests", OPNAMES[opcode])
+            if self.srv.args.verbose:
+                self.srv.log("conn %d: stream %d %s (%d bytes)"
+                             % (self.cid, stream, OPNAMES[opcode], length))
+            if self.srv.args.reorder:
+                threading.Thread(target=self.handle, daemon=True,
+                                 args=(stream, opcode, flags, body, True)).start()
+            else:
+                self.handle(stream, opcode, flags, body, False)
+
+    def handle(self, stream, opcode, flags, body, jitter):
+        srv = self.srv
+        if jitter:
+            time.sleep(srv.rand() * 0.003)
+        events = []
+        try:
+            out_body, out_op, out_flags, events = self.dispatch(opcode, flags, body)
+            resp = frame(stream, out_op, out_body, out_flags)
+        except Drop:
+            srv.log("conn %d (%s): dropped after applying a write (fault)"
+                    % (self.cid, self.peer))
+            self.kill()
+            return
+        except CqlError as e:
+            srv.count("errors", "0x%04x" % e.code)
+            if e.close:
+                self.fatal(stream, e.msg)
+                return
+            resp = frame(stream, OP_ERROR, e.body())
+        except Exception as e:
+            srv.count("errors", "0x%04x" % E_SERVER)
+            srv.log("conn %d (%s): server error: %r" % (self.cid, self.peer, e))
+            resp = frame(stream, OP_ERROR, i32(E_SERVER) + string("cql_fake_server: %r" % e))
+        if srv.args.delay_ms > 0:
+            srv.count("faults", "delayed")
+            time.sleep(srv.rand() * srv.args.delay_ms / 1000.0)
+        self.send(resp)
+        srv.broadcast_events(events)
+
+    def dispatch(self, opcode, flags, body):
+        """(body, opcode, flags, events) of the answer."""
+        srv = self.srv
+        r = Reader(body, OPNAMES[opcode])
+        if flags & 0x04:  # custom payload: [bytes map]
+            for _ in range(r.u16("custom payload")):
+                r.string("custom payload key")
+                r.bytes_("custom payload value")
+        if opcode == OP_OPTIONS:
+            r.end()
+            return string_multimap([("PROTOCOL_VERSIONS", ["4/v4"]),
+                                    ("COMPRESSION", []),
+                                    ("CQL_VERSION", ["3.4.5"])]), OP_SUPPORTED, 0, []
+        if opcode == OP_STARTUP:
+            opts = r.string_map("startup options")
+            r.end()
+            if self.state != "new":
+                raise protocol("Unexpected message STARTUP, the connection is already "
+                               "initialized")
+            if "CQL_VERSION" not in opts:
+                raise protocol("Missing value CQL_VERSION in STARTUP message")
+            if not re.fullmatch(r"3(\.\d+){0,2}", opts["CQL_VERSION"]):
+                raise protocol("Invalid or unsupported CQL version: %s"
+                               % opts["CQL_VERSION"])
+            if opts.get("COMPRESSION"):
+                raise protocol("Unknown compression algorithm: %s" % opts["COMPRESSION"])
+            if srv.args.auth:
+                self.state = "auth"
+                return (string("org.apache.cassandra.auth.PasswordAuthenticator"),
+                        OP_AUTHENTICATE, 0, [])
+            self.state = "ready"
+            return b"", OP_READY, 0, []
+        if opcode == OP_AUTH_RESPONSE:
+            token = r.bytes_("token")
+            r.end()
+            if self.state != "auth":
+                raise protocol("Unexpected message AUTH_RESPONSE, expecting %s"
+                               % ("STARTUP or OPTIONS" if self.state == "new"
+                                  else "no authentication"))
+            if token is None:
+                raise CqlError(E_BAD_CREDENTIALS, "Authentication ID must not be null")
+            parts = token.split(b"\x00")
+            if len(parts) < 3:
+                raise CqlError(E_BAD_CREDENTIALS, "Password must not be null")
+            user, pw = parts[-2].decode("utf-8", "replace"), parts[-1].decode("utf-8", "replace")
+            want_user, _, want_pw = srv.args.auth.partition(":")
+            if user != want_user or pw != want_pw:
+                raise CqlError(E_BAD_CREDENTIALS, "Provided username %s and/or password "
+                               "are incorrect" % user)
+            self.state = "ready"
+            return value(None), OP_AUTH_SUCCESS, 0, []
+        if self.state == "new":
+            raise protocol("Unexpected message %s, expecting STARTUP or OPTIONS"
+                           % OPNAMES[opcode])
+        if self.state == "auth":
+            raise protocol("Unexpected message %s, expecting SASL_RESPONSE"
+                           % OPNAMES[opcode])
+        if opcode == OP_REGISTER:
+            evs = r.string_list("event types")
+            r.end()
+            for e in evs:
+                if e not in ("TOPOLOGY_CHANGE", "STATUS_CHANGE", "SCHEMA_CHANGE"):
+                    raise protocol("Invalid value '%s' for Type" % e)
+            self.events.update(evs)
+            return b"", OP_READY, 0, []
+        if opcode == OP_PREPARE:
+            text = r.long_string("query")
+            r.end()
+            return srv.prepare(self, text), OP_RESULT, 0, []
+        if opcode == OP_QUERY:
+            text = r.long_string("query")
+            prm = Params(r)
+            r.end()
+            st = srv.parse(text)
+            body, fl, ev = srv.execute(self, st, prm.values, prm, ks=self.keyspace)
+            return body, OP_RESULT, fl, ev
+        if opcode == OP_EXECUTE:
+            pid = r.short_bytes("statement id")
+            prm = Params(r)
+            r.end()
+            with srv.lock:
+                entry = srv.prepared.get(pid)
+            if entry is None:
+                raise CqlError(E_UNPREPARED, UNPREPARED_MSG % pid.hex(), short_bytes(pid))
+            st, pks = entry
+            # a statement runs in the keyspace it was prepared in
+            body, fl, ev = srv.execute(self, st, prm.values, prm, ks=pks, stmt_id=pid)
+            return body, OP_RESULT, fl, ev
+        if opcode == OP_BATCH:
+            raise invalid("cql_fake_server does not implement BATCH")
+        raise protocol("Unexpected message %s" % OPNAMES[opcode], True)
+
+
+def probability(s):
+    p = float(s)
+    if not 0.0 <= p <= 1.0:
+        raise argparse.ArgumentTypeError("%s is not a probability in [0, 1]" % s)
+    return p
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="A stand-in Cassandra 4.0.7 for the CQL "
+                                 "native protocol v4 (see the module docstring).")
+    ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: a free one)")
+    ap.add_argument("--port-file", help="write the port here (else print PORT <n>)")
+    ap.add_argument("--auth", metavar="USER:PASS", help="require PasswordAuthenticator")
+    ap.add_argument("--seed", type=int, help="PRNG seed for faults and delays")
+    ap.add_argument("--drop", type=probability, default=0.0)
+    ap.add_argument("--timeout", type=probability, default=0.0)
+    ap.add_argument("--unavailable", type=probability, default=0.0)
+    ap.add_argument("--unprepared", type=probability, default=0.0)
+    ap.add_argument("--read-faults", action="store_true",
+                    help="inject the faults into SELECTs too")
+    ap.add_argument("--delay-ms", type=int, default=0)
+    ap.add_argument("--reorder", action="store_true",
+                    help="answer pipelined requests out of order")
+    ap.add_argument("--nodes", type=int, default=3,
+                    help="nodes per datacenter, for the RF warning (default 3)")
+    ap.add_argument("--dcs", help="datacenter names NetworkTopologyStrategy accepts "
+                    "(default: any)")
+    ap.add_argument("--stats-file", help="JSON counts written at exit")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    srv = Server(args)
+
+    def stop(signum, _frame):
+        srv.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        srv.serve()
+    finally:
+        srv.write_stats()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
