@@ -739,7 +739,7 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
   }
   free(paging);
   if (rc == UNICO_OK) {
-    qsort(it, n, sizeof *it, item_cmp);
+    if (n) qsort(it, n, sizeof *it, item_cmp);
     for (size_t i = 0; i < n && rc == UNICO_OK; i++)
       rc = cb(ctx, it[i].k, it[i].kl, it[i].v, it[i].vl, it[i].ver);
   }
