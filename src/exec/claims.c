@@ -352,8 +352,7 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       }
       if (!(state == UREC_PENDING && !mine &&
             since > c->now - c->x->grace_ms)) {
-        /* about to replace it (or adopt our own intent): carry on what it
-         * carries */
+        /* about to replace it: carry on what it carries */
         int brc;
         ustored_hist_free(&c->base);
         if (ustored_hist_copy(&c->base, &r.hist))
@@ -366,11 +365,11 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
         }
       }
       ustored_record_free(&r);
-      if (state == UREC_PENDING && mine) {
-        c->intent = cv;
-        return UNICO_OK;
-      }
-      if (state == UREC_PENDING && since > c->now - c->x->grace_ms) {
+      /* Our own intent (an earlier attempt's) is taken over like any
+       * other, moving its version: that attempt's commit, which may still
+       * be on its way, expects the old one and can never land now. */
+      if (state == UREC_PENDING && !mine &&
+          since > c->now - c->x->grace_ms) {
         if (wait_in_flight(c)) {
           why->why = UREFUSED_BUSY;
           why->claim = SIZE_MAX; /* the primary key */

@@ -51,6 +51,7 @@
 #define RMW_ROUNDS 32 /* read-then-write rounds of the rarer conditions */
 #define SCAN_PAGE 1000
 #define SEND_RETRIES 3 /* requests that certainly did not leave */
+#define CHUNK 256      /* requests in flight at once per caller */
 
 enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, NST };
 
@@ -174,8 +175,8 @@ static int prepare(cass *s, ucql_conn *c, int i, ustore_err *e) {
     seterr(e, "preparing a statement: %s", k.err);
     rc = UNICO_EUNAVAILABLE;
   } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
-    rc = error_rc(&k.resp, "preparing a statement", e);
-    rc = UNICO_EUNAVAILABLE;
+    error_rc(&k.resp, "preparing a statement", e);
+    rc = UNICO_EUNAVAILABLE; /* (nothing was written) */
   } else if (k.resp.h.opcode != UCQL_OP_RESULT ||
              k.resp.result_kind != UCQL_RESULT_PREPARED ||
              k.resp.prepared_len > sizeof s->st[i].id) {
@@ -274,7 +275,8 @@ static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
       idx[m++] = i;
     }
     count(s, &g_stats.round_trips, 1);
-    ucql_conn_run(c, batch, m);
+    for (size_t off = 0; off < m; off += CHUNK) /* (streams are finite) */
+      ucql_conn_run(c, batch + off, m - off < CHUNK ? m - off : CHUNK);
     pending = 0;
     for (size_t j = 0; j < m; j++) {
       ucql_call *k = &batch[j];
