@@ -953,15 +953,6 @@ static int valid_name(const char *p, size_t n) {
   return 1;
 }
 
-static int parse_long(const char *v, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi) return -1;
-  *out = x;
-  return 0;
-}
-
 static int parse_consistency(const char *v, int serial, uint16_t *out) {
   static const struct {
     const char *name;
@@ -1037,7 +1028,7 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
     }
     long p = 9042;
     if (!*h || strlen(h) >= sizeof s->hosts[0].host ||
-        (port && parse_long(port, 1, 65535, &p)))
+        (port && ustore_parse_long(port, 1, 65535, &p)))
       goto bad_host;
     snprintf(s->hosts[s->nhosts].host, sizeof s->hosts[0].host, "%s", h);
     s->hosts[s->nhosts++].port = (unsigned)p;
@@ -1075,15 +1066,15 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
       else if (!strcmp(o, "password") && strlen(v) < sizeof s->password)
         snprintf(s->password, sizeof s->password, "%s", v);
       else if (!strcmp(o, "connect_timeout_ms"))
-        ok = !parse_long(v, 1, 600000, &s->connect_ms);
+        ok = !ustore_parse_long(v, 1, 600000, &s->connect_ms);
       else if (!strcmp(o, "request_timeout_ms"))
-        ok = !parse_long(v, 1, 600000, &s->request_ms);
+        ok = !ustore_parse_long(v, 1, 600000, &s->request_ms);
       else if (!strcmp(o, "table") && valid_name(v, strlen(v)))
         snprintf(s->table, sizeof s->table, "%s", v);
       else if (!strcmp(o, "replication") && strlen(v) < sizeof repl)
         snprintf(repl, sizeof repl, "%s", v);
       else if (!strcmp(o, "allow_weak"))
-        ok = !parse_long(v, 0, 1, &allow_weak);
+        ok = !ustore_parse_long(v, 0, 1, &allow_weak);
       else
         ok = 0;
       if (!ok) {

@@ -690,15 +690,6 @@ static int valid_table(const char *t, size_t n) {
   return 1;
 }
 
-static int parse_long(const char *v, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi) return -1;
-  *out = x;
-  return 0;
-}
-
 int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e) {
   ddb_store *s = NULL;
   char host[256], region[64] = "", opt[512];
@@ -744,7 +735,7 @@ int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e) {
     if (pl == 0 || pl >= sizeof pb) goto usage;
     memcpy(pb, pstart, pl);
     pb[pl] = 0;
-    if (parse_long(pb, 1, 65535, &port)) goto usage;
+    if (ustore_parse_long(pb, 1, 65535, &port)) goto usage;
   }
   /* TABLE?OPTS */
   const char *tab = slash + 1, *qm = strchr(tab, '?');
@@ -765,8 +756,8 @@ int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e) {
       if (eq) *eq = 0;
       if (!strcmp(kv, "region") && *v && strlen(v) < sizeof region) {
         snprintf(region, sizeof region, "%s", v);
-      } else if (!strcmp(kv, "timeout_ms") && !parse_long(v, 1, 600000, &timeout_ms)) {
-      } else if (!strcmp(kv, "retry_ms") && !parse_long(v, 0, 3600000, &retry_ms)) {
+      } else if (!strcmp(kv, "timeout_ms") && !ustore_parse_long(v, 1, 600000, &timeout_ms)) {
+      } else if (!strcmp(kv, "retry_ms") && !ustore_parse_long(v, 0, 3600000, &retry_ms)) {
       } else {
         seterr(e,
                "dynamodb store option %s%s%s: expected region=NAME, "

@@ -18,6 +18,15 @@ void ustore_seterr(ustore_err *e, const char *fmt, ...) {
   va_end(ap);
 }
 
+int ustore_parse_long(const char *v, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > hi) return -1;
+  *out = x;
+  return 0;
+}
+
 int64_t ustore_now(ustore *s) {
   if (s && s->vt->version >= 3 && s->vt->now_ms) return s->vt->now_ms(s);
   return unow_ms();

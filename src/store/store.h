@@ -127,6 +127,10 @@ struct ustore {
   const ustore_vtab *vt;
 };
 
+/* A URL option's integer in [lo, hi], for backends: 0, or -1 when v is
+ * not one. */
+int ustore_parse_long(const char *v, long lo, long hi, long *out);
+
 /* Fill e->msg (e may be NULL), for backends. */
 void ustore_seterr(ustore_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
