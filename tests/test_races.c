@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "thread_check.h"
@@ -179,7 +180,9 @@ static void *swapper(void *arg) {
   char pk[32], mine[64];
   snprintf(pk, sizeof pk, "\"%s\"", me);
   snprintf(mine, sizeof mine, "{\"email\":\"own-%s@x\"}", me);
-  for (int i = 0; i < 2000 && !atomic_load(&stop_swap); i++) {
+  /* (until the checker has seen enough: on a loaded machine the threads
+   * may start late) */
+  for (int i = 0; i < 1000000 && !atomic_load(&stop_swap); i++) {
     int rc = unico_update(U, "users", pk, "{\"email\":\"shared@x\"}", 0, NULL, &res);
     TCHECK(rc == UNICO_OK || rc == UNICO_ECONFLICT);
     rc = unico_update(U, "users", pk, mine, 0, NULL, &res);
@@ -199,7 +202,8 @@ static void test_swap_and_lookup(void **state) {
   pthread_create(&a, NULL, swapper, "A");
   pthread_create(&b, NULL, swapper, "B");
   long seen = 0;
-  for (int i = 0; i < 3000; i++) {
+  time_t t0 = time(NULL);
+  for (int i = 0; i < 3000 || (!seen && time(NULL) - t0 < 60); i++) {
     int rc = unico_lookup(U, "users", "users_email", "[\"shared@x\"]", &res);
     if (rc == UNICO_ENOTFOUND) continue;
     assert_int_equal(rc, UNICO_OK);
