@@ -1042,10 +1042,10 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
     v.check_claims = (long)json_integer_value(json_object_get(rep, "claims"));
     /* (claims protocol: a failed or crashed write may leave an orphan
      * claim, or one still in flight, which the validity rule disregards
-     * and the next writer or repair reclaims; check counts them apart) */
-    v.check_claims -=
-        (long)json_integer_value(json_object_get(rep, "orphans")) +
-        (long)json_integer_value(json_object_get(rep, "in_flight"));
+     * and the next writer or repair reclaims: compare the claims in force) */
+    if (json_object_get(rep, "claims_in_force"))
+      v.check_claims =
+          (long)json_integer_value(json_object_get(rep, "claims_in_force"));
     v.check_outcomes = (long)json_integer_value(json_object_get(rep, "outcomes"));
     if (rc != UNICO_OK || !json_is_true(json_object_get(rep, "ok")))
       viol(&v, "unico_check: rc %d (%s): %s; report %s", rc, unico_errname(rc),

@@ -56,6 +56,7 @@ typedef struct chk {
   int claims_mode;
   int64_t grace, retention;
   uint64_t orphans, in_flight, tombstones, free_claims;
+  uint64_t claims_out; /* claims among them (orphans, in flight) */
   fix *fixes;
   size_t nfixes, fcap;
   unico_result *res;
@@ -324,6 +325,7 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     ustored_record_free(&r);
   }
   if (orphan && c->claims_mode) {
+    c->claims_out++;
     if (cl.state == UCLAIM_PENDING && cl.since_ms > c->now - c->grace) {
       orphan = 0;
       c->in_flight++;
@@ -720,6 +722,8 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
     json_object_set_new(o, "in_flight", json_integer((json_int_t)c.in_flight));
     json_object_set_new(o, "tombstones", json_integer((json_int_t)c.tombstones));
     json_object_set_new(o, "free_claims", json_integer((json_int_t)c.free_claims));
+    json_object_set_new(o, "claims_in_force",
+                        json_integer((json_int_t)(c.claims - c.claims_out)));
   }
   if (res && o) res->json = json_dumps(o, JSON_COMPACT);
   json_decref(o);

@@ -85,8 +85,7 @@ static ustore_cassandra_stats g_stats;
 
 #define seterr ustore_seterr
 
-static void count(cass *s, uint64_t *field, uint64_t n) {
-  (void)s;
+static void count(uint64_t *field, uint64_t n) {
   __atomic_add_fetch(field, n, __ATOMIC_RELAXED);
 }
 
@@ -274,7 +273,7 @@ static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
       batch[m] = reqs[i].call;
       idx[m++] = i;
     }
-    count(s, &g_stats.round_trips, 1);
+    count(&g_stats.round_trips, 1);
     for (size_t off = 0; off < m; off += CHUNK) /* (streams are finite) */
       ucql_conn_run(c, batch + off, m - off < CHUNK ? m - off : CHUNK);
     pending = 0;
@@ -313,7 +312,7 @@ static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
   }
   rc = UNICO_OK;
   for (size_t i = 0; i < n; i++)
-    if (reqs[i].call.rc == UNICO_EUNKNOWN) count(s, &g_stats.unknown, 1);
+    if (reqs[i].call.rc == UNICO_EUNKNOWN) count(&g_stats.unknown, 1);
 leave:
   free(batch);
   free(idx);
@@ -324,22 +323,24 @@ static void reqs_free(req *reqs, size_t n) {
   for (size_t i = 0; i < n; i++) ucql_msg_free(&reqs[i].call.resp);
 }
 
-/* The answer of a write: UNICO_OK (applied), USTORE_NOT_APPLIED with
- * *row_cols set to the columns that came back, or an error. */
-static int write_answer(req *r, const char *what, ustore_err *e) {
+/* The answer of a write: UNICO_OK (applied), USTORE_NOT_APPLIED (the
+ * columns that came back are in r's answer: see cell()), or an error.
+ * (Messages name the cause only: the executor says what it was doing.) */
+static int write_answer(req *r, ustore_err *e) {
   ucql_call *k = &r->call;
   if (k->rc) {
-    seterr(e, "%s: %s", what, k->err);
+    seterr(e, "%s", k->err);
     return k->rc;
   }
-  if (k->resp.h.opcode == UCQL_OP_ERROR) return error_rc(&k->resp, what, e);
+  if (k->resp.h.opcode == UCQL_OP_ERROR)
+    return error_rc(&k->resp, "Cassandra", e);
   const ucql_rows *rows = &k->resp.rows;
   int applied = 0;
   int ai = ucql_rows_col(rows, "[applied]");
   if (k->resp.h.opcode != UCQL_OP_RESULT ||
       k->resp.result_kind != UCQL_RESULT_ROWS || rows->nrows != 1 || ai < 0 ||
       ucql_cell_bool(&rows->cells[ai], &applied)) {
-    seterr(e, "%s: the answer has no [applied] row", what);
+    seterr(e, "Cassandra: the answer has no [applied] row");
     return UNICO_EUNKNOWN;
   }
   return applied ? UNICO_OK : USTORE_NOT_APPLIED;
@@ -356,18 +357,18 @@ static const ucql_value *cell(req *r, const char *name) {
 /* ------------------------------------------------------------------ */
 /* get */
 
-/* Read keys[i] for each of n reqs built by the caller; fill vals and
- * vers; rcs[i] UNICO_OK / UNICO_ENOTFOUND / error. */
+/* The answer of a read (ST_GET): *rc UNICO_OK with val and ver,
+ * UNICO_ENOTFOUND, or an error (a read wrote nothing: unavailable). */
 static void get_answer(req *r, ubuf *val, uint64_t *ver, int *rc,
                        ustore_err *e) {
   ucql_call *k = &r->call;
   if (k->rc) {
-    seterr(e, "reading: %s", k->err);
+    seterr(e, "%s", k->err);
     *rc = UNICO_EUNAVAILABLE;
     return;
   }
   if (k->resp.h.opcode == UCQL_OP_ERROR) {
-    error_rc(&k->resp, "reading", e);
+    error_rc(&k->resp, "Cassandra", e);
     *rc = UNICO_EUNAVAILABLE; /* a read wrote nothing */
     return;
   }
@@ -403,7 +404,7 @@ static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
   req r;
   req_init(s, &r, ST_GET);
   req_val(&r, key, klen);
-  count(s, &g_stats.reads, 1);
+  count(&g_stats.reads, 1);
   int rc = run(s, &r, 1, e);
   if (!rc) get_answer(&r, val, version, &rc, e);
   reqs_free(&r, 1);
@@ -490,9 +491,9 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
     req r;
     int st = simple_stmt(&w);
     build_write(s, &r, &w, st);
-    count(s, &g_stats.lwts, 1);
+    count(&g_stats.lwts, 1);
     rc = run(s, &r, 1, e);
-    if (!rc) rc = write_answer(&r, "writing", e);
+    if (!rc) rc = write_answer(&r, e);
     reqs_free(&r, 1);
     ubuf_free(&w.cur);
     if (rc != USTORE_NOT_APPLIED) break; /* applied, or an error */
@@ -523,7 +524,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     build_write(s, &reqs[m], &ops[i], st);
     of[m++] = i;
   }
-  count(s, &g_stats.lwts, m);
+  count(&g_stats.lwts, m);
   int rc = run(s, reqs, m, &scratch);
   if (rc) {
     for (size_t i = 0; i < n; i++) rcs[i] = rc;
@@ -538,7 +539,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     size_t i = of[j];
     ustore_op *op = &ops[i];
     ustore_err *e = errs ? &errs[i] : &scratch;
-    int r = write_answer(&reqs[j], "writing", e);
+    int r = write_answer(&reqs[j], e);
     rcs[i] = r;
     if (r != USTORE_NOT_APPLIED) continue;
     int st = reqs[j].st;
@@ -568,7 +569,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     }
   }
   if (nr) {
-    count(s, &g_stats.reads, nr);
+    count(&g_stats.reads, nr);
     int g = run(s, reads, nr, &scratch);
     for (size_t j = 0; j < nr; j++) {
       size_t i = rof[j];
@@ -658,7 +659,7 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
     k.params.page_size = SCAN_PAGE;
     k.params.paging_state = paging;
     k.params.paging_len = plen2;
-    count(s, &g_stats.round_trips, 1);
+    count(&g_stats.round_trips, 1);
     ucql_conn_run(c, &k, 1);
     ucql_conn_unref(c);
     if (k.rc) {
