@@ -770,26 +770,26 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
 /* step 4 */
 static void finish(cx *c) {
   const uplan *p = c->p;
-  /* Claims taken become COMMITTED, and the outcome is written: together
-   * (one round trip where the store pipelines). */
+  /* Claims taken become COMMITTED, and the outcome is written: together,
+   * sent without waiting for the answers where the store can. */
   ustore_op *ops = calloc(p->take.n + 2, sizeof *ops);
-  int *rcs = calloc(p->take.n + 2, sizeof *rcs);
   size_t n = 0;
-  for (size_t k = 0; ops && rcs && k < p->take.n; k++) {
+  for (size_t k = 0; ops && k < p->take.n; k++) {
     const uclaim *ck = &p->take.v[k];
     if (ck->kind != UKEY_CLAIM || !c->held[k]) continue;
     ops[n++] = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k], USTORE_PUT,
                    &p->claim_val);
   }
-  if (ops && rcs && p->okey.len) {
+  if (ops && p->okey.len) {
     ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
                    &p->oval);
     ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
   }
-  if (n) ustore_cas_many(c->x->st, ops, n, rcs, NULL);
+  /* Nothing waits for these: whatever does not land is left to the
+   * validity rule (and a retry finds its answer in the record's history). */
+  if (n) ustore_post_many(c->x->st, ops, n);
   for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
   free(ops);
-  free(rcs);
   /* Groups left: the entries noted before the commit (a later write of
    * the record joining again adds entries of its own). */
   for (size_t k = 0; k < p->release.n; k++)
@@ -815,13 +815,22 @@ static void finish(cx *c) {
   }
   uint64_t rver;
   int got = nfree ? get(c, p->rkey.p, p->rkey.len, &v, &rver, NULL) : -1;
-  for (size_t k = 0; got != -1 && k < p->release.n; k++) {
+  ustore_op *frees = calloc(p->release.n + 1, sizeof *frees);
+  ubuf fv = UBUF_INIT;
+  size_t nf = 0;
+  ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, c->me.op_id, c->now);
+  for (size_t k = 0; frees && got != -1 && k < p->release.n; k++) {
     int live;
-    if (!vers[k] || (got == UNICO_OK && holds(&v, 1, &p->release.v[k], &live)))
-      continue;
+    const uclaim *ck = &p->release.v[k];
+    if (!vers[k] || (got == UNICO_OK && holds(&v, 1, ck, &live))) continue;
     if (got == UNICO_OK || got == UNICO_ENOTFOUND)
-      free_claim(c, &p->release.v[k], vers[k]);
+      frees[nf++] = kop(ck->key, ck->klen, USTORE_VERSION, vers[k],
+                        USTORE_PUT, &fv);
   }
+  if (nf) ustore_post_many(c->x->st, frees, nf); /* (as free_claim each) */
+  for (size_t i = 0; i < nf; i++) ubuf_free(&frees[i].cur);
+  free(frees);
+  ubuf_free(&fv);
   free(vers);
   ubuf_free(&v);
   for (size_t k = 0; k < p->drop.n; k++) {

@@ -95,6 +95,7 @@ void ustore_cassandra_stats_get(ustore *base, ustore_cassandra_stats *out) {
   out->reads = __atomic_load_n(&g_stats.reads, __ATOMIC_RELAXED);
   out->round_trips = __atomic_load_n(&g_stats.round_trips, __ATOMIC_RELAXED);
   out->unknown = __atomic_load_n(&g_stats.unknown, __ATOMIC_RELAXED);
+  out->posted = __atomic_load_n(&g_stats.posted, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ */
@@ -603,6 +604,49 @@ leave:
   return UNICO_OK;
 }
 
+/* Sent on one connection without waiting for the answers (best effort:
+ * a write that cannot go out now, or needs a read first, is done the
+ * ordinary way, its result dropped). No round trip is counted. */
+static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
+  cass *s = (cass *)base;
+  req *reqs = calloc(n ? n : 1, sizeof *reqs);
+  ucql_call *calls = calloc(n ? n : 1, sizeof *calls);
+  ucql_conn *c = NULL;
+  ustore_err scratch;
+  size_t m = 0;
+  int sent = 0;
+  if (!reqs || !calls || get_conn(s, &c, &scratch)) goto fallback;
+  for (size_t i = 0; i < n; i++) {
+    int st = simple_stmt(&ops[i]);
+    if (st < 0) continue;
+    pthread_mutex_lock(&s->mu);
+    int ready = s->st[st].ready;
+    pthread_mutex_unlock(&s->mu);
+    if (!ready && prepare(s, c, st, &scratch)) goto fallback;
+    build_write(s, &reqs[m], &ops[i], st);
+    pthread_mutex_lock(&s->mu);
+    reqs[m].call.id = s->st[st].id;
+    reqs[m].call.idlen = s->st[st].idlen;
+    pthread_mutex_unlock(&s->mu);
+    calls[m] = reqs[m].call;
+    m++;
+  }
+  for (size_t off = 0; off < m; off += CHUNK)
+    ucql_conn_post(c, calls + off, m - off < CHUNK ? m - off : CHUNK);
+  count(&g_stats.lwts, m);
+  count(&g_stats.posted, m);
+  sent = 1;
+fallback:
+  if (c) ucql_conn_unref(c);
+  for (size_t i = 0; i < n; i++) {
+    if (sent && simple_stmt(&ops[i]) >= 0) continue;
+    int rc;
+    cass_cas_many(base, &ops[i], 1, &rc, &scratch);
+  }
+  free(reqs);
+  free(calls);
+}
+
 static int cass_cas(ustore *base, ustore_op *op, ustore_err *e) {
   int rc;
   int r = cass_cas_many(base, op, 1, &rc, e);
@@ -764,7 +808,8 @@ static void cass_close(ustore *base) {
 
 static const ustore_vtab CASS_VTAB = {
     USTORE_VTAB_VERSION, "cassandra", 0, cass_get, cass_cas, cass_txn,
-    cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many};
+    cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
+    cass_post_many};
 
 /* ------------------------------------------------------------------ */
 /* open: the keyspace, the table, the statements */

@@ -271,7 +271,7 @@ static void encode_call(ubuf *out, int16_t stream, const ucql_call *k) {
   }
 }
 
-int ucql_conn_run(ucql_conn *c, ucql_call *calls, size_t n) {
+static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
   int16_t *streams = calloc(n ? n : 1, sizeof *streams);
   size_t *ends = calloc(n ? n : 1, sizeof *ends);
   ubuf frames = UBUF_INIT;
@@ -336,6 +336,27 @@ int ucql_conn_run(ucql_conn *c, ucql_call *calls, size_t n) {
   /* answers */
   pthread_mutex_lock(&c->mu);
   if (!ok) set_broken(c, werr);
+  if (!await) { /* posted: whoever reads next frees each stream's answer */
+    for (size_t i = 0; i < n; i++) {
+      slot *s = &c->slots[streams[i]];
+      if (s->state == S_DONE) { /* (answered already) */
+        ucql_msg_free(&s->msg);
+        s->state = S_FREE;
+        c->nfree++;
+      } else if (s->state == S_WAITING) {
+        if (c->broken || !calls[i].sent) {
+          s->state = S_FREE;
+          c->nfree++;
+        } else {
+          s->state = S_ABANDONED;
+        }
+      }
+      calls[i].rc = calls[i].sent ? UNICO_EUNKNOWN : UNICO_EUNAVAILABLE;
+      snprintf(calls[i].err, sizeof calls[i].err, "%s",
+               calls[i].sent ? "posted: no answer awaited" : werr);
+    }
+    n = 0; /* nothing to collect below */
+  }
   for (;;) {
     size_t left = 0;
     for (size_t i = 0; i < n; i++) {
@@ -397,6 +418,14 @@ int ucql_conn_run(ucql_conn *c, ucql_call *calls, size_t n) {
   free(streams);
   free(ends);
   return UNICO_OK;
+}
+
+int ucql_conn_run(ucql_conn *c, ucql_call *calls, size_t n) {
+  return send_calls(c, calls, n, 1);
+}
+
+int ucql_conn_post(ucql_conn *c, ucql_call *calls, size_t n) {
+  return send_calls(c, calls, n, 0);
 }
 
 /* ------------------------------------------------------------------ */

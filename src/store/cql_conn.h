@@ -60,6 +60,11 @@ typedef struct ucql_call {
 /* Send calls[0..n) together and wait for every answer (each within the
  * request timeout). Returns UNICO_OK when every call has its rc. */
 int ucql_conn_run(ucql_conn *c, ucql_call *calls, size_t n);
+/* Send calls[0..n) together and do not wait for the answers: each stream
+ * is freed when its answer comes (read by whoever reads next) or when the
+ * connection goes. Each call's rc says only whether it was sent
+ * (UNICO_EUNKNOWN: sent; UNICO_EUNAVAILABLE: not). */
+int ucql_conn_post(ucql_conn *c, ucql_call *calls, size_t n);
 /* Free the answers of calls (resp). */
 void ucql_calls_clear(ucql_call *calls, size_t n);
 

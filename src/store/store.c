@@ -52,6 +52,17 @@ int ustore_cas_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
   return UNICO_OK;
 }
 
+void ustore_post_many(ustore *s, ustore_op *ops, size_t n) {
+  if (s->vt->version >= 4 && s->vt->post_many) {
+    s->vt->post_many(s, ops, n);
+    return;
+  }
+  int *rcs = calloc(n ? n : 1, sizeof *rcs);
+  if (!rcs) return; /* (best effort by definition) */
+  ustore_cas_many(s, ops, n, rcs, NULL);
+  free(rcs);
+}
+
 /* cas-only view: every call but txn goes to the wrapped store. */
 typedef struct cas_only {
   ustore base;
@@ -115,6 +126,7 @@ int ustore_cas_only(ustore **s, ustore_err *e) {
   c->vt.now_ms = NULL;
   c->vt.sleep_ms = NULL;
   c->vt.cas_many = NULL;
+  c->vt.post_many = NULL;
   c->base.vt = &c->vt;
   *s = &c->base;
   return UNICO_OK;

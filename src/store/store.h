@@ -73,7 +73,7 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
                               uint64_t version);
 
 #define USTORE_CAP_TXN 0x1u     /* txn() is supported */
-#define USTORE_VTAB_VERSION 3
+#define USTORE_VTAB_VERSION 4
 
 typedef struct ustore_vtab {
   int version;       /* USTORE_VTAB_VERSION the backend was written for */
@@ -114,14 +114,21 @@ typedef struct ustore_vtab {
    * the other]. */
   int (*cas_many)(ustore *s, ustore_op *ops, size_t n, int *rcs,
                   ustore_err *errs);
+  /* version 4, optional. Independent conditional writes sent without
+   * waiting for their answers, for writes whose result changes nothing
+   * for the caller (the claims protocol's finish). Each may apply or not,
+   * now or a little later; the caller learns nothing, and ops' outputs
+   * are left alone [cas_many, its results dropped]. */
+  void (*post_many)(ustore *s, ustore_op *ops, size_t n);
 } ustore_vtab;
 
-/* The version-3 calls with their defaults (a backend of an older version
+/* The version-3 and -4 calls with their defaults (a backend of an older version
  * or with a NULL entry gets the default). */
 int64_t ustore_now(ustore *s);
 void ustore_sleep(ustore *s, int64_t ms);
 int ustore_cas_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
                     ustore_err *errs);
+void ustore_post_many(ustore *s, ustore_op *ops, size_t n);
 
 struct ustore {
   const ustore_vtab *vt;
@@ -183,8 +190,10 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e);
 typedef struct ustore_cassandra_stats {
   uint64_t lwts;        /* conditional writes (Paxos rounds) */
   uint64_t reads;       /* SERIAL reads */
-  uint64_t round_trips; /* batches of requests sent together */
+  uint64_t round_trips; /* batches of requests sent together and awaited */
   uint64_t unknown;     /* requests whose outcome stayed unknown */
+  uint64_t posted;      /* conditional writes sent without awaiting them
+                         * (counted in lwts too) */
 } ustore_cassandra_stats;
 void ustore_cassandra_stats_get(ustore *s, ustore_cassandra_stats *out);
 
