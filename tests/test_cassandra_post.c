@@ -1,0 +1,165 @@
+/* test_cassandra_post.c - writes posted without waiting (ustore_post_many)
+ * on the cassandra store: they land, a posted write whose condition fails
+ * changes nothing, the connection's streams come back (far more posts than
+ * streams), ordinary calls keep working between them, and posts count as
+ * LWTs but not as round trips. Run by tests/cassandra_run.sh (fake or
+ * live), which sets UNICO_TEST_STORE_BASE to a URL ending in "table=". */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "unico.h"
+
+#define NPOST 3000 /* three times the streams of one connection */
+#define BATCH 3
+
+static int fails;
+
+#define CHECK(cond, ...)                                                   \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      fprintf(stderr, "test_cassandra_post: FAIL %s:%d: ", __FILE__,       \
+              __LINE__);                                                   \
+      fprintf(stderr, __VA_ARGS__);                                        \
+      fputc('\n', stderr);                                                 \
+      fails++;                                                             \
+    }                                                                      \
+  } while (0)
+
+static void key_of(char *out, size_t n, const char *tag, int i) {
+  snprintf(out, n, "post-%s-%06d", tag, i);
+}
+
+static void nap_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+int main(void) {
+  const char *base = getenv("UNICO_TEST_STORE_BASE");
+  if (!base || !*base) {
+    fprintf(stderr, "test_cassandra_post: UNICO_TEST_STORE_BASE is not set "
+                    "(run it through tests/cassandra_run.sh)\n");
+    return 2;
+  }
+  char url[1024], tag[32];
+  snprintf(url, sizeof url, "%spost_%ld", base, (long)time(NULL) % 100000);
+  snprintf(tag, sizeof tag, "%ld", (long)getpid());
+  ustore *s = NULL;
+  ustore_err e = {{0}};
+  int rc = ustore_open(&s, url, &e);
+  if (rc) {
+    fprintf(stderr, "test_cassandra_post: opening %s: %s\n", url, e.msg);
+    return 1;
+  }
+
+  ustore_cassandra_stats before, after;
+  ustore_cassandra_stats_get(NULL, &before);
+
+  /* NPOST inserts, BATCH at a time, with an ordinary read between
+   * batches (it also reads the answers of earlier posts off the socket).
+   * Every tenth batch also posts a write whose condition cannot hold. */
+  char k[64], v[64];
+  int reads_ok = 0, wrong = 0;
+  for (int i = 0; i < NPOST; i += BATCH) {
+    ustore_op ops[BATCH + 1];
+    char keys[BATCH + 1][64], vals[BATCH][64];
+    size_t n = 0;
+    for (int j = 0; j < BATCH && i + j < NPOST; j++) {
+      key_of(keys[n], sizeof keys[n], tag, i + j);
+      snprintf(vals[n], sizeof vals[n], "value-%d", i + j);
+      ops[n] = ustore_op_make(keys[n], strlen(keys[n]), USTORE_ABSENT, 0,
+                              USTORE_PUT, vals[n], strlen(vals[n]));
+      n++;
+    }
+    if ((i / BATCH) % 10 == 0) {
+      snprintf(keys[n], sizeof keys[n], "post-%s-never-%06d", tag, i);
+      ops[n] = ustore_op_make(keys[n], strlen(keys[n]), USTORE_VERSION, 7,
+                              USTORE_PUT, "no", 2);
+      n++;
+    }
+    ustore_post_many(s, ops, n);
+    for (size_t j = 0; j < n; j++) ubuf_free(&ops[j].cur);
+    ubuf got = UBUF_INIT;
+    uint64_t ver;
+    key_of(k, sizeof k, tag, i / 2); /* one posted some time ago */
+    int g = s->vt->get(s, k, strlen(k), &got, &ver, &e);
+    reads_ok += g == UNICO_OK || g == UNICO_ENOTFOUND;
+    ubuf_free(&got);
+  }
+  ustore_cassandra_stats mid;
+  ustore_cassandra_stats_get(NULL, &mid);
+  int nreads = (NPOST + BATCH - 1) / BATCH;
+  /* round trips of the loop: its reads (and a few statements prepared on
+   * the way), never the posts */
+  uint64_t loop_rts = mid.round_trips - before.round_trips;
+  CHECK(loop_rts >= (uint64_t)nreads && loop_rts <= (uint64_t)nreads + 8,
+        "the loop of %d reads and %d posts took %" PRIu64 " round trips",
+        nreads, nreads, loop_rts);
+  CHECK(reads_ok == (NPOST + BATCH - 1) / BATCH,
+        "%d of %d reads between the posts failed",
+        (NPOST + BATCH - 1) / BATCH - reads_ok, (NPOST + BATCH - 1) / BATCH);
+
+  /* Every posted insert lands (give late ones a moment), with its value. */
+  int missing = 0;
+  for (int i = 0; i < NPOST; i++) {
+    ubuf got = UBUF_INIT;
+    uint64_t ver = 0;
+    key_of(k, sizeof k, tag, i);
+    snprintf(v, sizeof v, "value-%d", i);
+    int g = UNICO_ENOTFOUND;
+    for (int t = 0; t < 50; t++) {
+      g = s->vt->get(s, k, strlen(k), &got, &ver, &e);
+      if (g != UNICO_ENOTFOUND) break;
+      nap_ms(20);
+    }
+    if (g != UNICO_OK) missing++;
+    else if (got.len != strlen(v) || memcmp(got.p, v, got.len) || ver != 1)
+      wrong++;
+    ubuf_free(&got);
+  }
+  CHECK(missing == 0, "%d of %d posted inserts never landed", missing, NPOST);
+  CHECK(wrong == 0, "%d posted inserts hold the wrong value or version",
+        wrong);
+
+  /* A posted write whose condition fails changes nothing. */
+  int appeared = 0;
+  for (int i = 0; i < NPOST; i += BATCH * 10) {
+    ubuf got = UBUF_INIT;
+    uint64_t ver;
+    snprintf(k, sizeof k, "post-%s-never-%06d", tag, i);
+    appeared += s->vt->get(s, k, strlen(k), &got, &ver, &e) != UNICO_ENOTFOUND;
+    ubuf_free(&got);
+  }
+  CHECK(appeared == 0, "%d posted writes applied with a failing condition",
+        appeared);
+
+  /* The streams came back: an ordinary batch still goes through. */
+  ustore_op o[1];
+  int rcs[1] = {-1};
+  key_of(k, sizeof k, tag, 0);
+  o[0] = ustore_op_make(k, strlen(k), USTORE_VERSION, 1, USTORE_PUT, "x", 1);
+  rc = ustore_cas_many(s, o, 1, rcs, NULL);
+  CHECK(rc == UNICO_OK && rcs[0] == UNICO_OK,
+        "a cas after the posts: rc %d, result %d", rc, rcs[0]);
+  ubuf_free(&o[0].cur);
+
+  ustore_cassandra_stats_get(NULL, &after);
+  uint64_t posted = after.posted - before.posted;
+  uint64_t nposted = NPOST + (NPOST / BATCH + 9) / 10;
+  CHECK(posted == nposted, "posted %" PRIu64 ", expected %" PRIu64, posted,
+        nposted);
+  CHECK(after.lwts - before.lwts >= nposted,
+        "posts not counted as LWTs (%" PRIu64 ")", after.lwts - before.lwts);
+  uint64_t rts = loop_rts;
+  s->vt->close(s);
+  if (fails) return 1;
+  printf("test_cassandra_post: ok (%d posted inserts landed; %" PRIu64
+         " posts and %d reads in %" PRIu64 " round trips)\n",
+         NPOST, posted, nreads, rts);
+  return 0;
+}
