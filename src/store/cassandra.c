@@ -801,7 +801,10 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
 static void cass_close(ustore *base) {
   cass *s = (cass *)base;
   if (!s) return;
-  if (s->conn) ucql_conn_unref(s->conn);
+  if (s->conn) { /* writes posted last (a finish) get their answers */
+    ucql_conn_drain(s->conn, 2000);
+    ucql_conn_unref(s->conn);
+  }
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

@@ -428,6 +428,35 @@ int ucql_conn_post(ucql_conn *c, ucql_call *calls, size_t n) {
   return send_calls(c, calls, n, 0);
 }
 
+void ucql_conn_drain(ucql_conn *c, long ms) {
+  int64_t deadline = mono_ms() + ms;
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    int left = 0;
+    for (int i = 0; i < NSTREAMS && !left; i++)
+      left = c->slots[i].state == S_ABANDONED;
+    int64_t now = mono_ms();
+    if (!left || c->broken || now >= deadline) break;
+    if (!c->reading) {
+      c->reading = 1;
+      pthread_mutex_unlock(&c->mu);
+      char why[200];
+      int64_t wait = deadline - now;
+      int r = read_some(c, wait > 50 ? 50 : (int)wait, why, sizeof why);
+      pthread_mutex_lock(&c->mu);
+      c->reading = 0;
+      if (r < 0) set_broken(c, why);
+      else if (r > 0) dispatch(c);
+      pthread_cond_broadcast(&c->cv);
+    } else {
+      struct timespec ts;
+      deadline_ts(deadline, &ts);
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
 /* ------------------------------------------------------------------ */
 /* handshake */
 

@@ -65,6 +65,10 @@ int ucql_conn_run(ucql_conn *c, ucql_call *calls, size_t n);
  * connection goes. Each call's rc says only whether it was sent
  * (UNICO_EUNKNOWN: sent; UNICO_EUNAVAILABLE: not). */
 int ucql_conn_post(ucql_conn *c, ucql_call *calls, size_t n);
+/* Wait at most ms for the answers of posted calls (so that closing the
+ * socket right after cannot reset the connection before the node has
+ * read them). */
+void ucql_conn_drain(ucql_conn *c, long ms);
 /* Free the answers of calls (resp). */
 void ucql_calls_clear(ucql_call *calls, size_t n);
 
