@@ -2,7 +2,7 @@
  * on the cassandra store: they land, a posted write whose condition fails
  * changes nothing, the connection's streams come back (far more posts than
  * streams), ordinary calls keep working between them, and posts count as
- * LWTs but not as round trips. Run by tests/cassandra_run.sh (fake or
+ * LWTs but not as round trips. Also reads issued together (get_many). Run by tests/cassandra_run.sh (fake or
  * live), which sets UNICO_TEST_STORE_BASE to a URL ending in "table=". */
 #include <inttypes.h>
 #include <stdio.h>
@@ -137,6 +137,41 @@ int main(void) {
   }
   CHECK(appeared == 0, "%d posted writes applied with a failing condition",
         appeared);
+
+  /* Reads issued together (get_many): 20 keys, every other one absent,
+   * in one round trip. */
+  {
+    ustore_op rd[20];
+    int rrc[20];
+    char rkeys[20][64];
+    for (int i = 0; i < 20; i++) {
+      if (i % 2) snprintf(rkeys[i], sizeof rkeys[i], "post-%s-absent-%d", tag, i);
+      else key_of(rkeys[i], sizeof rkeys[i], tag, i * 7);
+      rd[i] = ustore_op_make(rkeys[i], strlen(rkeys[i]), USTORE_ANY, 0,
+                             USTORE_CHECK, NULL, 0);
+    }
+    ustore_cassandra_stats a, b;
+    ustore_cassandra_stats_get(NULL, &a);
+    rc = ustore_get_many(s, rd, 20, rrc, NULL);
+    ustore_cassandra_stats_get(NULL, &b);
+    CHECK(rc == UNICO_OK, "get_many: %d", rc);
+    CHECK(b.round_trips - a.round_trips == 1 && b.reads - a.reads == 20,
+          "get_many of 20 keys: %" PRIu64 " round trips, %" PRIu64 " reads",
+          b.round_trips - a.round_trips, b.reads - a.reads);
+    for (int i = 0; i < 20; i++) {
+      if (i % 2) {
+        CHECK(rrc[i] == UNICO_ENOTFOUND, "get_many: absent key %d: %d", i,
+              rrc[i]);
+      } else {
+        snprintf(v, sizeof v, "value-%d", i * 7);
+        CHECK(rrc[i] == UNICO_OK && rd[i].cur_version == 1 &&
+                  rd[i].cur.len == strlen(v) &&
+                  !memcmp(rd[i].cur.p, v, rd[i].cur.len),
+              "get_many: key %d: rc %d", i, rrc[i]);
+      }
+      ubuf_free(&rd[i].cur);
+    }
+  }
 
   /* The streams came back: an ordinary batch still goes through. */
   ustore_op o[1];

@@ -799,20 +799,33 @@ static void finish(cx *c) {
    * while the record, read AFTER them, does not hold them again (a later
    * write of it that took one back moved its version or committed). */
   uint64_t *vers = calloc(p->release.n + 1, sizeof *vers);
+  ustore_op *rd = calloc(p->release.n + 1, sizeof *rd);
+  int *rrc = calloc(p->release.n + 1, sizeof *rrc);
+  size_t *rk = calloc(p->release.n + 1, sizeof *rk);
   ubuf v = UBUF_INIT;
-  size_t nfree = 0;
-  for (size_t k = 0; vers && k < p->release.n; k++) {
+  size_t nfree = 0, nr = 0;
+  for (size_t k = 0; vers && rd && rrc && rk && k < p->release.n; k++) {
     const uclaim *ck = &p->release.v[k];
-    ustored_claim cl;
     if (ck->kind != UKEY_CLAIM) continue;
-    if (get(c, ck->key, ck->klen, &v, &vers[k], NULL)) continue;
-    if (ustored_claim_decode(v.p, v.len, &cl)) continue;
-    if (cl.state != UCLAIM_COMMITTED ||
-        !same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len))
-      vers[k] = 0;
+    rk[nr] = k;
+    rd[nr++] = kop(ck->key, ck->klen, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  }
+  if (nr && ustore_get_many(c->x->st, rd, nr, rrc, NULL)) nr = 0;
+  for (size_t i = 0; i < nr; i++) { /* (read together, one round trip) */
+    ustored_claim cl;
+    size_t k = rk[i];
+    if (rrc[i] != UNICO_OK) continue;
+    if (ustored_claim_decode(rd[i].cur.p, rd[i].cur.len, &cl)) continue;
+    if (cl.state == UCLAIM_COMMITTED &&
+        same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len))
+      vers[k] = rd[i].cur_version;
     nfree += vers[k] != 0;
     ustored_claim_free(&cl);
   }
+  for (size_t i = 0; rd && i <= p->release.n; i++) ubuf_free(&rd[i].cur);
+  free(rd);
+  free(rrc);
+  free(rk);
   uint64_t rver;
   int got = nfree ? get(c, p->rkey.p, p->rkey.len, &v, &rver, NULL) : -1;
   ustore_op *frees = calloc(p->release.n + 1, sizeof *frees);

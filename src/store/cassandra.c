@@ -412,6 +412,32 @@ static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
   return rc;
 }
 
+static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
+                         ustore_err *errs) {
+  cass *s = (cass *)base;
+  req *reqs = calloc(n ? n : 1, sizeof *reqs);
+  if (!reqs) return UNICO_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    req_init(s, &reqs[i], ST_GET);
+    req_val(&reqs[i], ops[i].key, ops[i].klen);
+  }
+  count(&g_stats.reads, n);
+  ustore_err scratch;
+  int rc = run(s, reqs, n, &scratch);
+  for (size_t i = 0; i < n; i++) {
+    ustore_err *e = errs ? &errs[i] : &scratch;
+    ops[i].cur_version = 0;
+    ubuf_reset(&ops[i].cur);
+    rcs[i] = rc;
+    if (rc) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
+    else get_answer(&reqs[i], &ops[i].cur, &ops[i].cur_version, &rcs[i], e);
+    ops[i].exists = rcs[i] == UNICO_OK;
+  }
+  reqs_free(reqs, n);
+  free(reqs);
+  return UNICO_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* writes */
 
@@ -812,7 +838,7 @@ static void cass_close(ustore *base) {
 static const ustore_vtab CASS_VTAB = {
     USTORE_VTAB_VERSION, "cassandra", 0, cass_get, cass_cas, cass_txn,
     cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
-    cass_post_many};
+    cass_post_many, cass_get_many};
 
 /* ------------------------------------------------------------------ */
 /* open: the keyspace, the table, the statements */

@@ -1402,7 +1402,7 @@ static void lm_close(ustore *base) {
 static const ustore_vtab lmdb_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
     lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */, 0,
-    NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL};
 
 /* The store's lock: any process takes it exclusive first and replays what
  * a log-mode process left behind; log mode keeps it exclusive, plain mode

@@ -63,6 +63,20 @@ void ustore_post_many(ustore *s, ustore_op *ops, size_t n) {
   free(rcs);
 }
 
+int ustore_get_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
+                    ustore_err *errs) {
+  if (s->vt->version >= 4 && s->vt->get_many)
+    return s->vt->get_many(s, ops, n, rcs, errs);
+  for (size_t i = 0; i < n; i++) {
+    ubuf_reset(&ops[i].cur);
+    ops[i].cur_version = 0;
+    rcs[i] = s->vt->get(s, ops[i].key, ops[i].klen, &ops[i].cur,
+                        &ops[i].cur_version, errs ? &errs[i] : NULL);
+    ops[i].exists = rcs[i] == UNICO_OK;
+  }
+  return UNICO_OK;
+}
+
 /* cas-only view: every call but txn goes to the wrapped store. */
 typedef struct cas_only {
   ustore base;
@@ -127,6 +141,7 @@ int ustore_cas_only(ustore **s, ustore_err *e) {
   c->vt.sleep_ms = NULL;
   c->vt.cas_many = NULL;
   c->vt.post_many = NULL;
+  c->vt.get_many = NULL;
   c->base.vt = &c->vt;
   *s = &c->base;
   return UNICO_OK;

@@ -120,6 +120,13 @@ typedef struct ustore_vtab {
    * now or a little later; the caller learns nothing, and ops' outputs
    * are left alone [cas_many, its results dropped]. */
   void (*post_many)(ustore *s, ustore_op *ops, size_t n);
+  /* version 4, optional. Reads of ops[i].key issued together: rcs[i] is
+   * UNICO_OK with the value in ops[i].cur and its version in
+   * ops[i].cur_version, UNICO_ENOTFOUND, or an error (its message in
+   * errs[i]; errs may be NULL). Returns UNICO_OK when every rcs[i] was
+   * filled [one get() after the other]. */
+  int (*get_many)(ustore *s, ustore_op *ops, size_t n, int *rcs,
+                  ustore_err *errs);
 } ustore_vtab;
 
 /* The version-3 and -4 calls with their defaults (a backend of an older version
@@ -129,6 +136,8 @@ void ustore_sleep(ustore *s, int64_t ms);
 int ustore_cas_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
                     ustore_err *errs);
 void ustore_post_many(ustore *s, ustore_op *ops, size_t n);
+int ustore_get_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
+                    ustore_err *errs);
 
 struct ustore {
   const ustore_vtab *vt;
