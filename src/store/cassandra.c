@@ -691,20 +691,6 @@ static int cass_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
 /* ------------------------------------------------------------------ */
 /* scan */
 
-typedef struct item {
-  uint8_t *k, *v;
-  size_t kl, vl;
-  uint64_t ver;
-} item;
-
-static int item_cmp(const void *a, const void *b) {
-  const item *x = a, *y = b;
-  size_t n = x->kl < y->kl ? x->kl : y->kl;
-  int c = n ? memcmp(x->k, y->k, n) : 0;
-  if (c) return c;
-  return x->kl < y->kl ? -1 : x->kl > y->kl;
-}
-
 static int cass_scan(ustore *base, const void *prefix, size_t plen,
                      const void *after, size_t alen, ustore_scan_cb cb,
                      void *ctx, ustore_err *e) {
@@ -712,8 +698,7 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
   char cql[300];
   snprintf(cql, sizeof cql, "SELECT k, v, ver FROM \"%s\".\"%s\"", s->ks,
            s->table);
-  item *it = NULL;
-  size_t n = 0, cap = 0;
+  ustore_scanbuf sb = {0};
   uint8_t *paging = NULL;
   size_t plen2 = 0;
   int rc = UNICO_OK;
@@ -765,36 +750,9 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
       }
       size_t kl = (size_t)kv->len;
       if (kl < plen || (plen && memcmp(kv->p, prefix, plen))) continue;
-      if (after) {
-        item a = {(uint8_t *)after, NULL, alen, 0, 0};
-        item x = {(uint8_t *)kv->p, NULL, kl, 0, 0};
-        if (item_cmp(&x, &a) <= 0) continue;
-      }
-      if (n == cap) {
-        size_t nc = cap ? 2 * cap : 256;
-        item *ni2 = realloc(it, nc * sizeof *ni2);
-        if (!ni2) {
-          rc = UNICO_ENOMEM;
-          break;
-        }
-        it = ni2;
-        cap = nc;
-      }
+      if (after && ustore_key_cmp(kv->p, kl, after, alen) <= 0) continue;
       size_t vl = vv->len > 0 ? (size_t)vv->len : 0;
-      it[n].k = malloc(kl ? kl : 1);
-      it[n].v = malloc(vl ? vl : 1);
-      if (!it[n].k || !it[n].v) {
-        free(it[n].k);
-        free(it[n].v);
-        rc = UNICO_ENOMEM;
-        break;
-      }
-      if (kl) memcpy(it[n].k, kv->p, kl);
-      if (vl) memcpy(it[n].v, vv->p, vl);
-      it[n].kl = kl;
-      it[n].vl = vl;
-      it[n].ver = (uint64_t)ver;
-      n++;
+      rc = ustore_scanbuf_add(&sb, kv->p, kl, vv->p, vl, (uint64_t)ver);
     }
     free(paging);
     paging = NULL;
@@ -811,16 +769,8 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
     if (rc || !paging) break;
   }
   free(paging);
-  if (rc == UNICO_OK) {
-    if (n) qsort(it, n, sizeof *it, item_cmp);
-    for (size_t i = 0; i < n && rc == UNICO_OK; i++)
-      rc = cb(ctx, it[i].k, it[i].kl, it[i].v, it[i].vl, it[i].ver);
-  }
-  for (size_t i = 0; i < n; i++) {
-    free(it[i].k);
-    free(it[i].v);
-  }
-  free(it);
+  if (rc == UNICO_OK) rc = ustore_scanbuf_deliver(&sb, cb, ctx);
+  ustore_scanbuf_free(&sb);
   return rc;
 }
 

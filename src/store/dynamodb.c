@@ -444,25 +444,12 @@ static int ddb_cas(ustore *base, ustore_op *op, ustore_err *e) {
 /* ------------------------------------------------------------------ */
 /* scan */
 
-typedef struct scan_item {
-  ubuf key, val;
-  uint64_t ver;
-} scan_item;
-
-static int item_cmp(const void *a, const void *b) {
-  const scan_item *x = a, *y = b;
-  size_t n = x->key.len < y->key.len ? x->key.len : y->key.len;
-  int c = n ? memcmp(x->key.p, y->key.p, n) : 0;
-  if (c) return c;
-  return x->key.len < y->key.len ? -1 : x->key.len > y->key.len;
-}
-
 static int ddb_scan(ustore *base, const void *prefix, size_t plen,
                     const void *after, size_t alen, ustore_scan_cb cb,
                     void *ctx, ustore_err *e) {
   ddb_store *s = (ddb_store *)base;
-  scan_item *it = NULL;
-  size_t n = 0, cap = 0;
+  ustore_scanbuf sb = {0};
+  ubuf key = UBUF_INIT, val = UBUF_INIT;
   json_t *start = NULL; /* ExclusiveStartKey of the next page (owned) */
   int rc = UNICO_OK;
   char filter[64] = "";
@@ -499,26 +486,18 @@ static int ddb_scan(ustore *base, const void *prefix, size_t plen,
     size_t i;
     json_array_foreach(items, i, x) {
       const char *k = json_string_value(json_object_get(json_object_get(x, "k"), "S"));
-      if (n == cap) {
-        size_t nc = cap ? 2 * cap : 64;
-        scan_item *ni = realloc(it, nc * sizeof *ni);
-        if (!ni) {
-          rc = UNICO_ENOMEM;
-          break;
-        }
-        it = ni;
-        cap = nc;
-      }
-      scan_item *si = &it[n];
-      memset(si, 0, sizeof *si);
-      n++;
-      if (!k || uddb_hex_decode(&si->key, k, strlen(k)) ||
-          item_decode(x, &si->ver, &si->val)) {
+      uint64_t ver = 0;
+      ubuf_reset(&key);
+      ubuf_reset(&val);
+      if (!k || uddb_hex_decode(&key, k, strlen(k)) ||
+          item_decode(x, &ver, &val)) {
         seterr(e, "a DynamoDB item of table %s is not one of unico's (k %.80s)",
                s->table, k ? k : "missing");
         rc = UNICO_ECORRUPT;
         break;
       }
+      rc = ustore_scanbuf_add(&sb, key.p, key.len, val.p, val.len, ver);
+      if (rc) break;
     }
     json_decref(start);
     start = json_incref(json_object_get(r.body, "LastEvaluatedKey"));
@@ -527,22 +506,12 @@ static int ddb_scan(ustore *base, const void *prefix, size_t plen,
     if (rc || !start) break;
   }
   if (rc) goto leave;
-  if (n) qsort(it, n, sizeof *it, item_cmp);
-  for (size_t i = 0; i < n; i++) {
-    int r = cb(ctx, it[i].key.p, it[i].key.len, it[i].val.p, it[i].val.len,
-               it[i].ver);
-    if (r) {
-      rc = r;
-      break;
-    }
-  }
+  rc = ustore_scanbuf_deliver(&sb, cb, ctx);
 leave:
   json_decref(start);
-  for (size_t i = 0; i < n; i++) {
-    ubuf_free(&it[i].key);
-    ubuf_free(&it[i].val);
-  }
-  free(it);
+  ustore_scanbuf_free(&sb);
+  ubuf_free(&key);
+  ubuf_free(&val);
   return rc;
 }
 

@@ -77,6 +77,63 @@ int ustore_get_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
   return UNICO_OK;
 }
 
+int ustore_key_cmp(const void *a, size_t al, const void *b, size_t bl) {
+  size_t n = al < bl ? al : bl;
+  int c = n ? memcmp(a, b, n) : 0;
+  if (c) return c;
+  return al < bl ? -1 : al > bl;
+}
+
+int ustore_scanbuf_add(ustore_scanbuf *b, const void *k, size_t kl,
+                       const void *v, size_t vl, uint64_t ver) {
+  if (b->n == b->cap) {
+    size_t nc = b->cap ? 2 * b->cap : 256;
+    ustore_scanitem *ni = realloc(b->v, nc * sizeof *ni);
+    if (!ni) return UNICO_ENOMEM;
+    b->v = ni;
+    b->cap = nc;
+  }
+  ustore_scanitem *it = &b->v[b->n];
+  it->k = malloc(kl ? kl : 1);
+  it->v = malloc(vl ? vl : 1);
+  if (!it->k || !it->v) {
+    free(it->k);
+    free(it->v);
+    return UNICO_ENOMEM;
+  }
+  if (kl) memcpy(it->k, k, kl);
+  if (vl) memcpy(it->v, v, vl);
+  it->kl = kl;
+  it->vl = vl;
+  it->ver = ver;
+  b->n++;
+  return UNICO_OK;
+}
+
+static int scanitem_cmp(const void *a, const void *b) {
+  const ustore_scanitem *x = a, *y = b;
+  return ustore_key_cmp(x->k, x->kl, y->k, y->kl);
+}
+
+int ustore_scanbuf_deliver(ustore_scanbuf *b, ustore_scan_cb cb, void *ctx) {
+  if (b->n) qsort(b->v, b->n, sizeof *b->v, scanitem_cmp);
+  for (size_t i = 0; i < b->n; i++) {
+    int r = cb(ctx, b->v[i].k, b->v[i].kl, b->v[i].v, b->v[i].vl,
+               b->v[i].ver);
+    if (r) return r;
+  }
+  return UNICO_OK;
+}
+
+void ustore_scanbuf_free(ustore_scanbuf *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    free(b->v[i].k);
+    free(b->v[i].v);
+  }
+  free(b->v);
+  memset(b, 0, sizeof *b);
+}
+
 /* cas-only view: every call but txn goes to the wrapped store. */
 typedef struct cas_only {
   ustore base;

@@ -147,6 +147,26 @@ struct ustore {
  * not one. */
 int ustore_parse_long(const char *v, long lo, long hi, long *out);
 
+/* For backends whose scans come back unordered (Cassandra, DynamoDB): a
+ * list of the rows gathered, then handed to the callback in key order. */
+typedef struct ustore_scanitem {
+  uint8_t *k, *v;
+  size_t kl, vl;
+  uint64_t ver;
+} ustore_scanitem;
+typedef struct ustore_scanbuf {
+  ustore_scanitem *v;
+  size_t n, cap;
+} ustore_scanbuf; /* zero-initialized */
+/* Byte order, a shorter key first when it is a prefix of the other. */
+int ustore_key_cmp(const void *a, size_t al, const void *b, size_t bl);
+/* A copy of the row; UNICO_OK or UNICO_ENOMEM. */
+int ustore_scanbuf_add(ustore_scanbuf *b, const void *k, size_t kl,
+                       const void *v, size_t vl, uint64_t ver);
+/* Sort, then call cb for each row until it returns non-zero (returned). */
+int ustore_scanbuf_deliver(ustore_scanbuf *b, ustore_scan_cb cb, void *ctx);
+void ustore_scanbuf_free(ustore_scanbuf *b);
+
 /* Fill e->msg (e may be NULL), for backends. */
 void ustore_seterr(ustore_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
