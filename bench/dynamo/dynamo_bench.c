@@ -23,8 +23,8 @@
 #include "store/store.h"
 #include "unico.h"
 
-enum { OP_INSERT, OP_UPDATE, OP_DELETE, NOPS };
-static const char *const OP_NAMES[NOPS] = {"insert", "update", "delete"};
+#define OPBENCH_NAME "dynamo-bench"
+#include "lib/opbench.h"
 
 static const char SCHEMA[] =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text, "
@@ -38,28 +38,7 @@ typedef struct series {
   size_t n;
 } series;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int dcmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double pct(series *s, double p) {
-  if (!s->n) return 0;
-  qsort(s->ms, s->n, sizeof *s->ms, dcmp);
-  size_t i = (size_t)(p * (double)(s->n - 1) + 0.5);
-  return s->ms[i];
-}
-
-static void die(const char *what, const char *msg) {
-  fprintf(stderr, "dynamo-bench: %s: %s\n", what, msg);
-  exit(1);
-}
+static double pct(series *s, double p) { return pct_of(s->ms, s->n, p); }
 
 /* ------------------------------------------------------------------ */
 /* unico */
