@@ -9,7 +9,9 @@
 # Environment:
 #   HTTP_CLIENTS     connection (and bench thread) counts (default 1,4,32,64)
 #   HTTP_DURATION    seconds per point (default 5)
-#   HTTP_ENGINES     which rows: "http unico postgres" (default all three)
+#   HTTP_ENGINES     which rows: "null http unico postgres" (default all four;
+#                    null: wrk against unico-null-server, an HTTP server
+#                    that answers 201 and does nothing else: the ceiling)
 #   HTTP_SERVE_ARGS  extra options for unico serve (e.g. "--event-loop 32")
 #   HTTP_NO_BUILD=1  use build-bench/ as it is
 # Needs wrk; the baselines need build-bench/bench/unico-bench (bench/run.sh
@@ -24,7 +26,8 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 CLIENTS=${HTTP_CLIENTS:-1,4,32,64}
 DURATION=${HTTP_DURATION:-5}
-ENGINES=${HTTP_ENGINES:-http unico postgres}
+ENGINES=${HTTP_ENGINES:-null http unico postgres}
+NULLSRV=$BUILD/bench/unico-null-server
 BUILD=$ROOT/build-bench
 WORK=$BUILD/http
 RESULTS=$ROOT/bench/results
@@ -44,6 +47,7 @@ if [ "${HTTP_NO_BUILD:-0}" != 1 ]; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
   targets="--target unico_cli"
   if has unico || has postgres; then targets="$targets --target unico_bench"; fi
+  if has null; then targets="$targets --target null_server"; fi
   # shellcheck disable=SC2086
   cmake --build "$BUILD" -j"$(nproc)" $targets >/dev/null
 fi
@@ -65,6 +69,31 @@ ROWS=$WORK/rows.csv
 row() { # engine transport clients ops p50 p99 created conflicts unexpected
   echo "$DATE,$1,$2,signup,$3,$DURATION,$4,$5,$6,$7,$8,$9" | tee -a "$CSV" >>"$ROWS"
 }
+
+# 0. The ceiling: wrk against a server that does no work at all.
+if has null; then
+  if [ -x "$NULLSRV" ]; then
+    for c in $(echo "$CLIENTS" | tr ',' ' '); do
+      "$NULLSRV" 0 2 >"$WORK/null-$c.out" 2>&1 &
+      SERVER_PID=$!
+      i=0
+      while ! grep -q listening "$WORK/null-$c.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+      port=$(sed -n 's/^listening \([0-9]*\)/\1/p' "$WORK/null-$c.out")
+      [ -n "$port" ] || { log "unico-null-server did not start"; exit 1; }
+      t=2
+      [ "$c" -lt 2 ] && t=1
+      wrk -t"$t" -c"$c" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$port" >"$WORK/null-$c.wrk" 2>&1 || status=1
+      kill -TERM "$SERVER_PID"
+      wait "$SERVER_PID" || true
+      SERVER_PID=
+      rps=$(sed -n 's/^Requests\/sec:[[:space:]]*\([0-9.]*\).*/\1/p' "$WORK/null-$c.wrk")
+      set -- $(sed -n 's/^latency_us: p50=\([0-9]*\) p90=[0-9]* p99=\([0-9]*\)/\1 \2/p' "$WORK/null-$c.wrk")
+      row null "http-wrk (no work)" "$c" "$rps" "${1:-}" "${2:-}" "" "" 0
+    done
+  else
+    log "no $NULLSRV: skipping the null rows"
+  fi
+fi
 
 # 1. unico serve + wrk, a fresh store per connection count.
 if has http; then
