@@ -209,7 +209,7 @@ static rtally recipe_tally(const rworld *w, int n) {
 
 static void recipe_open(rworld *w, const char *name, uint64_t seed,
                         const usim_faults *f) {
-  char url[64];
+  char url[80];
   ustore_err e = {{0}};
   assert_int_equal(usim_new(&w->s, name, seed, f), UNICO_OK);
   snprintf(url, sizeof url, "sim:%s", name);
@@ -486,7 +486,7 @@ static uworld *uworld_new(const char *name, uint64_t seed,
                           const usim_faults *f, int n) {
   uworld *w = calloc(1, sizeof *w);
   assert_non_null(w);
-  char url[64];
+  char url[80];
   ustore_err e = {{0}};
   assert_int_equal(usim_new(&w->s, name, seed, f), UNICO_OK);
   snprintf(url, sizeof url, "sim:%s", name);

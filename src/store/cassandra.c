@@ -429,7 +429,7 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     ops[i].cur_version = 0;
     ubuf_reset(&ops[i].cur);
     rcs[i] = rc;
-    if (rc) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
+    if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
     else get_answer(&reqs[i], &ops[i].cur, &ops[i].cur_version, &rcs[i], e);
     ops[i].exists = rcs[i] == UNICO_OK;
   }
