@@ -256,6 +256,27 @@ static int dispatch(ucql_conn *c) {
   return rc;
 }
 
+/* (mu held) Read the socket for everyone for a moment if nobody else is,
+ * else wait until the reader hands over or the deadline passes. */
+static void read_turn(ucql_conn *c, int64_t deadline, int64_t now) {
+  if (!c->reading) {
+    c->reading = 1;
+    pthread_mutex_unlock(&c->mu);
+    char why[200];
+    int64_t wait = deadline - now;
+    int r = read_some(c, wait > 50 ? 50 : (int)wait, why, sizeof why);
+    pthread_mutex_lock(&c->mu);
+    c->reading = 0;
+    if (r < 0) set_broken(c, why);
+    else if (r > 0) dispatch(c);
+    pthread_cond_broadcast(&c->cv); /* the reading role is free */
+  } else {
+    struct timespec ts;
+    deadline_ts(deadline, &ts);
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  }
+}
+
 static void encode_call(ubuf *out, int16_t stream, const ucql_call *k) {
   switch (k->opcode) {
   case UCQL_OP_QUERY: ucql_enc_query(out, stream, k->cql, &k->params); break;
@@ -387,22 +408,7 @@ static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
       }
       break;
     }
-    if (!c->reading) {
-      c->reading = 1;
-      pthread_mutex_unlock(&c->mu);
-      char why[200];
-      int64_t wait = deadline - now;
-      int r = read_some(c, wait > 50 ? 50 : (int)wait, why, sizeof why);
-      pthread_mutex_lock(&c->mu);
-      c->reading = 0;
-      if (r < 0) set_broken(c, why);
-      else if (r > 0) dispatch(c);
-      pthread_cond_broadcast(&c->cv); /* the reading role is free */
-    } else {
-      struct timespec ts;
-      deadline_ts(deadline, &ts);
-      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
+    read_turn(c, deadline, now);
   }
   for (size_t i = 0; i < n; i++) {
     slot *s = &c->slots[streams[i]];
@@ -437,22 +443,7 @@ void ucql_conn_drain(ucql_conn *c, long ms) {
       left = c->slots[i].state == S_ABANDONED;
     int64_t now = mono_ms();
     if (!left || c->broken || now >= deadline) break;
-    if (!c->reading) {
-      c->reading = 1;
-      pthread_mutex_unlock(&c->mu);
-      char why[200];
-      int64_t wait = deadline - now;
-      int r = read_some(c, wait > 50 ? 50 : (int)wait, why, sizeof why);
-      pthread_mutex_lock(&c->mu);
-      c->reading = 0;
-      if (r < 0) set_broken(c, why);
-      else if (r > 0) dispatch(c);
-      pthread_cond_broadcast(&c->cv);
-    } else {
-      struct timespec ts;
-      deadline_ts(deadline, &ts);
-      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
+    read_turn(c, deadline, now);
   }
   pthread_mutex_unlock(&c->mu);
 }
