@@ -53,26 +53,14 @@ static void run(const char *base, int k, int n, int with_op_id, series *out) {
   if (unico_schema_apply(u, SCHEMAS[k - 1], &r)) die("schema", r.message);
   for (int op = 0; op < NOPS; op++) {
     for (int i = 0; i < n; i++) {
-      char body[512], pk[64], opid[64];
+      char opid[64];
       ustore_cassandra_stats a, b;
       int rc;
-      snprintf(pk, sizeof pk, "\"u%d\"", i);
       snprintf(opid, sizeof opid, "b%d-%d-%d-%ld", k, op, i, (long)getpid());
       const char *id = with_op_id ? opid : NULL;
       ustore_cassandra_stats_get(NULL, &a);
       double t0 = now_ms();
-      if (op == OP_INSERT) {
-        snprintf(body, sizeof body,
-                 "{\"id\":\"u%d\",\"email\":\"user%d@example.com\",\"phone\":"
-                 "\"+1555%06d\",\"username\":\"user%d\"}",
-                 i, i, i, i);
-        rc = unico_insert(u, "users", body, id, &r);
-      } else if (op == OP_UPDATE) { /* changes one unique value */
-        snprintf(body, sizeof body, "{\"email\":\"new%d@example.com\"}", i);
-        rc = unico_update(u, "users", pk, body, 0, id, &r);
-      } else {
-        rc = unico_delete(u, "users", pk, 0, id, &r);
-      }
+      rc = opbench_write(u, op, i, id, &r);
       double t1 = now_ms();
       ustore_cassandra_stats_get(NULL, &b);
       if (rc) die(OP_NAMES[op], r.message);

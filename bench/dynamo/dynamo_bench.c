@@ -54,24 +54,11 @@ static void run_unico(const char *endpoint, int n, series *out) {
   if (unico_schema_apply(u, SCHEMA, &r)) die("schema apply", r.message);
   for (int op = 0; op < NOPS; op++) {
     for (int i = 0; i < n; i++) {
-      char body[512], pk[64];
       ustore_dynamodb_stats a, b;
       int rc;
-      snprintf(pk, sizeof pk, "\"u%d\"", i);
       ustore_dynamodb_stats_get(NULL, &a);
       double t0 = now_ms();
-      if (op == OP_INSERT) {
-        snprintf(body, sizeof body,
-                 "{\"id\":\"u%d\",\"email\":\"user%d@example.com\",\"phone\":"
-                 "\"+1555%06d\",\"username\":\"user%d\"}",
-                 i, i, i, i);
-        rc = unico_insert(u, "users", body, NULL, &r);
-      } else if (op == OP_UPDATE) {
-        snprintf(body, sizeof body, "{\"email\":\"new%d@example.com\"}", i);
-        rc = unico_update(u, "users", pk, body, 0, NULL, &r);
-      } else {
-        rc = unico_delete(u, "users", pk, 0, NULL, &r);
-      }
+      rc = opbench_write(u, op, i, NULL, &r);
       double t1 = now_ms();
       ustore_dynamodb_stats_get(NULL, &b);
       if (rc) die(OP_NAMES[op], r.message);
