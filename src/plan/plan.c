@@ -150,7 +150,24 @@ void ustored_record_encode_hist(ubuf *out, int state, uint64_t version,
   }
 }
 
+void ustored_intent_encode(ubuf *out, const ustored_record *r) {
+  ustored_record_encode_at(out, UREC_INTENT, r->version, r->op_id, r->body,
+                           &r->claims, r->since_ms);
+  utup_int(out, (int64_t)r->hist.n);
+  for (size_t i = 0; i < r->hist.n; i++) {
+    put_str(out, r->hist.v[i].op_id);
+    utup_int(out, r->hist.v[i].at_ms);
+    utup_bytes(out, r->hist.v[i].oval, r->hist.v[i].olen);
+  }
+  utup_int(out, (int64_t)r->attempt);
+  utup_int(out, (int64_t)r->fp);
+}
+
 void ustored_record_reencode(ubuf *out, const ustored_record *r) {
+  if (r->state == UREC_INTENT) {
+    ustored_intent_encode(out, r);
+    return;
+  }
   ustored_record_encode_hist(out, r->state, r->version, r->op_id, r->body,
                              &r->claims, r->since_ms, &r->hist);
 }
@@ -236,10 +253,11 @@ int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
     free(k);
     if (bad) goto bad;
   }
-  if (r.off != r.len && rd_int(&r, &rec->since_ms)) goto bad;
-  if (r.off != r.len) {
+  int intent = state == UREC_INTENT;
+  if ((intent || r.off != r.len) && rd_int(&r, &rec->since_ms)) goto bad;
+  if (intent || r.off != r.len) {
     int64_t nh;
-    if (rd_int(&r, &nh) || nh <= 0 || nh > 1024) goto bad;
+    if (rd_int(&r, &nh) || nh < !intent || nh > 1024) goto bad;
     for (int64_t i = 0; i < nh; i++) {
       char *op, *ov;
       size_t ol;
@@ -254,6 +272,12 @@ int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
       free(ov);
       if (bad) goto bad;
     }
+  }
+  if (intent) {
+    int64_t att, fp;
+    if (rd_int(&r, &att) || rd_int(&r, &fp)) goto bad;
+    rec->attempt = (uint64_t)att;
+    rec->fp = (uint64_t)fp;
   }
   if (r.off != r.len) goto bad;
   return 0;
@@ -281,6 +305,13 @@ void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
   utup_int(out, since_ms);
 }
 
+void ustored_claim_encode_attempt(ubuf *out, const uint8_t *owner,
+                                  size_t owner_len, const char *op_id,
+                                  int64_t since_ms, uint64_t attempt) {
+  ustored_claim_encode(out, UCLAIM_PENDING, owner, owner_len, op_id, since_ms);
+  utup_int(out, (int64_t)attempt);
+}
+
 void ustored_hold_encode(ubuf *out, const char *op_id, int64_t since_ms,
                          int64_t expires_ms, const uint8_t hash[32]) {
   ustored_claim_encode(out, UCLAIM_HELD, NULL, 0, op_id, since_ms);
@@ -306,6 +337,11 @@ int ustored_claim_decode(const uint8_t *p, size_t n, ustored_claim *c) {
     memcpy(c->token_hash, h, 32);
     free(h);
     h = NULL;
+  }
+  if (state == UCLAIM_PENDING && r.off != r.len) {
+    int64_t att;
+    if (rd_int(&r, &att)) goto bad;
+    c->attempt = (uint64_t)att;
   }
   if (r.off != r.len) goto bad;
   return 0;

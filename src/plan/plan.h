@@ -52,7 +52,12 @@ int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
  * others in the store: DELETED and ABORTED tombstones keep a record key's
  * version moving so a late commit can never apply to a later incarnation,
  * and PENDING is an insert in flight. */
-enum { UREC_LIVE = 1, UREC_DELETED = 2, UREC_ABORTED = 3, UREC_PENDING = 4 };
+enum { UREC_LIVE = 1, UREC_DELETED = 2, UREC_ABORTED = 3, UREC_PENDING = 4,
+       UREC_INTENT = 5 };
+/* UREC_INTENT (docs/parallel-commit.md): an insert's intent that is its own
+ * commit once every claim it lists names it (owner, op and attempt) and the
+ * table's definition still has the fingerprint it was planned under. It
+ * becomes LIVE by a flip (a cas at its version) or ABORTED, never both. */
 /* Claim states. FREE (claims protocol only) is a released claim kept, like
  * a tombstone, so its version keeps moving. */
 enum { UCLAIM_COMMITTED = 1, UCLAIM_PENDING = 2, UCLAIM_HELD = 3,
@@ -99,6 +104,8 @@ typedef struct ustored_record {
   uclaims claims;
   int64_t since_ms; /* tombstones and intents (claims protocol): when */
   ustored_hist hist; /* claims protocol: see above */
+  uint64_t attempt;  /* UREC_INTENT: the attempt its claims must name */
+  uint64_t fp;       /* UREC_INTENT: utable_fingerprint it was planned under */
 } ustored_record;
 
 void ustored_record_encode(ubuf *out, int state, uint64_t version,
@@ -115,6 +122,8 @@ void ustored_record_encode_hist(ubuf *out, int state, uint64_t version,
                                 const char *op_id, const char *body,
                                 const uclaims *claims, int64_t since_ms,
                                 const ustored_hist *hist);
+/* An intent (r->state UREC_INTENT): every field, with attempt and fp. */
+void ustored_intent_encode(ubuf *out, const ustored_record *r);
 /* Re-encode a decoded record whole (every field kept). */
 void ustored_record_reencode(ubuf *out, const ustored_record *r);
 /* An ABORTED tombstone written by op_id at now_ms: what fencing leaves at
@@ -129,6 +138,9 @@ typedef struct ustored_claim {
   size_t owner_len;
   char *op_id;
   int64_t since_ms;
+  /* UCLAIM_PENDING only: the attempt of the intent it names (0: none, a
+   * claim of the classic path) */
+  uint64_t attempt;
   /* UCLAIM_HELD only: */
   int64_t expires_ms;
   uint8_t token_hash[32]; /* SHA-256 of the hold's token */
@@ -137,6 +149,10 @@ typedef struct ustored_claim {
 void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
                           size_t owner_len, const char *op_id,
                           int64_t since_ms);
+/* A PENDING claim of an intent's attempt (parallel commit). */
+void ustored_claim_encode_attempt(ubuf *out, const uint8_t *owner,
+                                  size_t owner_len, const char *op_id,
+                                  int64_t since_ms, uint64_t attempt);
 /* A hold: a claim with no owner, an expiry and the hash of its token. */
 void ustored_hold_encode(ubuf *out, const char *op_id, int64_t since_ms,
                          int64_t expires_ms, const uint8_t hash[32]);

@@ -1046,3 +1046,49 @@ const char *ucol_type_name(ucol_type t) {
   }
   return "unknown";
 }
+
+/* FNV-1a, 64 bits: fed with length-prefixed fields so that no two
+ * different sequences of fields feed the same bytes. */
+static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static uint64_t fnv_int(uint64_t h, int64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)v >> (8 * i));
+  return fnv_bytes(h, b, sizeof b);
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  return fnv_bytes(fnv_int(h, (int64_t)n), s, n);
+}
+
+uint64_t utable_fingerprint(const utable *t) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  h = fnv_str(h, t->name);
+  h = fnv_int(h, (int64_t)t->ncols);
+  for (size_t i = 0; i < t->ncols; i++) {
+    h = fnv_str(h, t->cols[i].name);
+    h = fnv_int(h, t->cols[i].type);
+    h = fnv_int(h, t->cols[i].pk_pos);
+  }
+  h = fnv_int(h, (int64_t)t->npk);
+  for (size_t i = 0; i < t->npk; i++) h = fnv_int(h, t->pk[i]);
+  h = fnv_int(h, (int64_t)t->ncons);
+  for (size_t i = 0; i < t->ncons; i++) {
+    const uconstraint *c = &t->cons[i];
+    h = fnv_str(h, c->name);
+    h = fnv_int(h, c->kind);
+    h = fnv_int(h, (int64_t)c->ncols);
+    for (size_t j = 0; j < c->ncols; j++) h = fnv_int(h, c->cols[j]);
+    h = fnv_int(h, c->norm);
+    h = fnv_int(h, c->limit);
+  }
+  return h;
+}
