@@ -1,7 +1,7 @@
 /* test_stored.c - the stored formats parallel commit adds
  * (docs/parallel-commit.md): an insert's intent (UREC_INTENT, with the
  * attempt its claims must name and the table fingerprint it was planned
- * under), PENDING claims naming an attempt, and utable_fingerprint. */
+ * under), PENDING claims naming an attempt, and uplan_table_fingerprint. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,7 +129,7 @@ static uint64_t fp_of(const char *ddl, const char *table) {
   if (uschema_parse(ddl, &s, &e)) fail_msg("%s: %s", ddl, e.msg);
   const utable *t = uschema_table(s, table);
   assert_non_null(t);
-  uint64_t fp = utable_fingerprint(t);
+  uint64_t fp = uplan_table_fingerprint(t);
   uschema_free(s);
   return fp;
 }

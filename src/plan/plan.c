@@ -637,3 +637,39 @@ leave:
   if (rc) uplan_free(p);
   return rc;
 }
+
+/* uplan_hash fed with length-prefixed fields, so that no two different
+ * sequences of fields feed the same bytes. */
+static uint64_t hash_int(uint64_t h, int64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)v >> (8 * i));
+  return uplan_hash(h, b, sizeof b);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  return uplan_hash(hash_int(h, (int64_t)n), s, n);
+}
+
+uint64_t uplan_table_fingerprint(const utable *t) {
+  uint64_t h = hash_str(UPLAN_HASH_INIT, t->name);
+  h = hash_int(h, (int64_t)t->ncols);
+  for (size_t i = 0; i < t->ncols; i++) {
+    h = hash_str(h, t->cols[i].name);
+    h = hash_int(h, t->cols[i].type);
+    h = hash_int(h, t->cols[i].pk_pos);
+  }
+  h = hash_int(h, (int64_t)t->npk);
+  for (size_t i = 0; i < t->npk; i++) h = hash_int(h, t->pk[i]);
+  h = hash_int(h, (int64_t)t->ncons);
+  for (size_t i = 0; i < t->ncons; i++) {
+    const uconstraint *c = &t->cons[i];
+    h = hash_str(h, c->name);
+    h = hash_int(h, c->kind);
+    h = hash_int(h, (int64_t)c->ncols);
+    for (size_t j = 0; j < c->ncols; j++) h = hash_int(h, c->cols[j]);
+    h = hash_int(h, c->norm);
+    h = hash_int(h, c->limit);
+  }
+  return h;
+}

@@ -105,7 +105,7 @@ typedef struct ustored_record {
   int64_t since_ms; /* tombstones and intents (claims protocol): when */
   ustored_hist hist; /* claims protocol: see above */
   uint64_t attempt;  /* UREC_INTENT: the attempt its claims must name */
-  uint64_t fp;       /* UREC_INTENT: utable_fingerprint it was planned under */
+  uint64_t fp;       /* UREC_INTENT: uplan_table_fingerprint planned under */
 } ustored_record;
 
 void ustored_record_encode(ubuf *out, int state, uint64_t version,
@@ -263,5 +263,13 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
 /* 64-bit FNV-1a, to fingerprint requests for operation ids. */
 uint64_t uplan_hash(uint64_t h, const void *p, size_t n);
 #define UPLAN_HASH_INIT UINT64_C(14695981039346656037)
+
+/* A 64-bit hash of everything in t that decides which records fit it and
+ * which keys they claim: its name, columns (name, type, key position), key
+ * order and constraints (name, kind, columns, normalization, limit). Two
+ * parses of the same definition agree; any change to one of these changes
+ * it (up to hash collisions). An insert's INTENT carries it
+ * (docs/parallel-commit.md). */
+uint64_t uplan_table_fingerprint(const utable *t);
 
 #endif

@@ -80,13 +80,6 @@ const utable *uschema_table(const uschema *s, const char *name);
 int utable_column(const utable *t, const char *name);
 int utable_constraint(const utable *t, const char *name);
 
-/* A 64-bit hash of everything in t that decides which records fit it and
- * which keys they claim: its name, columns (name, type, key position), key
- * order and constraints (name, kind, columns, normalization, limit). Two
- * parses of the same definition agree; any change to one of these changes
- * it (up to hash collisions). docs/parallel-commit.md says what uses it. */
-uint64_t utable_fingerprint(const utable *t);
-
 /* "text", "int", ... for messages and docs. */
 const char *ucol_type_name(ucol_type t);
 
