@@ -1,7 +1,8 @@
 /* opbench.h - what the per-operation store benchmarks (cass-bench,
  * dynamo-bench) share: the three write kinds, a monotonic clock in ms, a
- * latency series and its percentiles, a fatal error, and the writes. Header-only; each
- * program includes it once and sets OPBENCH_NAME for its messages. */
+ * latency series and its percentiles, a fatal error, and the writes.
+ * Header-only; each program includes it once and sets OPBENCH_NAME for its
+ * messages. */
 #ifndef UNICO_OPBENCH_H
 #define UNICO_OPBENCH_H
 
@@ -13,27 +14,6 @@
 
 #ifndef OPBENCH_NAME
 #error "define OPBENCH_NAME (the program's name) before including opbench.h"
-/* Write number i of kind op on table users (id "u<i>", four columns,
- * unique ones among email, phone, username): an insert, an update that
- * changes the email, or a delete. The API's result. */
-static inline int opbench_write(unico *u, int op, int i, const char *op_id,
-                                unico_result *r) {
-  char body[512], pk[64];
-  snprintf(pk, sizeof pk, "\"u%d\"", i);
-  if (op == OP_INSERT) {
-    snprintf(body, sizeof body,
-             "{\"id\":\"u%d\",\"email\":\"user%d@example.com\",\"phone\":"
-             "\"+1555%06d\",\"username\":\"user%d\"}",
-             i, i, i, i);
-    return unico_insert(u, "users", body, op_id, r);
-  }
-  if (op == OP_UPDATE) {
-    snprintf(body, sizeof body, "{\"email\":\"new%d@example.com\"}", i);
-    return unico_update(u, "users", pk, body, 0, op_id, r);
-  }
-  return unico_delete(u, "users", pk, 0, op_id, r);
-}
-
 #endif
 
 enum { OP_INSERT, OP_UPDATE, OP_DELETE, NOPS };
