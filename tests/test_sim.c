@@ -146,6 +146,9 @@ typedef struct slot {
   uint8_t *k, *v;
   size_t kl, vl;
   int present, visited;
+  int eff;      /* the effective state last seen (a complete intent: LIVE) */
+  int intent;   /* ... and it was an intent */
+  char *eff_op; /* its op id */
 } slot;
 
 /* One applied write to a record key. A commit is a write of a LIVE or
@@ -399,6 +402,41 @@ static void check_body(run *r, const utable *t, const ustored_record *rec,
   json_decref(body);
 }
 
+/* Parallel commit: an INTENT record is committed once every claim it
+ * lists is PENDING naming its primary key, op id and attempt (the run
+ * changes no schema, so its table's fingerprint holds). Its effective
+ * state is then LIVE; the flip that follows is not another commit. */
+static int intent_complete(usim *s, const uint8_t *k, size_t kl,
+                           const ustored_record *rec) {
+  size_t off;
+  char table[64];
+  if (rec->state != UREC_INTENT) return 0;
+  if (ukey_split_table(k, kl, "r", table, sizeof table, &off)) return 0;
+  ubuf v = UBUF_INIT;
+  int ok = 1;
+  for (size_t i = 0; ok && i < rec->claims.n; i++) {
+    ustored_claim cl;
+    ok = 0;
+    if (usim_get(s, rec->claims.v[i].key, rec->claims.v[i].klen, &v, NULL) ==
+            UNICO_OK &&
+        !ustored_claim_decode(v.p, v.len, &cl)) {
+      ok = cl.state == UCLAIM_PENDING && cl.attempt == rec->attempt &&
+           cl.owner_len == kl - off &&
+           !memcmp(cl.owner, k + off, kl - off) && cl.op_id && rec->op_id &&
+           !strcmp(cl.op_id, rec->op_id);
+      ustored_claim_free(&cl);
+    }
+  }
+  ubuf_free(&v);
+  return ok;
+}
+
+/* LIVE, or an intent that is committed. */
+static int eff_state(usim *s, const uint8_t *k, size_t kl,
+                     const ustored_record *rec) {
+  return intent_complete(s, k, kl, rec) ? UREC_LIVE : rec->state;
+}
+
 static int obs_record_cb(void *ctx, const uint8_t *k, size_t kl,
                          const uint8_t *v, size_t vl, uint64_t ver) {
   obs_scan *os = ctx;
@@ -415,9 +453,20 @@ static int obs_record_cb(void *ctx, const uint8_t *k, size_t kl,
     free(ks);
     return 0;
   }
-  if (!sl->present || sl->vl != vl || (vl && memcmp(sl->v, v, vl))) {
-    int commit = rec.state == UREC_LIVE || rec.state == UREC_DELETED;
-    log_event(r, si, os->client, rec.state, rec.op_id, commit);
+  int eff = eff_state(r->s, k, kl, &rec);
+  if (!sl->present || sl->vl != vl || (vl && memcmp(sl->v, v, vl)) ||
+      eff != sl->eff) {
+    int commit = eff == UREC_LIVE || eff == UREC_DELETED;
+    /* the flip of a committed intent is not a commit of its own */
+    if (commit && sl->intent && sl->eff == UREC_LIVE && eff == UREC_LIVE &&
+        rec.state == UREC_LIVE && rec.op_id && sl->eff_op &&
+        !strcmp(rec.op_id, sl->eff_op))
+      commit = 0;
+    log_event(r, si, os->client, eff, rec.op_id, commit);
+    sl->eff = eff;
+    sl->intent = rec.state == UREC_INTENT;
+    free(sl->eff_op);
+    sl->eff_op = strdup(rec.op_id ? rec.op_id : "");
     free(sl->v);
     sl->v = malloc(vl ? vl : 1);
     if (!sl->v) abort();
@@ -425,7 +474,7 @@ static int obs_record_cb(void *ctx, const uint8_t *k, size_t kl,
     sl->vl = vl;
     sl->present = 1;
   }
-  if (rec.state == UREC_LIVE) {
+  if (eff == UREC_LIVE) {
     const utable *t = table_of_key(k, kl, "r");
     if (!t) {
       char *ks = key_text(k, kl);
@@ -654,10 +703,11 @@ static void check_ack(run *r, op *o) {
   int in_force = 0;
   if (usim_get(r->s, o->rkey.p, o->rkey.len, &v, NULL) == UNICO_OK &&
       !ustored_record_decode(v.p, v.len, &rec)) {
+    int st = eff_state(r->s, o->rkey.p, o->rkey.len, &rec);
     if (want == UREC_LIVE)
-      in_force = rec.state == UREC_LIVE && rec.op_id && !strcmp(rec.op_id, o->id);
+      in_force = st == UREC_LIVE && rec.op_id && !strcmp(rec.op_id, o->id);
     else
-      in_force = rec.state != UREC_LIVE;
+      in_force = st != UREC_LIVE;
     ustored_record_free(&rec);
   }
   ubuf_free(&v);
@@ -943,10 +993,13 @@ static void resolve_unknown(run *r, unico *u) {
     }
 }
 
-static int live_listing(const ubuf *rv, const uint8_t *k, size_t kl) {
+/* Record rv (at key rk) is live, or a committed intent, and lists k. */
+static int live_listing(usim *s, const uint8_t *rk, size_t rkl,
+                        const ubuf *rv, const uint8_t *k, size_t kl) {
   ustored_record rec;
   if (ustored_record_decode(rv->p, rv->len, &rec)) return 0;
-  int h = rec.state == UREC_LIVE && uclaims_find(&rec.claims, k, kl) >= 0;
+  int h = eff_state(s, rk, rkl, &rec) == UREC_LIVE &&
+          uclaims_find(&rec.claims, k, kl) >= 0;
   ustored_record_free(&rec);
   return h;
 }
@@ -964,7 +1017,7 @@ static int claim_in_force(run *r, const uint8_t *k, size_t kl) {
         !ukey_split_table(k, kl, "u", table, sizeof table, &rest)) {
       ukey_record(&rk, table, cl.owner, cl.owner_len);
       in = usim_get(r->s, rk.p, rk.len, &rv, NULL) == UNICO_OK &&
-           live_listing(&rv, k, kl);
+           live_listing(r->s, rk.p, rk.len, &rv, k, kl);
     }
     ustored_claim_free(&cl);
   }
@@ -1011,6 +1064,7 @@ static void keylist_free(keylist *l) {
 }
 
 typedef struct members {
+  usim *s;
   const uint8_t *k;
   size_t kl;
   int n;
@@ -1020,8 +1074,8 @@ static int count_members_cb(void *ctx, const uint8_t *k, size_t kl,
                             const uint8_t *v, size_t vl, uint64_t ver) {
   members *m = ctx;
   ubuf b = {(uint8_t *)v, vl, vl, 0};
-  (void)k, (void)kl, (void)ver;
-  m->n += live_listing(&b, m->k, m->kl);
+  (void)ver;
+  m->n += live_listing(m->s, k, kl, &b, m->k, m->kl);
   return 0;
 }
 
@@ -1109,7 +1163,7 @@ static void check_free(run *r, unico *u) {
       json_decref(val);
       continue;
     }
-    members m = {k, kl, 0};
+    members m = {r->s, k, kl, 0};
     ubuf p = UBUF_INIT;
     ukey_kind(&p, "r");
     usim_scan(r->s, p.p, p.len, count_members_cb, &m);
@@ -1140,7 +1194,7 @@ static void check_free(run *r, unico *u) {
     int live = 0, st = 0;
     if (usim_get(r->s, k, kl, &v, NULL) == UNICO_OK &&
         !ustored_record_decode(v.p, v.len, &sr)) {
-      live = sr.state == UREC_LIVE;
+      live = eff_state(r->s, k, kl, &sr) == UREC_LIVE;
       st = sr.state;
       ustored_record_free(&sr);
     }
@@ -1215,6 +1269,7 @@ static void run_free(run *r) {
   for (size_t i = 0; i < r->nslots; i++) {
     free(r->slots[i].k);
     free(r->slots[i].v);
+    free(r->slots[i].eff_op);
   }
   free(r->slots);
   for (size_t i = 0; i < r->nev; i++) free(r->ev[i].op_id);

@@ -58,6 +58,10 @@ typedef struct bld {
    * inside a scan callback) */
   struct pend *pend;
   size_t npend, pcap;
+  /* phase 0: the record keys of insert intents found, settled after the
+   * scan (each a length-prefixed key) */
+  ubuf intents;
+  uint64_t old_fp; /* the fingerprint of the definition being replaced */
   /* build phase */
   ustore_op *ops;
   ubuf *bufs;
@@ -378,6 +382,14 @@ static int scan_chunks(bld *b, const ubuf *prefix, ustore_scan_cb cb) {
   return rc;
 }
 
+static void note_intent(bld *b, const uint8_t *k, size_t kl) {
+  uint32_t n = (uint32_t)kl;
+  ubuf_put(&b->intents, &n, sizeof n);
+  ubuf_put(&b->intents, k, kl);
+  if (!ubuf_ok(&b->intents))
+    b->err = uerr(b->res, UNICO_ENOMEM, NULL, "out of memory");
+}
+
 /* Phase 0, claims protocol only: fence every write in flight on the
  * table. The marker is in place, so a write that has not passed its schema
  * check yet will fail it; one that has may still commit, so its insert
@@ -389,7 +401,10 @@ static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   ustored_record r;
   ubuf nv = UBUF_INIT;
   if (ustored_record_decode(v, vl, &r)) return 0; /* counted in phase 1 */
-  if (r.state == UREC_PENDING) {
+  (void)ver;
+  if (r.state == UREC_INTENT) { /* settled after the scan */
+    note_intent(b, k, kl);
+  } else if (r.state == UREC_PENDING) {
     ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->u->x),
                              &r.hist);
     b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
@@ -400,6 +415,35 @@ static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   ubuf_free(&nv);
   ustored_record_free(&r);
   return b->err ? 1 : 0;
+}
+
+/* Phase 0, second half: settle each intent found, under our own marker
+ * and by the definition being replaced: committed ones become LIVE (and
+ * are built from), the others ABORTED, without waiting (their writers see
+ * the marker and wait for this change to end). */
+static int settle_intents(bld *b) {
+  ubuf v = UBUF_INIT;
+  int rc = UNICO_OK;
+  for (size_t i = 0; i + sizeof(uint32_t) <= b->intents.len && !rc;) {
+    uint32_t n;
+    memcpy(&n, b->intents.p + i, sizeof n);
+    i += sizeof n;
+    int inflight;
+    uint64_t ver;
+    rc = uexec_read_record(b->u->x, b->intents.p + i, n, &v, &ver, &b->old_fp,
+                           UEXEC_SETTLE_NOW, &inflight, b->res);
+    if (rc == UNICO_ENOTFOUND) rc = UNICO_OK;
+    if (!rc && inflight)
+      rc = uerr(b->res, UNICO_EBUSY, NULL,
+                "an insert's intent in table %s could not be settled; apply "
+                "the schema again",
+                b->t->name);
+    i += n;
+    if (!rc) rc = heartbeat(b);
+  }
+  ubuf_free(&v);
+  ubuf_reset(&b->intents);
+  return rc;
 }
 
 /* Phase 2: delete every key under a touched constraint's prefixes. */
@@ -518,7 +562,9 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
   /* 0. (claims protocol) Fence the writes in flight. */
   ukey_records(&prefix, target->name);
   if (uexec_is_claims(u->x)) {
+    b.old_fp = uplan_table_fingerprint(old);
     rc = scan_chunks(&b, &prefix, fence_cb);
+    if (!rc) rc = settle_intents(&b);
     if (rc) goto leave;
   }
   /* 1. What the records need; refuse on any violation. */
@@ -609,7 +655,46 @@ leave:
   }
   free(b.ops);
   free(b.bufs);
+  ubuf_free(&b.intents);
   pairs_free(b.pairs, b.np);
+  ubuf_free(&prefix);
+  ubuf_free(&b.skey);
+  return rc;
+}
+
+/* A change to a table that alters its fingerprint but not its constraints
+ * (adding a column): only the insert intents planned under the old
+ * definition need settling (docs/parallel-commit.md). */
+static int intent_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
+                     size_t vl, uint64_t ver) {
+  bld *b = ctx;
+  ustored_record r;
+  (void)ver;
+  if (ustored_record_decode(v, vl, &r)) return 0;
+  if (r.state == UREC_INTENT) note_intent(b, k, kl);
+  ustored_record_free(&r);
+  return b->err ? 1 : 0;
+}
+
+int uapi_settle_table(unico *u, const utable *old, ustored_schema *marker,
+                      uint64_t *mark_ver, unico_result *res) {
+  bld b;
+  ubuf prefix = UBUF_INIT;
+  if (!uexec_is_claims(u->x)) return UNICO_OK;
+  memset(&b, 0, sizeof b);
+  b.u = u;
+  b.t = old;
+  b.mark_ver = mark_ver;
+  b.marker = marker;
+  b.last_beat = uexec_now(u->x);
+  b.res = res;
+  b.old_fp = uplan_table_fingerprint(old);
+  ukey_schema(&b.skey);
+  ukey_records(&prefix, old->name);
+  int rc = scan_chunks(&b, &prefix, intent_cb);
+  if (!rc) rc = settle_intents(&b);
+  free(b.pend);
+  ubuf_free(&b.intents);
   ubuf_free(&prefix);
   ubuf_free(&b.skey);
   return rc;

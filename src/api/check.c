@@ -37,7 +37,7 @@ typedef struct fix {
 
 /* FIX_INTENT, FIX_TOMB, FIX_FREE: claims protocol only. */
 enum { FIX_ORPHAN = 1, FIX_EXPIRED, FIX_INDEX, FIX_RESTORE, FIX_INTENT,
-       FIX_TOMB, FIX_FREE, FIX_KINDS };
+       FIX_TOMB, FIX_FREE, FIX_SETTLE, FIX_KINDS };
 
 typedef struct chk {
   unico *u;
@@ -151,7 +151,16 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   }
   if (r.state != UREC_LIVE) {
     if (!c->claims_mode) goto leave;
-    if (r.state == UREC_PENDING) {
+    if (r.state == UREC_INTENT) {
+      /* a parallel commit's intent: in flight, or one whose flip (or
+       * abort) is still to be done, which repair settles */
+      if (r.since_ms > c->now - c->grace) {
+        c->in_flight++;
+      } else {
+        c->orphans++;
+        add_fix(c, FIX_SETTLE, k, kl, ver);
+      }
+    } else if (r.state == UREC_PENDING) {
       if (r.since_ms > c->now - c->grace) {
         c->in_flight++;
       } else {
@@ -500,6 +509,15 @@ static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
                        USTORE_PUT, f->val.p, f->val.len);
     break;
+  case FIX_SETTLE: { /* flipped LIVE if complete, else ABORTED */
+    int inflight;
+    rc = uexec_read_record(u->x, f->key.p, f->key.len, &val, NULL, NULL,
+                           UEXEC_SETTLE_STALE, &inflight, res);
+    if (rc == UNICO_OK && inflight) rc = USTORE_NOT_APPLIED;
+    if (rc == UNICO_ENOTFOUND) rc = USTORE_NOT_APPLIED;
+    ubuf_free(&val);
+    return rc;
+  }
   case FIX_RESTORE:
     o = ustore_op_make(f->key.p, f->key.len,
                        f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
@@ -601,6 +619,8 @@ int uapi_repair(unico *u, unico_result *res) {
                           json_integer((json_int_t)done[FIX_TOMB]));
       json_object_set_new(o, "free_claims_removed",
                           json_integer((json_int_t)done[FIX_FREE]));
+      json_object_set_new(o, "intents_settled",
+                          json_integer((json_int_t)done[FIX_SETTLE]));
     }
     if (res && o) res->json = json_dumps(o, JSON_COMPACT);
     json_decref(o);

@@ -86,6 +86,11 @@ int uapi_cons_differ(const utable *o, const utable *n);
  * version, advanced by heartbeats). verify: a violation is UNICO_ESCHEMA
  * with the report in res->json (else UNICO_ECORRUPT); either way nothing
  * was written. */
+/* Claims protocol: settle the insert intents of table old (a change that
+ * alters its fingerprint without touching its constraints), under the
+ * caller's schema marker. */
+int uapi_settle_table(unico *u, const utable *old, ustored_schema *marker,
+                      uint64_t *mark_ver, unico_result *res);
 int uapi_build_table(unico *u, const utable *old, const utable *target,
                      int verify, ustored_schema *marker, uint64_t *mark_ver,
                      unico_result *res);

@@ -264,7 +264,9 @@ static int outcome_find(unico *u, const char *op_id, int kind,
 static int read_record(unico *u, const ubuf *key, ustored_record *r,
                        uint64_t *sver, unico_result *res) {
   ubuf v = UBUF_INIT;
-  int rc = uexec_read(u->x, key, &v, sver, res);
+  int inflight; /* (an insert's intent in flight is not a record yet) */
+  int rc = uexec_read_record(u->x, key->p, key->len, &v, sver, NULL,
+                             UEXEC_SETTLE_READ, &inflight, res);
   if (rc == UNICO_OK) {
     if (ustored_record_decode(v.p, v.len, r)) {
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
@@ -657,6 +659,8 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
                      kind == UPLAN_DELETE ? NULL : body,
                      have_old ? &old : NULL, sver, sc->store_ver, op_id,
                      op_id_in ? output : NULL, fp, uexec_now(u->x), res);
+    if (!rc && kind == UPLAN_INSERT && uexec_is_claims(u->x))
+      plan.table_fp = uplan_table_fingerprint(t);
     if (!rc) rc = check_key_sizes(u, t, &plan, res);
     if (!rc) rc = takeovers_apply(&tk, &plan, res);
     if (rc) goto round_end;

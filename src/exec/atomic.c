@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "exec/exec.h"
 #include "exec/internal.h"
@@ -37,6 +39,14 @@ int uexec_open(uexec **out, ustore *st, uint64_t retention_ms,
   x->claims = !(st->vt->caps & USTORE_CAP_TXN);
   x->grace_ms = UEXEC_GRACE_MS;
   atomic_init(&x->writes, 0);
+  atomic_init(&x->attempts, 0);
+  /* Attempt ids need only differ between two runs of one op id; the
+   * simulated store keeps them reproducible (seed 0). */
+  const char *pc = getenv("UNICO_PARALLEL_COMMIT");
+  x->pc = x->claims && !(pc && !strcmp(pc, "0"));
+  if (strcmp(st->vt->name ? st->vt->name : "", "sim") &&
+      getrandom(&x->seed, sizeof x->seed, 0) != (ssize_t)sizeof x->seed)
+    x->seed = (uint64_t)unow_ms() ^ ((uint64_t)getpid() << 32);
   /* Outcomes past retention go at open, then every SWEEP_EVERY writes. */
   uexec_sweep(x, ustore_now(x->st), NULL, NULL);
   *out = x;

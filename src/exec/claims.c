@@ -35,6 +35,7 @@
 #include "exec/internal.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
+#include "schema/schema.h"
 #include "util/err.h"
 
 #define MAX_ROUNDS 64 /* resolution attempts per key before "busy" */
@@ -55,6 +56,12 @@ typedef struct cx {
                          in that group before the commit (NUL-separated) */
   ustored_hist base;  /* insert: the history of what the intent replaced,
                          which the intent and the record carry on */
+  uint64_t attempt;   /* parallel commit: this attempt's id (0: classic) */
+  int fast;           /* the record at c->intent is this attempt's INTENT */
+  int missed;         /* a claim of this attempt's batch did not apply: its
+                         intent can never be complete */
+  int unsettled;      /* this attempt's intent may be in the store, not yet
+                         replaced or settled: nothing of it may be undone */
 } cx;
 
 static int store_err(unico_result *res, int rc, const char *what,
@@ -80,12 +87,16 @@ static int get(cx *c, const uint8_t *key, size_t klen, ubuf *val,
 }
 
 /* One cas; UNICO_OK, USTORE_NOT_APPLIED (o->cur...), or an error. */
-static int cas(cx *c, ustore_op *o, unico_result *res) {
+static int xcas(uexec *x, ustore_op *o, unico_result *res) {
   ustore_err e = {{0}};
-  int rc = c->x->st->vt->cas(c->x->st, o, &e);
+  int rc = x->st->vt->cas(x->st, o, &e);
   if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
     return store_err(res, rc, "writing", &e);
   return rc;
+}
+
+static int cas(cx *c, ustore_op *o, unico_result *res) {
+  return xcas(c->x, o, res);
 }
 
 static int same_pk(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
@@ -135,6 +146,15 @@ static int holds(const ubuf *rv, int present, const uclaim *k, int *live) {
   return h;
 }
 
+/* Is rv an intent that lists key k? (It may be committed.) */
+static int intent_lists(const ubuf *rv, const uclaim *k) {
+  ustored_record r;
+  if (ustored_record_decode(rv->p, rv->len, &r)) return 0;
+  int h = r.state == UREC_INTENT && uclaims_find(&r.claims, k->key, k->klen) >= 0;
+  ustored_record_free(&r);
+  return h;
+}
+
 /* Fence the operation behind an orphan of record rkey, read at rver
  * (present) with value rv: move the record's version, or create it
  * ABORTED. UNICO_OK when fenced; USTORE_NOT_APPLIED when the record moved
@@ -152,6 +172,222 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
   int rc = cas(c, &o, res);
   ubuf_free(&o.cur);
   ubuf_free(&tomb);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* parallel commit: settling an insert's intent (docs/parallel-commit.md)
+ *
+ * An INTENT record P is committed iff no schema change is marked, its
+ * table's definition has the fingerprint P was planned under, and every
+ * claim P lists is PENDING naming P's primary key, op id and attempt.
+ * Whoever meets P settles it before acting on it: flips it LIVE when that
+ * holds (a cas at the version read), or makes sure it never can (fences
+ * one missing claim, then ABORTED by a cas at the version read). The flip
+ * and the abort are compare-and-sets on the same version: one wins. */
+
+enum { SETTLED_LIVE = 1, SETTLED_ABORTED = 2, SETTLED_INFLIGHT = 3 };
+
+/* The fingerprint of table `table` in the stored schema (0: not there);
+ * *changing when a schema change is marked. */
+static int schema_fp(uexec *x, const char *table, uint64_t *fp, int *changing,
+                     unico_result *res) {
+  ubuf k = UBUF_INIT, v = UBUF_INIT;
+  ustore_err e = {{0}};
+  *fp = 0;
+  *changing = 0;
+  ukey_schema(&k);
+  int rc = x->st->vt->get(x->st, k.p, k.len, &v, NULL, &e);
+  if (rc == UNICO_ENOTFOUND) {
+    rc = UNICO_OK;
+  } else if (rc) {
+    rc = store_err(res, rc, "reading the schema", &e);
+  } else {
+    ustored_schema ss;
+    memset(&ss, 0, sizeof ss);
+    if (ustored_schema_decode(v.p, v.len, &ss)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "the stored schema is corrupt");
+    } else if (ss.state == USCHEMA_CHANGING) {
+      *changing = 1;
+    } else {
+      uschema *s = NULL;
+      uparse_error pe;
+      if (uschema_parse(ss.ddl ? ss.ddl : "", &s, &pe)) {
+        rc = uerr(res, UNICO_ECORRUPT, NULL,
+                  "the stored schema does not parse: %s", pe.msg);
+      } else {
+        const utable *t = uschema_table(s, table);
+        if (t) *fp = uplan_table_fingerprint(t);
+      }
+      uschema_free(s);
+    }
+    ustored_schema_free(&ss);
+  }
+  ubuf_free(&k);
+  ubuf_free(&v);
+  return rc;
+}
+
+/* Is rv (present) an INTENT record? */
+static int is_intent(const ubuf *rv) {
+  ustored_record r;
+  if (ustored_record_decode(rv->p, rv->len, &r)) return 0;
+  int i = r.state == UREC_INTENT;
+  ustored_record_free(&r);
+  return i;
+}
+
+/* Settle the intent rv found at record key rk at version rver (read
+ * before this is called: the schema is read after it). *out: SETTLED_*.
+ * UNICO_OK; USTORE_NOT_APPLIED when the record or a claim moved (read
+ * again); or an error. See uexec_read_record for fp_now and mode. */
+static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
+                  uint64_t rver, const uint64_t *fp_now, int mode, int *out,
+                  unico_result *res) {
+  ustored_record r;
+  char table[256];
+  size_t pkoff, miss = SIZE_MAX, n = 0;
+  ubuf nv = UBUF_INIT;
+  ustore_op *rd = NULL, o;
+  int *rrc = NULL, rc = UNICO_OK, changing = 0;
+  uint64_t fp = 0;
+  *out = SETTLED_INFLIGHT;
+  if (ukey_split_table(rk, rkl, "r", table, sizeof table, &pkoff) ||
+      ustored_record_decode(rv->p, rv->len, &r))
+    return uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+  if (r.state != UREC_INTENT) {
+    ustored_record_free(&r);
+    return USTORE_NOT_APPLIED; /* settled meanwhile: look again */
+  }
+  int64_t now = ustore_now(x->st);
+  if (fp_now) fp = *fp_now;
+  else rc = schema_fp(x, table, &fp, &changing, res);
+  if (rc || changing) goto leave; /* (a change marked: it decides) */
+  int complete = fp == r.fp;
+  if (complete && r.claims.n) {
+    n = r.claims.n;
+    rd = calloc(n, sizeof *rd);
+    rrc = calloc(n, sizeof *rrc);
+    if (!rd || !rrc) {
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      goto leave;
+    }
+    for (size_t i = 0; i < n; i++)
+      rd[i] = ustore_op_make(r.claims.v[i].key, r.claims.v[i].klen, USTORE_ANY,
+                             0, USTORE_CHECK, NULL, 0);
+    if (ustore_get_many(x->st, rd, n, rrc, NULL)) {
+      rc = uerr(res, UNICO_EUNAVAILABLE, NULL, "reading an intent's claims");
+      goto leave;
+    }
+    for (size_t i = 0; i < n && complete; i++) {
+      ustored_claim cl;
+      if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) {
+        rc = store_err(res, rrc[i], "reading", NULL);
+        goto leave;
+      }
+      int names = 0;
+      if (rrc[i] == UNICO_OK &&
+          !ustored_claim_decode(rd[i].cur.p, rd[i].cur.len, &cl)) {
+        names = cl.state == UCLAIM_PENDING && cl.attempt == r.attempt &&
+                same_pk(cl.owner, cl.owner_len, rk + pkoff, rkl - pkoff) &&
+                cl.op_id && r.op_id && !strcmp(cl.op_id, r.op_id);
+        ustored_claim_free(&cl);
+      }
+      if (!names) {
+        complete = 0;
+        miss = i;
+      }
+    }
+  }
+  if (complete) { /* committed: flip it */
+    ustored_record_encode_hist(&nv, UREC_LIVE, r.version, r.op_id, r.body,
+                               &r.claims, r.since_ms, &r.hist);
+    o = ustore_op_make(rk, rkl, USTORE_VERSION, rver, USTORE_PUT, nv.p, nv.len);
+    rc = xcas(x, &o, res);
+    ubuf_free(&o.cur);
+    if (rc == UNICO_OK) *out = SETTLED_LIVE;
+    goto leave;
+  }
+  /* Not committed (yet). Its own table moved on: it never will (the
+   * change that moved it settled every intent it found; this one came
+   * after, and its writer saw the change). Otherwise abort it only as the
+   * mode says, with a missing claim fenced first so that its attempt,
+   * which writes each claim once, can never complete it. */
+  if (fp == r.fp && (mode == UEXEC_SETTLE_READ ||
+                     (mode == UEXEC_SETTLE_STALE &&
+                      r.since_ms > now - x->grace_ms)))
+    goto leave;
+  if (fp != r.fp && mode == UEXEC_SETTLE_READ) goto leave;
+  if (miss != SIZE_MAX) {
+    ubuf fv = UBUF_INIT;
+    if (rrc[miss] == UNICO_ENOTFOUND) {
+      ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, r.op_id, now);
+      o = ustore_op_make(rd[miss].key, rd[miss].klen, USTORE_ABSENT, 0,
+                         USTORE_PUT, fv.p, fv.len);
+    } else {
+      o = ustore_op_make(rd[miss].key, rd[miss].klen, USTORE_VERSION,
+                         rd[miss].cur_version, USTORE_PUT, rd[miss].cur.p,
+                         rd[miss].cur.len);
+    }
+    rc = xcas(x, &o, res);
+    ubuf_free(&o.cur);
+    ubuf_free(&fv);
+    if (rc) goto leave;
+  }
+  long h = ustored_hist_find(&r.hist, r.op_id); /* (it did not happen) */
+  if (h >= 0) ustored_hist_remove(&r.hist, (size_t)h);
+  ustored_tombstone_encode(&nv, r.op_id, now, &r.hist);
+  o = ustore_op_make(rk, rkl, USTORE_VERSION, rver, USTORE_PUT, nv.p, nv.len);
+  rc = xcas(x, &o, res);
+  ubuf_free(&o.cur);
+  if (rc == UNICO_OK) *out = SETTLED_ABORTED;
+leave:
+  for (size_t i = 0; rd && i < n; i++) ubuf_free(&rd[i].cur);
+  free(rd);
+  free(rrc);
+  ubuf_free(&nv);
+  ustored_record_free(&r);
+  return rc;
+}
+
+int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
+                      uint64_t *ver, const uint64_t *fp_now, int mode,
+                      int *inflight, unico_result *res) {
+  *inflight = 0;
+  for (int round = 0;; round++) {
+    ustore_err e = {{0}};
+    uint64_t v = 0;
+    ubuf_reset(val);
+    int rc = x->st->vt->get(x->st, rk, rkl, val, &v, &e);
+    if (ver) *ver = v;
+    if (rc == UNICO_ENOTFOUND) return rc;
+    if (rc) return store_err(res, rc, "reading", &e);
+    if (!x->claims || !is_intent(val)) return UNICO_OK;
+    int st = SETTLED_INFLIGHT;
+    if (round < MAX_ROUNDS)
+      rc = settle(x, rk, rkl, val, v, fp_now, mode, &st, res);
+    if (rc && rc != USTORE_NOT_APPLIED) return rc;
+    if (rc == UNICO_OK && st == SETTLED_INFLIGHT) {
+      *inflight = 1;
+      return UNICO_OK;
+    }
+  }
+}
+
+/* The record at rkey for a resolver (see uexec_read_record): *present,
+ * and *inflight when it is an intent still in flight. */
+static int read_owner(cx *c, const ubuf *rkey, ubuf *rv, uint64_t *rver,
+                      int *present, int mode, int *inflight,
+                      unico_result *res) {
+  int rc = uexec_read_record(c->x, rkey->p, rkey->len, rv, rver, NULL, mode,
+                             inflight, res);
+  *present = rc == UNICO_OK;
+  if (rc == UNICO_ENOTFOUND) {
+    ubuf_reset(rv);
+    *rver = 0;
+    rc = UNICO_OK;
+  }
+  c->now = uexec_now(c->x);
   return rc;
 }
 
@@ -206,9 +442,12 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
       rc = USTORE_NOT_APPLIED;
       break;
     } else if (cl.state == UCLAIM_HELD ||
-               is_me(c, cl.owner, cl.owner_len, cl.op_id)) {
+               (is_me(c, cl.owner, cl.owner_len, cl.op_id) &&
+                (!cl.attempt || cl.attempt == c->attempt))) {
       /* (HELD here: the hold the write path decided to take over, still
-       * at the version it saw.) */
+       * at the version it saw. A claim of another attempt of this op
+       * names an intent that may be committed: it is settled first, as
+       * anyone's, below.) */
       /* Ours already (a repeat of this write): take it again, moving its
        * version, so that whoever read it before to fence us and take it
        * over fails. Adopting it as it is would let a fenced write resume
@@ -224,13 +463,25 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
         rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
         break;
       }
-      rc = get(c, rkey.p, rkey.len, &rv, &rver, res);
-      if (rc && rc != UNICO_ENOTFOUND) {
+      int rpresent, inflight;
+      rc = read_owner(c, &rkey, &rv, &rver, &rpresent, UEXEC_SETTLE_STALE,
+                      &inflight, res);
+      if (rc) {
         ustored_claim_free(&cl);
         break;
       }
-      int rpresent = rc == UNICO_OK;
-      rc = UNICO_OK;
+      if (inflight) { /* an intent still in flight: like a pending claim */
+        cl.state = UCLAIM_PENDING;
+        cl.since_ms = c->now;
+      }
+      if (holds(&rv, rpresent, ck, &live) &&
+          is_me(c, cl.owner, cl.owner_len, cl.op_id)) {
+        /* our op's earlier intent, committed: this insert is a repeat */
+        ustored_claim_free(&cl);
+        c->applied = 1;
+        rc = UNICO_OK;
+        break;
+      }
       if (holds(&rv, rpresent, ck, &live)) {
         why->why = UREFUSED_CLAIM; /* in force: a conflict */
         why->claim = k;
@@ -239,7 +490,12 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
         rc = USTORE_NOT_APPLIED;
         break;
       }
-      if (cl.state == UCLAIM_PENDING && cl.since_ms > c->now - c->x->grace_ms) {
+      if (is_me(c, cl.owner, cl.owner_len, cl.op_id) && !inflight) {
+        /* our own op's earlier intent, settled and not in force */
+        ustored_claim_free(&cl);
+        take_over = 1;
+      } else if (cl.state == UCLAIM_PENDING &&
+                 cl.since_ms > c->now - c->x->grace_ms) {
         ustored_claim_free(&cl);
         if (wait_in_flight(c)) {
           why->why = UREFUSED_BUSY;
@@ -331,6 +587,58 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
         return uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
       int mine = r.op_id && !strcmp(r.op_id, c->me.op_id);
       int state = r.state;
+      if (state == UREC_INTENT && r.attempt != c->attempt) {
+        /* Someone's intent, or an earlier call's of this op: settle it
+         * (committed: flipped, and judged below as live), then look
+         * again. An earlier call's is aborted at once if incomplete: this
+         * call replaces it. */
+        ustored_record_free(&r);
+        int inflight;
+        rc = uexec_read_record(c->x, rk->p, rk->len, cur, &cv, NULL,
+                               mine ? UEXEC_SETTLE_NOW : UEXEC_SETTLE_STALE,
+                               &inflight, res);
+        c->now = uexec_now(c->x);
+        if (rc == UNICO_ENOTFOUND) {
+          present = 0;
+          continue;
+        }
+        if (rc) return rc;
+        if (inflight) {
+          if (wait_in_flight(c)) {
+            why->why = UREFUSED_BUSY;
+            why->claim = SIZE_MAX; /* the primary key */
+            return USTORE_NOT_APPLIED;
+          }
+          rc = get(c, rk->p, rk->len, cur, &cv, res);
+          if (rc == UNICO_ENOTFOUND) present = 0;
+          else if (rc) return rc;
+        }
+        continue;
+      }
+      if (state == UREC_INTENT && c->missed) {
+        /* this attempt's own, which cannot be complete: replace it */
+        ustored_record_free(&r);
+        o = kop(rk->p, rk->len, USTORE_VERSION, cv, USTORE_PUT, ival);
+        rc = cas(c, &o, res);
+        if (rc == UNICO_OK) c->intent = cv + 1;
+        goto moved;
+      }
+      if (state == UREC_INTENT) {
+        /* this attempt's own, landed with every claim perhaps: settle it
+         * (complete: committed, and seen below as our live record) */
+        ustored_record_free(&r);
+        int inflight;
+        rc = uexec_read_record(c->x, rk->p, rk->len, cur, &cv, NULL,
+                               UEXEC_SETTLE_NOW, &inflight, res);
+        if (rc == UNICO_ENOTFOUND) present = 0;
+        else if (rc) return rc;
+        else if (inflight && wait_in_flight(c)) {
+          why->why = UREFUSED_BUSY;
+          why->claim = SIZE_MAX;
+          return USTORE_NOT_APPLIED;
+        }
+        continue;
+      }
       int64_t since = r.since_ms;
       int before = committed_before(c, &r.hist);
       if (state == UREC_LIVE && mine) { /* our insert is in: a repeat */
@@ -387,6 +695,7 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       rc = cas(c, &o, res);
       if (rc == UNICO_OK) c->intent = cv + 1;
     }
+  moved:
     if (rc == USTORE_NOT_APPLIED) {
       present = o.exists;
       cv = o.cur_version;
@@ -413,12 +722,12 @@ static int member_state(cx *c, const uclaim *g, const ugroup_member *m,
     ubuf_free(&rkey);
     return uerr(res, UNICO_ECORRUPT, NULL, "a stored limit group is corrupt");
   }
-  rc = get(c, rkey.p, rkey.len, &rv, &rver, res);
-  if (rc && rc != UNICO_ENOTFOUND) goto leave;
-  int present = rc == UNICO_OK;
-  rc = UNICO_OK;
+  int present, inflight;
+  rc = read_owner(c, &rkey, &rv, &rver, &present, UEXEC_SETTLE_STALE,
+                  &inflight, res);
+  if (rc) goto leave;
   if (holds(&rv, present, g, &live)) *state = 1;
-  else if (m->since_ms > c->now - c->x->grace_ms) *state = 2;
+  else if (inflight || m->since_ms > c->now - c->x->grace_ms) *state = 2;
   else {
     *state = 0;
     rc = fence(c, &rkey, present, rver, &rv, res);
@@ -632,6 +941,20 @@ static void free_claim(cx *c, const uclaim *ck, uint64_t ver) {
  * turn our intent into an ABORTED tombstone. Failures leave orphans,
  * which the validity rule already disregards. */
 static void undo(cx *c) {
+  if (c->unsettled) return; /* (left to whoever meets it: it may be done) */
+  if (c->intent && c->fast) {
+    /* Our intent may be complete: abort it first (a cas at its version);
+     * if someone flipped it meanwhile, its claims are its own now. */
+    ubuf tomb = UBUF_INIT;
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, &c->base);
+    ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
+                      USTORE_PUT, &tomb);
+    int rc = cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+    ubuf_free(&tomb);
+    c->intent = 0;
+    if (rc != UNICO_OK) return;
+  }
   for (size_t k = 0; k < c->p->take.n; k++) {
     if (!c->held[k]) continue;
     const uclaim *ck = &c->p->take.v[k];
@@ -816,7 +1139,9 @@ static void finish(cx *c) {
     size_t k = rk[i];
     if (rrc[i] != UNICO_OK) continue;
     if (ustored_claim_decode(rd[i].cur.p, rd[i].cur.len, &cl)) continue;
-    if (cl.state == UCLAIM_COMMITTED &&
+    /* (a claim a parallel commit took stays PENDING with its attempt) */
+    if ((cl.state == UCLAIM_COMMITTED ||
+         (cl.state == UCLAIM_PENDING && cl.attempt)) &&
         same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len))
       vers[k] = rd[i].cur_version;
     nfree += vers[k] != 0;
@@ -835,7 +1160,9 @@ static void finish(cx *c) {
   for (size_t k = 0; frees && got != -1 && k < p->release.n; k++) {
     int live;
     const uclaim *ck = &p->release.v[k];
-    if (!vers[k] || (got == UNICO_OK && holds(&v, 1, ck, &live))) continue;
+    if (!vers[k] || (got == UNICO_OK && (holds(&v, 1, ck, &live) ||
+                                         intent_lists(&v, ck))))
+      continue;
     if (got == UNICO_OK || got == UNICO_ENOTFOUND)
       frees[nf++] = kop(ck->key, ck->klen, USTORE_VERSION, vers[k],
                         USTORE_PUT, &fv);
@@ -855,6 +1182,107 @@ static void finish(cx *c) {
 }
 
 /* ------------------------------------------------------------------ */
+/* parallel commit: the insert's two-round-trip path */
+
+static uint64_t new_attempt(cx *c) {
+  uint64_t n = atomic_fetch_add(&c->x->attempts, 1) + 1;
+  uint64_t a = uplan_hash(UPLAN_HASH_INIT ^ c->x->seed, c->me.op_id,
+                          strlen(c->me.op_id));
+  a = uplan_hash(a, &c->now, sizeof c->now);
+  a = uplan_hash(a, &n, sizeof n);
+  return a ? a : 1;
+}
+
+/* The intent (the committed record to be, as INTENT) and the claim value
+ * naming this attempt. Builds c->rval, the record the flip writes. */
+static int fast_values(cx *c, ubuf *ival, ubuf *cval, unico_result *res) {
+  ustored_record r;
+  int rc = build_rval(c, res);
+  if (rc) return rc;
+  if (ustored_record_decode(c->rval.p, c->rval.len, &r))
+    return uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
+  r.state = UREC_INTENT;
+  r.attempt = c->attempt;
+  r.fp = c->p->table_fp;
+  ubuf_reset(ival);
+  ustored_intent_encode(ival, &r);
+  ustored_record_free(&r);
+  ubuf_reset(cval);
+  ustored_claim_encode_attempt(cval, c->me.owner, c->me.owner_len,
+                               c->me.op_id, c->now, c->attempt);
+  return ubuf_ok(ival) && ubuf_ok(cval)
+             ? UNICO_OK
+             : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+}
+
+/* The schema moved after our intent was planned: wait for a change in
+ * progress to end, then settle our own intent like anyone would. UNICO_OK
+ * when it is committed, USTORE_NOT_APPLIED (why: schema) when it is
+ * aborted, or an error (then whether it applied is unknown). */
+#define SETTLE_WAIT_MS 60000
+static int settle_own(cx *c, uexec_refused *why, unico_result *res) {
+  const ubuf *rk = &c->p->rkey;
+  ubuf v = UBUF_INIT;
+  int rc;
+  for (int64_t waited = 0;;) {
+    int inflight;
+    uint64_t ver;
+    rc = uexec_read_record(c->x, rk->p, rk->len, &v, &ver, NULL,
+                           UEXEC_SETTLE_NOW, &inflight, res);
+    if (rc == UNICO_ENOTFOUND) rc = USTORE_NOT_APPLIED;
+    if (rc) break;
+    if (inflight) {
+      if (waited >= SETTLE_WAIT_MS) {
+        rc = uerr(res, UNICO_EUNKNOWN, NULL,
+                  "a schema change has been in progress for %d s since this "
+                  "insert was written; whether it applied is unknown: retry "
+                  "with the same op id",
+                  SETTLE_WAIT_MS / 1000);
+        break;
+      }
+      uexec_sleep(c->x, 20);
+      waited += 20;
+      continue;
+    }
+    ustored_record r;
+    rc = USTORE_NOT_APPLIED;
+    if (!ustored_record_decode(v.p, v.len, &r)) {
+      if (r.state == UREC_LIVE && r.op_id && !strcmp(r.op_id, c->me.op_id))
+        rc = UNICO_OK;
+      ustored_record_free(&r);
+    }
+    break;
+  }
+  if (rc == USTORE_NOT_APPLIED) why->why = UREFUSED_SCHEMA;
+  else if (rc && rc != UNICO_EUNKNOWN) {
+    char msg[sizeof res->message];
+    snprintf(msg, sizeof msg, "%s", res ? res->message : "");
+    rc = uerr(res, UNICO_EUNKNOWN, NULL,
+              "settling this insert's intent: %s; whether it applied is "
+              "unknown: retry with the same op id", msg);
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
+/* After the answer, without waiting: the flip and the outcome. Whatever
+ * does not land is done by the next one to meet the intent. */
+static void fast_finish(cx *c) {
+  const uplan *p = c->p;
+  ustore_op ops[3];
+  size_t n = 0;
+  ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c->intent,
+                 USTORE_PUT, &c->rval);
+  if (p->okey.len) {
+    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   &p->oval);
+    ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
+  }
+  ustore_post_many(c->x->st, ops, n);
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+}
+
+/* ------------------------------------------------------------------ */
 
 int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
                        unico_result *res) {
@@ -870,7 +1298,7 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   int *rcs = calloc(nt + 1, sizeof *rcs);
   size_t *opk = calloc(nt + 1, sizeof *opk);
   ustore_err *errs = calloc(nt + 1, sizeof *errs);
-  ubuf ival = UBUF_INIT, cur = UBUF_INIT;
+  ubuf ival = UBUF_INIT, cur = UBUF_INIT, fival = UBUF_INIT, fclaim = UBUF_INIT;
   c.held = calloc(nt + 1, sizeof *c.held);
   c.leave_ops = calloc(p->release.n + 1, sizeof *c.leave_ops);
   if (!ops || !rcs || !opk || !errs || !c.held || !c.leave_ops) {
@@ -884,6 +1312,18 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   ustored_claim_encode(&c.pending, UCLAIM_PENDING, c.me.owner, c.me.owner_len,
                        c.me.op_id, c.now);
 
+  /* Parallel commit (docs/parallel-commit.md): an insert that takes only
+   * free values, with no limit group and no hold, writes its intent as an
+   * INTENT that is its own commit once every claim names this attempt. */
+  int fast = p->kind == UPLAN_INSERT && x->pc && p->table_fp;
+  for (size_t k = 0; fast && k < nt; k++)
+    if (p->take.v[k].kind != UKEY_CLAIM || p->take.v[k].ver) fast = 0;
+  if (fast) {
+    c.attempt = new_attempt(&c);
+    rc = fast_values(&c, &fival, &fclaim, res);
+    if (rc) goto leave;
+  }
+
   /* Step 1: the insert's intent and every claim, issued together. */
   size_t n = 0;
   const size_t intent_at = SIZE_MAX - 1;
@@ -893,30 +1333,84 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
     rc = build_intent(&c, &ival, res);
     if (rc) goto leave;
     opk[n] = intent_at;
-    ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT, &ival);
+    ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   fast ? &fival : &ival);
   }
   for (size_t k = 0; k < nt; k++) {
     const uclaim *ck = &p->take.v[k];
     if (ck->kind != UKEY_CLAIM) continue;
     opk[n] = k;
     ops[n++] = kop(ck->key, ck->klen, ck->ver ? USTORE_VERSION : USTORE_ABSENT,
-                   ck->ver, USTORE_PUT, &c.pending);
+                   ck->ver, USTORE_PUT, fast ? &fclaim : &c.pending);
   }
   rc = ustore_cas_many(x->st, ops, n, rcs, errs);
   if (rc) {
     rc = store_err(res, rc, "writing", NULL);
-    goto undo;
+    if (fast) /* (an intent may have landed complete) */
+      rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "writing an insert's "
+                "intent failed midway; whether it applied is unknown: retry "
+                "with the same op id");
+    goto leave;
   }
-  int refused = 0;
+  int refused = 0, all = 1;
   for (size_t i = 0; i < n; i++) {
     size_t k = opk[i];
+    all = all && rcs[i] == UNICO_OK;
+    c.missed |= k != intent_at && rcs[i] != UNICO_OK &&
+                rcs[i] != UNICO_EUNKNOWN;
     if (rcs[i] == UNICO_OK) {
-      if (k == intent_at) c.intent = 1, c.fresh = 1;
+      if (k == intent_at) c.intent = 1, c.fresh = !fast, c.fast = fast;
       else c.held[k] = p->take.v[k].ver ? p->take.v[k].ver + 1 : 1;
     }
   }
+  if (fast && all) goto fast_commit;
+  c.unsettled = fast && (rcs[0] == UNICO_OK || rcs[0] == UNICO_EUNKNOWN);
+  if (c.fast && !c.missed) {
+    /* Only unknown answers: the intent may be complete. The resolver
+     * below settles it (committed: our live record). */
+    c.intent = 0;
+    c.fast = 0;
+    rcs[0] = UNICO_EUNKNOWN; /* (ops[0] is the intent) */
+  }
+  if (c.fast) {
+    /* A claim did not apply, so this attempt's intent can never be
+     * complete: it becomes a classic PENDING one (no one can flip that),
+     * and the present path goes on from here; its claims are written
+     * again after it (not fresh). */
+    ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, 1, USTORE_PUT,
+                      &ival);
+    int r = cas(&c, &o, res);
+    if (r == UNICO_OK) {
+      c.intent = 2;
+      c.fast = 0;
+      c.unsettled = 0;
+    } else if (r == USTORE_NOT_APPLIED) {
+      c.unsettled = 0;
+      /* Settled by someone meanwhile: flipped (a claim whose answer was
+       * lost had landed) or aborted. */
+      ustored_record sr;
+      c.intent = 0;
+      c.fast = 0;
+      if (!ustored_record_decode(o.cur.p, o.cur.len, &sr)) {
+        c.applied = sr.state == UREC_LIVE && sr.op_id &&
+                    !strcmp(sr.op_id, c.me.op_id);
+        ustored_record_free(&sr);
+      }
+      if (!c.applied) {
+        why->why = UREFUSED_RACE;
+        refused = 1;
+      }
+    } else {
+      ubuf_free(&o.cur);
+      rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "replacing an insert's "
+                "intent failed; whether it applied is unknown: retry with "
+                "the same op id");
+      goto leave;
+    }
+    ubuf_free(&o.cur);
+  }
   /* Resolve the others one by one (unknown results: look again). */
-  for (size_t i = 0; i < n && !refused && !rc; i++) {
+  for (size_t i = 0; i < n && !refused && !rc && !c.applied; i++) {
     size_t k = opk[i];
     int r = rcs[i];
     if (r == UNICO_OK) continue;
@@ -940,8 +1434,10 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
         break;
       }
     }
-    if (k == intent_at)
+    if (k == intent_at) {
       r = resolve_intent(&c, &cur, cv, present, &ival, why, res);
+      if (r == UNICO_OK || r == USTORE_NOT_APPLIED) c.unsettled = 0;
+    }
     else
       r = resolve_claim(&c, k, &cur, cv, present, why, res);
     if (r == USTORE_NOT_APPLIED) refused = 1;
@@ -1023,7 +1519,40 @@ after_claims:
   finish(&c);
   goto leave;
 
+fast_commit:
+  /* Second round trip: the schema. Unmoved, the insert has happened. */
+  {
+    uint64_t sv = 0;
+    int g = get(&c, p->skey.p, p->skey.len, &cur, &sv, res);
+    if (g == UNICO_ENOTFOUND) sv = 0;
+    else if (g) {
+      char msg[sizeof res->message];
+      snprintf(msg, sizeof msg, "%s", res ? res->message : "");
+      rc = uerr(res, UNICO_EUNKNOWN, NULL,
+                "%s, after this insert's intent was written; whether it "
+                "applied is unknown: retry with the same op id", msg);
+      goto leave;
+    }
+    if (sv != p->schema_ver) {
+      rc = settle_own(&c, why, res);
+      if (rc == USTORE_NOT_APPLIED) {
+        c.intent = 0; /* aborted: its claims can be freed */
+        goto undo;
+      }
+      if (rc) goto leave;
+    }
+    fast_finish(&c);
+  }
+  goto leave;
+
 undo:
+  if (c.unsettled && rc != USTORE_NOT_APPLIED && rc != UNICO_EUNKNOWN) {
+    char msg[sizeof res->message];
+    snprintf(msg, sizeof msg, "%s", res ? res->message : "");
+    rc = uerr(res, UNICO_EUNKNOWN, NULL,
+              "%s, with this insert's intent written; whether it applied "
+              "is unknown: retry with the same op id", msg);
+  }
   undo(&c);
 leave:
   for (size_t i = 0; ops && i <= nt; i++) ubuf_free(&ops[i].cur);
@@ -1036,6 +1565,8 @@ leave:
     ubuf_free(&c.leave_ops[i]);
   free(c.leave_ops);
   ubuf_free(&ival);
+  ubuf_free(&fival);
+  ubuf_free(&fclaim);
   ubuf_free(&cur);
   ubuf_free(&c.rval);
   ubuf_free(&c.pending);
@@ -1068,12 +1599,14 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
     ubuf_free(&rkey);
     return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
   }
-  rc = get(&c, rkey.p, rkey.len, &rv, &rver, res);
-  if (rc == UNICO_OK || rc == UNICO_ENOTFOUND) {
-    int present = rc == UNICO_OK;
+  int present, inflight;
+  rc = read_owner(&c, &rkey, &rv, &rver, &present, UEXEC_SETTLE_STALE,
+                  &inflight, res);
+  if (rc == UNICO_OK) {
     if (holds(&rv, present, &k, &live))
       rc = 1;
-    else if (cl->state == UCLAIM_PENDING && cl->since_ms > c.now - x->grace_ms)
+    else if (inflight || (cl->state == UCLAIM_PENDING &&
+                          cl->since_ms > c.now - x->grace_ms))
       rc = 2;
     else
       rc = fence(&c, &rkey, present, rver, &rv, res);

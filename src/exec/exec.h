@@ -97,6 +97,21 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
                       const ustored_claim *cl, const char *op_id,
                       unico_result *res);
 
+/* Claims protocol, parallel commit (docs/parallel-commit.md): read the
+ * record at key rk, settling an insert intent found there first: flipped
+ * LIVE when it is complete (every claim it lists names it and its table's
+ * definition is the one it was planned under), or, by mode, ABORTED when
+ * it is not: UEXEC_SETTLE_READ never aborts, _STALE aborts one older than
+ * the grace period, _NOW aborts any. fp_now: the table's fingerprint to
+ * judge by (a schema change settling under its own marker), or NULL to
+ * read the stored schema (a change marked: in flight, the change decides).
+ * val and *ver get the record as it then is; *inflight is 1 when it is
+ * still an intent. UNICO_OK, UNICO_ENOTFOUND (absent), or an error. */
+enum { UEXEC_SETTLE_READ = 0, UEXEC_SETTLE_STALE = 1, UEXEC_SETTLE_NOW = 2 };
+int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
+                      uint64_t *ver, const uint64_t *fp_now, int mode,
+                      int *inflight, unico_result *res);
+
 /* The longest key the store accepts (0: no limit). */
 size_t uexec_max_key(uexec *x);
 /* The store's name ("lmdb", "dynamodb", ...). */

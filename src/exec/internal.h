@@ -14,6 +14,10 @@ struct uexec {
                             another operation is waited for */
   int claims;            /* 1: the claims protocol (no store transactions) */
   atomic_uint_fast64_t writes;
+  /* parallel commit (docs/parallel-commit.md) */
+  int pc;                      /* 1: inserts try the two-round-trip path */
+  uint64_t seed;               /* mixed into attempt ids */
+  atomic_uint_fast64_t attempts;
 };
 
 /* Executor 2 (claims.c): uexec_apply for stores without transactions. */

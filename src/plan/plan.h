@@ -243,6 +243,9 @@ typedef struct uplan {
   ubuf okey;           /* outcome key, empty when the caller gave no op id */
   ubuf oval;           /* the outcome */
   ubuf oidx;           /* its age-index key */
+  uint64_t table_fp;   /* insert, claims protocol: uplan_table_fingerprint
+                          of the table it was planned under (0: unknown,
+                          and then no parallel commit) */
 } uplan;
 
 void uplan_init(uplan *p);
