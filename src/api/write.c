@@ -579,8 +579,12 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       canon_s = input ? canon(input) : NULL;
       fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
       /* (The claims protocol writes the outcome after the commit, with no
-       * condition tying the two: there the outcome is read first.) */
-      if (attempt == 0 && !uexec_is_claims(u->x)) {
+       * condition tying the two: there an update or delete reads it first.
+       * An insert's repeat shows in the record key, which its intent finds
+       * taken, and whose history names the op; a refusal below reads the
+       * outcome too, for an entry the history has let go.) */
+      if (attempt == 0 &&
+          (!uexec_is_claims(u->x) || kind == UPLAN_INSERT)) {
         outcome_later = 1;
       } else {
         rc = outcome_find(u, op_id, kind, t->name, fp, res);
@@ -674,6 +678,14 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     else if (rc != USTORE_NOT_APPLIED || why.why == UREFUSED_RECORD)
       urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
     if (rc != USTORE_NOT_APPLIED) goto round_end; /* applied, or an error */
+    if (outcome_later && uexec_is_claims(u->x) &&
+        why.why != UREFUSED_SCHEMA && why.why != UREFUSED_RACE &&
+        why.why != UREFUSED_REPEAT) {
+      /* (an insert's refusal a repeat could explain: see above) */
+      rc = outcome_find(u, op_id, kind, t->name, fp, res);
+      if (rc != UNICO_ENOTFOUND) goto round_end;
+      rc = USTORE_NOT_APPLIED;
+    }
     /* Not applied: say why. */
     if (res) {
       free(res->json);

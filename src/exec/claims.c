@@ -62,6 +62,7 @@ typedef struct cx {
                          intent can never be complete */
   int unsettled;      /* this attempt's intent may be in the store, not yet
                          replaced or settled: nothing of it may be undone */
+  int keep;           /* this attempt's intent committed: keep its claims */
 } cx;
 
 static int store_err(unico_result *res, int rc, const char *what,
@@ -144,6 +145,15 @@ static int holds(const ubuf *rv, int present, const uclaim *k, int *live) {
   int h = *live && uclaims_find(&r.claims, k->key, k->klen) >= 0;
   ustored_record_free(&r);
   return h;
+}
+
+/* Is rv a record this op wrote? */
+static int record_is_mine(const cx *c, const ubuf *rv) {
+  ustored_record r;
+  if (ustored_record_decode(rv->p, rv->len, &r)) return 0;
+  int m = r.op_id && !strcmp(r.op_id, c->me.op_id);
+  ustored_record_free(&r);
+  return m;
 }
 
 /* Is rv an intent that lists key k? (It may be committed.) */
@@ -475,7 +485,7 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
         cl.since_ms = c->now;
       }
       if (holds(&rv, rpresent, ck, &live) &&
-          is_me(c, cl.owner, cl.owner_len, cl.op_id)) {
+          is_me(c, cl.owner, cl.owner_len, cl.op_id) && record_is_mine(c, &rv)) {
         /* our op's earlier intent, committed: this insert is a repeat */
         ustored_claim_free(&cl);
         c->applied = 1;
@@ -648,8 +658,11 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       }
       if (before) {
         /* Our insert committed and the key has moved on since (updated,
-         * deleted, inserted again): the history has the answer. */
+         * deleted, inserted again): the history has the answer. (When
+         * that was this attempt's intent, the claims it holds are the
+         * committed record's: nothing is undone.) */
         ustored_record_free(&r);
+        c->keep = c->attempt != 0;
         why->why = UREFUSED_REPEAT;
         return USTORE_NOT_APPLIED;
       }
@@ -941,7 +954,7 @@ static void free_claim(cx *c, const uclaim *ck, uint64_t ver) {
  * turn our intent into an ABORTED tombstone. Failures leave orphans,
  * which the validity rule already disregards. */
 static void undo(cx *c) {
-  if (c->unsettled) return; /* (left to whoever meets it: it may be done) */
+  if (c->unsettled || c->keep) return; /* (it may be done, or is) */
   if (c->intent && c->fast) {
     /* Our intent may be complete: abort it first (a cas at its version);
      * if someone flipped it meanwhile, its claims are its own now. */
@@ -1521,17 +1534,54 @@ after_claims:
 
 fast_commit:
   /* Second round trip: the schema. Unmoved, the insert has happened. */
+  /* With a caller's op id, its outcome key is read in the same round
+   * trip: present, the op id was used for another request (a repeat of
+   * this one finds its record key taken and never gets here). */
   {
     uint64_t sv = 0;
-    int g = get(&c, p->skey.p, p->skey.len, &cur, &sv, res);
-    if (g == UNICO_ENOTFOUND) sv = 0;
-    else if (g) {
-      char msg[sizeof res->message];
-      snprintf(msg, sizeof msg, "%s", res ? res->message : "");
+    ustore_op rd[2];
+    int rrc[2] = {UNICO_OK, UNICO_OK};
+    size_t nr = 0;
+    rd[nr++] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+    if (p->okey.len)
+      rd[nr++] = kop(p->okey.p, p->okey.len, USTORE_ANY, 0, USTORE_CHECK,
+                     NULL);
+    int g = ustore_get_many(x->st, rd, nr, rrc, NULL);
+    sv = rd[0].cur_version;
+    for (size_t i = 0; !g && i < nr; i++)
+      if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) g = rrc[i];
+    if (rrc[0] == UNICO_ENOTFOUND) sv = 0;
+    int reused = nr == 2 && rrc[1] == UNICO_OK;
+    for (size_t i = 0; i < nr; i++) ubuf_free(&rd[i].cur);
+    if (g) {
       rc = uerr(res, UNICO_EUNKNOWN, NULL,
-                "%s, after this insert's intent was written; whether it "
-                "applied is unknown: retry with the same op id", msg);
+                "reading the schema after this insert's intent was written: "
+                "%s; whether it applied is unknown: retry with the same op id",
+                unico_strerror(g));
       goto leave;
+    }
+    if (reused) {
+      /* Abort our intent (a cas at its version); if someone flipped it
+       * first, the insert has happened (a race with the other request). */
+      ubuf tomb = UBUF_INIT;
+      ustored_tombstone_encode(&tomb, c.me.op_id, c.now, &c.base);
+      ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c.intent,
+                        USTORE_PUT, &tomb);
+      int r = cas(&c, &o, res);
+      ubuf_free(&o.cur);
+      ubuf_free(&tomb);
+      if (r == UNICO_OK) {
+        c.intent = 0; /* aborted: its claims can be freed */
+        why->why = UREFUSED_OUTCOME;
+        rc = USTORE_NOT_APPLIED;
+        goto undo;
+      }
+      if (r != USTORE_NOT_APPLIED) {
+        rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "aborting an insert "
+                  "whose op id was used before failed; whether it applied "
+                  "is unknown");
+        goto leave;
+      }
     }
     if (sv != p->schema_ver) {
       rc = settle_own(&c, why, res);
