@@ -522,6 +522,18 @@ static int con_same(const utable *a, const uconstraint *ca, const utable *b,
   return 1;
 }
 
+static void bld_init(bld *b, unico *u, const utable *t, uint64_t *mark_ver,
+                     ustored_schema *marker, unico_result *res) {
+  memset(b, 0, sizeof *b);
+  b->u = u;
+  b->t = t;
+  b->mark_ver = mark_ver;
+  b->marker = marker;
+  b->last_beat = uexec_now(u->x);
+  b->res = res;
+  ukey_schema(&b->skey);
+}
+
 int uapi_cons_differ(const utable *o, const utable *n) {
   if (o->ncons != n->ncons) return 1;
   for (size_t i = 0; i < n->ncons; i++) {
@@ -542,15 +554,8 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     int j = utable_constraint(old, target->cons[i].name);
     touched[i] = j < 0 || !con_same(old, &old->cons[j], target, &target->cons[i]);
   }
-  memset(&b, 0, sizeof b);
-  b.u = u;
-  b.t = target;
+  bld_init(&b, u, target, mark_ver, marker, res);
   b.touched = touched;
-  b.mark_ver = mark_ver;
-  b.marker = marker;
-  b.last_beat = uexec_now(u->x);
-  b.res = res;
-  ukey_schema(&b.skey);
   size_t mt = uexec_max_txn(u->x);
   b.max_ops = mt && mt < BATCH_OPS ? mt : BATCH_OPS;
   b.ops = calloc(b.max_ops, sizeof *b.ops);
@@ -681,15 +686,8 @@ int uapi_settle_table(unico *u, const utable *old, ustored_schema *marker,
   bld b;
   ubuf prefix = UBUF_INIT;
   if (!uexec_is_claims(u->x)) return UNICO_OK;
-  memset(&b, 0, sizeof b);
-  b.u = u;
-  b.t = old;
-  b.mark_ver = mark_ver;
-  b.marker = marker;
-  b.last_beat = uexec_now(u->x);
-  b.res = res;
+  bld_init(&b, u, old, mark_ver, marker, res);
   b.old_fp = uplan_table_fingerprint(old);
-  ukey_schema(&b.skey);
   ukey_records(&prefix, old->name);
   int rc = scan_chunks(&b, &prefix, intent_cb);
   if (!rc) rc = settle_intents(&b);

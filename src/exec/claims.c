@@ -206,8 +206,9 @@ static int schema_fp(uexec *x, const char *table, uint64_t *fp, int *changing,
   ustore_err e = {{0}};
   *fp = 0;
   *changing = 0;
+  uint64_t ver = 0;
   ukey_schema(&k);
-  int rc = x->st->vt->get(x->st, k.p, k.len, &v, NULL, &e);
+  int rc = x->st->vt->get(x->st, k.p, k.len, &v, &ver, &e);
   if (rc == UNICO_ENOTFOUND) {
     rc = UNICO_OK;
   } else if (rc) {
@@ -1197,6 +1198,17 @@ static void finish(cx *c) {
 /* ------------------------------------------------------------------ */
 /* parallel commit: the insert's two-round-trip path */
 
+/* The error in res, after an intent that may be complete was written:
+ * the outcome is unknown (the message kept, with where it happened). */
+static int unknown_outcome(unico_result *res, const char *where) {
+  char msg[sizeof res->message];
+  snprintf(msg, sizeof msg, "%s", res ? res->message : "");
+  return uerr(res, UNICO_EUNKNOWN, NULL,
+              "%s (%s); whether this insert applied is unknown: retry with "
+              "the same op id",
+              msg[0] ? msg : "a store error", where);
+}
+
 static uint64_t new_attempt(cx *c) {
   uint64_t n = atomic_fetch_add(&c->x->attempts, 1) + 1;
   uint64_t a = uplan_hash(UPLAN_HASH_INIT ^ c->x->seed, c->me.op_id,
@@ -1267,13 +1279,8 @@ static int settle_own(cx *c, uexec_refused *why, unico_result *res) {
     break;
   }
   if (rc == USTORE_NOT_APPLIED) why->why = UREFUSED_SCHEMA;
-  else if (rc && rc != UNICO_EUNKNOWN) {
-    char msg[sizeof res->message];
-    snprintf(msg, sizeof msg, "%s", res ? res->message : "");
-    rc = uerr(res, UNICO_EUNKNOWN, NULL,
-              "settling this insert's intent: %s; whether it applied is "
-              "unknown: retry with the same op id", msg);
-  }
+  else if (rc && rc != UNICO_EUNKNOWN)
+    rc = unknown_outcome(res, "settling this insert's intent");
   ubuf_free(&v);
   return rc;
 }
@@ -1596,13 +1603,8 @@ fast_commit:
   goto leave;
 
 undo:
-  if (c.unsettled && rc != USTORE_NOT_APPLIED && rc != UNICO_EUNKNOWN) {
-    char msg[sizeof res->message];
-    snprintf(msg, sizeof msg, "%s", res ? res->message : "");
-    rc = uerr(res, UNICO_EUNKNOWN, NULL,
-              "%s, with this insert's intent written; whether it applied "
-              "is unknown: retry with the same op id", msg);
-  }
+  if (c.unsettled && rc != USTORE_NOT_APPLIED && rc != UNICO_EUNKNOWN)
+    rc = unknown_outcome(res, "with this insert's intent written");
   undo(&c);
 leave:
   for (size_t i = 0; ops && i <= nt; i++) ubuf_free(&ops[i].cur);
