@@ -672,7 +672,11 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     rc = uexec_apply(u->x, &plan, &why, res);
     /* Remember what the store now holds; forget a record that moved or
      * whose state is unknown. */
-    if (rc == UNICO_OK && kind != UPLAN_DELETE)
+    /* (Not an insert of the claims protocol: it may be an intent whose
+     * flip is on its way, and a write planned from a cached copy would
+     * replace the intent, history and all; the next read settles it.) */
+    if (rc == UNICO_OK && kind != UPLAN_DELETE &&
+        !(kind == UPLAN_INSERT && uexec_is_claims(u->x)))
       urcache_put(u->rc, plan.rkey.p, plan.rkey.len, plan.rval.p,
                   plan.rval.len, kind == UPLAN_INSERT ? 1 : sver + 1);
     else if (rc != USTORE_NOT_APPLIED || why.why == UREFUSED_RECORD)

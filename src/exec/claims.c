@@ -1406,8 +1406,8 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
       c.unsettled = 0;
     } else if (r == USTORE_NOT_APPLIED) {
       c.unsettled = 0;
-      /* Settled by someone meanwhile: flipped (a claim whose answer was
-       * lost had landed) or aborted. */
+      /* Settled by someone meanwhile: aborted (it cannot have been
+       * flipped with a claim missing; the check below is a belt). */
       ustored_record sr;
       c.intent = 0;
       c.fast = 0;
