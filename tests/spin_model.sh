@@ -12,18 +12,8 @@ case $0 in
 *) here=. ;;
 esac
 here=$(cd "$here" && pwd) || exit 1
-model="$here/../model/claims.pml"
-
-command -v spin >/dev/null 2>&1 || { echo "skipped: spin not installed"; exit 77; }
-CC=${CC:-cc}
-command -v "$CC" >/dev/null 2>&1 || { echo "skipped: spin not installed (no C compiler: $CC)"; exit 77; }
-[ -f "$model" ] || { echo "FAIL: no model at $model"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/spin_model.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT PIPE TERM
-cp "$model" "$tmp/claims.pml"
-cd "$tmp" || exit 1
+. "$here/spin_lib.sh"
+spin_setup claims.pml spin_model
 
 # pan: safety only, states stored collapsed, memory capped (MB); the hash
 # table is 2^24 slots. The DFS stack is far deeper than any run needs.

@@ -34,6 +34,29 @@ static void key_of(char *out, size_t n, const char *tag, int i) {
   snprintf(out, n, "post-%s-%06d", tag, i);
 }
 
+/* Keys of a kind of write ("never": posted with a failing condition,
+ * "last": posted right before closing). */
+static void kind_key(char *out, size_t n, const char *tag, const char *kind,
+                     int i) {
+  snprintf(out, n, "post-%s-%s-%06d", tag, kind, i);
+}
+
+/* How many of the keys of kind (0, step, ... below n) do not read as want. */
+static int count_not(ustore *s, const char *tag, const char *kind, int n,
+                     int step, int want) {
+  int count = 0;
+  for (int i = 0; i < n; i += step) {
+    char k[96];
+    ubuf got = UBUF_INIT;
+    uint64_t ver;
+    ustore_err e = {{0}};
+    kind_key(k, sizeof k, tag, kind, i);
+    count += s->vt->get(s, k, strlen(k), &got, &ver, &e) != want;
+    ubuf_free(&got);
+  }
+  return count;
+}
+
 static void nap_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -77,7 +100,7 @@ int main(void) {
       n++;
     }
     if ((i / BATCH) % 10 == 0) {
-      snprintf(keys[n], sizeof keys[n], "post-%s-never-%06d", tag, i);
+      kind_key(keys[n], sizeof keys[n], tag, "never", i);
       ops[n] = ustore_op_make(keys[n], strlen(keys[n]), USTORE_VERSION, 7,
                               USTORE_PUT, "no", 2);
       n++;
@@ -127,14 +150,8 @@ int main(void) {
         wrong);
 
   /* A posted write whose condition fails changes nothing. */
-  int appeared = 0;
-  for (int i = 0; i < NPOST; i += BATCH * 10) {
-    ubuf got = UBUF_INIT;
-    uint64_t ver;
-    snprintf(k, sizeof k, "post-%s-never-%06d", tag, i);
-    appeared += s->vt->get(s, k, strlen(k), &got, &ver, &e) != UNICO_ENOTFOUND;
-    ubuf_free(&got);
-  }
+  int appeared = count_not(s, tag, "never", NPOST, BATCH * 10,
+                           UNICO_ENOTFOUND);
   CHECK(appeared == 0, "%d posted writes applied with a failing condition",
         appeared);
 
@@ -195,7 +212,7 @@ int main(void) {
    * waits for their answers, so they are in when it is opened again. */
   for (int i = 0; i < 50; i++) {
     char kk[64], vv[16];
-    snprintf(kk, sizeof kk, "post-%s-last-%02d", tag, i);
+    kind_key(kk, sizeof kk, tag, "last", i);
     snprintf(vv, sizeof vv, "last-%d", i);
     ustore_op lo = ustore_op_make(kk, strlen(kk), USTORE_ABSENT, 0,
                                   USTORE_PUT, vv, strlen(vv));
@@ -206,14 +223,7 @@ int main(void) {
   s = NULL;
   rc = ustore_open(&s, url, &e);
   CHECK(rc == UNICO_OK, "opening %s again: %s", url, e.msg);
-  int lost = 0;
-  for (int i = 0; s && i < 50; i++) {
-    ubuf got = UBUF_INIT;
-    uint64_t ver;
-    snprintf(k, sizeof k, "post-%s-last-%02d", tag, i);
-    lost += s->vt->get(s, k, strlen(k), &got, &ver, &e) != UNICO_OK;
-    ubuf_free(&got);
-  }
+  int lost = s ? count_not(s, tag, "last", 50, 1, UNICO_OK) : 0;
   CHECK(lost == 0, "%d of 50 writes posted right before closing were lost",
         lost);
   if (s) s->vt->close(s);

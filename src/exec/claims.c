@@ -241,11 +241,7 @@ static int schema_fp(uexec *x, const char *table, uint64_t *fp, int *changing,
 
 /* Is rv (present) an INTENT record? */
 static int is_intent(const ubuf *rv) {
-  ustored_record r;
-  if (ustored_record_decode(rv->p, rv->len, &r)) return 0;
-  int i = r.state == UREC_INTENT;
-  ustored_record_free(&r);
-  return i;
+  return ustored_record_state(rv->p, rv->len) == UREC_INTENT;
 }
 
 /* Settle the intent rv found at record key rk at version rver (read

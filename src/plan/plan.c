@@ -136,29 +136,28 @@ void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
   utup_int(out, since_ms);
 }
 
+/* The history: its count, then each entry. */
+static void put_hist(ubuf *out, const ustored_hist *h) {
+  utup_int(out, (int64_t)h->n);
+  for (size_t i = 0; i < h->n; i++) {
+    put_str(out, h->v[i].op_id);
+    utup_int(out, h->v[i].at_ms);
+    utup_bytes(out, h->v[i].oval, h->v[i].olen);
+  }
+}
+
 void ustored_record_encode_hist(ubuf *out, int state, uint64_t version,
                                 const char *op_id, const char *body,
                                 const uclaims *claims, int64_t since_ms,
                                 const ustored_hist *hist) {
   ustored_record_encode_at(out, state, version, op_id, body, claims, since_ms);
-  if (!hist || !hist->n) return;
-  utup_int(out, (int64_t)hist->n);
-  for (size_t i = 0; i < hist->n; i++) {
-    put_str(out, hist->v[i].op_id);
-    utup_int(out, hist->v[i].at_ms);
-    utup_bytes(out, hist->v[i].oval, hist->v[i].olen);
-  }
+  if (hist && hist->n) put_hist(out, hist);
 }
 
 void ustored_intent_encode(ubuf *out, const ustored_record *r) {
   ustored_record_encode_at(out, UREC_INTENT, r->version, r->op_id, r->body,
                            &r->claims, r->since_ms);
-  utup_int(out, (int64_t)r->hist.n);
-  for (size_t i = 0; i < r->hist.n; i++) {
-    put_str(out, r->hist.v[i].op_id);
-    utup_int(out, r->hist.v[i].at_ms);
-    utup_bytes(out, r->hist.v[i].oval, r->hist.v[i].olen);
-  }
+  put_hist(out, &r->hist); /* (always there in an intent, even empty) */
   utup_int(out, (int64_t)r->attempt);
   utup_int(out, (int64_t)r->fp);
 }
@@ -230,6 +229,14 @@ void ustored_hist_free(ustored_hist *h) {
     h->v = NULL;
     h->n = 0;
   }
+}
+
+int ustored_record_state(const uint8_t *p, size_t n) {
+  utup_reader r;
+  int64_t fmt, state;
+  utup_reader_init(&r, p, n);
+  if (rd_int(&r, &fmt) || fmt != FMT || rd_int(&r, &state)) return -1;
+  return (int)state;
 }
 
 int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {

@@ -112,6 +112,9 @@ void ustored_record_encode(ubuf *out, int state, uint64_t version,
                            const char *op_id, const char *body,
                            const uclaims *claims);
 int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *r);
+/* Only the state of a stored record (UREC_*), without decoding the rest;
+ * -1 when it is not a record. */
+int ustored_record_state(const uint8_t *p, size_t n);
 /* A record with a time (claims protocol: tombstones and PENDING intents,
  * so repair knows their age). */
 void ustored_record_encode_at(ubuf *out, int state, uint64_t version,
