@@ -17,72 +17,11 @@ spin_setup claims.pml spin_model
 
 # pan: safety only, states stored collapsed, memory capped (MB); the hash
 # table is 2^24 slots. The DFS stack is far deeper than any run needs.
-PANCC="-O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=1800"
+PANCC="-w -DSAFETY -DCOLLAPSE -DMEMLIM=1800" # (verify adds -O2 or -O0)
 PANRUN="-m50000 -w24"
 
 fail=0
 
-# verify NAME EXPECT SPIN-DEFINES...: EXPECT is pass, fail or note
-verify() {
-  name=$1 expect=$2
-  shift 2
-  rm -f pan pan.* claims.pml.trail
-  if ! spin "$@" -a claims.pml >spin.out 2>&1; then
-    echo "FAIL $name: spin -a $*"
-    cat spin.out
-    fail=1
-    return
-  fi
-  # shellcheck disable=SC2086
-  if ! "$CC" $PANCC -o pan pan.c >cc.out 2>&1; then
-    echo "FAIL $name: compiling pan"
-    cat cc.out
-    fail=1
-    return
-  fi
-  t0=$(date +%s)
-  # shellcheck disable=SC2086
-  ./pan $PANRUN >pan.out 2>&1
-  t1=$(date +%s)
-  states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.out | head -n 1)
-  depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.out | head -n 1)
-  errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out | head -n 1)
-  fig="states stored ${states:-?}, depth ${depth:-?}, $((t1 - t0)) s"
-  truncated=0
-  if grep -q -e 'max search depth too small' -e 'MEMLIM' -e 'out of memory' \
-      -e 'resize hashtable' pan.out; then
-    truncated=1
-  fi
-  case $expect in
-  pass)
-    if [ "$truncated" = 0 ] && [ "${errors:-x}" = 0 ] &&
-      ! grep -q 'Search not completed' pan.out; then
-      echo "ok   $name: no violation, search complete ($fig)"
-    else
-      echo "FAIL $name: expected errors: 0 and a complete search ($fig)"
-      grep -e 'violated' -e 'errors:' -e 'too small' -e 'MEMLIM' \
-        -e 'memory' -e 'not completed' pan.out
-      [ -f claims.pml.trail ] && spin "$@" -t -p claims.pml | tail -n 40
-      fail=1
-    fi
-    ;;
-  fail)
-    if [ "${errors:-0}" -gt 0 ] && grep -q 'assertion violated' pan.out; then
-      echo "ok   $name: violation found, as it should ($fig)"
-    else
-      echo "FAIL $name: the broken variant was not caught ($fig)"
-      fail=1
-    fi
-    ;;
-  note)
-    if [ "${errors:-0}" -gt 0 ]; then
-      echo "note $name: violation found (known, see model/README.md) ($fig)"
-    else
-      echo "note $name: no violation ($fig)"
-    fi
-    ;;
-  esac
-}
 
 # the protocol as implemented
 verify "2 writers, insert+delete, crash+repeat, late commit" pass -DSCEN=2
