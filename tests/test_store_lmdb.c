@@ -32,7 +32,7 @@ static int teardown(void **state) { return setup(state); }
 
 static ustore *open_store(const char *sub, const char *query) {
   char url[512];
-  snprintf(url, sizeof url, "lmdb:%s-%s%s%s", dir, sub, query ? "?" : "",
+  snprintf(url, sizeof url, "lmdb:%s/%s%s%s", dir, sub, query ? "?" : "",
            query ? query : "");
   ustore *s = NULL;
   ustore_err e = {{0}};

@@ -38,7 +38,7 @@ static int teardown(void **state) { return setup(state); }
 static int try_open(ustore **s, const char *sub, const char *query,
                     ustore_err *e) {
   char url[512];
-  snprintf(url, sizeof url, "lmdb:%s-%s%s%s", dir, sub, query ? "?" : "",
+  snprintf(url, sizeof url, "lmdb:%s/%s%s%s", dir, sub, query ? "?" : "",
            query ? query : "");
   *s = NULL;
   return ustore_open(s, url, e);
@@ -329,7 +329,7 @@ static void test_log_sigkill(void **state) {
 static void find_log(const char *sub, char *out, size_t n) {
   assert_true(n >= 1024);
   char d[512];
-  snprintf(d, sizeof d, "%s-%s", dir, sub);
+  snprintf(d, sizeof d, "%s/%s", dir, sub);
   DIR *dd = opendir(d);
   assert_non_null(dd);
   struct dirent *de;
@@ -386,7 +386,7 @@ static void test_log_torn_tail(void **state) {
   s->vt->close(s);
   /* the log files are gone after recovery */
   char d[512];
-  snprintf(d, sizeof d, "%s-torn", dir);
+  snprintf(d, sizeof d, "%s/torn", dir);
   DIR *dd = opendir(d);
   struct dirent *de;
   while ((de = readdir(dd))) assert_true(strncmp(de->d_name, "log-", 4) != 0);
