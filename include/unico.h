@@ -237,6 +237,32 @@ int unico_record_keys(unico *u, const char *table, const char *record_json,
  * receives how many. Runs by itself from time to time; exposed for tools. */
 int unico_sweep(unico *u, uint64_t *removed, unico_result *res);
 
+/* Deferred durability, for servers that answer from an event loop instead
+ * of a thread per caller. Between unico_defer_begin() and unico_defer_end(),
+ * the writes the calling thread makes return as soon as their outcome is
+ * decided. On the embedded store in log mode (and plain mode's second sync)
+ * that is before the sync that makes the outcome durable; elsewhere nothing
+ * changes. unico_defer_end() returns a ticket, 0 when there is nothing to
+ * wait for. Until unico_when_durable() reports the ticket, no outcome
+ * obtained in between may be shown to anyone: a crash could still undo it.
+ * Refusals count too: a conflict was judged on a state that must be durable
+ * before it is reported. Reads never add to the ticket. */
+void unico_defer_begin(unico *u);
+uint64_t unico_defer_end(unico *u);
+
+/* rc: UNICO_OK (durable), or UNICO_EUNKNOWN with msg when syncing failed:
+ * then the outcomes of the ticket are unknown (a retry with the same
+ * operation id settles them). */
+typedef void (*unico_durable_cb)(void *ctx, int rc, const char *msg);
+
+/* Call cb(ctx, ...) once the ticket is durable. Returns 0 when it already is
+ * (cb is not called), 1 when cb will be called exactly once, possibly
+ * before this returns and from another thread, or UNICO_ENOMEM. Every
+ * pending callback runs before unico_close() of the last handle on the
+ * store returns. */
+int unico_when_durable(unico *u, uint64_t ticket, unico_durable_cb cb,
+                       void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,6 +53,12 @@ typedef struct ureq {
   char path[256]; /* for the access log, cut if longer */
   char remote[INET6_ADDRSTRLEN + 2];
   uresp early;    /* the answer, when dropping */
+  /* event loops: the answer, held until its ticket is durable */
+  struct MHD_Connection *conn;
+  uint64_t ticket;
+  int held;       /* `early` holds the answer; the connection is suspended */
+  int sync_rc;    /* UNICO_OK, or the durability wait failed */
+  char sync_msg[256];
 } ureq;
 
 size_t userv_unescape_none(void *cls, struct MHD_Connection *c, char *s) {
@@ -691,6 +697,7 @@ static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   if (s->cfg.threads)
     while (sem_wait(&s->slots) && errno == EINTR) {
     }
+  if (s->defer) unico_defer_begin(u);
   switch (r->route) {
   case UR_SCHEMA: do_schema(s, c, r, o, u); break;
   case UR_COLLECTION: do_insert(s, c, r, o, u); break;
@@ -700,7 +707,36 @@ static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   case UR_HOLD: do_release(s, r, o, u); break;
   default: fail(o, 404, "not_found", "no such route"); break;
   }
+  if (s->defer) r->ticket = unico_defer_end(u);
   if (s->cfg.threads) sem_post(&s->slots);
+}
+
+/* The ticket of a held answer is durable (or syncing failed): let the
+ * connection go on; MHD calls userv_on_request again, which answers. */
+static void on_durable(void *ctx, int rc, const char *msg) {
+  ureq *r = ctx;
+  r->sync_rc = rc;
+  snprintf(r->sync_msg, sizeof r->sync_msg, "%s", msg ? msg : "");
+  MHD_resume_connection(r->conn);
+}
+
+/* Event loops: hold the answer in r until its ticket is durable. 0: held
+ * (the connection is suspended), -1: answer now. */
+static int hold_answer(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
+  unico *u = atomic_load(&s->store);
+  if (!r->ticket || !u) return -1;
+  r->early = *o;
+  memset(o, 0, sizeof *o);
+  r->held = 1;
+  r->conn = c;
+  atomic_fetch_add(&s->suspended, 1);
+  MHD_suspend_connection(c);
+  int p = unico_when_durable(u, r->ticket, on_durable, r);
+  if (p == 1) return 0;
+  r->sync_rc = p == 0 ? UNICO_OK : p; /* durable already, or no memory */
+  if (p) snprintf(r->sync_msg, sizeof r->sync_msg, "out of memory while waiting for the write to be durable");
+  MHD_resume_connection(c);
+  return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -875,11 +911,26 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
     r->body[r->len] = 0;
     return MHD_YES;
   }
-  if (r->dropping) {
+  if (r->held) { /* resumed: the answer may go out, unless syncing failed */
+    r->held = 0;
+    atomic_fetch_sub(&s->suspended, 1);
+    o = r->early;
+    memset(&r->early, 0, sizeof r->early);
+    if (r->sync_rc != UNICO_OK) {
+      free(o.body);
+      free(o.location);
+      memset(&o, 0, sizeof o);
+      unico_result res = UNICO_RESULT_INIT;
+      res.rc = r->sync_rc;
+      snprintf(res.message, sizeof res.message, "%s", r->sync_msg);
+      fail_rc(&o, r->sync_rc, &res, NULL);
+    }
+  } else if (r->dropping) {
     o = r->early;
     memset(&r->early, 0, sizeof r->early);
   } else {
     dispatch(s, c, r, &o);
+    if (hold_answer(s, c, r, &o) == 0) return MHD_YES;
   }
   return send_resp(s, c, r, &o);
 }

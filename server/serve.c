@@ -485,9 +485,10 @@ int unico_serve_main(int argc, char **argv, int cmd) {
    * loops on the signup load (docs/http.md): a loop thread that waits on
    * the store holds up every connection it serves. */
   if (c->event_loop)
-    flags |= MHD_USE_EPOLL;
+    flags |= MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
   else
     flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+  s->defer = c->event_loop != 0;
   if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   struct MHD_OptionItem items[] = {
       {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)c->max_connections, NULL},
@@ -546,6 +547,15 @@ int unico_serve_main(int argc, char **argv, int cmd) {
       fprintf(stderr, "unico serve: second signal: stopping now\n");
       break;
     }
+  }
+  if (atomic_load(&s->suspended) > 0) {
+    /* Answers still wait for a sync that does not end: their connections
+     * cannot be closed under the store's callbacks; the process just goes
+     * (nothing was acknowledged for them, and every acknowledged write is
+     * durable). */
+    fprintf(stderr, "unico serve: %lld answer(s) still wait for a sync: exiting\n",
+            (long long)atomic_load(&s->suspended));
+    _exit(unico_exit_code(UNICO_EUNAVAILABLE));
   }
   MHD_stop_daemon(d);
   d = NULL;

@@ -120,6 +120,10 @@ typedef struct userv {
   int log_fd; /* -1: no access log */
   atomic_int draining;
   _Atomic int64_t inflight;
+  /* Event loops: answers wait for durability without holding a thread
+   * (unico_defer_begin); suspended counts the requests waiting so. */
+  int defer;
+  _Atomic int64_t suspended;
   sem_t slots; /* --threads: turns in the store (when a cap is set) */
   umetrics m;
 } userv;

@@ -90,6 +90,11 @@ class Server:
         self.store = store or ("lmdb:" + os.path.join(self.dir, "data")
                                + os.environ.get("UNICO_TEST_STORE_QUERY", ""))
         self.args = list(args)
+        # UNICO_TEST_SERVE_ARGS: options for every server (e.g. the whole
+        # suite on event loops: "--event-loop 2")
+        extra = os.environ.get("UNICO_TEST_SERVE_ARGS", "").split()
+        if extra and extra[0] not in self.args:
+            self.args += extra
         self.log_path = os.path.join(self.dir, "stderr.txt")
         self.start(expect_start)
 

@@ -228,6 +228,109 @@ static void test_shared_env(void **state) {
   b->vt->close(b);
 }
 
+/* ---- deferred durability ---- */
+
+typedef struct dwatch {
+  ustore_watch w; /* first */
+  ustore *s;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int fired, rc;
+  uint64_t durable_then; /* the store's durable commit when it fired */
+} dwatch;
+
+static void dwatch_cb(ustore_watch *w, int rc, const char *msg) {
+  dwatch *d = (dwatch *)w;
+  (void)msg;
+  ustore_lmdb_stats st;
+  ustore_lmdb_stats_get(d->s, &st);
+  pthread_mutex_lock(&d->mu);
+  d->fired++;
+  d->rc = rc;
+  d->durable_then = st.durable;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* Watch seq and wait for the callback: it must fire once, with the commit
+ * durable by then. */
+static void watch_and_wait(ustore *s, uint64_t seq) {
+  dwatch d;
+  memset(&d, 0, sizeof d);
+  d.w.seq = seq;
+  d.w.cb = dwatch_cb;
+  d.s = s;
+  pthread_mutex_init(&d.mu, NULL);
+  pthread_cond_init(&d.cv, NULL);
+  int pending = ustore_watch_durable(s, &d.w);
+  assert_int_equal(pending, 1);
+  pthread_mutex_lock(&d.mu);
+  while (!d.fired) pthread_cond_wait(&d.cv, &d.mu);
+  pthread_mutex_unlock(&d.mu);
+  assert_int_equal(d.fired, 1);
+  assert_int_equal(d.rc, UNICO_OK);
+  assert_true(d.durable_then >= seq);
+  /* once durable, a watch of the same commit is answered at once */
+  assert_int_equal(ustore_watch_durable(s, &d.w), 0);
+  pthread_cond_destroy(&d.cv);
+  pthread_mutex_destroy(&d.mu);
+}
+
+static void deferred_on(const char *sub, const char *query) {
+  ustore *s = open_store(sub, query);
+  ustore_err e = {{0}};
+  ustore_lmdb_stats st;
+  /* a deferred write is answered before the sync that makes it durable */
+  ustore_defer_begin();
+  ustore_op o = op("k1", USTORE_ABSENT, 0, USTORE_PUT, "v1");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  uint64_t seq1 = ustore_defer_end();
+  assert_true(seq1 > 0);
+  ustore_lmdb_stats_get(s, &st);
+  assert_true(st.committed >= seq1);
+  assert_true(st.durable < seq1);
+  /* a refusal judged on that state carries a ticket covering it */
+  ustore_defer_begin();
+  o = op("k1", USTORE_ABSENT, 0, USTORE_PUT, "v2");
+  assert_int_equal(s->vt->cas(s, &o, &e), USTORE_NOT_APPLIED);
+  ubuf_free(&o.cur);
+  uint64_t seq2 = ustore_defer_end();
+  assert_true(seq2 >= seq1);
+  /* reads add nothing to the ticket */
+  ustore_defer_begin();
+  ubuf v = UBUF_INIT;
+  assert_int_equal(s->vt->get(s, "k1", 2, &v, NULL, &e), UNICO_OK);
+  ubuf_free(&v);
+  assert_int_equal(ustore_defer_end(), 0);
+  watch_and_wait(s, seq2);
+  /* another deferred write, then a plain one: the plain one returns only
+   * once durable, which covers the deferred one before it */
+  ustore_defer_begin();
+  o = op("k2", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  uint64_t seq3 = ustore_defer_end();
+  assert_true(seq3 > seq2);
+  o = op("k3", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  ustore_lmdb_stats_get(s, &st);
+  assert_true(st.durable >= seq3 + 1);
+  s->vt->close(s);
+}
+
+static void test_deferred(void **state) {
+  (void)state;
+  deferred_on("defer-log", "wal=on");
+  deferred_on("defer-plain", NULL); /* the meta page's sync is deferred */
+  /* with sync=off nothing waits: no ticket */
+  ustore *s = open_store("defer-off", "wal=on&sync=off");
+  ustore_err e = {{0}};
+  ustore_defer_begin();
+  ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  assert_int_equal(ustore_defer_end(), 0);
+  s->vt->close(s);
+}
+
 /* ---- group commit ---- */
 
 #define GC_THREADS 16
@@ -394,6 +497,7 @@ int main(void) {
       cmocka_unit_test(test_growth_and_full),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_shared_env),
+      cmocka_unit_test(test_deferred),
       cmocka_unit_test(test_group_commit_races),
       cmocka_unit_test(test_group_commit_races_log),
       cmocka_unit_test(test_group_commit_full),

@@ -233,8 +233,28 @@ static void test_log_model(void **state) {
 
 #define KILL_THREADS 4
 
-static int ack_fd, kill_round;
+static int ack_fd, kill_round, kill_deferred;
 static ustore *kill_store;
+
+static void kill_ack(int t, int i) {
+  int32_t msg[2] = {t, i}; /* 8 bytes: one atomic pipe write */
+  if (write(ack_fd, msg, sizeof msg) != (ssize_t)sizeof msg) _exit(4);
+}
+
+/* Deferred durability: the write returns at once, and is acknowledged
+ * only from the watch, as an event-loop server would answer. */
+typedef struct kill_watch {
+  ustore_watch w; /* first */
+  int t, i;
+} kill_watch;
+
+static void kill_durable(ustore_watch *w, int rc, const char *msg) {
+  kill_watch *k = (kill_watch *)w;
+  (void)msg;
+  if (rc != UNICO_OK) _exit(5);
+  kill_ack(k->t, k->i);
+  free(k);
+}
 
 static void *kill_writer(void *p) {
   int t = (int)(intptr_t)p;
@@ -245,16 +265,30 @@ static void *kill_writer(void *p) {
     ustore_op o[2] = {op(k, USTORE_ABSENT, 0, USTORE_PUT, v),
                       op("counter", USTORE_ANY, 0, USTORE_PUT, v)};
     ustore_err e = {{0}};
+    if (kill_deferred) ustore_defer_begin();
     if (kill_store->vt->txn(kill_store, o, 2, &e) != UNICO_OK) _exit(3);
-    int32_t msg[2] = {t, i}; /* 8 bytes: one atomic pipe write */
-    if (write(ack_fd, msg, sizeof msg) != (ssize_t)sizeof msg) _exit(4);
+    if (!kill_deferred) {
+      kill_ack(t, i);
+      continue;
+    }
+    uint64_t seq = ustore_defer_end();
+    if (seq == 0) _exit(6); /* log mode with sync on defers every write */
+    kill_watch *kw = calloc(1, sizeof *kw);
+    if (!kw) _exit(7);
+    kw->w.seq = seq;
+    kw->w.cb = kill_durable;
+    kw->t = t;
+    kw->i = i;
+    if (ustore_watch_durable(kill_store, &kw->w) == 0) kill_durable(&kw->w, UNICO_OK, NULL);
+    if (i % 64 == 63) usleep(1000); /* let the syncer keep up */
   }
   return NULL;
 }
 
 static void test_log_sigkill(void **state) {
   (void)state;
-  for (int round = 0; round < 3; round++) {
+  /* rounds 3 and 4: deferred durability (4 with checkpoints running) */
+  for (int round = 0; round < 5; round++) {
     int pfd[2];
     assert_int_equal(pipe(pfd), 0);
     pid_t pid = fork();
@@ -263,9 +297,10 @@ static void test_log_sigkill(void **state) {
       close(pfd[0]);
       ack_fd = pfd[1];
       kill_round = round;
+      kill_deferred = round >= 3;
       ustore_err e = {{0}};
       char q[64];
-      snprintf(q, sizeof q, "wal=on&wal_size=%dKiB", round == 1 ? 32 : 4096);
+      snprintf(q, sizeof q, "wal=on&wal_size=%dKiB", round == 1 || round == 4 ? 32 : 4096);
       if (try_open(&kill_store, "kill", q, &e)) _exit(2);
       pthread_t th[KILL_THREADS];
       for (int t = 0; t < KILL_THREADS; t++)
@@ -287,7 +322,7 @@ static void test_log_sigkill(void **state) {
       assert_true(msg[0] >= 0 && msg[0] < KILL_THREADS && msg[1] < (1 << 20));
       acked[msg[0]][nack[msg[0]]++] = msg[1];
       clock_gettime(CLOCK_MONOTONIC, &t1);
-      if (!killed && (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 > 400 + 300 * round) {
+      if (!killed && (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 > 400 + 300 * (round % 3)) {
         kill(pid, SIGKILL); /* acks already in the pipe are still read */
         killed = 1;
       }
@@ -318,7 +353,8 @@ static void test_log_sigkill(void **state) {
       free(acked[t]);
     }
     ubuf_free(&v);
-    fprintf(stderr, "round %d: %d acknowledged writes, all present\n", round, total);
+    fprintf(stderr, "round %d%s: %d acknowledged writes, all present\n", round,
+            round >= 3 ? " (deferred)" : "", total);
     assert_true(total > 0);
     s->vt->close(s);
   }

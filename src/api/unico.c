@@ -147,6 +147,44 @@ void unico_close(unico *u) {
   free(u);
 }
 
+void unico_defer_begin(unico *u) {
+  (void)u;
+  ustore_defer_begin();
+}
+
+uint64_t unico_defer_end(unico *u) {
+  (void)u;
+  return ustore_defer_end();
+}
+
+typedef struct durable_wait {
+  ustore_watch w; /* first: the callback gets it back */
+  unico_durable_cb cb;
+  void *ctx;
+} durable_wait;
+
+static void durable_fired(ustore_watch *w, int rc, const char *msg) {
+  durable_wait *d = (durable_wait *)w;
+  unico_durable_cb cb = d->cb;
+  void *ctx = d->ctx;
+  free(d);
+  cb(ctx, rc, msg);
+}
+
+int unico_when_durable(unico *u, uint64_t ticket, unico_durable_cb cb,
+                       void *ctx) {
+  if (!u || !cb || ticket == 0) return 0;
+  durable_wait *d = calloc(1, sizeof *d);
+  if (!d) return UNICO_ENOMEM;
+  d->w.seq = ticket;
+  d->w.cb = durable_fired;
+  d->cb = cb;
+  d->ctx = ctx;
+  int pending = ustore_watch_durable(uexec_store(u->x), &d->w);
+  if (!pending) free(d);
+  return pending;
+}
+
 int unico_schema_apply(unico *u, const char *ddl, unico_result *res) {
   begin(res);
   NEED(u);

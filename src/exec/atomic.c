@@ -379,6 +379,7 @@ void uexec_sleep(uexec *x, int64_t ms) { ustore_sleep(x->st, ms); }
 size_t uexec_max_key(uexec *x) { return x->st->vt->max_key; }
 
 const char *uexec_store_name(uexec *x) { return x->st->vt->name; }
+ustore *uexec_store(uexec *x) { return x->st; }
 
 size_t uexec_max_txn(uexec *x) {
   return x->st->vt->version >= 2 ? x->st->vt->max_txn : 0;

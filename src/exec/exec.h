@@ -116,6 +116,7 @@ int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
 size_t uexec_max_key(uexec *x);
 /* The store's name ("lmdb", "dynamodb", ...). */
 const char *uexec_store_name(uexec *x);
+ustore *uexec_store(uexec *x);
 /* The most ops one transaction may carry (0: no limit). */
 size_t uexec_max_txn(uexec *x);
 

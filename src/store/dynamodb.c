@@ -528,7 +528,7 @@ static void ddb_close(ustore *base) {
 static const ustore_vtab DDB_VTAB = {
     USTORE_VTAB_VERSION, "dynamodb", USTORE_CAP_TXN, ddb_get, ddb_cas,
     ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL, NULL,
-    NULL, NULL};
+    NULL, NULL, NULL};
 
 void ustore_dynamodb_stats_get(ustore *base, ustore_dynamodb_stats *out) {
   if (!base) {

@@ -70,6 +70,12 @@ typedef struct lmdb_store {
   uint64_t sync_target;           /* the newest batch a running sync covers */
   int syncs_on[2];                /* log mode: syncs running per file parity */
   struct dwaiter *dwaiters;       /* (q_lock) callers waiting for a sync */
+  /* deferred durability: watches, and the thread that syncs for them */
+  ustore_watch *watches;          /* (q_lock) */
+  pthread_cond_t watch_cv;        /* (q_lock) a watch came, or stop */
+  int watch_cv_init;
+  pthread_t syncer;
+  int syncer_started, syncer_stop; /* (q_lock) */
   int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
   int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */
   /* log mode (wal=on; see "log mode" below) */
@@ -111,6 +117,8 @@ typedef struct lm_req {
   int done;
   int tries;   /* batches that had to give this request back */
   int applied; /* its child committed into the batch */
+  int deferred; /* answered before durable; seq is the commit to watch */
+  uint64_t seq;
   pthread_cond_t cv;
   struct lm_req *next;
 } lm_req;
@@ -1160,12 +1168,24 @@ static void lead(lmdb_store *s) {
     if (!s->q_head) s->q_tail = back_last;
     s->q_head = back;
   }
+  /* Deferred requests are answered now; their callers watch for seq. */
+  int need_sync = s->sync_mode == SYNC_ON || (s->wal && s->sync_mode == SYNC_DATA);
+  for (lm_req **pp = &keep; need_sync && (r = *pp);) {
+    if (r->deferred && (r->rc == UNICO_OK || r->rc == USTORE_NOT_APPLIED)) {
+      *pp = r->next; /* read before done: r may be gone after the unlock */
+      r->seq = seq;
+      r->done = 1;
+      pthread_cond_signal(&r->cv);
+    } else {
+      pp = &r->next;
+    }
+  }
   /* The writer's role passes to the next request while this batch syncs. */
   s->leading = 0;
   if (s->q_head) pthread_cond_signal(&s->q_head->cv);
   pthread_mutex_unlock(&s->q_lock);
 
-  if (keep && (s->sync_mode == SYNC_ON || (s->wal && s->sync_mode == SYNC_DATA))) {
+  if (keep && need_sync) {
     ustore_err se = {{0}};
     if (make_durable(s, seq, &se)) {
       for (r = keep; r; r = r->next) {
@@ -1197,6 +1217,7 @@ static int lm_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
   r.ops = ops;
   r.n = n;
   r.e = e;
+  r.deferred = ustore_deferring();
   if (pthread_cond_init(&r.cv, NULL)) return UNICO_ENOMEM;
   pthread_mutex_lock(&s->q_lock);
   if (s->q_tail) s->q_tail->next = &r;
@@ -1208,7 +1229,74 @@ static int lm_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
   }
   pthread_mutex_unlock(&s->q_lock);
   pthread_cond_destroy(&r.cv);
+  if (r.seq) ustore_defer_note(r.seq);
   return r.rc;
+}
+
+/* ---- deferred durability ---- */
+
+/* The syncer: while watches wait, make the newest commit they need durable
+ * (one sync covers every commit before it), then call back the watches it
+ * covers. On failure the covered watches hear UNICO_EUNKNOWN. At stop it
+ * ends once no watch is left. */
+static void *syncer_main(void *arg) {
+  lmdb_store *s = arg;
+  pthread_mutex_lock(&s->q_lock);
+  for (;;) {
+    while (!s->watches && !s->syncer_stop)
+      pthread_cond_wait(&s->watch_cv, &s->q_lock);
+    if (!s->watches) break;
+    uint64_t target = 0;
+    for (ustore_watch *w = s->watches; w; w = w->next)
+      if (w->seq > target) target = w->seq;
+    pthread_mutex_unlock(&s->q_lock);
+    ustore_err se = {{0}};
+    int rc = make_durable(s, target, &se);
+    pthread_mutex_lock(&s->q_lock);
+    ustore_watch *fire = NULL, **pp = &s->watches, *w;
+    while ((w = *pp)) {
+      if (w->seq <= s->durable || (rc && w->seq <= target)) {
+        *pp = w->next;
+        w->next = fire;
+        fire = w;
+      } else {
+        pp = &w->next;
+      }
+    }
+    pthread_mutex_unlock(&s->q_lock);
+    while ((w = fire)) {
+      fire = w->next;
+      w->next = NULL;
+      w->cb(w, rc ? UNICO_EUNKNOWN : UNICO_OK, rc ? se.msg : NULL);
+    }
+    pthread_mutex_lock(&s->q_lock);
+  }
+  pthread_mutex_unlock(&s->q_lock);
+  return NULL;
+}
+
+static int lm_watch(ustore *base, ustore_watch *w) {
+  lmdb_store *s = (lmdb_store *)base;
+  pthread_mutex_lock(&s->q_lock);
+  if (w->seq <= s->durable) {
+    pthread_mutex_unlock(&s->q_lock);
+    return 0;
+  }
+  if (!s->syncer_started && !s->syncer_stop &&
+      pthread_create(&s->syncer, NULL, syncer_main, s) == 0)
+    s->syncer_started = 1;
+  if (!s->syncer_started) { /* no thread: sync here, then call back */
+    pthread_mutex_unlock(&s->q_lock);
+    ustore_err se = {{0}};
+    int rc = make_durable(s, w->seq, &se);
+    w->cb(w, rc ? UNICO_EUNKNOWN : UNICO_OK, rc ? se.msg : NULL);
+    return 1;
+  }
+  w->next = s->watches;
+  s->watches = w;
+  pthread_cond_signal(&s->watch_cv);
+  pthread_mutex_unlock(&s->q_lock);
+  return 1;
 }
 
 void ustore_lmdb_stats_get(ustore *base, ustore_lmdb_stats *out) {
@@ -1220,6 +1308,8 @@ void ustore_lmdb_stats_get(ustore *base, ustore_lmdb_stats *out) {
   out->batches = s->n_batches;
   out->syncs = s->n_syncs;
   out->checkpoints = s->n_checkpoints;
+  out->committed = s->committed;
+  out->durable = s->durable;
   pthread_mutex_unlock(&s->q_lock);
 }
 
@@ -1373,6 +1463,14 @@ out:
 }
 
 static void lm_free(lmdb_store *s) {
+  if (s->syncer_started) { /* it calls back every watch left first */
+    pthread_mutex_lock(&s->q_lock);
+    s->syncer_stop = 1;
+    pthread_cond_signal(&s->watch_cv);
+    pthread_mutex_unlock(&s->q_lock);
+    pthread_join(s->syncer, NULL);
+  }
+  if (s->watch_cv_init) pthread_cond_destroy(&s->watch_cv);
   if (s->wal) log_stop(s);
   if (s->env) mdb_env_close(s->env);
   if (s->lock_fd >= 0) close(s->lock_fd); /* releases the flock */
@@ -1402,7 +1500,7 @@ static void lm_close(ustore *base) {
 static const ustore_vtab lmdb_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
     lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */, 0,
-    NULL, NULL, NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL, NULL, lm_watch};
 
 /* The store's lock: any process takes it exclusive first and replays what
  * a log-mode process left behind; log mode keeps it exclusive, plain mode
@@ -1629,6 +1727,12 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
     goto leave;
   }
   s->q_init = 1;
+  if (pthread_cond_init(&s->watch_cv, NULL)) {
+    pthread_mutex_unlock(&registry_lock);
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
+  s->watch_cv_init = 1;
   s->sync_mode = sync_mode;
   if ((mrc = mdb_env_create(&s->env))) goto mdb_fail;
   if ((mrc = mdb_env_set_maxreaders(s->env, 1022))) goto mdb_fail;

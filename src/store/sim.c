@@ -598,7 +598,7 @@ static void sv_close(ustore *st) {
 static const ustore_vtab sim_vtab = {
     USTORE_VTAB_VERSION, "sim", 0 /* no txn */, sv_get, sv_cas, sv_txn,
     sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
-    NULL, NULL};
+    NULL, NULL, NULL};
 
 int ustore_sim_open(ustore **out, const char *name, ustore_err *e) {
   *out = NULL;

@@ -77,6 +77,36 @@ int ustore_get_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
   return UNICO_OK;
 }
 
+/* Deferral is per thread: the calling thread's operations are the ones
+ * whose answers wait. */
+static _Thread_local struct {
+  int on;
+  uint64_t seq;
+} defer_tls;
+
+void ustore_defer_begin(void) {
+  defer_tls.on = 1;
+  defer_tls.seq = 0;
+}
+
+uint64_t ustore_defer_end(void) {
+  uint64_t seq = defer_tls.seq;
+  defer_tls.on = 0;
+  defer_tls.seq = 0;
+  return seq;
+}
+
+int ustore_deferring(void) { return defer_tls.on; }
+
+void ustore_defer_note(uint64_t seq) {
+  if (seq > defer_tls.seq) defer_tls.seq = seq;
+}
+
+int ustore_watch_durable(ustore *s, ustore_watch *w) {
+  if (w->seq == 0 || s->vt->version < 5 || !s->vt->watch_durable) return 0;
+  return s->vt->watch_durable(s, w);
+}
+
 int ustore_key_cmp(const void *a, size_t al, const void *b, size_t bl) {
   size_t n = al < bl ? al : bl;
   int c = n ? memcmp(a, b, n) : 0;
@@ -153,6 +183,10 @@ static int co_cas(ustore *s, ustore_op *op, ustore_err *e) {
   return in->vt->cas(in, op, e);
 }
 
+static int co_watch(ustore *s, ustore_watch *w) {
+  return ustore_watch_durable(((cas_only *)s)->in, w);
+}
+
 static int co_txn(ustore *s, ustore_op *ops, size_t n, ustore_err *e) {
   (void)ops;
   (void)n;
@@ -199,6 +233,7 @@ int ustore_cas_only(ustore **s, ustore_err *e) {
   c->vt.cas_many = NULL;
   c->vt.post_many = NULL;
   c->vt.get_many = NULL;
+  c->vt.watch_durable = co_watch;
   c->base.vt = &c->vt;
   *s = &c->base;
   return UNICO_OK;

@@ -65,6 +65,7 @@ typedef struct ustore_err {
 } ustore_err;
 
 typedef struct ustore ustore;
+struct ustore_watch;
 
 /* Called for each key of a scan; return non-zero to stop the scan (the scan
  * then returns that value). Pointers are valid only during the call. */
@@ -73,7 +74,7 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
                               uint64_t version);
 
 #define USTORE_CAP_TXN 0x1u     /* txn() is supported */
-#define USTORE_VTAB_VERSION 4
+#define USTORE_VTAB_VERSION 5
 
 typedef struct ustore_vtab {
   int version;       /* USTORE_VTAB_VERSION the backend was written for */
@@ -127,7 +128,38 @@ typedef struct ustore_vtab {
    * filled [one get() after the other]. */
   int (*get_many)(ustore *s, ustore_op *ops, size_t n, int *rcs,
                   ustore_err *errs);
+  /* version 5, optional. Deferred durability (see ustore_defer_begin):
+   * arrange for w->cb to be called once every write numbered up to w->seq
+   * is durable, or once syncing failed. 0: it already is (cb is not
+   * called); 1: cb will be called exactly once, from another thread.
+   * [NULL: a store that never defers; every ticket is 0.] */
+  int (*watch_durable)(ustore *s, struct ustore_watch *w);
 } ustore_vtab;
+
+/* Deferred durability. A store that makes writes durable with a sync of
+ * their own (LMDB in log mode) may, for the calling thread between
+ * ustore_defer_begin() and ustore_defer_end(), answer a write as soon as
+ * its outcome is decided, before it is durable, and note the number of the
+ * commit that has to be durable first. ustore_defer_end() returns the
+ * highest such number (0: nothing to wait for); whoever shows the outcome
+ * to anyone must first see that commit durable through watch_durable().
+ * Reads never defer anything (as without deferral). */
+void ustore_defer_begin(void);
+uint64_t ustore_defer_end(void);
+/* For backends: is the calling thread deferring; note a commit number. */
+int ustore_deferring(void);
+void ustore_defer_note(uint64_t seq);
+
+typedef struct ustore_watch {
+  uint64_t seq; /* the commit that must be durable */
+  /* rc: UNICO_OK, or UNICO_EUNKNOWN with msg when syncing failed */
+  void (*cb)(struct ustore_watch *w, int rc, const char *msg);
+  void *ctx;
+  struct ustore_watch *next; /* the store's */
+} ustore_watch;
+
+/* watch_durable with its default (0 when the store has none). */
+int ustore_watch_durable(ustore *s, ustore_watch *w);
 
 /* The version-3 and -4 calls with their defaults (a backend of an older version
  * or with a NULL entry gets the default). */
@@ -200,6 +232,8 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
  * checkpoints of log mode. For tests and benchmarks. */
 typedef struct ustore_lmdb_stats {
   uint64_t requests, batches, syncs, checkpoints;
+  /* the number of the last commit, and of the last one known durable */
+  uint64_t committed, durable;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
 
