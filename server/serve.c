@@ -42,9 +42,11 @@ static const char *const SERVE_HELP =
     "                           others wait their turn (default: no cap but\n"
     "                           --max-connections; concurrent writes share\n"
     "                           fsyncs, so a cap lowers throughput)\n"
-    "  --event-loop N           serve connections from N event-loop threads (each\n"
-    "                           runs one request at a time) instead of a thread\n"
-    "                           per connection: fewer threads, lower throughput\n"
+    "  --event-loop N           serve connections from N event-loop threads; an\n"
+    "                           answer waits for its sync on a parked connection,\n"
+    "                           not on a thread; 0: a thread per connection\n"
+    "                           (default: one loop per CPU, at least 2, on a\n"
+    "                           log-mode store; else a thread per connection)\n"
     "  --max-connections N      connections at once (default 1024)\n"
     "  --max-per-ip N           connections at once from one address (default:\n"
     "                           no limit but --max-connections)\n"
@@ -180,6 +182,18 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
   return 0;
 }
 
+/* An embedded store URL in log mode ("lmdb:PATH?...wal=on..."). */
+static int store_log_mode(const char *url) {
+  if (strncmp(url, "lmdb:", 5) != 0) return 0;
+  const char *q = strchr(url, '?');
+  while (q) {
+    q++;
+    if (!strncmp(q, "wal=on", 6) && (q[6] == 0 || q[6] == '&')) return 1;
+    q = strchr(q, '&');
+  }
+  return 0;
+}
+
 static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help) {
   static const char *const names[] = {
       "--store", "--listen", "--token-file", "--schema", "--threads",
@@ -211,7 +225,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
     unsigned long long v = 0;
     if (which >= 4 && which <= 12) {
       unsigned long long max = which == 6 ? (1ull << 32) : which == 7 ? (1ull << 24) : 1000000;
-      unsigned long long min = which == 6 || which == 7 ? 1024 : 1;
+      unsigned long long min = which == 6 || which == 7 ? 1024 : which == 11 ? 0 : 1;
       if (parse_uint(val, max, &v) || v < min)
         return usage_error("%.*s needs an integer from %llu to %llu, got \"%s\"",
                            (int)nlen, a, min, max, val);
@@ -228,7 +242,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
     case 8: c->idle_timeout = (unsigned)v; break;
     case 9: c->request_timeout = (unsigned)v; break;
     case 10: c->drain_timeout = (unsigned)v; break;
-    case 11: c->event_loop = (unsigned)v; break;
+    case 11: c->event_loop = (unsigned)v; c->event_loop_set = 1; break;
     case 12: c->max_per_ip = (unsigned)v; break;
     case 13: c->access_log = val; break;
     }
@@ -404,6 +418,14 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   /* The server is the store's natural owner: log mode by default (the
    * fastest durable mode; other processes reach the store through HTTP). */
   if (!s->store_url) s->store_url = "lmdb:./unico-data?wal=on";
+  /* Event loops where answers wait for a sync of their own (log mode): a
+   * loop parks the answer and goes on. In plain mode the commit itself
+   * syncs on the loop's thread, and a thread per connection does better
+   * (docs/http.md#threading). */
+  if (!c->event_loop_set) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c->event_loop = store_log_mode(s->store_url) ? (unsigned)(n > 2 ? n : 2) : 0;
+  }
 
   struct sockaddr_storage ss;
   socklen_t sslen = 0;

@@ -96,6 +96,7 @@ typedef struct userv_config {
   const char *access_log;  /* "-" (stderr), "off", or a file */
   unsigned threads;        /* requests in the store at once; 0: no cap */
   unsigned event_loop;     /* 0: a thread per connection; N: N event loops */
+  int event_loop_set;      /* given by --event-loop (else chosen by store) */
   unsigned max_connections;
   unsigned max_per_ip;      /* 0: no limit */
   size_t max_body;

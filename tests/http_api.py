@@ -91,7 +91,7 @@ class Server:
                                + os.environ.get("UNICO_TEST_STORE_QUERY", ""))
         self.args = list(args)
         # UNICO_TEST_SERVE_ARGS: options for every server (e.g. the whole
-        # suite on event loops: "--event-loop 2")
+        # suite with a thread per connection: "--event-loop 0")
         extra = os.environ.get("UNICO_TEST_SERVE_ARGS", "").split()
         if extra and extra[0] not in self.args:
             self.args += extra

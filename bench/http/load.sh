@@ -9,7 +9,9 @@
 # Environment:
 #   HTTP_CLIENTS     connection (and bench thread) counts (default 1,4,32,64)
 #   HTTP_DURATION    seconds per point (default 5)
-#   HTTP_ENGINES     which rows: "null http unico postgres" (default all four;
+#   HTTP_ENGINES     which rows: "null http http-loop unico postgres" (default
+#                    all; http: a thread per connection, http-loop:
+#                    --event-loop 2;
 #                    null: wrk against unico-null-server, an HTTP server
 #                    that answers 201 and does nothing else: the ceiling)
 #   HTTP_SERVE_ARGS  extra options for unico serve (e.g. "--event-loop 32")
@@ -26,7 +28,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 CLIENTS=${HTTP_CLIENTS:-1,4,32,64}
 DURATION=${HTTP_DURATION:-5}
-ENGINES=${HTTP_ENGINES:-null http unico postgres}
+ENGINES=${HTTP_ENGINES:-null http http-loop unico postgres}
 BUILD=$ROOT/build-bench
 WORK=$BUILD/http
 RESULTS=$ROOT/bench/results
@@ -95,14 +97,19 @@ if has null; then
   fi
 fi
 
-# 1. unico serve + wrk, a fresh store per connection count.
-if has http; then
+# 1. unico serve + wrk, a fresh store per connection count; "http" with a
+# thread per connection, "http-loop" with two event loops whose answers wait
+# for durability on suspended connections.
+serve_rows() { # a tag, the transport's label, then unico serve's options
+  tag=$1 label=$2
+  shift 2
+  opts="$*" # (the loop's "set --" takes over the positional parameters)
   for c in $(echo "$CLIENTS" | tr ',' ' '); do
-    dir=$WORK/serve-$c
+    dir=$WORK/serve-$tag-$c
     mkdir -p "$dir"
     # shellcheck disable=SC2086
     "$UNICO" serve --store "lmdb:$dir/data?wal=on" --listen 127.0.0.1:0 --access-log off \
-      --schema "$SCHEMA" ${HTTP_SERVE_ARGS:-} >"$dir/out.txt" 2>"$dir/err.txt" &
+      --schema "$SCHEMA" $opts ${HTTP_SERVE_ARGS:-} >"$dir/out.txt" 2>"$dir/err.txt" &
     SERVER_PID=$!
     i=0
     while [ ! -s "$dir/out.txt" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
@@ -130,11 +137,13 @@ if has http; then
       log "unico check found the store of $c connections unclean: $(cat "$dir/check.json")"
       status=1
     fi
-    row unico-log "http-wrk${HTTP_SERVE_ARGS:+ $HTTP_SERVE_ARGS}" "$c" "$rps" "$p50" "$p99" \
+    row unico-log "$label${HTTP_SERVE_ARGS:+ $HTTP_SERVE_ARGS}" "$c" "$rps" "$p50" "$p99" \
       "$created" "$conflicts" "$other"
     rm -rf "$dir/data"
   done
-fi
+}
+if has http; then serve_rows threads http-wrk; fi
+if has http-loop; then serve_rows loop "http-wrk --event-loop 2" --event-loop 2; fi
 
 # unico-bench CSV: engine,workload,threads,ops_per_s,p50_us,p99_us,p999_us,cpu_us_per_op,ops,errors,conflicts,retries
 bench_rows() { # engine transport csv
