@@ -503,9 +503,10 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   addr_text((const struct sockaddr *)&bound, where, sizeof where);
 
   unsigned flags = MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_INTERNAL_POLLING_THREAD;
-  /* A thread per connection measured 20-35% faster than a pool of event
-   * loops on the signup load (docs/http.md): a loop thread that waits on
-   * the store holds up every connection it serves. */
+  /* Event loops park each answer on a suspended connection until its
+   * write is durable (http.c hold_answer), so no loop thread waits for a
+   * sync; a thread per connection waits on its own thread instead
+   * (docs/http.md#threading has both measured). */
   if (c->event_loop)
     flags |= MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
   else
