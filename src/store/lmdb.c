@@ -1235,6 +1235,12 @@ static int lm_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
 
 /* ---- deferred durability ---- */
 
+/* Call a watch back with the outcome of the sync that was to cover it. */
+static void watch_fire(ustore_watch *w, int rc, const ustore_err *se) {
+  w->next = NULL;
+  w->cb(w, rc ? UNICO_EUNKNOWN : UNICO_OK, rc ? se->msg : NULL);
+}
+
 /* The syncer: while watches wait, make the newest commit they need durable
  * (one sync covers every commit before it), then call back the watches it
  * covers. On failure the covered watches hear UNICO_EUNKNOWN. At stop it
@@ -1266,8 +1272,7 @@ static void *syncer_main(void *arg) {
     pthread_mutex_unlock(&s->q_lock);
     while ((w = fire)) {
       fire = w->next;
-      w->next = NULL;
-      w->cb(w, rc ? UNICO_EUNKNOWN : UNICO_OK, rc ? se.msg : NULL);
+      watch_fire(w, rc, &se);
     }
     pthread_mutex_lock(&s->q_lock);
   }
@@ -1288,8 +1293,7 @@ static int lm_watch(ustore *base, ustore_watch *w) {
   if (!s->syncer_started) { /* no thread: sync here, then call back */
     pthread_mutex_unlock(&s->q_lock);
     ustore_err se = {{0}};
-    int rc = make_durable(s, w->seq, &se);
-    w->cb(w, rc ? UNICO_EUNKNOWN : UNICO_OK, rc ? se.msg : NULL);
+    watch_fire(w, make_durable(s, w->seq, &se), &se);
     return 1;
   }
   w->next = s->watches;

@@ -131,7 +131,9 @@ typedef struct ustore_vtab {
   /* version 5, optional. Deferred durability (see ustore_defer_begin):
    * arrange for w->cb to be called once every write numbered up to w->seq
    * is durable, or once syncing failed. 0: it already is (cb is not
-   * called); 1: cb will be called exactly once, from another thread.
+   * called); 1: cb will be called exactly once, from the store's syncer
+   * thread, or before this returns when that thread cannot be started.
+   * Callers embed the watch in a struct of their own to carry context.
    * [NULL: a store that never defers; every ticket is 0.] */
   int (*watch_durable)(ustore *s, struct ustore_watch *w);
 } ustore_vtab;
@@ -154,7 +156,6 @@ typedef struct ustore_watch {
   uint64_t seq; /* the commit that must be durable */
   /* rc: UNICO_OK, or UNICO_EUNKNOWN with msg when syncing failed */
   void (*cb)(struct ustore_watch *w, int rc, const char *msg);
-  void *ctx;
   struct ustore_watch *next; /* the store's */
 } ustore_watch;
 
