@@ -1592,6 +1592,71 @@ static void test_holds(void **state) {
   EXPECT_CHECK_OK();
 }
 
+/* A hold's op id makes its retry safe: a repeat returns the first answer
+ * (the same token), the same id for another request is refused, and op
+ * ids are shared with the record writes. */
+static void test_hold_op_id(void **state) {
+  fx *f = *state;
+  APPLY_SCHEMA();
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_username_key",
+                                 "[\"ophold\"]", 60000, "hold-op-1", &f->r));
+  char *first = strdup(f->r.json);
+  /* the repeat: the same answer, token and expiry included */
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_username_key",
+                                 "[\"ophold\"]", 60000, "hold-op-1", &f->r));
+  EXPECT_STR(f->r.json, first);
+  /* another value, time to live, constraint or table under that id */
+  EXPECT(UNICO_EOPID, unico_reserve(f->u, "users", "users_username_key",
+                                    "[\"other\"]", 60000, "hold-op-1", &f->r));
+  EXPECT_CONTAINS(f->r.message, "hold-op-1");
+  EXPECT_TRUE(f->r.json == NULL);
+  EXPECT(UNICO_EOPID, unico_reserve(f->u, "users", "users_username_key",
+                                    "[\"ophold\"]", 90000, "hold-op-1", &f->r));
+  EXPECT(UNICO_EOPID, unico_reserve(f->u, "users", "users_phone_key",
+                                    "[\"ophold\"]", 60000, "hold-op-1", &f->r));
+  EXPECT_FREE("users", "users_username_key", "[\"other\"]");
+  EXPECT_FREE("users", "users_phone_key", "[\"ophold\"]");
+  EXPECT(UNICO_OK, unico_insert(f->u, "users",
+                                "{\"id\":\"o1\",\"username\":\"other\"}",
+                                NULL, &f->r));
+  /* an op id used by a hold is not an insert's, nor the other way round */
+  EXPECT(UNICO_EOPID,
+         unico_insert(f->u, "users", "{\"id\":\"o2\",\"phone\":\"1\"}",
+                      "hold-op-1", &f->r));
+  EXPECT(UNICO_ENOTFOUND, unico_get(f->u, "users", "\"o2\"", &f->r));
+  EXPECT(UNICO_OK, unico_insert(f->u, "users",
+                                "{\"id\":\"o3\",\"phone\":\"2\"}", "ins-op-1",
+                                &f->r));
+  EXPECT(UNICO_EOPID, unico_reserve(f->u, "users", "users_phone_key",
+                                    "[\"3\"]", 60000, "ins-op-1", &f->r));
+  EXPECT_FREE("users", "users_phone_key", "[\"3\"]");
+  /* the token the repeat returned takes the value */
+  json_t *tok = json_at(first, "token");
+  char token[128];
+  snprintf(token, sizeof token, "%s", json_string_value(tok));
+  json_decref(tok);
+  const char *mine[] = {token};
+  unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+  wo.holds = mine;
+  wo.nholds = 1;
+  EXPECT(UNICO_OK,
+         unico_insert_with(f->u, "users",
+                           "{\"id\":\"h1\",\"username\":\"ophold\"}", &wo,
+                           &f->r));
+  EXPECT_OWNER("users", "users_username_key", "[\"ophold\"]", "\"h1\"");
+  /* once taken, a repeat still answers what the first call answered, and
+   * takes nothing */
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_username_key",
+                                 "[\"ophold\"]", 60000, "hold-op-1", &f->r));
+  EXPECT_STR(f->r.json, first);
+  EXPECT_OWNER("users", "users_username_key", "[\"ophold\"]", "\"h1\"");
+  /* a malformed op id is bad input */
+  EXPECT(UNICO_EINVAL, unico_reserve(f->u, "users", "users_phone_key",
+                                     "[\"4\"]", 60000, "", &f->r));
+  EXPECT_CHECK_OK();
+  free(first);
+}
+
 /* Adding UNIQUE and LIMIT to filled tables builds their claims; records
  * that break them refuse the change with the report and leave nothing
  * behind; dropping a constraint removes its claims. */
@@ -2136,7 +2201,7 @@ int main(void) {
       T(test_outcome_retention),
       T(test_schema_apply_show),
       T(test_schema_changes_filled),
-      T(test_limit_poll), T(test_holds), T(test_schema_build_filled),
+      T(test_limit_poll), T(test_holds), T(test_hold_op_id), T(test_schema_build_filled),
       T(test_schema_syntax_error),
       T(test_unknown_table),
       T(test_two_handles),

@@ -493,7 +493,8 @@ static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
     }
     rc = uexec_claim_state(u->x, f->key.p, f->key.len, &cl, "repair", res);
     ustored_claim_free(&cl);
-    if (rc > 0) rc = USTORE_NOT_APPLIED; /* in force or in flight now */
+    if (rc == UEXEC_CLAIM_IN_FORCE || rc == UEXEC_CLAIM_IN_FLIGHT)
+      rc = USTORE_NOT_APPLIED; /* in force or in flight now */
     if (rc) break;
     ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,

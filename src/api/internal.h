@@ -48,6 +48,14 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
                  const char *values_json, uint64_t ttl_ms, const char *op_id,
                  unico_result *res);
 int uapi_release_hold(unico *u, const char *token, unico_result *res);
+/* UNICO_EINVAL unless op_id is 1 to 128 bytes with no control character. */
+int uapi_check_op_id(const char *op_id, unico_result *res);
+/* An operation seen before under op_id: its first outcome is the answer.
+ * UNICO_OK with its output in res, UNICO_EOPID when op_id was used for
+ * another request (kind, table or fingerprint fp differ), UNICO_ENOTFOUND
+ * when no outcome is kept for op_id, or an error. */
+int uapi_outcome_find(unico *u, const char *op_id, int kind,
+                      const char *table, uint64_t fp, unico_result *res);
 /* The cached schema, reloaded once when it lacks table (or constraint). */
 usch *uapi_schema_for(unico *u, const char *table, const char *constraint);
 /* The index of t's unique constraint `name`, or -1 with res filled. */

@@ -22,7 +22,7 @@ static void gen_op_id(unico *u, char *buf, size_t n) {
   snprintf(buf, n, "%s-%" PRIu64, u->opprefix, seq);
 }
 
-static int check_op_id(const char *op_id, unico_result *res) {
+int uapi_check_op_id(const char *op_id, unico_result *res) {
   size_t n = strlen(op_id);
   if (n == 0 || n > 128)
     return uerr(res, UNICO_EINVAL, NULL,
@@ -219,8 +219,6 @@ static int record_output(const utable *t, const ustored_record *r,
   return UNICO_OK;
 }
 
-/* A write seen before under op_id: return its first outcome. UNICO_OK when
- * found (res filled), UNICO_ENOTFOUND when not, or an error. */
 /* The answer an outcome (encoded at p, n) gives a repeat of op_id:
  * UNICO_OK with its output in res, or UNICO_EOPID when the op id was used
  * for a different request. */
@@ -249,8 +247,8 @@ static int outcome_answer(const uint8_t *p, size_t n, const char *op_id,
   return rc;
 }
 
-static int outcome_find(unico *u, const char *op_id, int kind,
-                        const char *table, uint64_t fp, unico_result *res) {
+int uapi_outcome_find(unico *u, const char *op_id, int kind,
+                      const char *table, uint64_t fp, unico_result *res) {
   ubuf k = UBUF_INIT, v = UBUF_INIT;
   ukey_outcome(&k, op_id);
   int rc = uexec_read(u->x, &k, &v, NULL, res);
@@ -517,7 +515,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     }
   }
   if (op_id) {
-    rc = check_op_id(op_id, res);
+    rc = uapi_check_op_id(op_id, res);
     if (rc) {
       free(hashes);
       return rc;
@@ -587,7 +585,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
           (!uexec_is_claims(u->x) || kind == UPLAN_INSERT)) {
         outcome_later = 1;
       } else {
-        rc = outcome_find(u, op_id, kind, t->name, fp, res);
+        rc = uapi_outcome_find(u, op_id, kind, t->name, fp, res);
         if (rc != UNICO_ENOTFOUND) goto round_end;
         rc = UNICO_OK;
       }
@@ -611,7 +609,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
                      ustored_hist_find(&old.hist, op_id_in) >= 0);
       if ((refused || carries) && op_id_in) {
         int orc = outcome_later
-                      ? outcome_find(u, op_id, kind, t->name, fp, res)
+                      ? uapi_outcome_find(u, op_id, kind, t->name, fp, res)
                       : UNICO_ENOTFOUND; /* (read already) */
         if (orc == UNICO_ENOTFOUND && uexec_is_claims(u->x))
           orc = repeat_from_record(u, rc == UNICO_OK ? &old : NULL, &rkey,
@@ -686,7 +684,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
         why.why != UREFUSED_SCHEMA && why.why != UREFUSED_RACE &&
         why.why != UREFUSED_REPEAT) {
       /* (an insert's refusal a repeat could explain: see above) */
-      rc = outcome_find(u, op_id, kind, t->name, fp, res);
+      rc = uapi_outcome_find(u, op_id, kind, t->name, fp, res);
       if (rc != UNICO_ENOTFOUND) goto round_end;
       rc = USTORE_NOT_APPLIED;
     }

@@ -1642,7 +1642,7 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
   k.key = (uint8_t *)key;
   k.klen = klen;
   k.kind = UKEY_CLAIM;
-  if (cl->state == UCLAIM_FREE) return 0;
+  if (cl->state == UCLAIM_FREE) return UEXEC_CLAIM_FREE;
   if (owner_key(&k, cl->owner, cl->owner_len, &rkey)) {
     ubuf_free(&rkey);
     return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
@@ -1652,10 +1652,10 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
                   &inflight, res);
   if (rc == UNICO_OK) {
     if (holds(&rv, present, &k, &live))
-      rc = 1;
+      rc = UEXEC_CLAIM_IN_FORCE;
     else if (inflight || (cl->state == UCLAIM_PENDING &&
                           cl->since_ms > c.now - x->grace_ms))
-      rc = 2;
+      rc = UEXEC_CLAIM_IN_FLIGHT;
     else
       rc = fence(&c, &rkey, present, rver, &rv, res);
   }

@@ -87,10 +87,17 @@ uint64_t uexec_retention(uexec *x);
 int64_t uexec_now(uexec *x);
 void uexec_sleep(uexec *x, int64_t ms);
 
+/* What uexec_claim_state finds (distinct from USTORE_NOT_APPLIED and from
+ * the negative UNICO_E* codes). */
+enum {
+  UEXEC_CLAIM_FREE = 0,     /* free to take over at the version read */
+  UEXEC_CLAIM_IN_FORCE = 2, /* its owner record is live and holds it */
+  UEXEC_CLAIM_IN_FLIGHT = 3 /* pending, younger than the grace period */
+};
+
 /* Claims protocol: the state of the claim cl read at key, by the
- * validity rule: 1 in force (its owner record is live and holds it), 2 in
- * flight (pending, younger than the grace period), 0 free to take over at
- * the version read (FREE, or an orphan whose operation this call has
+ * validity rule: UEXEC_CLAIM_IN_FORCE, UEXEC_CLAIM_IN_FLIGHT,
+ * UEXEC_CLAIM_FREE (FREE, or an orphan whose operation this call has
  * fenced, in the name of op_id), USTORE_NOT_APPLIED when the owner record
  * moved meanwhile (read again), or an error. */
 int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,

@@ -549,10 +549,11 @@ uint64_t uplan_hash(uint64_t h, const void *p, size_t n) {
 /* ------------------------------------------------------------------ */
 /* planned writes */
 
-static const char *const kind_names[] = {"insert", "update", "delete"};
+static const char *const kind_names[] = {"insert", "update", "delete",
+                                         "reserve"};
 
 const char *uplan_kind_name(int kind) {
-  return kind >= 0 && kind <= 2 ? kind_names[kind] : "write";
+  return kind >= 0 && kind <= UPLAN_RESERVE ? kind_names[kind] : "write";
 }
 
 void uplan_init(uplan *p) {

@@ -231,6 +231,8 @@ void ustored_schema_free(ustored_schema *s);
  * nothing, or reports which condition failed. */
 
 enum { UPLAN_INSERT = 0, UPLAN_UPDATE = 1, UPLAN_DELETE = 2 };
+/* Not a record write: the kind a hold's outcome is kept under. */
+enum { UPLAN_RESERVE = 3 };
 
 typedef struct uplan {
   int kind;
