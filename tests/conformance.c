@@ -383,6 +383,13 @@ static void sleep_ms(int ms) {
 
 /* ------------------------------------------------------------ round trips */
 
+/* The check report of the store must be clean. */
+#define EXPECT_CHECK_OK()                                                      \
+  do {                                                                         \
+    EXPECT(UNICO_OK, unico_check(f->u, &f->r));                                \
+    EXPECT_FIELD(f->r.json, "ok", "true");                                     \
+  } while (0)
+
 static void test_roundtrip(void **state) {
   fx *f = *state;
   APPLY_SCHEMA();
@@ -438,9 +445,29 @@ static void test_roundtrip(void **state) {
   EXPECT_FREE("users", "users_username_key", "[\"alice2\"]");
   EXPECT_FREE("users", "users_phone_key", "[\"+1 555 0100\"]");
 
-  /* a deleted key can be inserted again and starts over at version 1 */
+  /* a deleted key can be inserted again; its versions go on counting, so
+   * that a version seen of the deleted record never names the new one */
   EXPECT(UNICO_OK, unico_insert(f->u, "users", rec, NULL, &f->r));
-  EXPECT_JSON(f->r.json, "{\"pk\":\"u1\",\"version\":1}");
+  EXPECT_JSON(f->r.json, "{\"pk\":\"u1\",\"version\":5}");
+  EXPECT_U64(f->r.version, 5);
+  EXPECT_U64(VERSION_OF("users", "\"u1\""), 5);
+  for (uint64_t v = 1; v <= 4; v++) {
+    EXPECT(UNICO_EVERSION, unico_update(f->u, "users", "\"u1\"",
+                                        "{\"age\":9}", v, NULL, &f->r));
+    EXPECT(UNICO_EVERSION,
+           unico_delete(f->u, "users", "\"u1\"", v, NULL, &f->r));
+  }
+  EXPECT(UNICO_OK, unico_update(f->u, "users", "\"u1\"", "{\"age\":9}", 5,
+                                NULL, &f->r));
+  EXPECT_U64(f->r.version, 6);
+  /* and again: a delete and an insert with an op id, repeated */
+  EXPECT(UNICO_OK, unico_delete(f->u, "users", "\"u1\"", 6, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_insert(f->u, "users", rec, "op-reins", &f->r));
+  EXPECT_JSON(f->r.json, "{\"pk\":\"u1\",\"version\":7}");
+  EXPECT(UNICO_OK, unico_insert(f->u, "users", rec, "op-reins", &f->r));
+  EXPECT_JSON(f->r.json, "{\"pk\":\"u1\",\"version\":7}");
+  EXPECT_U64(VERSION_OF("users", "\"u1\""), 7);
+  EXPECT_CHECK_OK();
 }
 
 static void test_not_found(void **state) {
@@ -1026,6 +1053,35 @@ static void test_timestamp_equality(void **state) {
   EXPECT_CONFLICT(&f->r, "typed_big_key", "[9007199254740993]", "4");
 }
 
+/* A conflict names a timestamp owner the way get prints such a key (RFC
+ * 3339), and that name finds the owner. */
+static void test_timestamp_pk_owner(void **state) {
+  fx *f = *state;
+  EXPECT(UNICO_OK,
+         unico_schema_apply(f->u,
+                            "CREATE TABLE events (at timestamp PRIMARY KEY, "
+                            "name text, UNIQUE (name));",
+                            &f->r));
+  INS("events", "{\"at\":\"2024-05-01T12:00:00Z\",\"name\":\"a\"}");
+  INS("events", "{\"at\":-1,\"name\":\"b\"}");
+  INS_CONFLICT("events", "{\"at\":\"2024-05-01T13:00:00Z\",\"name\":\"a\"}");
+  EXPECT_CONFLICT(&f->r, "events_name_key", "[\"a\"]",
+                  "\"2024-05-01T12:00:00.000Z\"");
+  INS_CONFLICT("events", "{\"at\":1714564800000,\"name\":\"c\"}");
+  EXPECT_CONFLICT(&f->r, "PRIMARY KEY", "[1714564800000]",
+                  "\"2024-05-01T12:00:00.000Z\"");
+  /* (before 1970: the millisecond below the epoch) */
+  INS_CONFLICT("events", "{\"at\":0,\"name\":\"b\"}");
+  EXPECT_CONFLICT(&f->r, "events_name_key", "[\"b\"]",
+                  "\"1969-12-31T23:59:59.999Z\"");
+  EXPECT(UNICO_OK,
+         unico_get(f->u, "events", "\"2024-05-01T12:00:00.000Z\"", &f->r));
+  EXPECT_FIELD(f->r.json, "record.name", "\"a\"");
+  EXPECT(UNICO_OK,
+         unico_get(f->u, "events", "\"1969-12-31T23:59:59.999Z\"", &f->r));
+  EXPECT_FIELD(f->r.json, "record.name", "\"b\"");
+}
+
 /* ------------------------------------------------------------ keys */
 
 static void test_composite_pk(void **state) {
@@ -1181,11 +1237,11 @@ static void test_op_id_update_delete(void **state) {
   /* the delete id repeated after a re-insert does not delete it again */
   INS("users", "{\"id\":\"u1\"}");
   EXPECT(UNICO_OK, unico_delete(f->u, "users", "\"u1\"", 0, "op-del-1", &f->r));
-  EXPECT_U64(VERSION_OF("users", "\"u1\""), 1);
+  EXPECT_U64(VERSION_OF("users", "\"u1\""), 4); /* (3 was the deleted one's) */
   /* the repeated update does not re-apply on the new record either */
   EXPECT(UNICO_OK, unico_update(f->u, "users", "\"u1\"", "{\"username\":\"b\"}",
                                 1, "op-up-1", &f->r));
-  EXPECT_U64(VERSION_OF("users", "\"u1\""), 1);
+  EXPECT_U64(VERSION_OF("users", "\"u1\""), 4);
   EXPECT_FIELD(f->r.json, "record.username", NULL);
 }
 
@@ -1445,13 +1501,6 @@ static void test_schema_changes_filled(void **state) {
   "  UNIQUE (poll_id, name) NORMALIZE casefold,\n"                             \
   "  CONSTRAINT per_option LIMIT 2 PER (poll_id, option)\n"                    \
   ");\n"
-
-/* The check report of the store must be clean. */
-#define EXPECT_CHECK_OK()                                                      \
-  do {                                                                         \
-    EXPECT(UNICO_OK, unico_check(f->u, &f->r));                                \
-    EXPECT_FIELD(f->r.json, "ok", "true");                                     \
-  } while (0)
 
 /* The poll scenario: a subscriber's name is unique per poll (casefold),
  * at most 2 subscribers per option; moving to a full option is refused and
@@ -2193,6 +2242,7 @@ int main(void) {
       T(test_json_validation),
       T(test_uuid_case_insensitive),
       T(test_timestamp_equality),
+      T(test_timestamp_pk_owner),
       T(test_composite_pk),
       T(test_int_pk),
       T(test_op_id_insert),

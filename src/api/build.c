@@ -406,7 +406,7 @@ static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     note_intent(b, k, kl);
   } else if (r.state == UREC_PENDING) {
     ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->u->x),
-                             &r.hist);
+                             r.version, &r.hist);
     b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
   } else if (r.state == UREC_LIVE) {
     ubuf same = {(uint8_t *)v, vl, vl, 0};

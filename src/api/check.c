@@ -167,11 +167,22 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
         c->orphans++;
         /* ABORTED fences it; the key's history stays */
         fix *f = add_fix(c, FIX_INTENT, k, kl, ver);
-        if (f) ustored_tombstone_encode(&f->val, "repair", c->now, &r.hist);
+        if (f)
+          ustored_tombstone_encode(&f->val, "repair", c->now, r.version,
+                                   &r.hist);
       }
     } else {
       c->tombstones++;
-      if (r.since_ms < c->now - c->retention) add_fix(c, FIX_TOMB, k, kl, ver);
+      /* Past retention a tombstone keeps only its version (never its
+       * removal: the key's versions must go on counting, so that a version
+       * a client saw never names a later record there) */
+      if (r.since_ms < c->now - c->retention &&
+          (r.hist.n || (r.body && strcmp(r.body, "{}")))) {
+        fix *f = add_fix(c, FIX_TOMB, k, kl, ver);
+        if (f)
+          ustored_record_encode_at(&f->val, r.state, r.version, r.op_id, "{}",
+                                   NULL, r.since_ms);
+      }
     }
     goto leave;
   }
@@ -506,6 +517,7 @@ static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
                        USTORE_PUT, val.p, val.len);
     break;
+  case FIX_TOMB: /* an old tombstone: its version alone (in f->val) */
   case FIX_INTENT: /* a stale insert intent: ABORTED (in f->val) */
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
                        USTORE_PUT, f->val.p, f->val.len);
@@ -524,7 +536,7 @@ static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
                        f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
                        USTORE_PUT, f->val.p, f->val.len);
     break;
-  default: /* FIX_INDEX, FIX_TOMB, FIX_FREE: past use, removed */
+  default: /* FIX_INDEX, FIX_FREE: past use, removed */
     o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
                        USTORE_DEL, NULL, 0);
     break;
@@ -616,7 +628,7 @@ int uapi_repair(unico *u, unico_result *res) {
     if (o && uexec_is_claims(u->x)) {
       json_object_set_new(o, "stale_intents_aborted",
                           json_integer((json_int_t)done[FIX_INTENT]));
-      json_object_set_new(o, "tombstones_removed",
+      json_object_set_new(o, "tombstones_shrunk",
                           json_integer((json_int_t)done[FIX_TOMB]));
       json_object_set_new(o, "free_claims_removed",
                           json_integer((json_int_t)done[FIX_FREE]));

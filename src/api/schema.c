@@ -34,14 +34,16 @@ usch *uapi_sch_get(unico *u) {
 }
 
 void uapi_format_time(int64_t ms, char *buf, size_t cap) {
-  time_t secs = (time_t)(ms / 1000);
+  int64_t frac = ms % 1000;
+  if (frac < 0) frac += 1000; /* (before 1970: the second below) */
+  time_t secs = (time_t)((ms - frac) / 1000);
   struct tm tm;
   if (!gmtime_r(&secs, &tm)) {
     snprintf(buf, cap, "%lld ms", (long long)ms);
     return;
   }
   size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, cap - n, ".%03dZ", (int)(ms % 1000));
+  snprintf(buf + n, cap - n, ".%03dZ", (int)frac);
 }
 
 void uapi_sleep_ms(int ms) {

@@ -82,6 +82,16 @@ static int report_conflict(const utable *t, int con, const uint8_t *val,
   json_t *vj = urec_tuple_json(val, vlen);
   json_t *oj = urec_tuple_json(owner, olen);
   char *vs = NULL, *os = NULL;
+  /* The owner's timestamp key columns as RFC 3339, the form get prints
+   * for them and every command accepts */
+  for (size_t i = 0; oj && i < t->npk && i < json_array_size(oj); i++) {
+    json_t *e = json_array_get(oj, i);
+    if (t->cols[t->pk[i]].type != UCOL_TIMESTAMP || !json_is_integer(e))
+      continue;
+    char when[64];
+    uapi_format_time((int64_t)json_integer_value(e), when, sizeof when);
+    json_array_set_new(oj, i, json_string(when));
+  }
   if (vj && oj) {
     vs = json_dumps(vj, JSON_COMPACT | JSON_ENCODE_ANY);
     json_t *one = t->npk == 1 ? json_array_get(oj, 0) : oj;
@@ -492,6 +502,33 @@ leave:
   return rc;
 }
 
+/* Read the record key rkey for an insert refused by what it holds: a
+ * tombstone (or an intent) goes in *tomb with its version, no claims and
+ * no history (*have set, *sver its store version); a live record or
+ * nothing clears *have (the next round finds it again). */
+static int read_tomb(unico *u, const ubuf *rkey, ustored_record *tomb,
+                     uint64_t *sver, int *have, unico_result *res) {
+  ubuf v = UBUF_INIT;
+  ustored_record_free(tomb);
+  memset(tomb, 0, sizeof *tomb);
+  *have = 0;
+  int rc = uexec_read(u->x, rkey, &v, sver, res);
+  if (rc == UNICO_ENOTFOUND) {
+    rc = UNICO_OK;
+  } else if (!rc && ustored_record_decode(v.p, v.len, tomb)) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+  } else if (!rc) {
+    /* Only its version counts: an insert takes every claim it needs
+     * (what the key holds is not this insert's; the executor carries the
+     * key's history on) */
+    *have = tomb->state != UREC_LIVE;
+    uclaims_free(&tomb->claims);
+    ustored_hist_free(&tomb->hist);
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
 /* Insert (json = record), update (json = patch) or delete, with retries
  * when the schema or the record moved under us. */
 int uapi_write(unico *u, int kind, const char *table, const char *json,
@@ -503,6 +540,11 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
   int rc = UNICO_OK, rechecked = 0;
   takeovers tk = {0, NULL};
   uint8_t(*hashes)[32] = NULL;
+  /* insert: the tombstone found at the key, which it replaces */
+  ustored_record tomb;
+  uint64_t tomb_sver = 0;
+  int have_tomb = 0;
+  memset(&tomb, 0, sizeof tomb);
   if (nholds) {
     hashes = calloc(nholds, sizeof *hashes);
     if (!hashes) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
@@ -653,13 +695,19 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       }
     }
     pkj = urec_pk_json(t, body);
-    uint64_t new_version =
-        kind == UPLAN_INSERT ? 1 : old.version + (kind == UPLAN_UPDATE);
+    const ustored_record *base = have_old ? &old : NULL;
+    if (kind == UPLAN_INSERT && have_tomb) {
+      base = &tomb;
+      sver = tomb_sver;
+    }
+    uint64_t new_version = kind == UPLAN_INSERT
+                               ? (have_tomb ? tomb.version + 1 : 1)
+                               : old.version + (kind == UPLAN_UPDATE);
     rc = set_output(res, pkj, new_version, &output);
     if (rc) goto round_end;
     rc = uplan_write(&plan, kind, t->name, t, &pk,
-                     kind == UPLAN_DELETE ? NULL : body,
-                     have_old ? &old : NULL, sver, sc->store_ver, op_id,
+                     kind == UPLAN_DELETE ? NULL : body, base, sver,
+                     sc->store_ver, op_id,
                      op_id_in ? output : NULL, fp, uexec_now(u->x), res);
     if (!rc && kind == UPLAN_INSERT && uexec_is_claims(u->x))
       plan.table_fp = uplan_table_fingerprint(t);
@@ -676,7 +724,8 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     if (rc == UNICO_OK && kind != UPLAN_DELETE &&
         !(kind == UPLAN_INSERT && uexec_is_claims(u->x)))
       urcache_put(u->rc, plan.rkey.p, plan.rkey.len, plan.rval.p,
-                  plan.rval.len, kind == UPLAN_INSERT ? 1 : sver + 1);
+                  plan.rval.len,
+                  kind == UPLAN_INSERT && !have_tomb ? 1 : sver + 1);
     else if (rc != USTORE_NOT_APPLIED || why.why == UREFUSED_RECORD)
       urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
     if (rc != USTORE_NOT_APPLIED) goto round_end; /* applied, or an error */
@@ -703,7 +752,11 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
       retry = 1; /* the same op raced us: the next round returns its outcome */
       break;
     case UREFUSED_RECORD:
-      if (kind == UPLAN_INSERT)
+      if (kind == UPLAN_INSERT && why.tomb) {
+        /* a tombstone: insert over it, continuing its version */
+        rc = read_tomb(u, &plan.rkey, &tomb, &tomb_sver, &have_tomb, res);
+        if (!rc) retry = 1;
+      } else if (kind == UPLAN_INSERT)
         rc = report_conflict(t, -1, pk.p, pk.len, pk.p, pk.len, res);
       else
         retry = 1; /* changed under us: read again (and check if_version) */
@@ -798,6 +851,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
   }
   json_decref(input);
   takeovers_free(&tk);
+  ustored_record_free(&tomb);
   free(hashes);
   return rc;
 }

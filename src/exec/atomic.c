@@ -172,11 +172,10 @@ int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
   ops[i++] = mkop(&p->skey, p->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
                   p->schema_ver, USTORE_CHECK, NULL);
   const size_t r_at = i;
-  if (p->kind == UPLAN_INSERT)
-    ops[i++] = mkop(&p->rkey, USTORE_ABSENT, 0, USTORE_PUT, &p->rval);
-  else
-    ops[i++] = mkop(&p->rkey, USTORE_VERSION, p->rver,
-                    p->kind == UPLAN_DELETE ? USTORE_DEL : USTORE_PUT, &p->rval);
+  /* (an insert over a tombstone expects it; a delete leaves one, so that
+   * the key's versions go on counting) */
+  ops[i++] = mkop(&p->rkey, p->rver ? USTORE_VERSION : USTORE_ABSENT, p->rver,
+                  USTORE_PUT, &p->rval);
   /* Claims to take must be absent (or the hold taken over); groups joined
    * must have room, at the version read. */
   for (size_t k = 0; k < p->take.n; k++) {
@@ -252,6 +251,13 @@ int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
       why->why = UREFUSED_OUTCOME;
     } else if (ops[r_at].failed) {
       why->why = UREFUSED_RECORD;
+      int st = ops[r_at].exists
+                   ? ustored_record_state(ops[r_at].cur.p, ops[r_at].cur.len)
+                   : -1;
+      if (p->kind == UPLAN_INSERT && st >= 0 && st != UREC_LIVE) {
+        why->tomb = 1;
+        why->tomb_sver = ops[r_at].cur_version;
+      }
     } else {
       for (size_t k = 0; k < p->take.n; k++) {
         ustore_op *o = &ops[op_of[k]];

@@ -56,6 +56,10 @@ typedef struct cx {
                          in that group before the commit (NUL-separated) */
   ustored_hist base;  /* insert: the history of what the intent replaced,
                          which the intent and the record carry on */
+  uint64_t floor;     /* insert: the highest record version of what the
+                         intent replaced (below the plan's, pver); what an
+                         abort of the intent leaves */
+  uint64_t pver;      /* the plan's record version */
   uint64_t attempt;   /* parallel commit: this attempt's id (0: classic) */
   int fast;           /* the record at c->intent is this attempt's INTENT */
   int missed;         /* a claim of this attempt's batch did not apply: its
@@ -176,7 +180,7 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
   if (present) {
     o = kop(rkey->p, rkey->len, USTORE_VERSION, rver, USTORE_PUT, rv);
   } else {
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, NULL);
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, 0, NULL);
     o = kop(rkey->p, rkey->len, USTORE_ABSENT, 0, USTORE_PUT, &tomb);
   }
   int rc = cas(c, &o, res);
@@ -343,7 +347,9 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
   }
   long h = ustored_hist_find(&r.hist, r.op_id); /* (it did not happen) */
   if (h >= 0) ustored_hist_remove(&r.hist, (size_t)h);
-  ustored_tombstone_encode(&nv, r.op_id, now, &r.hist);
+  /* (an intent carries the version it would have had: never seen) */
+  ustored_tombstone_encode(&nv, r.op_id, now, r.version ? r.version - 1 : 0,
+                           &r.hist);
   o = ustore_op_make(rk, rkl, USTORE_VERSION, rver, USTORE_PUT, nv.p, nv.len);
   rc = xcas(x, &o, res);
   ubuf_free(&o.cur);
@@ -560,8 +566,8 @@ static int build_intent(cx *c, ubuf *ival, unico_result *res) {
   if (ustored_record_decode(c->p->rval.p, c->p->rval.len, &r))
     return uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
   ubuf_reset(ival);
-  ustored_record_encode_hist(ival, UREC_PENDING, 0, c->me.op_id, r.body,
-                             &r.claims, c->now, &c->base);
+  ustored_record_encode_hist(ival, UREC_PENDING, c->floor, c->me.op_id,
+                             r.body, &r.claims, c->now, &c->base);
   ustored_record_free(&r);
   return ubuf_ok(ival) ? UNICO_OK : uerr(res, UNICO_ENOMEM, NULL,
                                          "out of memory");
@@ -648,7 +654,9 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       }
       int64_t since = r.since_ms;
       int before = committed_before(c, &r.hist);
-      if (state == UREC_LIVE && mine) { /* our insert is in: a repeat */
+      /* our insert is in: a repeat (planned at another version than the
+       * one it committed at, the history has the answer) */
+      if (state == UREC_LIVE && mine && (r.version == c->pver || !before)) {
         ustored_record_free(&r);
         c->applied = 1;
         return UNICO_OK;
@@ -670,8 +678,19 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       }
       if (!(state == UREC_PENDING && !mine &&
             since > c->now - c->x->grace_ms)) {
-        /* about to replace it: carry on what it carries */
+        /* about to replace it: carry on what it carries, versions
+         * included (a version once seen must never name another record:
+         * when the plan's does not exceed it, the caller plans again over
+         * this tombstone) */
         int brc;
+        if (r.version >= c->pver) {
+          ustored_record_free(&r);
+          why->why = UREFUSED_RECORD;
+          why->tomb = 1;
+          why->tomb_sver = cv;
+          return USTORE_NOT_APPLIED;
+        }
+        if (r.version > c->floor) c->floor = r.version;
         ustored_hist_free(&c->base);
         if (ustored_hist_copy(&c->base, &r.hist))
           brc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
@@ -956,7 +975,8 @@ static void undo(cx *c) {
     /* Our intent may be complete: abort it first (a cas at its version);
      * if someone flipped it meanwhile, its claims are its own now. */
     ubuf tomb = UBUF_INIT;
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, &c->base);
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor,
+                             &c->base);
     ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
                       USTORE_PUT, &tomb);
     int rc = cas(c, &o, NULL);
@@ -973,7 +993,8 @@ static void undo(cx *c) {
   }
   if (c->intent) { /* (the history it carries stays with the key) */
     ubuf tomb = UBUF_INIT;
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, &c->base);
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor,
+                             &c->base);
     ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
                       USTORE_PUT, &tomb);
     cas(c, &o, NULL);
@@ -1308,6 +1329,7 @@ int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   c.x = x;
   c.p = p;
   c.now = uexec_now(x);
+  c.pver = p->version;
   int rc = UNICO_OK;
   size_t nt = p->take.n;
   ustore_op *ops = calloc(nt + 1, sizeof *ops);
@@ -1567,7 +1589,7 @@ fast_commit:
       /* Abort our intent (a cas at its version); if someone flipped it
        * first, the insert has happened (a race with the other request). */
       ubuf tomb = UBUF_INIT;
-      ustored_tombstone_encode(&tomb, c.me.op_id, c.now, &c.base);
+      ustored_tombstone_encode(&tomb, c.me.op_id, c.now, c.floor, &c.base);
       ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c.intent,
                         USTORE_PUT, &tomb);
       int r = cas(&c, &o, res);

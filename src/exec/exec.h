@@ -45,6 +45,11 @@ typedef struct uexec_refused {
   ustored_claim owner; /* UREFUSED_CLAIM: the claim that holds the value */
   uint64_t cur_version; /* UREFUSED_CLAIM: that claim's store version */
   int64_t count;     /* UREFUSED_LIMIT: the group's count */
+  /* UREFUSED_RECORD of an insert on a transactional store: the key holds
+   * a tombstone (tomb set), at store version tomb_sver; plan the insert
+   * over it (its record version continues from the tombstone's) */
+  int tomb;
+  uint64_t tomb_sver;
 } uexec_refused;
 
 /* Apply a plan all or nothing. UNICO_OK when applied; USTORE_NOT_APPLIED

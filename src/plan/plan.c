@@ -172,9 +172,9 @@ void ustored_record_reencode(ubuf *out, const ustored_record *r) {
 }
 
 void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms,
-                              const ustored_hist *hist) {
-  ustored_record_encode_hist(out, UREC_ABORTED, 0, op_id, "{}", NULL, now_ms,
-                             hist);
+                              uint64_t version, const ustored_hist *hist) {
+  ustored_record_encode_hist(out, UREC_ABORTED, version, op_id, "{}", NULL,
+                             now_ms, hist);
 }
 
 int ustored_hist_add(ustored_hist *h, const char *op_id, int64_t at_ms,
@@ -594,7 +594,9 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
     if (rc) goto leave;
     body_s = json_dumps(body, JSON_COMPACT);
     if (!body_s) goto oom;
+    /* (an insert over a tombstone continues from its version) */
     uint64_t version = old ? old->version + 1 : 1;
+    p->version = version;
     /* (an update keeps the key's history: the claims protocol adds to
      * it; the atomic executor never has one) */
     if (old && old->hist.n)
@@ -604,10 +606,12 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
       ustored_record_encode(&p->rval, UREC_LIVE, version, op_id, body_s,
                             &need);
   } else if (old) {
-    /* The tombstone the claims protocol leaves (the atomic executor
-     * removes the key): the last body and version, and this op id. */
+    /* The tombstone a delete leaves: the last version (an insert there
+     * later continues from it), this op id and the key's history, but
+     * none of the record's data. */
     ustored_record_encode_hist(&p->rval, UREC_DELETED, old->version, op_id,
-                               old->body, NULL, now_ms, &old->hist);
+                               "{}", NULL, now_ms, &old->hist);
+    p->version = old->version;
   }
   /* Take what the new record needs and the old one did not hold; release
    * what the old one held and the new one does not need. */

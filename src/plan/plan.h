@@ -130,9 +130,11 @@ void ustored_intent_encode(ubuf *out, const ustored_record *r);
 /* Re-encode a decoded record whole (every field kept). */
 void ustored_record_reencode(ubuf *out, const ustored_record *r);
 /* An ABORTED tombstone written by op_id at now_ms: what fencing leaves at
- * a record key (claims protocol), keeping the key's history. */
+ * a record key (claims protocol), keeping the key's history and version,
+ * the highest record version the key has had (the next insert there
+ * continues from it, so that a version never names two records). */
 void ustored_tombstone_encode(ubuf *out, const char *op_id, int64_t now_ms,
-                              const ustored_hist *hist);
+                              uint64_t version, const ustored_hist *hist);
 void ustored_record_free(ustored_record *r);
 
 typedef struct ustored_claim {
@@ -239,7 +241,9 @@ typedef struct uplan {
   ubuf skey;           /* the schema key ... */
   uint64_t schema_ver; /* ... must still be at this store version (0: absent) */
   ubuf rkey;           /* the record key */
-  uint64_t rver;       /* update/delete: the record's store version as read */
+  uint64_t rver;       /* update/delete: the record's store version as read
+                          (insert: the tombstone's it replaces, or 0) */
+  uint64_t version;    /* the record version rval carries */
   ubuf rval;           /* insert/update: the new stored record */
   uclaims take;        /* claims to take: each must be absent */
   ubuf claim_val;      /* the stored claim written under every taken key */
