@@ -4,7 +4,8 @@ their outputs with the page, so that the documentation stays true.
 
 Usage: doc_check.py UNICO_BINARY REPO_ROOT PAGE.md [PAGE.md...]
 
-The convention (also in docs/README of the pages that use it):
+The convention (the README and docs/http.md say it in short above their
+sessions):
 
 - A session is a ```console block directly after a line
   `<!-- doc-check -->` or `<!-- doc-check: SETUP COMMAND & -->`. Each
