@@ -38,11 +38,30 @@ static void print_object(json_t *o) {
   fflush(stdout);
 }
 
-int ucli_report_error(const char *who, int rc, const unico_result *res) {
+/* What happened, in a few words, before the message on stderr. The
+ * library's text for busy speaks of a value; a busy without a constraint
+ * is about something else (the store, a schema change), and at open it is
+ * the store being owned by another process. */
+static const char *label(int rc, const unico_result *res, int at_open) {
+  if (rc == UNICO_EBUSY && at_open) return "store in use by another process";
+  if (rc == UNICO_EBUSY && !(res && res->constraint[0])) return "busy";
+  return unico_strerror(rc);
+}
+
+static int report_error(const char *who, int rc, const unico_result *res,
+                        int at_open) {
   print_object(ucli_error_object(rc, NULL, 1, res));
-  fprintf(stderr, "%s: %s: %s\n", who, unico_strerror(rc),
+  fprintf(stderr, "%s: %s: %s\n", who, label(rc, res, at_open),
           res && res->message[0] ? res->message : unico_strerror(rc));
   return unico_exit_code(rc);
+}
+
+int ucli_report_error(const char *who, int rc, const unico_result *res) {
+  return report_error(who, rc, res, 0);
+}
+
+int ucli_report_open_error(const char *who, int rc, const unico_result *res) {
+  return report_error(who, rc, res, 1);
 }
 
 int ucli_usage_error(const char *who, const char *fmt, ...) {

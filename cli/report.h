@@ -17,8 +17,13 @@ json_t *ucli_error_object(int rc, const char *name, int with_code,
                           const unico_result *res);
 
 /* Print a failed call: the object (with its exit code) on stdout, then
- * "WHO: what: message" on stderr. Returns the exit code. */
+ * "WHO: what: message" on stderr ("what" is unico_strerror(rc), or "busy"
+ * for a busy that names no constraint). Returns the exit code. */
 int ucli_report_error(const char *who, int rc, const unico_result *res);
+
+/* The same for a failed unico_open(): there busy means that another
+ * process owns the store, and stderr says so. */
+int ucli_report_open_error(const char *who, int rc, const unico_result *res);
 
 /* Print a usage error the same way ("WHO: msg (see WHO --help)"); returns
  * UCLI_EXIT_USAGE. */

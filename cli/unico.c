@@ -12,6 +12,7 @@
 
 #include "unico.h"
 #include "import.h"
+#include "input.h"
 #include "report.h"
 #ifdef UNICO_HAVE_SERVER
 #include "serve.h"
@@ -180,40 +181,12 @@ static int report(int rc, const unico_result *res) {
   return ucli_report_error("unico", rc, res);
 }
 
-/* Read a whole file (or standard input for "-"). NULL with errno on error. */
-static char *slurp(const char *path) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  if (!f) return NULL;
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t n = fread(buf + len, 1, cap - len - 1, f);
-    len += n;
-    if (len + 1 < cap) {
-      if (ferror(f)) {
-        free(buf);
-        buf = NULL;
-      }
-      break;
-    }
-    char *nb = realloc(buf, cap * 2);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  if (buf) buf[len] = 0;
-  if (f != stdin) fclose(f);
-  return buf;
-}
-
+/* A positive decimal number: digits only (strtoull alone would take
+ * leading spaces and a sign). */
 static int parse_u64(const char *s, uint64_t *out) {
   char *end;
   errno = 0;
-  if (!*s || *s == '-' || *s == '+') return -1;
+  if (!*s || strspn(s, "0123456789") != strlen(s)) return -1;
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || v == 0) return -1;
   *out = v;
@@ -286,7 +259,10 @@ static int parse_args(int argc, char **argv, opts *o) {
       val = argv[++i];
     }
     switch (which) {
-    case 0: o->store = val; break;
+    case 0:
+      if (!*val) return usage_error("--store needs a store URL, got an empty one");
+      o->store = val;
+      break;
     case 1:
       if (!*val) return usage_error("--op-id needs a non-empty value");
       o->op_id = val;
@@ -330,15 +306,6 @@ static int pk_from_args(unico *u, const char *table, const char **args,
     res->json = NULL;
   }
   return rc;
-}
-
-/* A JSON argument, or "-" for standard input. */
-static char *json_arg(const char *a, int *err) {
-  *err = 0;
-  if (strcmp(a, "-")) return strdup(a);
-  char *s = slurp("-");
-  if (!s) *err = 1;
-  return s;
 }
 
 #ifdef UNICO_HAVE_SERVER
@@ -449,18 +416,27 @@ int main(int argc, char **argv) {
   unico_result res = UNICO_RESULT_INIT;
   unico *u = NULL;
   char *text = NULL, *pk = NULL;
-  int err = 0;
-  int rc = unico_open(&u, store, NULL, &res);
+  int rc = UNICO_OK;
+  /* The input (a schema file, a record given as "-") is read whole before
+   * the store is opened: a bad one is refused with nothing written. */
+  const char *input = NULL;
+  if (!strcmp(cmd, "schema") && !strcmp(args[0], "apply"))
+    input = args[1];
+  else if (!strcmp(cmd, "insert"))
+    input = args[1];
+  else if (!strcmp(cmd, "update"))
+    input = args[nargs - 1];
+  if (input && (!strcmp(cmd, "schema") || !strcmp(input, "-")))
+    code = ucli_read_input("unico", input, &text, NULL);
+  else if (input && !(text = strdup(input)))
+    code = report(UNICO_ENOMEM, NULL);
+  if (code) goto leave;
+  rc = unico_open(&u, store, NULL, &res);
   if (rc) {
-    code = report(rc, &res);
+    code = ucli_report_open_error("unico", rc, &res);
     goto leave;
   }
   if (!strcmp(cmd, "schema") && !strcmp(args[0], "apply")) {
-    text = slurp(args[1]);
-    if (!text) {
-      code = usage_error("cannot read %s: %s", args[1], strerror(errno));
-      goto leave;
-    }
     rc = unico_schema_apply(u, text, &res);
   } else if (!strcmp(cmd, "schema")) {
     rc = unico_schema_show(u, &res);
@@ -472,22 +448,12 @@ int main(int argc, char **argv) {
       goto leave;
     }
   } else if (!strcmp(cmd, "insert")) {
-    text = json_arg(args[1], &err);
-    if (err) {
-      code = usage_error("cannot read standard input");
-      goto leave;
-    }
     unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
     wo.op_id = o.op_id;
     wo.holds = o.holds;
     wo.nholds = o.nholds;
     rc = unico_insert_with(u, args[0], text, &wo, &res);
   } else if (!strcmp(cmd, "update")) {
-    text = json_arg(args[nargs - 1], &err);
-    if (err) {
-      code = usage_error("cannot read standard input");
-      goto leave;
-    }
     rc = pk_from_args(u, args[0], args + 1, nargs - 2, &pk, &res);
     unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
     wo.op_id = o.op_id;

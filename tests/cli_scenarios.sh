@@ -16,6 +16,7 @@ fi
 UNICO=$1
 SCRATCH=$2
 case $SCRATCH in /*) ;; *) SCRATCH=$PWD/$SCRATCH ;; esac
+case $UNICO in /*) ;; */*) UNICO=$PWD/$UNICO ;; esac
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH" || exit 2
 unset UNICO_STORE
@@ -27,6 +28,7 @@ ERR=$SCRATCH/.stderr
 CODE=0
 DESC=""   # the last command, for failure messages
 STDIN=""  # when set, fed to the next command on standard input
+STDIN_FILE=""  # when set, this file is the next command's standard input
 STORE=""  # --store URL of the current scenario
 
 # ------------------------------------------------------------- harness
@@ -44,7 +46,11 @@ fail() {
 # run CMD...: run a command, capture stdout, stderr and exit code.
 run() {
   DESC="$*"
-  if [ -n "$STDIN" ]; then
+  if [ -n "$STDIN_FILE" ]; then
+    DESC="$DESC  < $STDIN_FILE"
+    "$@" >"$OUT" 2>"$ERR" <"$STDIN_FILE"
+    CODE=$?
+  elif [ -n "$STDIN" ]; then
     DESC="$DESC  <<< $(printf %s "$STDIN" | head -c 200)"
     printf '%s' "$STDIN" | "$@" >"$OUT" 2>"$ERR"
     CODE=$?
@@ -53,6 +59,7 @@ run() {
     CODE=$?
   fi
   STDIN=""
+  STDIN_FILE=""
 }
 
 # One python3 process answers every JSON question (starting python3 for each
@@ -197,6 +204,9 @@ out_contains() {
 }
 err_contains() {
   if grep -qF -- "$1" "$ERR"; then pass; else fail "stderr lacks \"$1\""; fi
+}
+err_lacks() {
+  if grep -qF -- "$1" "$ERR"; then fail "stderr has \"$1\""; else pass; fi
 }
 # message_has_location L C: the error message names line L, column C.
 message_has_location() {
@@ -405,7 +415,7 @@ for args in "get" "get users" "insert users" "update users u1" "delete users" \
   expect_exit 1 u $args
   field error '"usage"'
 done
-for v in abc 0 -1 1.5 ''; do
+for v in abc 0 -1 1.5 '' ' 1' '1 ' '+1' ' -1' 0x1; do
   expect_exit 1 u update users u1 '{}' --if-version "$v"
   field error '"usage"'
   out_contains "if-version"
@@ -588,6 +598,73 @@ expect_exit 7 "$UNICO" --store "lmdb:$SCRATCH/regular-file/store" schema apply "
 expect_exit 1 "$UNICO" --store "lmdb:$SCRATCH/opts?sync=sometimes" check
 expect_exit 1 "$UNICO" --store "nosuchstore://host/x" check
 field error '"unsupported"'
+
+scenario "an empty --store is a usage error, not the default store" empty_store
+mkdir -p "$SCRATCH/empty_store_cwd"
+in_dir() { local d=$1; shift; (cd "$d" && "$@"); }
+expect_exit 1 in_dir "$SCRATCH/empty_store_cwd" "$UNICO" --store '' get users u1
+field error '"usage"'
+out_contains "--store"
+expect_exit 1 in_dir "$SCRATCH/empty_store_cwd" "$UNICO" --store= schema show
+check_true "an empty --store creates no ./unico-data" \
+  test ! -e "$SCRATCH/empty_store_cwd/unico-data"
+
+scenario "a NUL byte in a schema file or standard input is refused, nothing written" nul
+printf 'CREATE TABLE users (id text PRIMARY KEY, username text, UNIQUE (username));\n' >"$SCRATCH/nul1.cql"
+printf 'CREATE TABLE users (id text PRIMARY KEY, username text, UNIQUE (username));\n\0CREATE TABLE t (id text PRIMARY KEY);\n' >"$SCRATCH/nul2.cql"
+tr -d '\000' <"$SCRATCH/nul2.cql" >"$SCRATCH/nul2-clean.cql"
+# before any schema: the store is not even created
+expect_exit 1 u schema apply "$SCRATCH/nul2.cql"
+field error '"invalid"'
+out_contains "$SCRATCH/nul2.cql contains a NUL byte at byte offset 76"
+err_contains "byte offset 76"
+check_true "a refused schema file creates no store" test ! -e "$SCRATCH/nul"
+expect_exit 0 u schema apply "$SCRATCH/nul2-clean.cql"
+field tables '["users","t"]'
+# with the table t there, the text cut at the NUL would drop it
+expect_exit 1 u schema apply "$SCRATCH/nul2.cql"
+out_contains "byte offset 76"
+STDIN_FILE=$SCRATCH/nul2.cql
+expect_exit 1 u schema apply -
+out_contains "standard input contains a NUL byte at byte offset 76"
+expect_exit 0 u insert t '{"id":"t1"}'
+printf '{"id":"z3"}\0garbage' >"$SCRATCH/nul-insert.json"
+STDIN_FILE=$SCRATCH/nul-insert.json
+expect_exit 1 u insert t -
+field error '"invalid"'
+out_contains "standard input contains a NUL byte at byte offset 11"
+expect_exit 2 u get t z3
+expect_exit 0 u insert users '{"id":"r1","username":"kept"}'
+printf '{"username":"changed"}\0{"junk":' >"$SCRATCH/nul-update.json"
+STDIN_FILE=$SCRATCH/nul-update.json
+expect_exit 1 u update users r1 -
+out_contains "byte offset 22"
+expect_exit 0 u get users r1
+field version 1
+field record.username '"kept"'
+# a NUL-free record from standard input still works
+printf '{"username":"changed"}' >"$SCRATCH/ok-update.json"
+STDIN_FILE=$SCRATCH/ok-update.json
+expect_exit 0 u update users r1 -
+field version 2
+
+if command -v flock >/dev/null 2>&1; then
+scenario "a store owned by another process: busy, and stderr says so" owned
+expect_exit 0 u schema apply "$DDL"
+# hold the store's lock as a log-mode owner (unico serve) does
+flock -x "$SCRATCH/owned/unico.lock" sleep 30 &
+FLOCK_PID=$!
+for _ in $(seq 100); do
+  flock -n -s "$SCRATCH/owned/unico.lock" true || break
+  sleep 0.05
+done
+expect_exit 6 u get users u1
+field error '"busy"'
+err_contains "unico: store in use by another process: "
+err_lacks "value held by an operation in flight"
+kill "$FLOCK_PID" 2>/dev/null
+wait "$FLOCK_PID" 2>/dev/null
+fi
 
 scenario "check on a healthy store" check
 expect_exit 0 u check
