@@ -180,9 +180,11 @@ int unico_update_with(unico *u, const char *table, const char *pk_json,
  * 30 days): while the hold lives, only a write presenting its token takes
  * the value. values_json as for unico_lookup. res->json:
  * {"token":T,"table":..,"constraint":..,"value":[..],"expires_ms":N,
- *  "expires":"ISO-8601"}. The token is secret: the store keeps only its
- * SHA-256. UNICO_ECONFLICT when a record holds the value, UNICO_EBUSY when
- * another live hold does. */
+ *  "expires":"ISO-8601"}. The token is secret: the claim keeps only its
+ * SHA-256. With an op_id the call is retry-safe: a repeat returns the first
+ * answer (its outcome, token included, is kept for the retention period),
+ * and op_id used for another request is UNICO_EOPID. UNICO_ECONFLICT when
+ * a record holds the value, UNICO_EBUSY when another live hold does. */
 int unico_reserve(unico *u, const char *table, const char *constraint,
                   const char *values_json, uint64_t ttl_ms, const char *op_id,
                   unico_result *res);
