@@ -1495,6 +1495,99 @@ static void test_one_seed(void **state) {
   assert_int_equal(n, 0);
 }
 
+/* A hold's op id under faults: one client reserves a value with an op id,
+ * retrying unknown and failed answers, and may crash at any call (after its
+ * claim landed, say, but before its answer was kept). Afterwards the same
+ * request must answer with a token, the very one any earlier success gave,
+ * and that token must take the value. */
+typedef struct hold_run {
+  unico *u;
+  int rc;          /* the client's last answer (or -1: crashed) */
+  char json[512];  /* its output when rc is UNICO_OK */
+} hold_run;
+
+#define HOLD_ARGS "users", "users_email_key", "[\"h@x.io\"]", 600000, "hold-op"
+
+static void hold_client(void *ctx, int c) {
+  hold_run *h = ctx;
+  (void)c;
+  h->rc = -1;
+  for (int a = 0; a < IN_RUN_TRIES && !usim_crashed(); a++) {
+    unico_result res = UNICO_RESULT_INIT;
+    int rc = unico_reserve(h->u, HOLD_ARGS, &res);
+    if (!usim_crashed()) {
+      h->rc = rc;
+      if (rc == UNICO_OK) snprintf(h->json, sizeof h->json, "%s", res.json);
+    }
+    unico_result_clear(&res);
+    if (rc != UNICO_EUNKNOWN && rc != UNICO_EUNAVAILABLE) break;
+  }
+  if (usim_crashed()) h->rc = -1;
+}
+
+static void test_hold_op_id_faults(void **state) {
+  (void)state;
+  static const usim_faults hf = {.unknown_pm = 150, .fail_pm = 100,
+                                 .crash_pm = 80, .reorder = 1, .step_ms = 3};
+  int first_ok = 0, crashed = 0;
+  for (uint64_t seed = 1; seed <= 300; seed++) {
+    usim *s;
+    char name[64], url[80];
+    snprintf(name, sizeof name, "test-sim-hold-%" PRIu64, seed);
+    snprintf(url, sizeof url, "sim:%s", name);
+    assert_int_equal(usim_new(&s, name, seed, &hf), UNICO_OK);
+    unico_options opts = UNICO_OPTIONS_INIT;
+    opts.grace_ms = GRACE_MS;
+    unico_result res = UNICO_RESULT_INIT;
+    hold_run h;
+    memset(&h, 0, sizeof h);
+    assert_int_equal(unico_open(&h.u, url, &opts, &res), UNICO_OK);
+    assert_int_equal(unico_schema_apply(h.u, DDL, &res), UNICO_OK);
+    assert_int_equal(usim_run(s, 1, hold_client, &h), 0);
+    first_ok += h.rc == UNICO_OK;
+    crashed += h.rc == -1;
+    /* the repeat, without faults */
+    int rc = unico_reserve(h.u, HOLD_ARGS, &res);
+    if (rc != UNICO_OK)
+      fail_msg("seed %" PRIu64 ": the repeat of a hold answered %s (%s); the "
+               "first call %s",
+               seed, unico_errname(rc), res.message,
+               h.rc == -1 ? "crashed" : unico_errname(h.rc));
+    if (h.rc == UNICO_OK && strcmp(h.json, res.json))
+      fail_msg("seed %" PRIu64 ": the repeat answered %s, the first %s", seed,
+               res.json, h.json);
+    json_t *o = json_loads(res.json, 0, NULL);
+    char token[128];
+    snprintf(token, sizeof token, "%s",
+             json_string_value(json_object_get(o, "token")));
+    json_decref(o);
+    /* its token takes the value, which nobody else could */
+    assert_int_equal(unico_insert(h.u, "users",
+                                  "{\"id\":\"x\",\"email\":\"h@x.io\"}",
+                                  NULL, &res),
+                     UNICO_EBUSY);
+    const char *mine[] = {token};
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.holds = mine;
+    wo.nholds = 1;
+    rc = unico_insert_with(h.u, "users",
+                           "{\"id\":\"y\",\"email\":\"h@x.io\"}", &wo,
+                           &res);
+    if (rc != UNICO_OK)
+      fail_msg("seed %" PRIu64 ": the repeat's token did not take the value: "
+               "%s (%s)",
+               seed, unico_errname(rc), res.message);
+    assert_int_equal(unico_check(h.u, &res), UNICO_OK);
+    unico_result_clear(&res);
+    unico_close(h.u);
+    usim_free(s);
+  }
+  printf("hold op id under faults: 300 seeds, %d first answers ok, %d "
+         "clients crashed\n",
+         first_ok, crashed);
+  assert_true(first_ok > 0 && crashed > 0); /* both shapes were tried */
+}
+
 static void summary(double secs) {
   const counts *t = &g_total;
   printf("test_sim: %" PRIu64 " seeds, %" PRIu64 " ops: %" PRIu64 " ok, %" PRIu64
@@ -1533,6 +1626,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_regressions),
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_hold_op_id_faults),
     };
     failed = cmocka_run_group_tests(tests, setup_schema, teardown_schema);
   }
