@@ -769,7 +769,7 @@ static json_t *item_json(const imp *im, const ritem *it) {
   json_object_set_new(o, "line", json_integer((json_int_t)f->line));
   json_object_set_new(o, "pk", load_or_null(f->pk));
   if (f->kind == ST_ERROR) json_object_set_new(o, "error", json_string(unico_errname(f->rc)));
-  json_object_set_new(o, "message", json_string(f->message));
+  json_object_set_new(o, "message", ucli_json_text(f->message));
   if (f->constraint) json_object_set_new(o, "constraint", json_string(f->constraint));
   if (f->value) json_object_set_new(o, "value", load_or_null(f->value));
   if (f->column) json_object_set_new(o, "column", json_string(f->column));

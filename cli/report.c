@@ -2,8 +2,64 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report.h"
+
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *p) {
+  unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (p[1] < lo || p[1] > hi) return 0; /* also stops at the NUL */
+  for (size_t i = 2; i < n; i++)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return n;
+}
+
+json_t *ucli_json_text(const char *s) {
+  if (!s) return NULL;
+  json_t *j = json_string(s);
+  if (j) return j;
+  /* not valid UTF-8: escape what is not (at most 4 bytes out per byte in) */
+  static const char hex[] = "0123456789ABCDEF";
+  const unsigned char *p = (const unsigned char *)s;
+  char *out = malloc(4 * strlen(s) + 1), *o = out;
+  if (!out) return NULL;
+  while (*p) {
+    size_t n = utf8_seq(p);
+    if (n) {
+      memcpy(o, p, n);
+      o += n;
+      p += n;
+    } else {
+      *o++ = '\\';
+      *o++ = 'x';
+      *o++ = hex[*p >> 4];
+      *o++ = hex[*p & 15];
+      p++;
+    }
+  }
+  *o = 0;
+  j = json_string(out);
+  free(out);
+  return j;
+}
 
 json_t *ucli_error_object(int rc, const char *name, int with_code,
                           const unico_result *res) {
@@ -11,18 +67,18 @@ json_t *ucli_error_object(int rc, const char *name, int with_code,
   if (!o) return NULL;
   json_object_set_new(o, "error", json_string(name ? name : unico_errname(rc)));
   if (with_code) json_object_set_new(o, "code", json_integer(unico_exit_code(rc)));
-  json_object_set_new(o, "message", json_string(res && res->message[0]
-                                                    ? res->message
-                                                    : unico_strerror(rc)));
+  json_object_set_new(o, "message", ucli_json_text(res && res->message[0]
+                                                       ? res->message
+                                                       : unico_strerror(rc)));
   if (!res) return o;
   if (res->constraint[0])
-    json_object_set_new(o, "constraint", json_string(res->constraint));
+    json_object_set_new(o, "constraint", ucli_json_text(res->constraint));
   if (res->value)
     json_object_set_new(o, "value", json_loads(res->value, JSON_DECODE_ANY, NULL));
   if (res->owner)
     json_object_set_new(o, "owner", json_loads(res->owner, JSON_DECODE_ANY, NULL));
   if (res->column[0])
-    json_object_set_new(o, "column", json_string(res->column));
+    json_object_set_new(o, "column", ucli_json_text(res->column));
   if (rc == UNICO_EVERSION && res->version)
     json_object_set_new(o, "current_version", json_integer((json_int_t)res->version));
   if (res->json) /* e.g. check's report */
@@ -70,8 +126,8 @@ int ucli_usage_error(const char *who, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  print_object(json_pack("{s:s,s:i,s:s}", "error", "usage", "code",
-                         UCLI_EXIT_USAGE, "message", msg));
+  print_object(json_pack("{s:s,s:i,s:o}", "error", "usage", "code",
+                         UCLI_EXIT_USAGE, "message", ucli_json_text(msg)));
   fprintf(stderr, "%s: %s (see %s --help)\n", who, msg, who);
   return UCLI_EXIT_USAGE;
 }

@@ -10,9 +10,17 @@
 
 #define UCLI_EXIT_USAGE 1
 
+/* s as a JSON string that is always valid UTF-8, so that a text from
+ * outside (an op id, a path, a message cut inside a character) can never
+ * make the string, and with it the whole object, disappear: every byte
+ * that is not part of a well-formed UTF-8 sequence is written as the four
+ * characters \xNN. NULL only when out of memory (or s is NULL). */
+json_t *ucli_json_text(const char *s);
+
 /* {"error":NAME[,"code":EXIT],"message":..} plus the details res carries
  * (constraint, value, owner, column, current_version, report). name NULL:
- * unico_errname(rc). A new reference, or NULL out of memory. */
+ * unico_errname(rc). Text fields go through ucli_json_text(), so "message"
+ * is always there. A new reference, or NULL out of memory. */
 json_t *ucli_error_object(int rc, const char *name, int with_code,
                           const unico_result *res);
 

@@ -194,6 +194,12 @@ int unico_reserve(unico *u, const char *table, const char *constraint,
  * "expired":bool}. */
 int unico_release_hold(unico *u, const char *token, unico_result *res);
 
+/* unico_release_hold, only for a hold of table `table` (NULL: any table):
+ * UNICO_EINVAL when the table does not exist, UNICO_ENOTFOUND (and nothing
+ * released) when the token's hold belongs to another table. */
+int unico_release_hold_in(unico *u, const char *table, const char *token,
+                          unico_result *res);
+
 /* Read a record. res->json: {"pk":PK,"version":N,"record":{...}}. */
 int unico_get(unico *u, const char *table, const char *pk_json,
               unico_result *res);

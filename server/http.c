@@ -43,6 +43,7 @@ typedef struct ureq {
   int dropping;   /* the answer is early: the body is read and dropped */
   int close;      /* close the connection after the answer */
   int bad_path;   /* malformed percent-encoding in the path */
+  int n_if_match; /* If-Match header lines */
   char *body;
   size_t len, cap, dropped;
   int status;
@@ -98,12 +99,18 @@ static int pct_decode(char *s, int plus) {
   return 0;
 }
 
-static void pct_encode(usbuf *b, const char *s) {
+/* Percent-encode s as one path segment: every byte but A-Z a-z 0-9 - . _ ~
+ * is escaped, and the first byte too when `all_first` (a segment that would
+ * otherwise read as a route word: "by", "holds"). */
+static void pct_encode(usbuf *b, const char *s, int all_first) {
   static const char hex[] = "0123456789ABCDEF";
-  for (; *s; s++) {
+  for (const char *s0 = s; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-        (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~') {
+    if (all_first && s == s0) {
+      char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+      usb_add(b, e, 3);
+    } else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+               (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~') {
       usb_add(b, (const char *)&c, 1);
     } else {
       char e[3] = {'%', hex[c >> 4], hex[c & 15]};
@@ -235,7 +242,8 @@ static void fail(uresp *o, int status, const char *name, const char *fmt, ...) {
   va_end(ap);
   o->status = status;
   free(o->body);
-  o->body = dump(json_pack("{s:s,s:s}", "error", name, "message", msg));
+  /* msg may quote the client's bytes (a path): keep it valid UTF-8 */
+  o->body = dump(json_pack("{s:s,s:o}", "error", name, "message", ucli_json_text(msg)));
 }
 
 /* The library does not give an unknown table or constraint a code of its
@@ -338,11 +346,16 @@ static const char *header(struct MHD_Connection *c, const char *name) {
   return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-/* If-Match: "N", N or *. 0 for none or *; -1 if malformed. */
-static int if_match(struct MHD_Connection *c, uint64_t *version) {
+/* If-Match: "N", N or *. 0 for none or *; -1 if malformed: a list (one
+ * header with commas, or several If-Match lines: MHD would show only the
+ * first), a weak tag, or anything but a version written as ETag writes it
+ * (digits, no sign, no blank inside the quotes, no leading zero: If-Match
+ * compares tags octet by octet). */
+static int if_match(struct MHD_Connection *c, const ureq *r, uint64_t *version) {
   const char *h = header(c, MHD_HTTP_HEADER_IF_MATCH);
   *version = 0;
   if (!h) return 0;
+  if (r->n_if_match > 1) return -1;
   while (*h == ' ' || *h == '\t') h++;
   size_t n = strlen(h);
   while (n && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
@@ -351,7 +364,7 @@ static int if_match(struct MHD_Connection *c, uint64_t *version) {
     h++;
     n -= 2;
   }
-  if (!n || n > 19) return -1;
+  if (!n || n > 19 || h[0] == '0') return -1;
   uint64_t v = 0;
   for (size_t i = 0; i < n; i++) {
     if (h[i] < '0' || h[i] > '9') return -1;
@@ -362,24 +375,28 @@ static int if_match(struct MHD_Connection *c, uint64_t *version) {
   return 0;
 }
 
-/* The Location of a record: /v1/TABLE/PK... from the pk of the output. */
+/* Whether the segment after the table is a route word when left as is
+ * (route_of): a first key value "by" or "holds" is written %62y, %68olds. */
+static int route_word(const char *seg) {
+  return !strcmp(seg, "by") || !strcmp(seg, "holds");
+}
+
+/* The Location of a record: /v1/TABLE/PK... from the pk of the output, in
+ * the form route_of reads back as that record. */
 static char *location_of(const char *table, const char *out_json) {
   json_t *o = json_loads(out_json, 0, NULL);
   json_t *pk = json_object_get(o, "pk");
   usbuf b = {0};
   usb_add(&b, "/v1/", 4);
-  pct_encode(&b, table);
+  pct_encode(&b, table, 0);
   size_t n = json_is_array(pk) ? json_array_size(pk) : 1;
   for (size_t i = 0; i < n && pk; i++) {
     json_t *v = json_is_array(pk) ? json_array_get(pk, i) : pk;
+    char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    const char *seg = json_is_string(v) ? json_string_value(v) : t ? t : "";
     usb_add(&b, "/", 1);
-    if (json_is_string(v)) {
-      pct_encode(&b, json_string_value(v));
-    } else {
-      char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-      if (t) pct_encode(&b, t);
-      free(t);
-    }
+    pct_encode(&b, seg, i == 0 && route_word(seg));
+    free(t);
   }
   json_decref(o);
   return usb_take(&b);
@@ -432,8 +449,8 @@ static void do_healthz(userv *s, uresp *o) {
   } else {
     o->status = 503;
     o->retry_after = 1;
-    o->body = dump(json_pack("{s:s,s:s,s:s}", "status", "unavailable", "error",
-                             unico_errname(rc), "message", res.message));
+    o->body = dump(json_pack("{s:s,s:s,s:o}", "status", "unavailable", "error",
+                             unico_errname(rc), "message", ucli_json_text(res.message)));
   }
   unico_result_clear(&res);
 }
@@ -513,7 +530,13 @@ static void do_reserve(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   json_t *con = json_object_get(j, "constraint");
   json_t *val = json_object_get(j, "value");
   json_t *ttl = json_object_get(j, "ttl");
-  if (!j || !json_is_object(j)) {
+  if (!j && json_error_code(&je) == json_error_stack_overflow) {
+    fail(o, 400, "invalid", "the body nests arrays and objects too deeply (at most %d "
+                            "levels)", JSON_PARSER_MAX_DEPTH);
+  } else if (!j) {
+    fail(o, 400, "invalid", "the body is not valid JSON: %s (line %d, column %d)",
+         je.text, je.line, je.column);
+  } else if (!json_is_object(j)) {
     fail(o, 400, "invalid", "the body must be a JSON object "
                             "{\"constraint\":..,\"value\":..,\"ttl\":SECONDS}");
   } else if (!json_is_string(con)) {
@@ -540,12 +563,12 @@ static void do_reserve(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   unico_result_clear(&res);
 }
 
-/* DELETE /v1/{table}/holds/{token} */
+/* DELETE /v1/{table}/holds/{token}: a hold of that table only. */
 static void do_release(userv *s, ureq *r, uresp *o, unico *u) {
   unico_result res = UNICO_RESULT_INIT;
   int rc;
-  STORE(UO_RELEASE, unico_release_hold(u, r->segs[2], &res));
-  answer_unversioned(o, rc, &res, 200, NULL);
+  STORE(UO_RELEASE, unico_release_hold_in(u, r->segs[0], r->segs[2], &res));
+  answer_unversioned(o, rc, &res, 200, r->segs[0]);
   unico_result_clear(&res);
 }
 
@@ -586,8 +609,9 @@ static void do_record(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   pk = res.json;
   res.json = NULL;
   if (r->method == UM_PATCH || r->method == UM_DELETE) {
-    if (if_match(c, &ver)) {
-      fail(o, 400, "invalid", "If-Match must be a version such as \"3\" (or *)");
+    if (if_match(c, r, &ver)) {
+      fail(o, 400, "invalid", "If-Match must be one version such as \"3\" (or *); "
+                              "weak tags and lists are refused");
       goto leave;
     }
   }
@@ -792,6 +816,55 @@ static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
   return 0;
 }
 
+/* The header lines that must come once, counted (MHD keeps them all, but
+ * MHD_lookup_connection_value shows only the first). */
+typedef struct hcounts {
+  int host, content_length, transfer_encoding, if_match;
+} hcounts;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind,
+                                    const char *key, const char *value) {
+  hcounts *h = cls;
+  (void)kind;
+  (void)value;
+  if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) h->host++;
+  else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) h->content_length++;
+  else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) h->transfer_encoding++;
+  else if (!strcasecmp(key, MHD_HTTP_HEADER_IF_MATCH)) h->if_match++;
+  return MHD_YES;
+}
+
+/* RFC 9112 checks on the request head that libmicrohttpd 0.9 leaves to the
+ * application. 1 when o is the answer; *framing then says the body's
+ * length is unknown (the connection must close without reading on). */
+static int head_check(struct MHD_Connection *c, const char *version, ureq *r,
+                      uresp *o, int *framing) {
+  hcounts h;
+  memset(&h, 0, sizeof h);
+  MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+  r->n_if_match = h.if_match;
+  *framing = 1;
+  if (h.content_length > 1) {
+    fail(o, 400, "invalid", "the request has %d Content-Length headers: its body's "
+                            "length is ambiguous", h.content_length);
+    return 1;
+  }
+  if (h.content_length && h.transfer_encoding) {
+    fail(o, 400, "invalid", "the request has both Content-Length and Transfer-Encoding");
+    return 1;
+  }
+  *framing = 0;
+  if (h.host > 1) {
+    fail(o, 400, "invalid", "the request has %d Host headers; it needs exactly one", h.host);
+    return 1;
+  }
+  if (!h.host && version && !strcmp(version, MHD_HTTP_VERSION_1_1)) {
+    fail(o, 400, "invalid", "an HTTP/1.1 request needs a Host header");
+    return 1;
+  }
+  return 0;
+}
+
 /* Whether a body follows the headers, and its length (UINT64_MAX when
  * chunked). */
 static int body_follows(struct MHD_Connection *c, uint64_t *len) {
@@ -853,7 +926,6 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
   userv *s = cls;
   ureq *r = *con_cls;
   uresp o;
-  (void)version;
   memset(&o, 0, sizeof o);
   if (!r) { /* the headers are in */
     r = calloc(1, sizeof *r);
@@ -864,10 +936,16 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
     *con_cls = r;
     r->method = method_of(method);
     snprintf(r->path, sizeof r->path, "%s", url);
-    for (char *p = r->path; *p; p++) /* one log line per request, always */
-      if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ' ') *p = '?';
+    for (char *p = r->path; *p; p++) /* one ASCII log line per request, always */
+      if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f) *p = '?';
     remote_of(c, r->remote, sizeof r->remote);
     route_of(r, url);
+    int framing;
+    if (head_check(c, version, r, &o, &framing)) {
+      if (!framing) return answer_early(s, c, r, &o);
+      r->close = 1; /* the body cannot be told from what follows it */
+      return send_resp(s, c, r, &o);
+    }
     uint64_t len;
     body_follows(c, &len);
     if (precheck(s, c, r, method, len, &o)) return answer_early(s, c, r, &o);
@@ -911,6 +989,7 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
     r->body[r->len] = 0;
     return MHD_YES;
   }
+  userv_conn_received(userv_conn_of(c)); /* whole: no deadline from here */
   if (r->held) { /* resumed: the answer may go out, unless syncing failed */
     r->held = 0;
     atomic_fetch_sub(&s->suspended, 1);
@@ -964,7 +1043,7 @@ void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                         enum MHD_RequestTerminationCode toe) {
   userv *s = cls;
   ureq *r = *con_cls;
-  (void)c;
+  userv_conn_next(userv_conn_of(c)); /* keep-alive: the next request */
   if (!r) return;
   uint64_t us = userv_now_us() - r->start_us;
   (void)toe; /* a queued status counts even if the client left early */
@@ -977,17 +1056,4 @@ void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   free(r);
   *con_cls = NULL;
   atomic_fetch_sub(&s->inflight, 1);
-}
-
-void userv_on_connection(void *cls, struct MHD_Connection *c, void **sock_ctx,
-                         enum MHD_ConnectionNotificationCode toe) {
-  userv *s = cls;
-  (void)c;
-  (void)sock_ctx;
-  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-    atomic_fetch_add_explicit(&s->m.connections, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->m.connections_total, 1, memory_order_relaxed);
-  } else {
-    atomic_fetch_sub_explicit(&s->m.connections, 1, memory_order_relaxed);
-  }
 }

@@ -181,6 +181,14 @@ char *umetrics_render(userv *s) {
   head(&b, "unico_http_connections_total", "counter", "Client connections accepted.");
   usb_printf(&b, "unico_http_connections_total %llu\n",
              (unsigned long long)atomic_load_explicit(&m->connections_total, RLX));
+  head(&b, "unico_http_connections_refused_total", "counter",
+       "Connections closed at accept: over --max-connections.");
+  usb_printf(&b, "unico_http_connections_refused_total %llu\n",
+             (unsigned long long)atomic_load_explicit(&m->connections_refused, RLX));
+  head(&b, "unico_http_request_timeouts_total", "counter",
+       "Connections closed because a request had not arrived --request-timeout after its first byte.");
+  usb_printf(&b, "unico_http_request_timeouts_total %llu\n",
+             (unsigned long long)atomic_load_explicit(&m->request_timeouts, RLX));
   head(&b, "unico_http_request_body_bytes_total", "counter", "Request body bytes received.");
   usb_printf(&b, "unico_http_request_body_bytes_total %llu\n",
              (unsigned long long)atomic_load_explicit(&m->bytes_in, RLX));

@@ -47,15 +47,18 @@ static const char *const SERVE_HELP =
     "                           not on a thread; 0: a thread per connection\n"
     "                           (default: one loop per CPU, at least 2, on a\n"
     "                           log-mode store; else a thread per connection)\n"
-    "  --max-connections N      connections at once (default 1024)\n"
-    "  --max-per-ip N           connections at once from one address (default:\n"
-    "                           no limit but --max-connections)\n"
+    "  --max-connections N      connections at once (default 1024); more are\n"
+    "                           closed as soon as they are accepted\n"
+    "  --max-per-ip N           connections at once from one client address; 0:\n"
+    "                           no cap (default: a quarter of --max-connections\n"
+    "                           when ADDR is not loopback, else no cap)\n"
     "  --max-body BYTES         largest request body (default 1048576): 413\n"
     "  --max-header BYTES       memory per connection for the request line and\n"
     "                           headers (default 32768): 431 beyond\n"
     "  --idle-timeout SECONDS   close a connection idle this long (default 30)\n"
-    "  --request-timeout SECONDS  a request body must arrive within this time,\n"
-    "                           else the connection is closed (default 30)\n"
+    "  --request-timeout SECONDS  a request (line, headers and body) must have\n"
+    "                           arrived this long after its first byte, else the\n"
+    "                           connection is closed (default 30)\n"
     "  --drain-timeout SECONDS  on SIGTERM, wait at most this long for requests\n"
     "                           in flight (default 10)\n"
     "  --access-log FILE|-|off  where the access log goes (default -: stderr)\n"
@@ -131,35 +134,65 @@ uint64_t userv_now_us(void) {
 
 unico *userv_store(userv *s, unico_result *res) {
   unico *u = atomic_load_explicit(&s->store, memory_order_acquire);
-  if (u) return u;
+  if (u || !res) return u;
+  /* Never wait for an open here (one may take seconds, as when another
+   * process holds the store's lock): the opener thread retries. */
+  unico_result_clear(res);
+  res->rc = UNICO_EUNAVAILABLE;
   pthread_mutex_lock(&s->open_lock);
-  u = atomic_load_explicit(&s->store, memory_order_acquire);
-  uint64_t now = userv_now_us();
-  if (!u && (!s->open_tried_us || now - s->open_tried_us >= 1000000u)) {
-    unico_result r2 = UNICO_RESULT_INIT;
-    s->open_tried_us = now;
-    int rc = unico_open(&u, s->store_url, NULL, &r2);
-    umetrics_store(&s->m, UO_OPEN, rc, userv_now_us() - now);
-    if (rc == UNICO_OK) {
-      atomic_store_explicit(&s->store, u, memory_order_release);
-      fprintf(stderr, "unico serve: store %s is open\n", s->store_url);
-    } else {
-      u = NULL;
-      s->open_rc = rc;
-      snprintf(s->open_msg, sizeof s->open_msg, "%s", r2.message);
-      fprintf(stderr, "unico serve: store %s unavailable: %s (retrying at most once a second)\n",
+  snprintf(res->message, sizeof res->message, "the store cannot be opened: %.400s",
+           s->open_msg);
+  pthread_mutex_unlock(&s->open_lock);
+  return NULL;
+}
+
+/* One attempt to open the store, outside open_lock (it may take seconds).
+ * UNICO_OK once it is open; else the library's code, with its message in
+ * res (may be NULL) and in s->open_msg for the 503s. */
+static int store_open(userv *s, unico_result *res) {
+  unico_result r2 = UNICO_RESULT_INIT;
+  unico *u = NULL;
+  uint64_t t0 = userv_now_us();
+  int rc = unico_open(&u, s->store_url, NULL, &r2);
+  umetrics_store(&s->m, UO_OPEN, rc, userv_now_us() - t0);
+  if (rc == UNICO_OK) {
+    atomic_store_explicit(&s->store, u, memory_order_release);
+    fprintf(stderr, "unico serve: store %s is open\n", s->store_url);
+  } else {
+    pthread_mutex_lock(&s->open_lock);
+    int same = !strcmp(s->open_msg, r2.message);
+    snprintf(s->open_msg, sizeof s->open_msg, "%s", r2.message);
+    pthread_mutex_unlock(&s->open_lock);
+    if (!same) /* say it once, not once a second */
+      fprintf(stderr, "unico serve: store %s unavailable: %s (retrying every second)\n",
               s->store_url, r2.message);
-    }
+  }
+  if (res) {
+    unico_result_clear(res);
+    *res = r2;
+  } else {
     unico_result_clear(&r2);
   }
-  if (!u && res) {
-    unico_result_clear(res);
-    res->rc = s->open_rc;
-    snprintf(res->message, sizeof res->message, "the store cannot be opened: %.400s",
-             s->open_msg);
+  return rc;
+}
+
+/* The opener thread: while the store is not open, try again every second
+ * until it opens or the server stops. */
+static void *opener_main(void *arg) {
+  userv *s = arg;
+  pthread_mutex_lock(&s->open_lock);
+  while (!s->open_stop && !atomic_load(&s->store)) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    pthread_cond_timedwait(&s->open_cond, &s->open_lock, &ts);
+    if (s->open_stop) break;
+    pthread_mutex_unlock(&s->open_lock);
+    store_open(s, NULL);
+    pthread_mutex_lock(&s->open_lock);
   }
   pthread_mutex_unlock(&s->open_lock);
-  return u;
+  return NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -225,7 +258,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
     unsigned long long v = 0;
     if (which >= 4 && which <= 12) {
       unsigned long long max = which == 6 ? (1ull << 32) : which == 7 ? (1ull << 24) : 1000000;
-      unsigned long long min = which == 6 || which == 7 ? 1024 : which == 11 ? 0 : 1;
+      unsigned long long min = which == 6 || which == 7 ? 1024 : which == 11 || which == 12 ? 0 : 1;
       if (parse_uint(val, max, &v) || v < min)
         return usage_error("%.*s needs an integer from %llu to %llu, got \"%s\"",
                            (int)nlen, a, min, max, val);
@@ -243,7 +276,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
     case 9: c->request_timeout = (unsigned)v; break;
     case 10: c->drain_timeout = (unsigned)v; break;
     case 11: c->event_loop = (unsigned)v; c->event_loop_set = 1; break;
-    case 12: c->max_per_ip = (unsigned)v; break;
+    case 12: c->max_per_ip = (unsigned)v; c->max_per_ip_set = 1; break;
     case 13: c->access_log = val; break;
     }
   }
@@ -395,8 +428,12 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   if (!s) return report(UNICO_ENOMEM, &(unico_result){.message = "out of memory"});
   umetrics_init(&s->m);
   pthread_mutex_init(&s->open_lock, NULL);
+  pthread_cond_init(&s->open_cond, NULL);
+  pthread_mutex_init(&s->conns_lock, NULL);
+  pthread_mutex_init(&s->watch_lock, NULL);
+  pthread_cond_init(&s->watch_cond, NULL);
   s->log_fd = 2;
-  int have_slots = 0;
+  int have_slots = 0, have_opener = 0, have_watch = 0;
   userv_config *c = &s->cfg;
   c->listen = "127.0.0.1:8080";
   c->threads = 0;
@@ -431,6 +468,13 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   socklen_t sslen = 0;
   code = resolve(c->listen, &ss, &sslen);
   if (code) goto leave;
+  /* Off the loopback interface, one address may not take every
+   * connection (a quarter of them by default; 0: no cap). On loopback all
+   * clients share an address (a local proxy, say): no cap by default. */
+  if (!c->max_per_ip_set)
+    c->max_per_ip = is_loopback((const struct sockaddr *)&ss)
+                        ? 0
+                        : (c->max_connections >= 4 ? c->max_connections / 4 : 1);
   if (c->token_file) {
     code = read_token(s, c->token_file);
     if (code) goto leave;
@@ -472,12 +516,22 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   /* Open the store now. A bad URL is a configuration error; a store that
    * is not there yet is not: requests answer 503 until it can be opened. */
   unico_result res = UNICO_RESULT_INIT;
-  unico *u = userv_store(s, &res);
-  if (!u && (res.rc == UNICO_EINVAL || res.rc == UNICO_EUNSUPPORTED || ddl)) {
-    code = report(res.rc, &res);
+  int orc = store_open(s, &res);
+  unico *u = atomic_load(&s->store);
+  if (orc && (orc == UNICO_EINVAL || orc == UNICO_EUNSUPPORTED || ddl)) {
+    code = report(orc, &res);
     unico_result_clear(&res);
     free(ddl);
     goto leave;
+  }
+  if (!u) {
+    if (pthread_create(&s->opener, NULL, opener_main, s)) {
+      code = report(UNICO_ENOMEM, &(unico_result){.message = "cannot start a thread"});
+      unico_result_clear(&res);
+      free(ddl);
+      goto leave;
+    }
+    have_opener = 1;
   }
   if (u && ddl) {
     int rc = unico_schema_apply(u, ddl, &res);
@@ -513,8 +567,13 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
   s->defer = c->event_loop != 0;
   if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  /* --max-connections is enforced by userv_accept, which closes a
+   * connection over it at once. MHD's own limit is set out of reach: with
+   * event loops it is split between the loops, and a loop at its share
+   * stops accepting, which leaves clients hanging in the backlog. */
+  unsigned loops = c->event_loop ? c->event_loop : 1;
   struct MHD_OptionItem items[] = {
-      {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)c->max_connections, NULL},
+      {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)(c->max_connections + 16) * loops, NULL},
       {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->idle_timeout, NULL},
       {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)c->max_per_ip, NULL},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->max_header, NULL},
@@ -522,7 +581,12 @@ int unico_serve_main(int argc, char **argv, int cmd) {
        (intptr_t)c->event_loop, NULL},
       {MHD_OPTION_END, 0, NULL},
   };
-  d = MHD_start_daemon(flags, 0, NULL, NULL, userv_on_request, s,
+  if ((errno = userv_watch_start(s))) {
+    code = usage_error("cannot start a thread: %s", strerror(errno));
+    goto leave;
+  }
+  have_watch = 1;
+  d = MHD_start_daemon(flags, 0, userv_accept, s, userv_on_request, s,
                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                        MHD_OPTION_LISTEN_SOCKET, fd,
                        MHD_OPTION_NOTIFY_COMPLETED, userv_on_completed, s,
@@ -585,13 +649,25 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   fprintf(stderr, "unico serve: stopped\n");
 
 leave:
+  if (have_opener) {
+    pthread_mutex_lock(&s->open_lock);
+    s->open_stop = 1;
+    pthread_cond_signal(&s->open_cond);
+    pthread_mutex_unlock(&s->open_lock);
+    pthread_join(s->opener, NULL);
+  }
   if (d) MHD_stop_daemon(d);
+  if (have_watch) userv_watch_stop(s); /* after MHD: no connection is left */
   if (fd >= 0) close(fd);
   unico_close(atomic_load(&s->store));
   if (s->log_fd > 2) close(s->log_fd);
   free(s->token);
   if (have_slots) sem_destroy(&s->slots);
   pthread_mutex_destroy(&s->open_lock);
+  pthread_cond_destroy(&s->open_cond);
+  pthread_mutex_destroy(&s->conns_lock);
+  pthread_mutex_destroy(&s->watch_lock);
+  pthread_cond_destroy(&s->watch_cond);
   umetrics_destroy(&s->m);
   free(s);
   return code;

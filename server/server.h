@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <microhttpd.h>
@@ -61,6 +62,8 @@ typedef struct umetrics {
   uhist store_latency[UO_NOPS];
   _Atomic int64_t connections;
   _Atomic uint64_t connections_total;
+  _Atomic uint64_t connections_refused; /* over --max-connections */
+  _Atomic uint64_t request_timeouts;    /* cut by --request-timeout */
   _Atomic uint64_t bytes_in, bytes_out;
   /* conflicts by table and constraint: a short list behind a lock, taken
    * only when a write is refused */
@@ -99,22 +102,41 @@ typedef struct userv_config {
   int event_loop_set;      /* given by --event-loop (else chosen by store) */
   unsigned max_connections;
   unsigned max_per_ip;      /* 0: no limit */
+  int max_per_ip_set;       /* given by --max-per-ip (else by address) */
   size_t max_body;
   size_t max_header;
   unsigned idle_timeout;    /* seconds */
-  unsigned request_timeout; /* seconds for the body to arrive */
+  unsigned request_timeout; /* seconds for a request to arrive, from its first byte */
   unsigned drain_timeout;   /* seconds */
 } userv_config;
+
+/* An open connection (MHD's socket context; conns.c). */
+typedef struct uconn {
+  struct uconn *prev, *next; /* userv.conns, under conns_lock */
+  int fd;
+  /* set by the connection's thread: a request is awaited or arriving
+   * (not yet whole), and since when: a new gen for each request */
+  atomic_int receiving;
+  atomic_uint gen;
+  _Atomic uint64_t start_base; /* the kernel's byte count then */
+  _Atomic uint64_t start_us;
+  /* the watchdog's own, under conns_lock */
+  unsigned seen_gen;
+  uint64_t base, sample_us, first_us;
+  int cut;
+} uconn;
 
 typedef struct userv {
   userv_config cfg;
   const char *store_url;
   /* The one handle all threads share. NULL until the store could be
-   * opened: requests then answer 503 and try again, at most once a second. */
+   * opened: requests then answer 503 at once, and the opener thread tries
+   * again every second. open_lock guards open_msg and open_stop. */
   _Atomic(unico *) store;
   pthread_mutex_t open_lock;
-  uint64_t open_tried_us;
-  int open_rc;
+  pthread_cond_t open_cond;
+  pthread_t opener;
+  int open_stop;
   char open_msg[512];
   char *token;
   size_t token_len;
@@ -126,11 +148,18 @@ typedef struct userv {
   int defer;
   _Atomic int64_t suspended;
   sem_t slots; /* --threads: turns in the store (when a cap is set) */
+  /* the open connections and the request-deadline watchdog (conns.c) */
+  pthread_mutex_t conns_lock;
+  uconn *conns;
+  pthread_mutex_t watch_lock;
+  pthread_cond_t watch_cond;
+  pthread_t watch;
+  int watch_stop;
   umetrics m;
 } userv;
 
-/* The shared handle, opening the store if it is not open yet. NULL with
- * the error in res (UNICO_EUNAVAILABLE, ...) when it cannot be opened. */
+/* The shared handle, or NULL at once while the store is not open, with
+ * UNICO_EUNAVAILABLE and the reason in res (may be NULL). */
 unico *userv_store(userv *s, unico_result *res);
 
 /* The MHD callbacks (http.c); cls is the userv. */
@@ -140,8 +169,17 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
                                  size_t *upload_size, void **con_cls);
 void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                         enum MHD_RequestTerminationCode toe);
+/* conns.c: the connection callbacks, the --max-connections cap (MHD's
+ * accept policy), and the watchdog that closes a connection whose request
+ * has not fully arrived --request-timeout seconds after its first byte. */
 void userv_on_connection(void *cls, struct MHD_Connection *c, void **sock_ctx,
                          enum MHD_ConnectionNotificationCode toe);
+enum MHD_Result userv_accept(void *cls, const struct sockaddr *addr, socklen_t len);
+uconn *userv_conn_of(struct MHD_Connection *c); /* NULL: not tracked */
+void userv_conn_received(uconn *uc); /* the request is whole; NULL is fine */
+void userv_conn_next(uconn *uc);     /* the next request is awaited */
+int userv_watch_start(userv *s);     /* 0 or an errno */
+void userv_watch_stop(userv *s);
 /* Leaves the path and query arguments as they came: http.c decodes them
  * itself, segment by segment, so that %2F inside a key stays in the key. */
 size_t userv_unescape_none(void *cls, struct MHD_Connection *c, char *s);

@@ -1625,7 +1625,12 @@ static void test_holds(void **state) {
   /* an update that takes the held value needs the token too */
   EXPECT(UNICO_EBUSY, unico_update(f->u, "users", "\"b2\"",
                                    "{\"phone\":\"555\"}", 0, NULL, &f->r));
-  EXPECT(UNICO_OK, unico_release_hold(f->u, token, &f->r));
+  /* released only through its own table (the HTTP API's path names it) */
+  EXPECT(UNICO_EINVAL, unico_release_hold_in(f->u, "nosuch", token, &f->r));
+  EXPECT(UNICO_ENOTFOUND, unico_release_hold_in(f->u, "links", token, &f->r));
+  EXPECT(UNICO_EBUSY, unico_update(f->u, "users", "\"b2\"",
+                                   "{\"phone\":\"555\"}", 0, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_release_hold_in(f->u, "users", token, &f->r));
   EXPECT_FIELD(f->r.json, "released", "true");
   EXPECT(UNICO_ENOTFOUND, unico_release_hold(f->u, token, &f->r));
   EXPECT(UNICO_OK, unico_update(f->u, "users", "\"b2\"", "{\"phone\":\"555\"}",

@@ -56,6 +56,10 @@ CREATE TABLE items (
   UNIQUE (code)
 );
 
+CREATE TABLE _schema (
+  id text PRIMARY KEY
+);
+
 CREATE TABLE subs (
   id      text PRIMARY KEY,
   poll_id text,
@@ -118,7 +122,7 @@ class Server:
     def stderr(self):
         if not self.err.closed:
             self.err.flush()
-        with open(self.log_path) as f:
+        with open(self.log_path, errors="replace") as f:
             return f.read()
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
@@ -231,7 +235,7 @@ def t_schema():
     check(r.status == 404 and r.json["error"] == "not_found", "no schema yet: 404", r)
     r = call(S, "PUT", "/v1/_schema", SCHEMA, {"Content-Type": "text/plain"})
     check(r.status == 200 and r.json["changed"] is True, "schema apply", r)
-    check(r.json["tables"] == ["users", "votes", "items", "subs"], "tables", r.json)
+    check(r.json["tables"] == ["users", "votes", "items", "_schema", "subs"], "tables", r.json)
     r = fetch(S, "PUT", "/v1/_schema", {"ddl": SCHEMA})
     check(r.status == 200 and r.json["changed"] is False, "same schema as JSON: unchanged", r)
     r = call(S, "GET", "/v1/_schema")
@@ -340,9 +344,15 @@ def t_versions():
     check(r.status == 200 and r.json["version"] == 3, "bare version in If-Match", r)
     r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+103"}, {"If-Match": "*"})
     check(r.status == 200 and r.json["version"] == 4, "If-Match: *", r)
-    for bad in ('W/"4"', '"x"', "0", '"4", "5"'):
+    for bad in ('W/"4"', '"x"', "0", '"4", "5"', '" 4"', '"4 "', '"+4"', "+4", '"-4"', '"04"', "04",
+                '"4 4"', '""'):
         r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+1"}, {"If-Match": bad})
         check(r.status == 400, "If-Match %s: 400" % bad, r)
+    # two If-Match lines are a list too (MHD shows only the first)
+    for first, second in (('"4"', '"1"'), ('"1"', '"4"')):
+        out = raw(S, b'DELETE /v1/users/v1 HTTP/1.1\r\nHost: t\r\nIf-Match: %s\r\nIf-Match: %s\r\n\r\n'
+                  % (first.encode(), second.encode()))
+        check(status_of_raw(out) == 400 and b"lists" in out, "two If-Match headers: 400", out)
     r = fetch(S, "DELETE", "/v1/users/v1", None, {"If-Match": '"3"'})
     check(r.status == 412 and r.json["current_version"] == 4, "stale DELETE: 412", r)
     r = fetch(S, "DELETE", "/v1/users/v1", None, {"If-Match": '"4"'})
@@ -403,6 +413,23 @@ def t_keys():
     check(r.status == 200 and r.json["pk"] == 42, "int key from the path", r)
     r = fetch(S, "GET", "/v1/items/by/items_code_key?v=A")
     check(r.status == 200 and r.json["pk"] == 42, "lookup in an int-keyed table", r)
+    # Location escapes what would read as a route word, as clients must
+    r = fetch(S, "POST", "/v1/users", {"id": "holds"})
+    check(r.status == 201 and r.headers["location"] == "/v1/users/%68olds", "Location of pk holds", r)
+    r = fetch(S, "GET", r.headers["location"])
+    check(r.status == 200 and r.json["pk"] == "holds", "GET the Location of pk holds", r)
+    r = fetch(S, "POST", "/v1/votes", {"poll_id": "by", "voter": "y"})
+    check(r.status == 201 and r.headers["location"] == "/v1/votes/%62y/y", "Location of pk (by, y)", r)
+    r = fetch(S, "GET", r.headers["location"])
+    check(r.status == 200 and r.json["pk"] == ["by", "y"], "GET the Location of pk (by, y)", r)
+    r = fetch(S, "POST", "/v1/votes", {"poll_id": "holds", "voter": "z"})
+    r = fetch(S, "GET", r.headers["location"])
+    check(r.status == 200 and r.json["pk"] == ["holds", "z"], "GET the Location of pk (holds, z)", r)
+    # a table named _schema: /v1/_schema is the schema; the table is %5Fschema
+    r = fetch(S, "POST", "/v1/%5Fschema", {"id": "k1"})
+    check(r.status == 201, "insert into table _schema through /v1/%5Fschema", r)
+    r = fetch(S, "GET", r.headers["location"])
+    check(r.status == 200 and r.json["pk"] == "k1", "GET the Location of a _schema record", r)
 
 
 def t_idempotency():
@@ -421,6 +448,74 @@ def t_idempotency():
           "PATCH replay applied once", (r1, r2))
     r = fetch(S, "POST", "/v1/users", {"id": "i3"}, {"Idempotency-Key": "x" * 200})
     check(r.status == 400, "an over-long key: 400", r)
+
+
+def t_head_rules():
+    # RFC 9112: a request's framing must be unambiguous (else 400 and close)
+    s = socket.create_connection((S.host, S.port), timeout=5)
+    s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n"
+              b'{"id":"q"}')
+    out = read_response(s)
+    s.close()
+    check(status_of_raw(out) == 400 and b"Content-Length" in out and b"Connection: close" in out,
+          "two Content-Length headers: 400 and close", out)
+    r = fetch(S, "GET", "/v1/users/q")
+    check(r.status == 404, "nothing written", r)
+    out = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 b'b\r\n{"id":"q2"}\r\n0\r\n\r\n')
+    check(status_of_raw(out) == 400 and b"Connection: close" in out, "Content-Length and chunked: 400", out)
+    # HTTP/1.1 needs exactly one Host; HTTP/1.0 needs none
+    out = raw(S, b"GET /healthz HTTP/1.1\r\n\r\n")
+    check(status_of_raw(out) == 400 and b"Host" in out, "HTTP/1.1 without Host: 400", out)
+    out = raw(S, b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+    check(status_of_raw(out) == 400 and b"Host" in out, "two Host headers: 400", out)
+    out = raw(S, b"GET /healthz HTTP/1.0\r\n\r\n")
+    check(status_of_raw(out) == 200, "HTTP/1.0 without Host: 200", out)
+
+
+def utf8_json(out):
+    """The JSON body of a raw response, decoded strictly as UTF-8."""
+    body = out.partition(b"\r\n\r\n")[2]
+    return json.loads(body.decode("utf-8", "strict"))
+
+
+def t_error_utf8():
+    # "message" is always there and valid UTF-8, whatever bytes came in
+    def post(pk):
+        body = json.dumps({"id": pk}).encode()
+        return raw(S, b"POST /v1/users HTTP/1.1\r\nHost: t\r\nIdempotency-Key: caf\xc3\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    check(status_of_raw(post("utf1")) == 201, "insert with a non-UTF-8 op id")
+    out = post("utf2")
+    j = utf8_json(out)
+    check(status_of_raw(out) == 422 and j["error"] == "op_id_reused" and "caf\\xC3" in j["message"],
+          "reused op id caf\\xc3: 422 with a message", out)
+    out = raw(S, b"GET /v1/%ff/x HTTP/1.1\r\nHost: t\r\n\r\n")
+    j = utf8_json(out)
+    check(status_of_raw(out) == 404 and "\\xFF" in j["message"], "table %ff: 404 with a message", out)
+    out = raw(S, b"GET /v1/\xff\xfe/x HTTP/1.1\r\nHost: t\r\n\r\n")
+    j = utf8_json(out)
+    check(status_of_raw(out) == 404 and j.get("message"), "raw bytes in the path: 404 with a message", out)
+    q = urllib.parse.urlencode([("v", "a" + "\u00e9" * 150)])
+    out = raw(S, b"GET /v1/users/by/users_username?%s HTTP/1.1\r\nHost: t\r\n\r\n" % q.encode())
+    j = utf8_json(out)
+    check(status_of_raw(out) == 404 and j["message"].startswith("no record"),
+          "a message cut inside a character: still there", out[:300])
+    # the CLI prints its errors through the same object
+    store = "lmdb:" + os.path.join(WORK, "utf8-cli")
+    shutil.rmtree(os.path.join(WORK, "utf8-cli"), ignore_errors=True)
+    schema = os.path.join(WORK, "utf8-schema.cql")
+    with open(schema, "w") as f:
+        f.write("CREATE TABLE t (id text PRIMARY KEY);")
+    subprocess.run([BIN, "--store", store, "schema", "apply", schema], capture_output=True, check=True)
+    cmd = [BIN.encode(), b"--store", store.encode(), b"insert", b"t", None, b"--op-id", b"caf\xc3"]
+    cmd[5] = b'{"id":"a"}'
+    subprocess.run(cmd, capture_output=True, check=True)
+    cmd[5] = b'{"id":"b"}'
+    out = subprocess.run(cmd, capture_output=True)
+    j = json.loads(out.stdout.decode("utf-8", "strict"))
+    check(out.returncode == 1 and j["error"] == "op_id_reused" and "caf\\xC3" in j["message"],
+          "the CLI's error object keeps its message", out)
 
 
 def t_limits():
@@ -491,6 +586,23 @@ def t_holds():
     check(r.status == 404, "unknown constraint: 404 (as for lookups)", r)
     r = call(S, "GET", "/v1/users/holds")
     check(r.status == 405, "GET on holds: 405", r)
+    # DELETE /v1/{table}/holds/{token} releases only a hold of that table
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "tbl", "ttl": 60})
+    tok = r.json["token"]
+    r = call(S, "DELETE", "/v1/nosuchtable/holds/" + tok)
+    check(r.status == 404 and "nosuchtable" in r.json["message"], "release through an unknown table: 404", r)
+    r = call(S, "DELETE", "/v1/votes/holds/" + tok)
+    check(r.status == 404 and r.json["error"] == "not_found", "release through another table: 404", r)
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "tbl", "ttl": 60})
+    check(r.status == 409 and r.json["error"] == "busy", "the hold was not released through them", r)
+    r = call(S, "DELETE", "/v1/users/holds/" + tok)
+    check(r.status == 200 and r.json["released"] is True, "released through its own table", r)
+    # a value nested too deeply: the answer says so
+    deep = '{"constraint":"users_username","value":' + "[" * 3000 + "]" * 3000 + ',"ttl":5}'
+    r = call(S, "POST", "/v1/users/holds", deep)
+    check(r.status == 400 and "deep" in r.json["message"], "a too deep hold body: 400 saying so", r)
+    r = call(S, "POST", "/v1/users/holds", '{"constraint":"users_username",')
+    check(r.status == 400 and "not valid JSON" in r.json["message"], "malformed hold body: 400 saying so", r)
     # a short hold expires: then anyone takes the value
     r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_phone_key", "value": "+1999", "ttl": 0.2})
     check(r.status == 201, "a 0.2 s hold", r)
@@ -620,10 +732,13 @@ def t_access_log():
     check(lines, "access log lines", log[-2000:])
     f = lines[0].split()
     check(f[0].endswith("Z") and f[1] == "127.0.0.1" and f[-1].endswith("us"), "log fields", lines[0])
+    # raw bytes in a path (t_error_utf8 sent \xff\xfe) are logged as ?
+    check(" GET /v1/??/x 404 " in log, "non-ASCII path bytes logged as ?", log[-3000:])
 
 
 SHARED = [t_schema, t_insert_get, t_conflict, t_bad_input, t_not_found, t_method_not_allowed,
           t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_holds, t_count_limits,
+          t_head_rules, t_error_utf8,
           t_limits, t_stalled, t_race,
           t_health_metrics, t_access_log]
 
@@ -759,6 +874,131 @@ def t_idle_timeout():
         check(srv.stop() == 0, "exits 0")
 
 
+def closed_soon(sock, within):
+    """Whether the server closes sock (EOF or reset) within `within` s."""
+    sock.settimeout(within)
+    try:
+        return sock.recv(100) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def t_max_connections():
+    # Over --max-connections a client is closed at once, in both threading
+    # models (with event loops it used to wait in the kernel's backlog).
+    for model in ("2", "0"):
+        srv = Server("maxconn" + model, "--event-loop", model, "--max-connections", "4")
+        try:
+            held = [socket.create_connection((srv.host, srv.port), timeout=5) for _ in range(4)]
+            time.sleep(0.3)
+            t0 = time.time()
+            extra = socket.create_connection((srv.host, srv.port), timeout=5)
+            check(closed_soon(extra, 1.0) and time.time() - t0 < 1.0,
+                  "event loop %s: a fifth connection is closed at once" % model, time.time() - t0)
+            extra.close()
+            held.pop().close()
+            time.sleep(0.2)
+            r = fetch(srv, "GET", "/healthz")
+            check(r.status == 200, "event loop %s: served again below the cap" % model, r)
+            for h in held:
+                h.close()
+            time.sleep(0.2)
+            check(metric(srv, "unico_http_connections_refused_total") == 1, "counted as refused")
+        finally:
+            check(srv.stop() == 0, "exits 0")
+
+
+def t_slow_heads():
+    # Headers trickled a line at a time never let the idle timeout fire;
+    # --request-timeout counts from a request's first byte, headers
+    # included. Both threading models.
+    for model in ("0", "2"):
+        srv = Server("slowheads" + model, "--event-loop", model, "--max-connections", "4",
+                     "--idle-timeout", "5", "--request-timeout", "1")
+        try:
+            trick = [socket.create_connection((srv.host, srv.port), timeout=5) for _ in range(4)]
+            for t in trick:
+                t.sendall(b"GET /healthz HTTP/1.1\r\n")
+            t0 = time.time()
+            cut = [None] * 4
+            t_first = t0
+            while time.time() - t_first < 3 and None in cut:
+                for i, t in enumerate(trick):
+                    if cut[i] is None:
+                        try:
+                            t.sendall(b"X-Slow: 1\r\n")
+                            if closed_soon(t, 0.05):
+                                cut[i] = time.time() - t_first
+                        except OSError:
+                            cut[i] = time.time() - t_first
+                time.sleep(0.2)
+            check(None not in cut and max(cut) < 2.0,
+                  "event loop %s: trickled headers are cut about 1 s after their first byte" % model, cut)
+            for t in trick:
+                t.close()
+            time.sleep(0.1)
+            r = fetch(srv, "GET", "/healthz")
+            check(r.status == 200, "then new clients are served", r)
+            check(metric(srv, "unico_http_request_timeouts_total") == 4, "counted as request timeouts")
+            # a request that arrives whole in time is not cut, idle or not
+            c = http.client.HTTPConnection(srv.host, srv.port, timeout=5)
+            c.request("GET", "/healthz")
+            c.getresponse().read()
+            time.sleep(1.3)  # idle on a keep-alive connection: not a slow request
+            c.request("GET", "/healthz")
+            check(c.getresponse().status == 200, "an idle keep-alive connection lives on")
+            c.close()
+        finally:
+            check(srv.stop() == 0, "exits 0")
+
+
+def t_per_ip():
+    # Off loopback a client address gets a quarter of --max-connections by
+    # default (here 2 of 8).
+    tok = os.path.join(WORK, "token.txt")
+    with open(tok, "w") as f:
+        f.write("s3cret-token-0123456789\n")
+    srv = Server("perip", "--listen", "0.0.0.0:0", "--token-file", tok, "--max-connections", "8")
+    try:
+        held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(2)]
+        time.sleep(0.2)
+        third = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        check(closed_soon(third, 1.0), "bound beyond loopback: a third connection from one address is closed")
+        third.close()
+        for h in held:
+            h.close()
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
+def t_store_owned():
+    # A second server on a store another process owns (log mode) answers
+    # 503 at once, /healthz included, and takes the store over once the
+    # owner is gone (a rolling restart).
+    first = Server("owned", "--event-loop", "0", store="lmdb:" + os.path.join(WORK, "owned-data") + "?wal=on")
+    second = Server("owned2", "--event-loop", "0", store=first.store)
+    try:
+        for path in ("/healthz", "/healthz", "/v1/users/x"):
+            t0 = time.time()
+            r = fetch(second, "GET", path)
+            took = time.time() - t0
+            check(r.status == 503 and took < 0.5, "%s on a store owned elsewhere: 503 at once" % path, (r, took))
+        check(r.json["error"] == "unavailable" and "another process" in r.json["message"], "says why", r)
+        check(first.stop() == 0, "the owner exits 0")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            r = fetch(second, "GET", "/healthz")
+            if r.status == 200:
+                break
+            time.sleep(0.2)
+        check(r.status == 200, "the second server takes the store over", r)
+    finally:
+        first.stop()
+        check(second.stop() == 0, "exits 0")
+
+
 def t_shutdown():
     srv = Server("shutdown", "--threads", "4")
     fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
@@ -839,7 +1079,7 @@ def t_event_loop():
         check(srv.stop() == 0, "exits 0")
 
 
-OWN = [t_event_loop, t_token, t_unavailable, t_idle_timeout, t_shutdown]
+OWN = [t_event_loop, t_token, t_unavailable, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):

@@ -79,6 +79,24 @@ else
   fails=$((fails + 1))
 fi
 
+# HTTP/1.1 without Host, a list of If-Match headers: 400 (RFC 9112, docs/http.md)
+expect 400 '"invalid"' -H 'Host:' "$URL/healthz"
+expect 400 'lists' -X DELETE -H 'If-Match: "1"' -H 'If-Match: "9"' "$URL/v1/users/u5"
+expect 400 '"invalid"' -X DELETE -H 'If-Match: " 1"' "$URL/v1/users/u5"
+
+# a Location clients can follow: a pk "holds" is written %68olds
+curl -sS -D "$WORK/headers" -o /dev/null -H "$J" -d '{"id":"holds"}' "$URL/v1/users"
+loc=$(sed -n 's/^Location: \([^[:space:]]*\).*/\1/p' "$WORK/headers")
+if [ "$loc" = /v1/users/%68olds ]; then echo "ok   Location $loc"; else
+  echo "FAIL: Location of pk holds: $loc"; fails=$((fails + 1)); fi
+expect 200 '"pk":"holds"' "$URL$loc"
+
+# a hold is released only through its own table
+tok=$(curl -sS -H "$J" -d '{"constraint":"users_email","value":"h@x","ttl":60}' "$URL/v1/users/holds" |
+  sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
+expect 404 'nosuch' -X DELETE "$URL/v1/nosuch/holds/$tok"
+expect 200 '"released":true' -X DELETE "$URL/v1/users/holds/$tok"
+
 kill -TERM "$PID"
 wait "$PID"
 rc=$?

@@ -365,10 +365,19 @@ leave:
   return rc;
 }
 
-int uapi_release_hold(unico *u, const char *token, unico_result *res) {
+int uapi_release_hold(unico *u, const char *table, const char *token,
+                      unico_result *res) {
   ubuf hkey = UBUF_INIT, ckey = UBUF_INIT, cur = UBUF_INIT;
   uint8_t hash[32];
+  char tname[256] = ""; /* the table's name as the schema spells it */
   int rc;
+  if (table) {
+    usch *sc = uapi_schema_for(u, table, NULL);
+    const utable *t = uapi_find_table(sc, table, res);
+    if (t) snprintf(tname, sizeof tname, "%s", t->name);
+    uapi_sch_put(sc);
+    if (!t) return UNICO_EINVAL;
+  }
   if (!token || !*token)
     return uerr(res, UNICO_EINVAL, NULL, "no hold token given");
   uplan_token_hash(token, hash);
@@ -385,6 +394,17 @@ int uapi_release_hold(unico *u, const char *token, unico_result *res) {
       goto leave;
     }
     if (rc) goto leave;
+    if (table) { /* the index names the claim, and the claim its table */
+      char of[256] = "";
+      size_t voff;
+      int con;
+      if (uplan_claim_split(NULL, ckey.p, ckey.len, &voff, &con, of, sizeof of) ||
+          strcmp(of, tname)) {
+        rc = uerr(res, UNICO_ENOTFOUND, NULL,
+                  "table %s has no hold with this token", table);
+        goto leave;
+      }
+    }
     rc = uexec_read(u->x, &ckey, &cur, &cver, res);
     if (rc && rc != UNICO_ENOTFOUND) goto leave;
     int ours = rc == UNICO_OK && !ustored_claim_decode(cur.p, cur.len, &cl) &&
@@ -423,13 +443,13 @@ int uapi_release_hold(unico *u, const char *token, unico_result *res) {
       goto leave;
     }
     json_t *vj = NULL;
-    char table[256] = "";
+    char of[256] = "";
     size_t voff;
     int con;
-    if (!uplan_claim_split(NULL, ckey.p, ckey.len, &voff, &con, table,
-                           sizeof table))
+    if (!uplan_claim_split(NULL, ckey.p, ckey.len, &voff, &con, of,
+                           sizeof of))
       vj = urec_tuple_json(ckey.p + voff, ckey.len - voff);
-    json_t *o = json_pack("{s:b,s:s,s:o,s:b}", "released", 1, "table", table,
+    json_t *o = json_pack("{s:b,s:s,s:o,s:b}", "released", 1, "table", of,
                           "value", vj ? vj : json_null(), "expired",
                           expires <= uexec_now(u->x));
     if (res && o) res->json = json_dumps(o, JSON_COMPACT);

@@ -47,7 +47,9 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
 int uapi_reserve(unico *u, const char *table, const char *constraint,
                  const char *values_json, uint64_t ttl_ms, const char *op_id,
                  unico_result *res);
-int uapi_release_hold(unico *u, const char *token, unico_result *res);
+/* table NULL: the hold of any table; else only a hold of that table. */
+int uapi_release_hold(unico *u, const char *table, const char *token,
+                      unico_result *res);
 /* UNICO_EINVAL unless op_id is 1 to 128 bytes with no control character. */
 int uapi_check_op_id(const char *op_id, unico_result *res);
 /* An operation seen before under op_id: its first outcome is the answer.
@@ -61,6 +63,10 @@ usch *uapi_schema_for(unico *u, const char *table, const char *constraint);
 /* The index of t's unique constraint `name`, or -1 with res filled. */
 int uapi_unique_constraint(const utable *t, const char *name,
                            unico_result *res);
+/* Table `table` of sc; NULL with res filled ("table T does not exist ...")
+ * when it is missing. */
+const utable *uapi_find_table(const usch *sc, const char *table,
+                              unico_result *res);
 /* Table `table` of sc and in *ci its unique constraint `constraint`; NULL
  * with res filled when either is missing. */
 const utable *uapi_find_unique(const usch *sc, const char *table,

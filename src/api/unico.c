@@ -273,7 +273,14 @@ int unico_reserve(unico *u, const char *table, const char *constraint,
 int unico_release_hold(unico *u, const char *token, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uapi_release_hold(u, token, res));
+  return finish(res, uapi_release_hold(u, NULL, token, res));
+}
+
+int unico_release_hold_in(unico *u, const char *table, const char *token,
+                          unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish(res, uapi_release_hold(u, table, token, res));
 }
 
 int unico_get(unico *u, const char *table, const char *pk_json,

@@ -194,6 +194,11 @@ int uapi_unique_constraint(const utable *t, const char *name,
   return ci;
 }
 
+const utable *uapi_find_table(const usch *sc, const char *table,
+                              unico_result *res) {
+  return find_table(sc, table, res);
+}
+
 const utable *uapi_find_unique(const usch *sc, const char *table,
                                const char *constraint, int *ci,
                                unico_result *res) {
