@@ -19,6 +19,7 @@
 
 #include "serve.h"
 #include "server.h"
+#include "input.h"
 #include "report.h"
 
 #define EXIT_USAGE UCLI_EXIT_USAGE
@@ -264,7 +265,10 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
                            (int)nlen, a, min, max, val);
     }
     switch (which) {
-    case 0: c->store_url = val; break;
+    case 0:
+      if (!*val) return usage_error("--store needs a store URL, got an empty one");
+      c->store_url = val;
+      break;
     case 1: c->listen = val; break;
     case 2: c->token_file = val; break;
     case 3: c->schema_file = val; break;
@@ -499,10 +503,10 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   }
   have_slots = c->threads > 0;
   char *ddl = NULL;
-  if (c->schema_file && !(ddl = slurp(c->schema_file))) {
-    code = usage_error("cannot read %s: %s", c->schema_file, strerror(errno));
+  /* (the CLI's reader: a NUL byte in the file is refused, not a cut) */
+  if (c->schema_file &&
+      (code = ucli_read_input("unico serve", c->schema_file, &ddl, NULL)))
     goto leave;
-  }
 
   /* Signals are taken by sigwait() below; block them before any thread
    * (the store's, libmicrohttpd's) starts, so that all inherit the mask. */

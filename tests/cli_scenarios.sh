@@ -608,6 +608,13 @@ out_contains "--store"
 expect_exit 1 in_dir "$SCRATCH/empty_store_cwd" "$UNICO" --store= schema show
 check_true "an empty --store creates no ./unico-data" \
   test ! -e "$SCRATCH/empty_store_cwd/unico-data"
+# serve too, either side of the command word
+expect_exit 1 in_dir "$SCRATCH/empty_store_cwd" "$UNICO" serve --store '' --listen 127.0.0.1:0
+out_contains "--store needs a store URL"
+expect_exit 1 in_dir "$SCRATCH/empty_store_cwd" "$UNICO" --store '' serve --listen 127.0.0.1:0
+out_contains "--store needs a store URL"
+check_true "serve with an empty --store creates no ./unico-data" \
+  test ! -e "$SCRATCH/empty_store_cwd/unico-data"
 
 scenario "a NUL byte in a schema file or standard input is refused, nothing written" nul
 printf 'CREATE TABLE users (id text PRIMARY KEY, username text, UNIQUE (username));\n' >"$SCRATCH/nul1.cql"
@@ -642,6 +649,11 @@ out_contains "byte offset 22"
 expect_exit 0 u get users r1
 field version 1
 field record.username '"kept"'
+# unico serve --schema reads its file the same way: refused, not served
+expect_exit 1 "$UNICO" serve --store "lmdb:$SCRATCH/nul-serve" --listen 127.0.0.1:0 --schema "$SCRATCH/nul2.cql"
+field error '"invalid"'
+out_contains "$SCRATCH/nul2.cql contains a NUL byte at byte offset 76"
+check_true "serve with a refused schema file creates no store" test ! -e "$SCRATCH/nul-serve"
 # a NUL-free record from standard input still works
 printf '{"username":"changed"}' >"$SCRATCH/ok-update.json"
 STDIN_FILE=$SCRATCH/ok-update.json

@@ -357,6 +357,14 @@ def t_versions():
     check(r.status == 412 and r.json["current_version"] == 4, "stale DELETE: 412", r)
     r = fetch(S, "DELETE", "/v1/users/v1", None, {"If-Match": '"4"'})
     check(r.status == 200 and r.json == {"pk": "v1", "version": 4}, "DELETE: 200", r)
+    # inserted again, the key goes on counting: no ETag of the deleted
+    # record matches the new one
+    r = fetch(S, "POST", "/v1/users", {"id": "v1", "username": "vera"})
+    check(r.status == 201 and r.json["version"] == 5 and r.headers.get("etag") == '"5"',
+          "insert after delete: version 5", r)
+    for old in ("1", "2", "3", "4"):
+        r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+9"}, {"If-Match": '"%s"' % old})
+        check(r.status == 412 and r.json["current_version"] == 5, "If-Match of the deleted record: 412", r)
     r = call(S, "PATCH", "/v1/users/u1", {"id": "other"})
     check(r.status == 400 and r.json.get("column") == "id", "primary key change: 400 with column", r)
 
@@ -603,6 +611,25 @@ def t_holds():
     check(r.status == 400 and "deep" in r.json["message"], "a too deep hold body: 400 saying so", r)
     r = call(S, "POST", "/v1/users/holds", '{"constraint":"users_username",')
     check(r.status == 400 and "not valid JSON" in r.json["message"], "malformed hold body: 400 saying so", r)
+    # Idempotency-Key: a repeat is the first answer (same token), another
+    # request under the key (or a write's key) is 422 op_id_reused
+    hk = {"Idempotency-Key": "hk-1"}
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "Idmp", "ttl": 60}, hk)
+    check(r.status == 201, "hold with Idempotency-Key: 201", r)
+    first = r.json
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "Idmp", "ttl": 60}, hk)
+    check(r.status == 201 and r.json == first, "the repeat: 201 with the same token", r)
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "Other", "ttl": 60}, hk)
+    check(r.status == 422 and r.json["error"] == "op_id_reused", "the key with another value: 422", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "hk", "username": "other"}, hk)
+    check(r.status == 422 and r.json["error"] == "op_id_reused", "the key for an insert: 422", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "hk2", "username": "other2"}, {"Idempotency-Key": "hk-2"})
+    check(r.status == 201, "an insert under hk-2", r)
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "x3", "ttl": 60},
+              {"Idempotency-Key": "hk-2"})
+    check(r.status == 422 and r.json["error"] == "op_id_reused", "a hold under an insert's key: 422", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "hk3", "username": "idmp"}, {"Unico-Hold": first["token"]})
+    check(r.status == 201, "the repeated hold's token takes the value", r)
     # a short hold expires: then anyone takes the value
     r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_phone_key", "value": "+1999", "ttl": 0.2})
     check(r.status == 201, "a 0.2 s hold", r)
