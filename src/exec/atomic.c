@@ -37,6 +37,7 @@ int uexec_open(uexec **out, ustore *st, uint64_t retention_ms,
   x->retention_ms = retention_ms ? retention_ms : DAY_MS;
   /* Stores without transactions run the claims protocol (claims.c). */
   x->claims = !(st->vt->caps & USTORE_CAP_TXN);
+  x->proto = x->claims ? &uexec_claims_proto : &uexec_atomic_proto;
   x->grace_ms = UEXEC_GRACE_MS;
   atomic_init(&x->writes, 0);
   atomic_init(&x->attempts, 0);
@@ -155,7 +156,20 @@ static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
 
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res) {
-  if (x->claims) return uexec_claims_apply(x, p, why, res);
+  return x->proto->apply(x, p, why, res);
+}
+
+/* Atomic: a claim that is not a hold is in force unless FREE (records and
+ * their claims change in one transaction). */
+static int atomic_claim_state(uexec *x, const uint8_t *key, size_t klen,
+                              const ustored_claim *cl, const char *op_id,
+                              unico_result *res) {
+  (void)x, (void)key, (void)klen, (void)op_id, (void)res;
+  return cl->state == UCLAIM_FREE ? UEXEC_CLAIM_FREE : UEXEC_CLAIM_IN_FORCE;
+}
+
+static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
+                        unico_result *res) {
   size_t n = 2 + p->take.n + p->release.n + p->drop.n + (p->okey.len ? 2 : 0);
   ustore_op *ops = calloc(n, sizeof *ops);
   size_t *op_of = calloc(p->take.n + p->release.n + 1, sizeof *op_of);
@@ -284,6 +298,15 @@ leave:
   free(gvals);
   return rc;
 }
+
+const uexec_proto uexec_atomic_proto = {
+    .name = "atomic",
+    .hold_apart = 0,
+    .apply = atomic_apply,
+    .claim_state = atomic_claim_state,
+    .hold_put = uexec_atomic_hold_put,
+    .hold_drop = uexec_atomic_hold_drop,
+};
 
 /* ------------------------------------------------------------------ */
 /* sweep */

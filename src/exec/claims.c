@@ -1321,8 +1321,8 @@ static void fast_finish(cx *c) {
 
 /* ------------------------------------------------------------------ */
 
-int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
-                       unico_result *res) {
+static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
+                        unico_result *res) {
   cx c;
   memset(&c, 0, sizeof c);
   memset(why, 0, sizeof *why);
@@ -1685,3 +1685,12 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
   ubuf_free(&rv);
   return rc;
 }
+
+const uexec_proto uexec_claims_proto = {
+    .name = "claims",
+    .hold_apart = 1,
+    .apply = claims_apply,
+    .claim_state = uexec_claim_state,
+    .hold_put = uexec_claims_hold_put,
+    .hold_drop = uexec_claims_hold_drop,
+};

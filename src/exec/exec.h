@@ -15,6 +15,11 @@
 
 typedef struct uexec uexec;
 
+/* An executor call that wrote nothing because a condition did not hold
+ * (why it did not is in its out-parameter): the store's code, named for
+ * the callers of the executor, which never see a store operation. */
+#define UEXEC_NOT_APPLIED USTORE_NOT_APPLIED
+
 #define UEXEC_GRACE_MS 5000 /* default grace period (claims protocol) */
 
 /* Takes ownership of st (closed by uexec_close, also when this fails).
@@ -123,6 +128,69 @@ enum { UEXEC_SETTLE_READ = 0, UEXEC_SETTLE_STALE = 1, UEXEC_SETTLE_NOW = 2 };
 int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
                       uint64_t *ver, const uint64_t *fp_now, int mode,
                       int *inflight, unico_result *res);
+
+/* ------------------------------------------------------------------ */
+/* Holds (exec/hold.c): a claim with no owner record, an expiry and the
+ * SHA-256 of a secret token, indexed by ("h", hash). */
+
+typedef struct uexec_hold {
+  const ubuf *ckey;      /* the claim key of the value */
+  const uint8_t *hash;   /* the token's SHA-256 (32 bytes) */
+  const char *op_id;     /* the hold's op id (the caller's, or generated) */
+  const char *caller_op; /* the caller's op id, or NULL */
+  int64_t now_ms, expires_ms;
+  uint64_t schema_ver;   /* store version of ("s") it was made under (0:
+                            absent): a hold lands only while it is there */
+  /* caller_op: the outcome kept with the hold (key, value, index), and
+   * what identifies the request in it */
+  const ubuf *okey, *oval, *oidx;
+  const char *kind, *table;
+  uint64_t fp;
+} uexec_hold;
+
+/* Why a hold was not taken. */
+enum uexec_hold_why {
+  UEXEC_HOLD_TAKEN = 1,   /* a record holds the value: owner */
+  UEXEC_HOLD_HELD,        /* another live hold: expires_ms */
+  UEXEC_HOLD_IN_FLIGHT,   /* a write that may still commit holds it */
+  UEXEC_HOLD_MOVED,       /* something moved meanwhile: look again */
+  UEXEC_HOLD_SCHEMA,      /* the schema moved: reload, look again */
+  UEXEC_HOLD_ANSWERED,    /* a repeat of this request kept its outcome
+                             first: that is the answer */
+  UEXEC_HOLD_OP_ID_USED   /* the caller's op id names another request */
+};
+
+typedef struct uexec_hold_out {
+  int why;              /* enum uexec_hold_why */
+  ustored_claim owner;  /* UEXEC_HOLD_TAKEN (free with ustored_claim_free) */
+  int64_t expires_ms;   /* UEXEC_HOLD_HELD */
+} uexec_hold_out;
+
+/* Take the value of h->ckey as a hold, with its index and (caller_op) its
+ * outcome: UNICO_OK, USTORE_NOT_APPLIED with out->why (a refusal is
+ * reported only on a state the store holds durably), or an error. */
+int uexec_hold_take(uexec *x, const uexec_hold *h, uexec_hold_out *out,
+                    unico_result *res);
+
+enum uexec_release_why {
+  UEXEC_RELEASE_NONE = 1,    /* no hold has this token */
+  UEXEC_RELEASE_OTHER_TABLE, /* the hold is another table's */
+  UEXEC_RELEASE_TAKEN        /* it expired and its value was taken (its
+                                index is removed) */
+};
+
+typedef struct uexec_release_out {
+  int why;           /* UNICO_ENOTFOUND: enum uexec_release_why */
+  ubuf ckey;         /* the hold's claim key (caller inits and frees) */
+  int64_t expires_ms;
+} uexec_release_out;
+
+/* Give up the hold whose token hashes to hash (table: only a hold of that
+ * table; NULL: any). UNICO_OK (out->ckey names the value),
+ * UNICO_ENOTFOUND with out->why, USTORE_NOT_APPLIED when it moved
+ * meanwhile (look again), or an error. */
+int uexec_hold_release(uexec *x, const uint8_t hash[32], const char *table,
+                       uexec_release_out *out, unico_result *res);
 
 /* The longest key the store accepts (0: no limit). */
 size_t uexec_max_key(uexec *x);

@@ -7,7 +7,48 @@
 
 #include "exec/exec.h"
 
+/* A protocol: how writes reach the store, chosen once at open. The
+ * atomic one (atomic.c) for stores with transactions, the claims protocol
+ * (claims.c) for stores with per-key compare-and-set only. */
+typedef struct uexec_proto {
+  const char *name;
+  int hold_apart; /* a hold and its outcome are written one after the
+                     other (no transaction): a lost answer can be seen */
+  int (*apply)(uexec *x, const uplan *p, uexec_refused *why,
+               unico_result *res);
+  /* the state of a claim that is not a hold (exec.h's uexec_claim_state) */
+  int (*claim_state)(uexec *x, const uint8_t *key, size_t klen,
+                     const ustored_claim *cl, const char *op_id,
+                     unico_result *res);
+  /* write hold h over the claim at cver (0: absent), removing the index
+   * oldh of the hold it replaces (NULL: none) */
+  int (*hold_put)(uexec *x, const uexec_hold *h, uint64_t cver,
+                  const ubuf *oldh, uexec_hold_out *out, unico_result *res);
+  /* remove the hold index hkey (at hver) and, cver != 0, the hold at
+   * ckey (at cver) */
+  int (*hold_drop)(uexec *x, const ubuf *hkey, uint64_t hver,
+                   const ubuf *ckey, uint64_t cver, unico_result *res);
+} uexec_proto;
+
+extern const uexec_proto uexec_atomic_proto;
+extern const uexec_proto uexec_claims_proto;
+
+/* The hold writes of each protocol (hold.c). */
+int uexec_atomic_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
+                          const ubuf *oldh, uexec_hold_out *out,
+                          unico_result *res);
+int uexec_atomic_hold_drop(uexec *x, const ubuf *hkey, uint64_t hver,
+                           const ubuf *ckey, uint64_t cver,
+                           unico_result *res);
+int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
+                          const ubuf *oldh, uexec_hold_out *out,
+                          unico_result *res);
+int uexec_claims_hold_drop(uexec *x, const ubuf *hkey, uint64_t hver,
+                           const ubuf *ckey, uint64_t cver,
+                           unico_result *res);
+
 struct uexec {
+  const uexec_proto *proto;
   ustore *st;
   uint64_t retention_ms; /* outcomes (and, claims protocol, tombstones) */
   int64_t grace_ms;      /* claims protocol: how long a pending claim of
@@ -20,8 +61,5 @@ struct uexec {
   atomic_uint_fast64_t attempts;
 };
 
-/* Executor 2 (claims.c): uexec_apply for stores without transactions. */
-int uexec_claims_apply(uexec *x, const uplan *p, uexec_refused *why,
-                       unico_result *res);
 
 #endif
