@@ -808,6 +808,41 @@ out_contains '{"kind":"busy","line":3,"pk":"s3",'
 expect_exit 0 u check
 field records 2
 
+scenario "a full store: store_full before the answer in both modes, deletes still work, the advice works" full
+python3 -c '
+for i in range(3000): print("{\"id\":%d,\"name\":\"%s\"}" % (i, "n" * 600))' >"$SCRATCH/full.jsonl"
+BIG=$(printf '%03000d' 0)
+for mode in plain log; do
+  opts="map_size=1MiB&max_map_size=1MiB"
+  [ $mode = log ] && opts="wal=on&$opts"
+  STORE="lmdb:$SCRATCH/full-$mode?$opts"
+  expect_exit 0 u schema apply "$DDL"
+  expect_exit 7 u import items "$SCRATCH/full.jsonl" --threads 1 --report "$SCRATCH/full-$mode.report"
+  field error '"store_full"'
+  out_contains "reopen it as lmdb:$SCRATCH/full-$mode?$(echo "$opts" | sed 's/max_map_size=1MiB/max_map_size=2MiB/')"
+  ADVICE=$(sed -n 's/.*reopen it as \(lmdb:[^"]*\)".*/\1/p' "$OUT" | head -1)
+  # what was acknowledged fits: the same URL opens (log mode replays it)
+  expect_exit 0 u check
+  field ok true
+  # a refused write leaves nothing behind
+  id=100000
+  while [ $id -lt 100050 ]; do
+    run u insert items "{\"id\":$id,\"name\":\"$BIG\"}"
+    [ $CODE -eq 0 ] || break
+    id=$((id + 1))
+  done
+  check_true "inserts on a full store end with store_full (exit $CODE)" [ $CODE -eq 7 ]
+  expect_exit 2 u get items $id
+  # deletes work on a full store, and free space for inserts
+  for i in 0 1 2 3; do expect_exit 0 u delete items $i --op-id "del-$mode-$i"; done
+  for i in $(seq 4 20); do run u delete items $i; [ $CODE -eq 0 ] || break; done
+  check_true "17 more deletes on a full store (exit $CODE)" [ $CODE -eq 0 ]
+  expect_exit 0 u insert items '{"id":200000,"name":"fits again"}'
+  # the advice works as written, and max_map_size alone is enough
+  expect_exit 0 "$UNICO" --store "$ADVICE" insert items '{"id":200001,"name":"x"}'
+  expect_exit 0 "$UNICO" --store "lmdb:$SCRATCH/full-$mode?max_map_size=4MiB" get items 200001
+done
+
 # ------------------------------------------------------------- summary
 
 eval "exec ${PY[1]}>&-"

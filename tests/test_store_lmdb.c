@@ -1,6 +1,7 @@
 /* test_store_lmdb.c - the store interface on LMDB: conditions and versions,
  * all-or-nothing transactions that report every failed condition, scans,
- * map growth, a clear error when full, bad options, shared environments;
+ * map growth, a clear error when full whose advice works, deletes on a
+ * full store, bad options, shared environments;
  * group commit: concurrent requests share batches, yet each is all or
  * nothing and sees the writes of the requests batched before it. */
 #include <pthread.h>
@@ -189,6 +190,83 @@ static void test_growth_and_full(void **state) {
   ubuf v = UBUF_INIT;
   assert_int_equal(s->vt->get(s, "key000000", 9, &v, NULL, &e), UNICO_OK);
   ubuf_free(&v);
+  s->vt->close(s);
+}
+
+/* Puts of 1.5 KB values under prefix until the store is full; returns how
+ * many were acknowledged, and the refusal in *e. The refused one left
+ * nothing behind. */
+static int fill_up(ustore *s, const char *prefix, ustore_err *e) {
+  char big[1500], k[32];
+  memset(big, 'f', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  int i, rc = UNICO_OK;
+  for (i = 0; i < 5000; i++) {
+    snprintf(k, sizeof k, "%s%06d", prefix, i);
+    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, big);
+    rc = s->vt->cas(s, &o, e);
+    if (rc) break;
+  }
+  assert_int_equal(rc, UNICO_EFULL);
+  assert_int_equal(s->vt->get(s, k, strlen(k), NULL, NULL, e), UNICO_ENOTFOUND);
+  return i;
+}
+
+/* Open the store URL a message advises, from marker to its end. */
+static ustore *open_advised(const char *msg, const char *marker) {
+  const char *p = strstr(msg, marker);
+  if (!p) fprintf(stderr, "no \"%s\" in: %s\n", marker, msg);
+  assert_non_null(p);
+  ustore *s = NULL;
+  ustore_err e = {{0}};
+  int rc = ustore_open(&s, p + strlen(marker), &e);
+  if (rc) fprintf(stderr, "open %s: %d %s\n", p + strlen(marker), rc, e.msg);
+  assert_int_equal(rc, UNICO_OK);
+  return s;
+}
+
+static void test_full_deletes(void **state) {
+  (void)state;
+  /* A full store: every delete still works (each with a small put beside
+   * it, as a delete writes its outcome), and frees room for inserts. */
+  ustore *s = open_store("fulldel", "map_size=1MiB&max_map_size=1MiB&sync=off");
+  ustore_err e = {{0}}, full = {{0}};
+  int n = fill_up(s, "f", &full);
+  assert_true(n > 100);
+  for (int i = 0; i < n; i++) {
+    char k[32], o[32];
+    snprintf(k, sizeof k, "f%06d", i);
+    snprintf(o, sizeof o, "o%06d", i);
+    ustore_op ops[2] = {op(k, USTORE_VERSION, 1, USTORE_DEL, NULL),
+                        op(o, USTORE_ABSENT, 0, USTORE_PUT, "deleted")};
+    int rc = s->vt->txn(s, ops, 2, &e);
+    if (rc) fprintf(stderr, "delete %d of %d: %d %s\n", i, n, rc, e.msg);
+    assert_int_equal(rc, UNICO_OK);
+    if (i == 10) { /* some room again */
+      ustore_op p = op("again", USTORE_ABSENT, 0, USTORE_PUT, "x");
+      assert_int_equal(s->vt->cas(s, &p, &e), UNICO_OK);
+    }
+  }
+  assert_true(fill_up(s, "g", &e) > n / 2); /* the space came back */
+  s->vt->close(s);
+  /* The advice names a value that works: it opens and takes more. */
+  assert_non_null(strstr(full.msg, "max_map_size=2MiB"));
+  s = open_advised(full.msg, "reopen it as ");
+  ustore_op p = op("more", USTORE_ABSENT, 0, USTORE_PUT, "x");
+  assert_int_equal(s->vt->cas(s, &p, &e), UNICO_OK);
+  s->vt->close(s);
+}
+
+static void test_max_map_size_alone(void **state) {
+  (void)state;
+  /* max_map_size below the default start: the map starts at the limit */
+  ustore *s = open_store("maxonly", "max_map_size=4MiB&sync=off");
+  ustore_err e = {{0}};
+  ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  int n = fill_up(s, "m", &e);
+  fprintf(stderr, "max_map_size=4MiB: full after %d puts of 1.5 KB\n", n);
+  assert_true(n > 800); /* 3.75 MiB of it, a page each */
   s->vt->close(s);
 }
 
@@ -495,6 +573,8 @@ int main(void) {
       cmocka_unit_test(test_txn_all_or_nothing),
       cmocka_unit_test(test_scan),
       cmocka_unit_test(test_growth_and_full),
+      cmocka_unit_test(test_full_deletes),
+      cmocka_unit_test(test_max_map_size_alone),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_shared_env),
       cmocka_unit_test(test_deferred),

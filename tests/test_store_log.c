@@ -1,8 +1,9 @@
 /* test_store_log.c - the LMDB store's log mode (wal=on): a random history
  * checked against a model through many checkpoints, scans merging the
  * tables with LMDB, recovery after SIGKILL (every acknowledged write is
- * there), a torn last record, and the lock that gives one log-mode process
- * the store alone. */
+ * there), a torn last record, the lock that gives one log-mode process
+ * the store alone, and a full store (the log counts against max_map_size,
+ * deletes still work, an older log past the limit can be replayed). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -514,6 +515,112 @@ static void test_log_rewrites(void **state) {
   s->vt->close(s);
 }
 
+/* ---- a full store ---- */
+
+/* Puts of 1.5 KB values under prefix until the store is full; returns how
+ * many were acknowledged, and the refusal in *e. The refused one left
+ * nothing behind. */
+static int fill_up(ustore *s, const char *prefix, int max, ustore_err *e) {
+  char big[1500], k[32];
+  memset(big, 'f', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  int i, rc = UNICO_OK;
+  for (i = 0; i < max; i++) {
+    snprintf(k, sizeof k, "%s%06d", prefix, i);
+    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, big);
+    rc = s->vt->cas(s, &o, e);
+    if (rc) break;
+  }
+  if (i < max) {
+    assert_int_equal(rc, UNICO_EFULL);
+    assert_int_equal(s->vt->get(s, k, strlen(k), NULL, NULL, e), UNICO_ENOTFOUND);
+  }
+  return i;
+}
+
+static void check_present(ustore *s, const char *prefix, int from, int to) {
+  for (int i = from; i < to; i++) {
+    char k[32];
+    ustore_err e = {{0}};
+    snprintf(k, sizeof k, "%s%06d", prefix, i);
+    int rc = s->vt->get(s, k, strlen(k), NULL, NULL, &e);
+    if (rc) fprintf(stderr, "acknowledged %s: %d %s\n", k, rc, e.msg);
+    assert_int_equal(rc, UNICO_OK);
+  }
+}
+
+static void test_log_full(void **state) {
+  (void)state;
+  /* The log counts against max_map_size: writes are refused before they
+   * are acknowledged, what was acknowledged fits (the store reopens with
+   * the same options), and deletes work on the full store. */
+  const char *q = "wal=on&map_size=1MiB&max_map_size=1MiB&sync=off";
+  ustore *s = open_store("full", q);
+  ustore_err e = {{0}};
+  int n = fill_up(s, "f", 5000, &e);
+  fprintf(stderr, "log mode: full after %d puts of 1.5 KB\n", n);
+  assert_true(n > 100 && n < 5000);
+  assert_non_null(strstr(e.msg, "max_map_size=2MiB"));
+  for (int i = 0; i < 20; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "f%06d", i);
+    ustore_op o = op(k, USTORE_VERSION, 1, USTORE_DEL, NULL);
+    int rc = s->vt->cas(s, &o, &e);
+    if (rc) fprintf(stderr, "delete %d: %d %s\n", i, rc, e.msg);
+    assert_int_equal(rc, UNICO_OK);
+  }
+  ustore_op o = op("small", USTORE_ABSENT, 0, USTORE_PUT, "fits again");
+  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+  s->vt->close(s);
+  ustore *r;
+  int rc = try_open(&r, "full", q, &e);
+  if (rc) fprintf(stderr, "reopen: %d %s\n", rc, e.msg);
+  assert_int_equal(rc, UNICO_OK);
+  check_present(r, "f", 20, n);
+  assert_int_equal(r->vt->get(r, "f000000", 7, NULL, NULL, &e), UNICO_ENOTFOUND);
+  r->vt->close(r);
+}
+
+static void test_log_over_limit(void **state) {
+  (void)state;
+  /* A log that an older version let grow past max_map_size: the open
+   * refuses with store_full and names a URL that replays it; that works. */
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    ustore *s;
+    ustore_err e = {{0}};
+    if (try_open(&s, "over", "wal=on&sync=off", &e)) _exit(2);
+    int n = fill_up(s, "f", 2000, &e); /* 3 MB, no checkpoint */
+    if (write(pfd[1], &n, sizeof n) != sizeof n) _exit(3);
+    for (;;) pause();
+  }
+  close(pfd[1]);
+  int n = 0;
+  assert_int_equal(read(pfd[0], &n, sizeof n), sizeof n);
+  close(pfd[0]);
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  assert_int_equal(n, 2000);
+  ustore *s;
+  ustore_err e = {{0}};
+  assert_int_equal(try_open(&s, "over", "max_map_size=1MiB", &e), UNICO_EFULL);
+  fprintf(stderr, "over the limit: %s\n", e.msg);
+  const char *m = "open the store as ", *p = strstr(e.msg, m);
+  assert_non_null(p);
+  char url[256];
+  snprintf(url, sizeof url, "%s", p + strlen(m));
+  *strchr(url, ' ') = 0; /* " to replay it" */
+  int rc = ustore_open(&s, url, &e);
+  if (rc) fprintf(stderr, "open %s: %d %s\n", url, rc, e.msg);
+  assert_int_equal(rc, UNICO_OK);
+  check_present(s, "f", 0, n);
+  s->vt->close(s);
+}
+
 static void test_log_options(void **state) {
   (void)state;
   const char *bad[] = {"wal=maybe", "wal_size=1", "wal_size=abc"};
@@ -534,6 +641,8 @@ int main(void) {
       cmocka_unit_test(test_log_lock),
       cmocka_unit_test(test_log_rewrites),
       cmocka_unit_test(test_log_options),
+      cmocka_unit_test(test_log_full),
+      cmocka_unit_test(test_log_over_limit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

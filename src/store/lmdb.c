@@ -50,7 +50,13 @@ typedef struct lmdb_store {
   int resize_init;
   size_t map_size;
   size_t max_map_size;
+  /* The map writes that add data may fill: max_map_size less a reserve
+   * that only writes which free space (deletes, releases) may use, so a
+   * full store can still be emptied (see "space" below). */
+  size_t ins_map_size;
+  int reserve_on; /* (leader) this batch runs with the reserve open */
   char path[4096];
+  char query[256]; /* the options it was opened with, for the advice */
   /* LMDB forbids opening one environment twice in a process (closing one
    * copy would drop the other's locks), so opens of the same directory share
    * one lmdb_store: registry link, identity and reference count. */
@@ -97,9 +103,13 @@ typedef struct lmdb_store {
   int ckpt_busy;            /* (q_lock) a frozen table awaits its checkpoint */
   int ckpt_stop;            /* (q_lock) the checkpointer must end */
   atomic_int failed;        /* the log failed: writes are refused */
-  char failed_msg[200];
+  char failed_msg[256];
+  int failed_rc;            /* what refused writes get */
   uint64_t n_checkpoints;   /* (q_lock) */
   size_t ckpt_bytes;        /* wal_size: freeze the active table past this */
+  /* LMDB as the last checkpoint left it (mt_lock): the bytes of its pages
+   * in use and of its branch pages; the page size */
+  size_t lm_used, lm_branch, psize;
 } lmdb_store;
 
 enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
@@ -116,6 +126,7 @@ typedef struct lm_req {
   int rc;
   int done;
   int tries;   /* batches that had to give this request back */
+  int full_tries; /* times it found the store full and was given back */
   int applied; /* its child committed into the batch */
   int deferred; /* answered before durable; seq is the commit to watch */
   uint64_t seq;
@@ -128,6 +139,82 @@ static lmdb_store *registry;
 
 #define seterr ustore_seterr
 
+/* ------------------------------------------------------------------ */
+/* space
+ *
+ * The map grows by doubling up to ins_map_size: max_map_size less a
+ * reserve (reserve_of()). A write that finds the map full there is refused
+ * with UNICO_EFULL, unless it frees space: it deletes at least one key that
+ * exists and adds at most FREEING_SLACK bytes more than it removes (a
+ * delete, with its outcome record; an update that releases a value). LMDB
+ * copies every page it changes, so even a delete needs free pages; such a
+ * write is tried once more in a batch of its own kind with the map opened
+ * to max_map_size, which is then closed again (LMDB keeps the map at least
+ * as large as the pages in use). In log mode nothing reaches LMDB before a
+ * checkpoint, so a write is admitted only when an estimate of what the
+ * checkpoints of the tables will need still fits (log_admit()). */
+
+#define FREEING_SLACK 4096
+
+/* max_map_size/16, at least 256 KiB, at most 256 MiB, never more than a
+ * quarter of it; whole pages. */
+static size_t reserve_of(size_t max) {
+  size_t r = max / 16;
+  if (r < ((size_t)256 << 10)) r = (size_t)256 << 10;
+  if (r > ((size_t)256 << 20)) r = (size_t)256 << 20;
+  if (r > max / 4) r = max / 4;
+  return r & ~(size_t)4095;
+}
+
+/* A size as the options take it: "2MiB", "3GiB", or bytes. */
+static void fmt_size(size_t v, char *out, size_t n) {
+  static const char *unit[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (int i = 0; i < 4; i++) {
+    size_t u = (size_t)1 << (40 - 10 * i);
+    if (v >= u && v % u == 0) {
+      snprintf(out, n, "%zu%s", v / u, unit[i]);
+      return;
+    }
+  }
+  snprintf(out, n, "%zu", v);
+}
+
+/* A max_map_size worth suggesting: twice the current one and at least
+ * `need`, in whole MiB. */
+static size_t suggest_max(const lmdb_store *s, size_t need) {
+  size_t mib = (size_t)1 << 20, v = s->max_map_size * 2;
+  if (v < need) v = need;
+  return (v + mib - 1) / mib * mib;
+}
+
+/* The URL to reopen the store with: its options, max_map_size set to max
+ * (map_size, when given, is no larger than the old limit, so it stays). */
+static void advice_url(const lmdb_store *s, size_t max, char *out, size_t n) {
+  char q[sizeof s->query], sz[32], *save = NULL;
+  size_t at = 0;
+  snprintf(q, sizeof q, "%s", s->query);
+  at += (size_t)snprintf(out, n, "lmdb:%s?", s->path);
+  for (char *kv = strtok_r(q, "&", &save); kv && at < n;
+       kv = strtok_r(NULL, "&", &save)) {
+    if (!strncmp(kv, "max_map_size=", 13)) continue;
+    at += (size_t)snprintf(out + at, n - at, "%s&", kv);
+  }
+  fmt_size(max, sz, sizeof sz);
+  if (at < n) snprintf(out + at, n - at, "max_map_size=%s", sz);
+}
+
+/* The answer to a write the store cannot hold. */
+static int full_err(const lmdb_store *s, size_t need, ustore_err *e) {
+  char url[4400], max[32], res[32];
+  fmt_size(s->max_map_size, max, sizeof max);
+  fmt_size(s->max_map_size - s->ins_map_size, res, sizeof res);
+  advice_url(s, suggest_max(s, need), url, sizeof url);
+  seterr(e, "the store is full (max_map_size=%s, of which %s is kept so "
+            "deletes can free space); delete records, or reopen it as %s",
+         max, res, url);
+  return UNICO_EFULL;
+}
+
 static int map_rc(lmdb_store *s, int rc, const char *what, ustore_err *e) {
   switch (rc) {
   case 0:
@@ -135,11 +222,7 @@ static int map_rc(lmdb_store *s, int rc, const char *what, ustore_err *e) {
   case MDB_NOTFOUND:
     return UNICO_ENOTFOUND;
   case MDB_MAP_FULL:
-    seterr(e,
-           "the store at %s is full: its map reached max_map_size=%zu bytes; "
-           "reopen it with lmdb:%s?max_map_size=BYTES (a larger value)",
-           s->path, s->max_map_size, s->path);
-    return UNICO_EFULL;
+    return full_err(s, 0, e);
   case ENOMEM:
     seterr(e, "%s: out of memory", what);
     return UNICO_ENOMEM;
@@ -162,14 +245,20 @@ static uint64_t get_ver(const MDB_val *v) {
   return u;
 }
 
-/* Adopt a map size another process set, or grow ours; called with no
- * transaction of ours running. */
-static int lm_remap(lmdb_store *s, size_t want, ustore_err *e) {
+/* Adopt a map size another process set (want 0; but no more than
+ * ins_map_size unless the reserve is open), grow ours to want, or with
+ * exact set it to want even if smaller (LMDB keeps it at least as large as
+ * the pages in use); called with no transaction of ours running. */
+static int lm_remap(lmdb_store *s, size_t want, int exact, ustore_err *e) {
   int rc = 0;
   pthread_rwlock_wrlock(&s->resize);
   if (want == 0) {
     rc = mdb_env_set_mapsize(s->env, 0);
-  } else if (s->map_size < want) {
+    MDB_envinfo info;
+    mdb_env_info(s->env, &info);
+    if (rc == 0 && !s->reserve_on && info.me_mapsize > s->ins_map_size)
+      rc = mdb_env_set_mapsize(s->env, s->ins_map_size);
+  } else if (s->map_size < want || (exact && s->map_size != want)) {
     rc = mdb_env_set_mapsize(s->env, want);
   }
   if (rc == 0) {
@@ -179,6 +268,13 @@ static int lm_remap(lmdb_store *s, size_t want, ustore_err *e) {
   }
   pthread_rwlock_unlock(&s->resize);
   return map_rc(s, rc, "resizing the map", e);
+}
+
+/* Open or close the reserve for the next batch (lm_remap() reads it). */
+static void set_reserve(lmdb_store *s, int on) {
+  pthread_rwlock_wrlock(&s->resize);
+  s->reserve_on = on;
+  pthread_rwlock_unlock(&s->resize);
 }
 
 /* Begin a transaction holding the resize lock shared. On success the caller
@@ -191,7 +287,7 @@ static int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn,
     if (rc == 0) return UNICO_OK;
     pthread_rwlock_unlock(&s->resize);
     if (rc != MDB_MAP_RESIZED) return map_rc(s, rc, "beginning a transaction", e);
-    int r = lm_remap(s, 0, e); /* another process grew the map */
+    int r = lm_remap(s, 0, 0, e); /* another process grew the map */
     if (r) return r;
   }
   seterr(e, "the map of %s keeps changing size", s->path);
@@ -260,18 +356,47 @@ static int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
   return rc;
 }
 
+/* What a write adds and removes, to tell whether it frees space. */
+typedef struct space_acc {
+  long long net; /* bytes added less bytes removed */
+  int dels;      /* keys that exist and are deleted */
+} space_acc;
+
+/* Count op, whose key exists (with a value of old_vlen bytes) or not. */
+static void space_add(space_acc *a, const ustore_op *op, int exists,
+                      size_t old_vlen) {
+  if (op->action == USTORE_CHECK) return;
+  if (exists) {
+    a->net -= (long long)(op->klen + old_vlen + VHDR);
+    if (op->action == USTORE_DEL) a->dels++;
+  }
+  if (op->action == USTORE_PUT) a->net += (long long)(op->klen + op->vlen + VHDR);
+}
+
+/* A write that may use the reserve (see "space"). */
+static int space_frees(const space_acc *a) {
+  return a->dels > 0 && a->net <= FREEING_SLACK;
+}
+
+#define LM_LATER 2 /* apply_ops: not a freeing write; nothing written */
+#define LM_FULL 3  /* log_apply: the store has no room; nothing written */
+
 /* Apply ops inside txn: first evaluate every condition (so all failures are
  * reported), then write. Returns UNICO_OK, USTORE_NOT_APPLIED or an error
- * (MDB code through *mrc). */
+ * (MDB code through *mrc); with freeing_only, LM_LATER for a write that
+ * does not free space. */
 static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
-                     int *mrc) {
+                     int freeing_only, int *mrc) {
   int failed = 0;
+  space_acc acc = {0, 0};
   *mrc = 0;
   for (size_t i = 0; i < n; i++) {
     ustore_op *op = &ops[i];
     MDB_val k = {op->klen, (void *)op->key}, v;
     op->failed = 0;
-    if (op->expect == USTORE_ANY) continue;
+    if (op->expect == USTORE_ANY &&
+        (!freeing_only || op->action == USTORE_CHECK))
+      continue;
     int rc = mdb_get(txn, s->dbi, &k, &v);
     if (rc && rc != MDB_NOTFOUND) {
       *mrc = rc;
@@ -282,6 +407,8 @@ static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
       *mrc = MDB_CORRUPTED;
       return -1;
     }
+    if (freeing_only) space_add(&acc, op, exists, exists ? v.mv_size - VHDR : 0);
+    if (op->expect == USTORE_ANY) continue;
     uint64_t ver = exists ? get_ver(&v) : 0;
     op->exists = exists; /* remembered for the write pass below */
     op->cur_version = ver;
@@ -300,6 +427,7 @@ static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
     }
   }
   if (failed) return USTORE_NOT_APPLIED;
+  if (freeing_only && !space_frees(&acc)) return LM_LATER;
   for (size_t i = 0; i < n; i++) {
     ustore_op *op = &ops[i];
     MDB_val k = {op->klen, (void *)op->key}, v;
@@ -346,7 +474,7 @@ static int apply_child(lmdb_store *s, MDB_txn *parent, lm_req *r, int *mrc) {
   MDB_txn *child;
   *mrc = mdb_txn_begin(s->env, parent, 0, &child);
   if (*mrc) return -1;
-  int rc = apply_ops(s, child, r->ops, r->n, mrc);
+  int rc = apply_ops(s, child, r->ops, r->n, s->reserve_on, mrc);
   if (rc == UNICO_OK) {
     *mrc = mdb_txn_commit(child); /* a failed child commit aborts it */
     return *mrc ? -1 : UNICO_OK;
@@ -355,8 +483,9 @@ static int apply_child(lmdb_store *s, MDB_txn *parent, lm_req *r, int *mrc) {
   return rc;
 }
 
-/* Why a request goes back to the queue instead of being answered. */
-enum { RETRY_NO = 0, RETRY_FULL = 1, RETRY_AGAIN = 2 };
+/* Why a request goes back to the queue instead of being answered
+ * (RETRY_LATER: kept out of a batch with the reserve open, not counted). */
+enum { RETRY_NO = 0, RETRY_FULL = 1, RETRY_AGAIN = 2, RETRY_LATER = 3 };
 
 /* An error from LMDB while applying one request: its own answer. */
 static int child_error(lmdb_store *s, int mrc, ustore_err *e) {
@@ -403,6 +532,8 @@ static int batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
       applied++;
     } else if (x == USTORE_NOT_APPLIED) {
       r->rc = USTORE_NOT_APPLIED;
+    } else if (x == LM_LATER) {
+      retry_of[i] = RETRY_LATER;
     } else if (mrc == MDB_MAP_FULL || (mrc == MDB_TXN_FULL && applied)) {
       /* The map (or the batch) is full: commit what fits, then grow the
        * map or start a new batch for the rest. */
@@ -484,10 +615,80 @@ static void wal_path(const lmdb_store *s, uint64_t no, char *out, size_t n) {
 
 static void fail_log(lmdb_store *s, const char *what, int err) {
   if (atomic_exchange(&s->failed, 1)) return;
+  s->failed_rc = UNICO_EUNAVAILABLE;
   snprintf(s->failed_msg, sizeof s->failed_msg,
            "%s the log of %.80s failed (%s); writes are refused until the "
            "store is reopened",
            what, s->path, strerror(err));
+}
+
+/* The checkpointer failed with rc and message msg. */
+static void fail_ckpt(lmdb_store *s, int rc, const char *msg) {
+  if (atomic_exchange(&s->failed, 1)) return;
+  s->failed_rc = rc;
+  snprintf(s->failed_msg, sizeof s->failed_msg,
+           "checkpointing the log failed: %.170s; writes are refused until "
+           "the store is reopened",
+           msg);
+}
+
+/* What the checkpoints of tables of `n` entries whose umt_cost() is
+ * `cost` may take from the map, at most: that cost, a copy of every page
+ * they change (LMDB copies on write, and frees the old copy only after the
+ * commit: a leaf per entry and the branch pages, never more than the pages
+ * in use), the free list's record of those copies, and a few pages. With
+ * mt_lock. */
+static size_t ckpt_estimate(const lmdb_store *s, size_t cost, size_t n) {
+  size_t copies = n * s->psize + 2 * s->lm_branch;
+  if (copies > s->lm_used) copies = s->lm_used;
+  return cost + copies + copies / 256 + 16 * s->psize;
+}
+
+/* Log mode: whether a write adding `dn` entries of umt_cost() `dc` to the
+ * active table may be acknowledged: LMDB's pages in use and what the
+ * checkpoints of both tables will need must fit in ins_map_size, or in
+ * max_map_size for a write that frees space. With mt_lock. */
+static int log_admit(const lmdb_store *s, size_t dc, size_t dn, int frees,
+                     size_t *need) {
+  size_t cost = s->active->cost + dc, n = s->active->n + dn;
+  if (s->frozen) {
+    cost += s->frozen->cost;
+    n += s->frozen->n;
+  }
+  *need = s->lm_used + ckpt_estimate(s, cost, n);
+  return *need <= (frees ? s->max_map_size : s->ins_map_size);
+}
+
+/* LMDB's pages in use (its pages less the free ones) and its branch pages,
+ * in bytes, as the newest commit left them. */
+static int lm_measure(lmdb_store *s, size_t *used, size_t *branch,
+                      ustore_err *e) {
+  MDB_txn *txn;
+  MDB_cursor *c = NULL;
+  MDB_val k, v;
+  MDB_stat st;
+  MDB_envinfo info;
+  size_t freep = 0;
+  int rc = lm_begin(s, MDB_RDONLY, &txn, e);
+  if (rc) return rc;
+  mdb_env_info(s->env, &info);
+  int mrc = mdb_stat(txn, s->dbi, &st);
+  if (!mrc) mrc = mdb_cursor_open(txn, 0, &c); /* the free list */
+  /* Pages the newest commit freed still belong to the snapshot before it,
+   * which LMDB keeps: the next write cannot use them. */
+  while (!mrc && (mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+    size_t id = 0; /* the freeing transaction */
+    if (k.mv_size == sizeof id) memcpy(&id, k.mv_data, sizeof id);
+    if (id < (size_t)info.me_last_txnid)
+      freep += v.mv_size / sizeof(size_t) - 1; /* a count, page numbers */
+  }
+  if (c) mdb_cursor_close(c);
+  lm_abort(s, txn);
+  if (mrc && mrc != MDB_NOTFOUND) return map_rc(s, mrc, "measuring", e);
+  size_t pages = (size_t)info.me_last_pgno + 1;
+  *used = (pages > freep ? pages - freep : 0) * s->psize;
+  *branch = (size_t)st.ms_branch_pages * s->psize;
+  return UNICO_OK;
 }
 
 /* The current state of key across the active table, the frozen table and
@@ -523,6 +724,8 @@ static int log_lookup(lmdb_store *s, MDB_txn *txn, const void *key,
  * s->wal_buf. Called with mt_lock held for writing. */
 static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
   int mrc = 0, failed = 0;
+  space_acc acc = {0, 0};
+  size_t dc = 0, dn = 0, need;
   for (size_t i = 0; i < r->n; i++) {
     ustore_op *op = &r->ops[i];
     op->failed = 0;
@@ -537,6 +740,11 @@ static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
     if (ex < 0) return map_rc(s, mrc, "reading", r->e);
     op->exists = ex;
     op->cur_version = ex ? ver : 0;
+    space_add(&acc, op, ex, ex ? vlen : 0);
+    if (op->action != USTORE_CHECK && (ex || op->action == USTORE_PUT)) {
+      dc += umt_cost(s->psize, op->klen, op->vlen, op->action == USTORE_DEL);
+      dn++;
+    }
     int ok = 1;
     switch (op->expect) {
     case USTORE_ABSENT: ok = !ex; break;
@@ -553,6 +761,10 @@ static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
     }
   }
   if (failed) return USTORE_NOT_APPLIED;
+  if (!log_admit(s, dc, dn, space_frees(&acc), &need)) {
+    full_err(s, need, r->e);
+    return LM_FULL;
+  }
   size_t at = s->wal_buf.len, nops = 0;
   put_le(&s->wal_buf, 0, 4); /* length and CRC, filled below */
   put_le(&s->wal_buf, 0, 4);
@@ -636,7 +848,7 @@ static int log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
     r->applied = 0;
     if (atomic_load(&s->failed)) {
       seterr(r->e, "%s", s->failed_msg);
-      r->rc = UNICO_EUNAVAILABLE;
+      r->rc = s->failed_rc;
       continue;
     }
     MDB_txn *txn;
@@ -649,6 +861,9 @@ static int log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
       if (rc == UNICO_OK) {
         r->applied = 1;
         applied++;
+      } else if (rc == LM_FULL) {
+        retry_of[i] = RETRY_FULL; /* after a checkpoint (lead()) */
+        rc = UNICO_EFULL;
       } else if (rc != USTORE_NOT_APPLIED) {
         s->wal_buf.len = before;
       }
@@ -716,7 +931,7 @@ static int checkpoint_table(lmdb_store *s, umt *t, uint64_t no,
       size_t want = s->map_size * 2;
       if (want > s->max_map_size) want = s->max_map_size;
       if (want > s->map_size) {
-        rc = lm_remap(s, want, e);
+        rc = lm_remap(s, want, 0, e);
         if (rc) break;
         continue;
       }
@@ -726,6 +941,29 @@ static int checkpoint_table(lmdb_store *s, umt *t, uint64_t no,
   }
   free(v);
   return rc;
+}
+
+/* After a checkpoint: one more (tiny) commit, so that the pages the
+ * checkpoint freed, which the snapshot before it still held, can be used
+ * by the next one (lm_measure() then counts them free). */
+static int ckpt_settle(lmdb_store *s, ustore_err *e) {
+  MDB_txn *txn;
+  MDB_val k = {CKPT_KLEN, (void *)CKPT_KEY}, v;
+  int rc = lm_begin(s, 0, &txn, e);
+  if (rc) return rc;
+  int mrc = mdb_get(txn, s->dbi, &k, &v);
+  uint8_t copy[64];
+  if (mrc == 0 && v.mv_size <= sizeof copy) {
+    memcpy(copy, v.mv_data, v.mv_size);
+    v.mv_data = copy;
+    mrc = mdb_put(txn, s->dbi, &k, &v, 0);
+  }
+  if (mrc) {
+    lm_abort(s, txn);
+  } else {
+    mrc = lm_commit(s, txn);
+  }
+  return mrc == MDB_NOTFOUND ? UNICO_OK : map_rc(s, mrc, "checkpointing", e);
 }
 
 /* Freeze the active table and start a new log file; the checkpointer takes
@@ -739,7 +977,7 @@ static void log_rotate(lmdb_store *s) {
   }
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
   umt *t = malloc(sizeof *t);
-  if (fd < 0 || !t || umt_init(t)) {
+  if (fd < 0 || !t || umt_init(t, s->psize)) {
     int err = fd < 0 ? errno : ENOMEM;
     if (fd >= 0) close(fd);
     free(t);
@@ -761,6 +999,27 @@ static void log_rotate(lmdb_store *s) {
   pthread_mutex_unlock(&s->q_lock);
 }
 
+/* Log mode: checkpoint both tables now, so that the estimate gives way to
+ * what LMDB really holds. Called by the leader, between batches. Returns 0
+ * when there was nothing to checkpoint; sets *rotated when it froze the
+ * active table (whose log it synced). */
+static int log_flush(lmdb_store *s, int *rotated) {
+  pthread_mutex_lock(&s->q_lock);
+  int had = s->ckpt_busy || s->active->n; /* the leader alone adds to it */
+  while (s->ckpt_busy && !atomic_load(&s->failed))
+    pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
+  pthread_mutex_unlock(&s->q_lock);
+  if (s->active->n && !atomic_load(&s->failed)) {
+    log_rotate(s);
+    if (!atomic_load(&s->failed)) *rotated = 1;
+    pthread_mutex_lock(&s->q_lock);
+    while (s->ckpt_busy && !atomic_load(&s->failed))
+      pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
+    pthread_mutex_unlock(&s->q_lock);
+  }
+  return had;
+}
+
 /* The checkpointer thread: writes each frozen table into LMDB, then drops
  * it and its log file. */
 static void *ckpt_main(void *arg) {
@@ -773,12 +1032,20 @@ static void *ckpt_main(void *arg) {
     pthread_mutex_unlock(&s->q_lock);
     ustore_err e = {{0}};
     int rc = checkpoint_table(s, s->frozen, s->old_no, &e);
+    size_t used = 0, branch = 0;
+    if (rc == UNICO_OK) { /* best effort: a map too full for it is no error */
+      ustore_err se = {{0}};
+      ckpt_settle(s, &se);
+    }
+    if (rc == UNICO_OK) rc = lm_measure(s, &used, &branch, &e);
     if (rc == UNICO_OK) {
       char path[4200];
       pthread_rwlock_wrlock(&s->mt_lock);
       umt_free(s->frozen);
       free(s->frozen);
       s->frozen = NULL;
+      s->lm_used = used;
+      s->lm_branch = branch;
       pthread_rwlock_unlock(&s->mt_lock);
       pthread_mutex_lock(&s->q_lock);
       while (s->syncs_on[s->old_no & 1]) { /* not under a sync */
@@ -792,7 +1059,7 @@ static void *ckpt_main(void *arg) {
       wal_path(s, s->old_no, path, sizeof path);
       unlink(path);
     } else {
-      fail_log(s, "checkpointing", EIO); /* the frozen table stays readable */
+      fail_ckpt(s, rc, e.msg); /* the frozen table stays readable */
     }
     pthread_mutex_lock(&s->q_lock);
     s->ckpt_busy = 0;
@@ -860,7 +1127,7 @@ static int log_recover(lmdb_store *s, ustore_err *e) {
       break;
     }
     umt t;
-    if (umt_init(&t)) {
+    if (umt_init(&t, s->psize)) {
       fclose(f);
       rc = UNICO_ENOMEM;
       break;
@@ -898,6 +1165,19 @@ static int log_recover(lmdb_store *s, ustore_err *e) {
     ubuf_free(&rec);
     fclose(f);
     if (rc == UNICO_OK) rc = checkpoint_table(s, &t, nos[i], e);
+    if (rc == UNICO_EFULL) { /* a log an older version let grow too large */
+      char url[4400], max[32];
+      size_t need = 0;
+      if (lm_measure(s, &s->lm_used, &s->lm_branch, e) == UNICO_OK)
+        need = s->lm_used + ckpt_estimate(s, t.cost, t.n);
+      need += reserve_of(need) + need / 4;
+      fmt_size(s->max_map_size, max, sizeof max);
+      advice_url(s, suggest_max(s, need), url, sizeof url);
+      seterr(e, "the log holds writes that do not fit in max_map_size=%s "
+                "(left by a version that did not count them); nothing is "
+                "lost: open the store as %s to replay it",
+             max, url);
+    }
     umt_free(&t);
   }
   if (rc == UNICO_OK) {
@@ -918,11 +1198,13 @@ static int log_start(lmdb_store *s, ustore_err *e) {
   if (pthread_rwlock_init(&s->mt_lock, NULL)) return UNICO_ENOMEM;
   s->mt_init = 1;
   s->active = malloc(sizeof *s->active);
-  if (!s->active || umt_init(s->active)) {
+  if (!s->active || umt_init(s->active, s->psize)) {
     free(s->active);
     s->active = NULL;
     return UNICO_ENOMEM;
   }
+  int rc = lm_measure(s, &s->lm_used, &s->lm_branch, e);
+  if (rc) return rc;
   wal_path(s, s->wal_no, path, sizeof path);
   s->wal_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
   if (s->wal_fd < 0) {
@@ -1117,14 +1399,42 @@ static void lead(lmdb_store *s) {
   int full = 0;
   size_t i = 0;
   for (r = batch; r; r = r->next, i++) full |= retry_of[i] == RETRY_FULL;
-  if (full) { /* grow the map (no transaction of ours runs now) */
+  if (s->reserve_on) { /* close the reserve again (see "space") */
     ustore_err ge = {{0}};
-    size_t want = s->map_size * 2;
-    if (want > s->max_map_size) want = s->max_map_size;
-    int grown = want > s->map_size && lm_remap(s, want, &ge) == UNICO_OK;
+    set_reserve(s, 0);
+    lm_remap(s, s->ins_map_size, 1, &ge);
+  }
+  if (full && s->wal) {
+    /* The estimate refused them: checkpoint, then try once more. */
+    int again = log_flush(s, &rotated);
     i = 0;
     for (r = batch; r; r = r->next, i++) {
-      if (retry_of[i] != RETRY_FULL || grown) continue;
+      if (retry_of[i] != RETRY_FULL || (again && r->full_tries++ == 0))
+        continue;
+      retry_of[i] = RETRY_NO; /* r->rc and *r->e say full */
+    }
+  } else if (full) {
+    /* Grow the map (no transaction of ours runs now); at its limit, give
+     * writes found full for the first time one batch with the reserve
+     * open, where only those that free space run. */
+    ustore_err ge = {{0}};
+    size_t want = s->map_size * 2;
+    if (want > s->ins_map_size) want = s->ins_map_size;
+    int grown = want > s->map_size && lm_remap(s, want, 0, &ge) == UNICO_OK;
+    int reserve = 0;
+    i = 0;
+    for (r = batch; r && !grown; r = r->next, i++)
+      reserve |= retry_of[i] == RETRY_FULL && r->full_tries == 0;
+    if (reserve) set_reserve(s, 1);
+    if (reserve && lm_remap(s, s->max_map_size, 0, &ge) != UNICO_OK) {
+      set_reserve(s, 0);
+      reserve = 0;
+    }
+    i = 0;
+    for (r = batch; r; r = r->next, i++) {
+      if (retry_of[i] != RETRY_FULL || grown ||
+          (reserve && r->full_tries++ == 0))
+        continue;
       retry_of[i] = RETRY_NO;
       r->rc = map_rc(s, MDB_MAP_FULL, "writing", r->e);
     }
@@ -1148,7 +1458,8 @@ static void lead(lmdb_store *s) {
   for (r = batch; r; r = nx, i++) {
     nx = r->next;
     r->next = NULL;
-    if (retry_of[i] != RETRY_NO && ++r->tries > 40) {
+    if (retry_of[i] != RETRY_NO && retry_of[i] != RETRY_LATER &&
+        ++r->tries > 40) {
       seterr(r->e, "the write to %s could not be fitted in a transaction",
              s->path);
       r->rc = UNICO_EUNAVAILABLE;
@@ -1593,7 +1904,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   unsigned envflags = MDB_NOTLS;
   size_t map_size = (size_t)1 << 30;     /* 1 GiB to start */
   size_t max_map = (size_t)1 << 40;      /* grows up to 1 TiB */
-  int max_map_given = 0;
+  int max_map_given = 0, map_given = 0;
   int sync_mode = SYNC_ON;
   int wal = 0, txn_off = 0;
   size_t ckpt_bytes = CKPT_BYTES;
@@ -1635,7 +1946,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
           rc = UNICO_EINVAL;
           goto leave;
         }
-        if (!strcmp(kv, "map_size")) map_size = v;
+        if (!strcmp(kv, "map_size")) { map_size = v; map_given = 1; }
         else { max_map = v; max_map_given = 1; }
       } else if (!strcmp(kv, "wal")) {
         if (!strcmp(val, "on")) wal = 1;
@@ -1669,6 +1980,8 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
       }
     }
   }
+  /* max_map_size alone below the default start: start at the limit. */
+  if (map_size > max_map && max_map_given && !map_given) map_size = max_map;
   if (map_size > max_map) {
     if (max_map_given) {
       seterr(e, "lmdb store: map_size is larger than max_map_size");
@@ -1715,7 +2028,10 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   s->ckpt_bytes = ckpt_bytes;
   s->base.vt = &lmdb_vtab;
   snprintf(s->path, sizeof s->path, "%s", path);
+  snprintf(s->query, sizeof s->query, "%s", query ? query : "");
   s->max_map_size = max_map;
+  s->ins_map_size = max_map - reserve_of(max_map);
+  if (map_size > s->ins_map_size) map_size = s->ins_map_size;
   /* Default (reader-preferring) kind on purpose: a scan callback may take
    * the lock again for a get, which a writer-preferring lock could deadlock
    * while a resize waits. */
@@ -1744,10 +2060,20 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   if ((mrc = mdb_env_open(s->env, path, envflags, 0664))) goto mdb_fail;
   {
     /* A larger file made by an earlier, larger map: adopt its size. */
+    /* (LMDB keeps the map at least as large as the pages in use: when
+     * they are more than ins_map_size, writes that add data are full and
+     * the reserve comes on top.) */
     MDB_envinfo info;
+    MDB_stat pst;
     mdb_env_info(s->env, &info);
+    mdb_env_stat(s->env, &pst);
+    s->psize = pst.ms_psize;
     s->map_size = info.me_mapsize;
-    if (s->map_size > s->max_map_size) s->max_map_size = s->map_size;
+    if (s->map_size > s->ins_map_size) {
+      s->ins_map_size = s->map_size;
+      if (s->max_map_size < s->map_size + reserve_of(s->map_size))
+        s->max_map_size = s->map_size + reserve_of(s->map_size);
+    }
     int dead;
     mdb_reader_check(s->env, &dead); /* free slots of killed processes */
   }

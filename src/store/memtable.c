@@ -15,8 +15,9 @@ static uint64_t hash_key(const void *key, size_t klen) {
   return h ? h : 1;
 }
 
-int umt_init(umt *t) {
+int umt_init(umt *t, size_t psize) {
   memset(t, 0, sizeof *t);
+  t->psize = psize;
   t->cap = 1024;
   t->tab = calloc(t->cap, sizeof *t->tab);
   return t->tab ? 0 : -1;
@@ -75,6 +76,7 @@ int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
   umt_entry *e = slot(t, h, key, klen);
   if (e->hash) {
     t->bytes -= e->klen + e->vlen;
+    t->cost -= umt_cost(t->psize, e->klen, e->vlen, e->deleted);
     free(e->kv);
   } else {
     t->n++;
@@ -86,7 +88,22 @@ int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
   e->version = deleted ? 0 : version;
   e->deleted = deleted;
   t->bytes += klen + vlen;
+  t->cost += umt_cost(t->psize, klen, vlen, deleted);
   return 0;
+}
+
+size_t umt_cost(size_t psize, size_t klen, size_t vlen, int deleted) {
+  /* LMDB: page header 16 bytes; a node larger than about half a page
+   * keeps its data on overflow pages (a 16-byte header, then the data). */
+  const size_t room = psize - 16, nodemax = room / 2 - 2;
+  size_t data = 8 + vlen, node = 8 + klen + data, over = 0;
+  if (deleted) return 0;
+  if (node > nodemax) {
+    over = (16 + data + psize - 1) / psize * psize;
+    node = 8 + klen + 8; /* the leaf node keeps the first page's number */
+  }
+  size_t fit = room / (node + 2), keep = fit / 2;
+  return over + (keep ? psize / keep : psize);
 }
 
 int umt_keycmp(const void *a, size_t al, const void *b, size_t bl) {

@@ -21,10 +21,12 @@ typedef struct umt {
   size_t cap;   /* a power of two */
   size_t n;     /* entries in use */
   size_t bytes; /* keys and values held */
+  size_t psize; /* LMDB's page size */
+  size_t cost;  /* umt_cost() of the entries held */
 } umt;
 
-/* 0, or -1 out of memory. */
-int umt_init(umt *t);
+/* 0, or -1 out of memory. psize: the page size of the LMDB it goes to. */
+int umt_init(umt *t, size_t psize);
 void umt_free(umt *t);
 /* The entry of key, or NULL. */
 umt_entry *umt_find(const umt *t, const void *key, size_t klen);
@@ -36,6 +38,14 @@ int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
  * pointers into the table (valid until it changes). -1 out of memory. */
 int umt_collect(const umt *t, const void *prefix, size_t plen,
                 umt_entry ***out, size_t *n);
+/* The most that writing an entry (key and value, or a tombstone) into
+ * LMDB's B-tree of page size psize can add to its pages in use, not
+ * counting the copies of the pages it changes: a leaf node (an 8-byte
+ * header, the key, a 2-byte pointer, and the 8-byte version and the value
+ * unless they go to overflow pages of their own), where a split page keeps
+ * at least half of the nodes that fit in it; a tombstone adds nothing. */
+size_t umt_cost(size_t psize, size_t klen, size_t vlen, int deleted);
+
 /* Byte order of two keys, shorter first on a common prefix. */
 int umt_keycmp(const void *a, size_t al, const void *b, size_t bl);
 
