@@ -144,9 +144,10 @@ static lmdb_store *registry;
  *
  * The map grows by doubling up to ins_map_size: max_map_size less a
  * reserve (reserve_of()). A write that finds the map full there is refused
- * with UNICO_EFULL, unless it frees space: it deletes at least one key that
- * exists and adds at most FREEING_SLACK bytes more than it removes (a
- * delete, with its outcome record; an update that releases a value). LMDB
+ * with UNICO_EFULL, unless it frees space: it deletes (or shrinks) at least
+ * one key that exists and adds at most FREEING_SLACK bytes more than it
+ * removes (a delete, whose record becomes a small tombstone, with its
+ * outcome record; an update that releases a value). LMDB
  * copies every page it changes, so even a delete needs free pages; such a
  * write is tried once more in a batch of its own kind with the map opened
  * to max_map_size, which is then closed again (LMDB keeps the map at least
@@ -359,7 +360,7 @@ static int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
 /* What a write adds and removes, to tell whether it frees space. */
 typedef struct space_acc {
   long long net; /* bytes added less bytes removed */
-  int dels;      /* keys that exist and are deleted */
+  int dels;      /* keys that exist and are deleted, or shrink */
 } space_acc;
 
 /* Count op, whose key exists (with a value of old_vlen bytes) or not. */
@@ -368,7 +369,11 @@ static void space_add(space_acc *a, const ustore_op *op, int exists,
   if (op->action == USTORE_CHECK) return;
   if (exists) {
     a->net -= (long long)(op->klen + old_vlen + VHDR);
-    if (op->action == USTORE_DEL) a->dels++;
+    /* (a delete, or a value replaced by a smaller one: a record's
+     * tombstone) */
+    if (op->action == USTORE_DEL ||
+        (op->action == USTORE_PUT && op->vlen < old_vlen))
+      a->dels++;
   }
   if (op->action == USTORE_PUT) a->net += (long long)(op->klen + op->vlen + VHDR);
 }
@@ -376,6 +381,22 @@ static void space_add(space_acc *a, const ustore_op *op, int exists,
 /* A write that may use the reserve (see "space"). */
 static int space_frees(const space_acc *a) {
   return a->dels > 0 && a->net <= FREEING_SLACK;
+}
+
+/* mdb_put with MDB_RESERVE of nv at k, where a value that shrinks to half
+ * or less is deleted first: LMDB rebalances a page when a key leaves it,
+ * never when a value shrinks, so without this the pages of records
+ * replaced by small tombstones would stay in use, sparse, and a full store
+ * would get no room back from deletes. */
+static int lm_put_reserve(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *nv) {
+  MDB_val old;
+  int rc = mdb_get(txn, dbi, k, &old);
+  if (rc == 0 && old.mv_size >= 2 * nv->mv_size &&
+      old.mv_size - nv->mv_size >= 64)
+    rc = mdb_del(txn, dbi, k, NULL);
+  else if (rc == MDB_NOTFOUND)
+    rc = 0;
+  return rc ? rc : mdb_put(txn, dbi, k, nv, MDB_RESERVE);
 }
 
 #define LM_LATER 2 /* apply_ops: not a freeing write; nothing written */
@@ -447,7 +468,7 @@ static int apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
         else if (rc != MDB_NOTFOUND) goto err;
       }
       MDB_val nv = {op->vlen + VHDR, NULL};
-      rc = mdb_put(txn, s->dbi, &k, &nv, MDB_RESERVE);
+      rc = lm_put_reserve(txn, s->dbi, &k, &nv);
       if (rc == 0) {
         uint8_t *p = nv.mv_data;
         for (int j = 0; j < VHDR; j++) p[j] = (uint8_t)(ver >> (56 - 8 * j));
@@ -907,7 +928,7 @@ static int checkpoint_table(lmdb_store *s, umt *t, uint64_t no,
         continue;
       }
       val.mv_size = v[i]->vlen + VHDR;
-      mrc = mdb_put(txn, s->dbi, &k, &val, MDB_RESERVE);
+      mrc = lm_put_reserve(txn, s->dbi, &k, &val);
       if (mrc) break;
       uint8_t *p = val.mv_data;
       for (int j = 0; j < VHDR; j++) p[j] = (uint8_t)(v[i]->version >> (56 - 8 * j));
