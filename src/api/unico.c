@@ -93,8 +93,6 @@ static int finish(unico_result *res, int rc) {
 
 int unico_open(unico **out, const char *url, const unico_options *opts,
                unico_result *res) {
-  ustore *st = NULL;
-  ustore_err e = {{0}};
   begin(res);
   if (!out) return finish(res, uerr(res, UNICO_EINVAL, NULL, "out is NULL"));
   *out = NULL;
@@ -104,16 +102,8 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
                             "unico_options.struct_version is %d; this library "
                             "knows %d (start from UNICO_OPTIONS_INIT)",
                             opts->struct_version, UNICO_OPTIONS_VERSION));
-  int rc = ustore_open(&st, url, &e);
-  if (rc) {
-    uerr(res, rc, NULL, "%s", e.msg[0] ? e.msg : unico_strerror(rc));
-    return finish(res, rc);
-  }
   unico *u = calloc(1, sizeof *u);
-  if (!u) {
-    st->vt->close(st);
-    return finish(res, uerr(res, UNICO_ENOMEM, NULL, "out of memory"));
-  }
+  if (!u) return finish(res, uerr(res, UNICO_ENOMEM, NULL, "out of memory"));
   pthread_mutex_init(&u->lock, NULL);
   atomic_init(&u->opseq, 0);
   /* Generated op ids: a random per-handle prefix and a counter. */
@@ -121,13 +111,12 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
   if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
     r = (uint64_t)unow_ms() ^ ((uint64_t)getpid() << 32);
   snprintf(u->opprefix, sizeof u->opprefix, "g-%016" PRIx64, r);
-  rc = uexec_open(&u->x, st, opts ? opts->outcome_retention_ms : 0, res);
-  /* Where a read is a round trip, remember records to skip it. */
+  int rc = uexec_open(&u->x, url, opts ? opts->outcome_retention_ms : 0, res);
   if (!rc && opts && opts->struct_version >= 2)
     uexec_set_grace(u->x, (int64_t)opts->grace_ms);
-  /* (Not under the claims protocol: its record versions are its own.) */
-  if (!rc && strcmp(uexec_store_name(u->x), "lmdb") &&
-      !uexec_is_claims(u->x) && !(u->rc = urcache_new()))
+  /* Where a read is a round trip, remember records to skip it. */
+  if (!rc && (uexec_traits(u->x) & UEXEC_T_CACHE_RECORDS) &&
+      !(u->rc = urcache_new()))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   if (!rc) rc = uapi_sch_load(u, &u->cur, res);
   if (rc) {

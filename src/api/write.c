@@ -628,8 +628,8 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
        * An insert's repeat shows in the record key, which its intent finds
        * taken, and whose history names the op; a refusal below reads the
        * outcome too, for an entry the history has let go.) */
-      if (attempt == 0 &&
-          (!uexec_is_claims(u->x) || kind == UPLAN_INSERT)) {
+      if (attempt == 0 && (!(uexec_traits(u->x) & UEXEC_T_OUTCOME_APART) ||
+                           kind == UPLAN_INSERT)) {
         outcome_later = 1;
       } else {
         rc = uapi_outcome_find(u, op_id, kind, t->name, fp, res);
@@ -658,7 +658,8 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
         int orc = outcome_later
                       ? uapi_outcome_find(u, op_id, kind, t->name, fp, res)
                       : UNICO_ENOTFOUND; /* (read already) */
-        if (orc == UNICO_ENOTFOUND && uexec_is_claims(u->x))
+        if (orc == UNICO_ENOTFOUND &&
+            (uexec_traits(u->x) & UEXEC_T_OUTCOME_APART))
           orc = repeat_from_record(u, rc == UNICO_OK ? &old : NULL, &rkey,
                                    kind, t->name, fp, op_id, res);
         if (orc != UNICO_ENOTFOUND) {
@@ -714,7 +715,8 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
                      kind == UPLAN_DELETE ? NULL : body, base, sver,
                      sc->store_ver, op_id,
                      op_id_in ? output : NULL, fp, uexec_now(u->x), res);
-    if (!rc && kind == UPLAN_INSERT && uexec_is_claims(u->x))
+    if (!rc && kind == UPLAN_INSERT &&
+        (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS))
       plan.table_fp = uplan_table_fingerprint(t);
     if (!rc) rc = check_key_sizes(u, t, &plan, res);
     if (!rc) rc = takeovers_apply(&tk, &plan, res);
@@ -727,20 +729,21 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
      * flip is on its way, and a write planned from a cached copy would
      * replace the intent, history and all; the next read settles it.) */
     if (rc == UNICO_OK && kind != UPLAN_DELETE &&
-        !(kind == UPLAN_INSERT && uexec_is_claims(u->x)))
+        !(kind == UPLAN_INSERT &&
+          (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS)))
       urcache_put(u->rc, plan.rkey.p, plan.rkey.len, plan.rval.p,
                   plan.rval.len,
                   kind == UPLAN_INSERT && !have_tomb ? 1 : sver + 1);
-    else if (rc != USTORE_NOT_APPLIED || why.why == UREFUSED_RECORD)
+    else if (rc != UEXEC_NOT_APPLIED || why.why == UREFUSED_RECORD)
       urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
-    if (rc != USTORE_NOT_APPLIED) goto round_end; /* applied, or an error */
-    if (outcome_later && uexec_is_claims(u->x) &&
+    if (rc != UEXEC_NOT_APPLIED) goto round_end; /* applied, or an error */
+    if (outcome_later && (uexec_traits(u->x) & UEXEC_T_OUTCOME_APART) &&
         why.why != UREFUSED_SCHEMA && why.why != UREFUSED_RACE &&
         why.why != UREFUSED_REPEAT) {
       /* (an insert's refusal a repeat could explain: see above) */
       rc = uapi_outcome_find(u, op_id, kind, t->name, fp, res);
       if (rc != UNICO_ENOTFOUND) goto round_end;
-      rc = USTORE_NOT_APPLIED;
+      rc = UEXEC_NOT_APPLIED;
     }
     /* Not applied: say why. */
     if (res) {

@@ -25,9 +25,14 @@ static int store_err(unico_result *res, int rc, const char *what,
               e && e->msg[0] ? e->msg : unico_strerror(rc));
 }
 
-int uexec_open(uexec **out, ustore *st, uint64_t retention_ms,
+int uexec_open(uexec **out, const char *url, uint64_t retention_ms,
                unico_result *res) {
+  ustore *st = NULL;
+  ustore_err e = {{0}};
   *out = NULL;
+  int rc = ustore_open(&st, url, &e);
+  if (rc)
+    return uerr(res, rc, NULL, "%s", e.msg[0] ? e.msg : unico_strerror(rc));
   uexec *x = calloc(1, sizeof *x);
   if (!x) {
     st->vt->close(st);
@@ -301,6 +306,7 @@ leave:
 
 const uexec_proto uexec_atomic_proto = {
     .name = "atomic",
+    .traits = UEXEC_T_CACHE_RECORDS,
     .hold_apart = 0,
     .apply = atomic_apply,
     .claim_state = atomic_claim_state,
@@ -398,6 +404,12 @@ void uexec_set_grace(uexec *x, int64_t grace_ms) {
 }
 
 int uexec_is_claims(uexec *x) { return x->claims; }
+
+unsigned uexec_traits(uexec *x) {
+  unsigned t = x->proto->traits;
+  if (!(x->st->vt->caps & USTORE_CAP_REMOTE)) t &= ~UEXEC_T_CACHE_RECORDS;
+  return t;
+}
 int64_t uexec_grace(uexec *x) { return x->grace_ms; }
 uint64_t uexec_retention(uexec *x) { return x->retention_ms; }
 

@@ -1688,6 +1688,7 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
 
 const uexec_proto uexec_claims_proto = {
     .name = "claims",
+    .traits = UEXEC_T_OUTCOME_APART | UEXEC_T_INSERT_INTENTS,
     .hold_apart = 1,
     .apply = claims_apply,
     .claim_state = uexec_claim_state,

@@ -22,9 +22,9 @@ typedef struct uexec uexec;
 
 #define UEXEC_GRACE_MS 5000 /* default grace period (claims protocol) */
 
-/* Takes ownership of st (closed by uexec_close, also when this fails).
- * retention_ms: how long outcomes are kept. */
-int uexec_open(uexec **out, ustore *st, uint64_t retention_ms,
+/* Open the store at url (store.h's ustore_open) and pick the protocol it
+ * allows. retention_ms: how long outcomes are kept (0: a day). */
+int uexec_open(uexec **out, const char *url, uint64_t retention_ms,
                unico_result *res);
 void uexec_close(uexec *x); /* accepts NULL */
 
@@ -85,6 +85,22 @@ int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
 /* The same, starting strictly after key `after` (NULL: from the start). */
 int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
                      ustore_scan_cb cb, void *ctx, unico_result *res);
+
+/* What the protocol chosen at open means for its callers, which never ask
+ * which protocol it is. */
+enum uexec_trait {
+  /* a write's outcome is kept after its commit, not with it; until then
+   * the record key's history names the op (repeats look there too) */
+  UEXEC_T_OUTCOME_APART = 0x1,
+  /* an insert commits as an intent that readers settle (it carries the
+   * table's fingerprint; an acknowledged insert may still be one, so its
+   * record is not remembered as written) */
+  UEXEC_T_INSERT_INTENTS = 0x2,
+  /* reads are round trips and a record changes only by a write that
+   * conditions on its version: records seen may be remembered */
+  UEXEC_T_CACHE_RECORDS = 0x4
+};
+unsigned uexec_traits(uexec *x);
 
 /* The claims protocol's grace period (ms; 0 keeps the default). */
 void uexec_set_grace(uexec *x, int64_t grace_ms);

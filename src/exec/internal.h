@@ -12,6 +12,8 @@
  * (claims.c) for stores with per-key compare-and-set only. */
 typedef struct uexec_proto {
   const char *name;
+  unsigned traits; /* enum uexec_trait (UEXEC_T_CACHE_RECORDS: also the
+                      store's) */
   int hold_apart; /* a hold and its outcome are written one after the
                      other (no transaction): a lost answer can be seen */
   int (*apply)(uexec *x, const uplan *p, uexec_refused *why,

@@ -526,7 +526,7 @@ static void ddb_close(ustore *base) {
 }
 
 static const ustore_vtab DDB_VTAB = {
-    USTORE_VTAB_VERSION, "dynamodb", USTORE_CAP_TXN, ddb_get, ddb_cas,
+    USTORE_VTAB_VERSION, "dynamodb", USTORE_CAP_TXN | USTORE_CAP_REMOTE, ddb_get, ddb_cas,
     ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL, NULL,
     NULL, NULL, NULL};
 

@@ -74,6 +74,7 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
                               uint64_t version);
 
 #define USTORE_CAP_TXN 0x1u     /* txn() is supported */
+#define USTORE_CAP_REMOTE 0x2u  /* every call is a network round trip */
 #define USTORE_VTAB_VERSION 5
 
 typedef struct ustore_vtab {
