@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -526,7 +526,8 @@ static void test_log_options(void **state) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_model),
       cmocka_unit_test(test_log_sigkill),
@@ -535,5 +536,5 @@ int main(void) {
       cmocka_unit_test(test_log_rewrites),
       cmocka_unit_test(test_log_options),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }
