@@ -13,6 +13,7 @@
 #include "unico.h"
 #include "import.h"
 #include "input.h"
+#include "redact.h"
 #include "report.h"
 #ifdef UNICO_HAVE_SERVER
 #include "serve.h"
@@ -433,6 +434,8 @@ int main(int argc, char **argv) {
   if (code) goto leave;
   rc = unico_open(&u, store, NULL, &res);
   if (rc) {
+    /* the store's message may quote the URL and its password */
+    ucli_redact_message(res.message, sizeof res.message, store);
     code = ucli_report_open_error("unico", rc, &res);
     goto leave;
   }

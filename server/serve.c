@@ -20,6 +20,7 @@
 #include "serve.h"
 #include "server.h"
 #include "input.h"
+#include "redact.h"
 #include "report.h"
 
 #define EXIT_USAGE UCLI_EXIT_USAGE
@@ -156,9 +157,11 @@ static int store_open(userv *s, unico_result *res) {
   uint64_t t0 = userv_now_us();
   int rc = unico_open(&u, s->store_url, NULL, &r2);
   umetrics_store(&s->m, UO_OPEN, rc, userv_now_us() - t0);
+  /* the message may quote the URL: it goes to stderr, stdout and 503s */
+  ucli_redact_message(r2.message, sizeof r2.message, s->store_url);
   if (rc == UNICO_OK) {
     atomic_store_explicit(&s->store, u, memory_order_release);
-    fprintf(stderr, "unico serve: store %s is open\n", s->store_url);
+    fprintf(stderr, "unico serve: store %s is open\n", s->store_shown);
   } else {
     pthread_mutex_lock(&s->open_lock);
     int same = !strcmp(s->open_msg, r2.message);
@@ -166,7 +169,7 @@ static int store_open(userv *s, unico_result *res) {
     pthread_mutex_unlock(&s->open_lock);
     if (!same) /* say it once, not once a second */
       fprintf(stderr, "unico serve: store %s unavailable: %s (retrying every second)\n",
-              s->store_url, r2.message);
+              s->store_shown, r2.message);
   }
   if (res) {
     unico_result_clear(res);
@@ -459,6 +462,12 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   /* The server is the store's natural owner: log mode by default (the
    * fastest durable mode; other processes reach the store through HTTP). */
   if (!s->store_url) s->store_url = "lmdb:./unico-data?wal=on";
+  /* Shown (stdout, stderr) only without its secrets. */
+  s->store_shown = ucli_redact_url(s->store_url);
+  if (!s->store_shown) {
+    code = report(UNICO_ENOMEM, NULL);
+    goto leave;
+  }
   /* Event loops where answers wait for a sync of their own (log mode): a
    * loop parks the answer and goes on. In plain mode the commit itself
    * syncs on the loop's thread, and a thread per connection does better
@@ -601,8 +610,26 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     code = usage_error("cannot start the HTTP server on %s", where);
     goto leave;
   }
-  printf("{\"listen\":\"http://%s\",\"store\":\"%s\",\"pid\":%ld}\n", where,
-         s->store_url, (long)getpid());
+  /* {"listen":..,"store":..,"pid":..}: built by jansson, so that a '"' or
+   * a control character in the URL cannot break the line's JSON */
+  char listen_url[sizeof where + 8];
+  snprintf(listen_url, sizeof listen_url, "http://%s", where);
+  json_t *ready = json_object();
+  if (!ready || json_object_set_new(ready, "listen", ucli_json_text(listen_url)) ||
+      json_object_set_new(ready, "store", ucli_json_text(s->store_shown)) ||
+      json_object_set_new(ready, "pid", json_integer((json_int_t)getpid()))) {
+    json_decref(ready);
+    code = report(UNICO_ENOMEM, NULL);
+    goto leave;
+  }
+  char *line = json_dumps(ready, JSON_COMPACT);
+  json_decref(ready);
+  if (!line) {
+    code = report(UNICO_ENOMEM, NULL);
+    goto leave;
+  }
+  printf("%s\n", line);
+  free(line);
   fflush(stdout);
   char model[96];
   if (c->event_loop)
@@ -613,7 +640,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     snprintf(model + strlen(model), sizeof model - strlen(model), ", %u in the store at once",
              c->threads);
   fprintf(stderr, "unico serve: listening on http://%s (store %s, %s%s)\n", where,
-          s->store_url, model, s->token ? ", bearer token required" : "");
+          s->store_shown, model, s->token ? ", bearer token required" : "");
 
   int sig = 0;
   while (sigwait(&sigs, &sig)) {
@@ -666,6 +693,7 @@ leave:
   unico_close(atomic_load(&s->store));
   if (s->log_fd > 2) close(s->log_fd);
   free(s->token);
+  free(s->store_shown);
   if (have_slots) sem_destroy(&s->slots);
   pthread_mutex_destroy(&s->open_lock);
   pthread_cond_destroy(&s->open_cond);

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -2226,7 +2226,8 @@ static void test_codes(void **state) {
 
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, #fn)
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       T(test_roundtrip),
       T(test_not_found),
@@ -2266,5 +2267,5 @@ int main(void) {
       T(test_null_args),
       T(test_codes),
   };
-  return cmocka_run_group_tests_name("conformance", tests, NULL, NULL);
+  return ucm_done(ucm_run_group("conformance", tests, NULL, NULL));
 }

@@ -4,7 +4,7 @@
 # Starts the fake server(s) on free ports (port files), talks to them with a
 # tiny independent CQL v4 client written inline below, and compares answers
 # byte for byte with frames Apache Cassandra 4.0.7 sent for the same kind of
-# request (copied from /work/shared/cql-captures, file and seq cited next to
+# request (copied from tests/data/cql-captures, file and seq cited next to
 # each one), or field by field where the data differs. Covers: handshake,
 # DDL, the system_schema.keyspaces read, PREPARE bodies, LWT insert applied /
 # not applied (with the row), update IF ver applied / not applied / no row,
@@ -159,7 +159,7 @@ def expect(frame, op, body_hex, what):
 
 RESULT, ERROR = 8, 0
 ks_name = "unico_test"
-# Captured bodies (Cassandra 4.0.7), /work/shared/cql-captures/<file> seq N:
+# Captured bodies (Cassandra 4.0.7), tests/data/cql-captures/<file> seq N:
 CAP = {
   # ddl.jsonl seq 3: Schema_change CREATED KEYSPACE unico_test
   "created_ks": "0000000500074352454154454400084b45595350414345000a756e69636f5f74657374",

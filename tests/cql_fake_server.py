@@ -13,7 +13,7 @@ Listens on 127.0.0.1 (--port 0: a free port), writes the port to --port-file
 serves every connection on its own thread until SIGTERM / SIGINT.
 
 What it answers, byte-compatible with Apache Cassandra 4.0.7 for the same
-requests (checked against the frames recorded in /work/shared/cql-captures;
+requests (checked against the frames recorded in tests/data/cql-captures;
 tests/cql_fake_check.sh embeds the frames it compares with):
 
 - OPTIONS -> SUPPORTED {PROTOCOL_VERSIONS: [4/v4], COMPRESSION: [],

@@ -9,7 +9,7 @@
  * Built with -DUCQL_FUZZ_REPLAY (and without -fsanitize=fuzzer), main()
  * replays files instead: each argument is a file, a directory of files,
  * or a capture file (*.jsonl, one frame per line as in
- * shared/cql-captures), so CI can run the seed corpus without libFuzzer. */
+ * tests/data/cql-captures), so CI can run the seed corpus without libFuzzer. */
 #if defined(UCQL_FUZZ_REPLAY) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -197,12 +197,18 @@ static int replay(const char *path) {
   return 0;
 }
 
-/* Exit 77 (a skip for ctest's SKIP_RETURN_CODE) when a path is missing. */
+/* Exit 1 when a path is missing or holds no input: the corpus is part of
+ * the repository (tests/data/cql-captures), so its absence is a failure. */
 int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s FILE|DIR...\n", argv[0]);
+    return 1;
+  }
   for (int i = 1; i < argc; i++) {
-    if (replay(argv[i])) {
-      printf("skipped: no inputs at %s\n", argv[i]);
-      return 77;
+    size_t before = runs;
+    if (replay(argv[i]) || runs == before) {
+      fprintf(stderr, "fuzz_cql: no inputs at %s\n", argv[i]);
+      return 1;
     }
   }
   printf("fuzz_cql: replayed %zu inputs\n", runs);

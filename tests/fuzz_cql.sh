@@ -4,14 +4,14 @@
 #   tests/fuzz_cql.sh [CAPTURES_DIR]
 #
 # Seeds: one file per frame (header and body) of every *.jsonl capture in
-# CAPTURES_DIR (default: ../shared/cql-captures beside the repository).
+# CAPTURES_DIR (default: tests/data/cql-captures).
 # Runs FUZZ_SECONDS (default 60); exits non-zero on any crash or sanitizer
 # report, and prints the run's figures. Set FUZZ_KEEP=DIR to keep the
 # grown corpus there.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-caps=${1:-$root/../shared/cql-captures}
+caps=${1:-$root/tests/data/cql-captures}
 secs=${FUZZ_SECONDS:-60}
 cc=${CC_FUZZ:-clang}
 

@@ -853,6 +853,77 @@ def t_unavailable():
     check(rc == 1, "a bad store URL: exit 1", rc)
 
 
+def t_secrets():
+    # A store URL is shown (stdout's JSON line, stderr, error objects, 503s)
+    # without its secrets, and a '"' in it leaves stdout valid JSON.
+    base = os.path.join(WORK, "secrets")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    secrets = ["hunter2-pw", "s3cr3t-pw"]
+
+    def no_secret(what, text):
+        for sec in secrets:
+            check(sec not in text, "%s shows no secret" % what, text)
+
+    def first_json_line(srv):
+        ready, _, _ = select.select([srv.proc.stdout], [], [], 30)
+        line = srv.proc.stdout.readline() if ready else b""
+        check(line, "a line on stdout", srv.stderr())
+        try:
+            return line, json.loads(line)
+        except ValueError:
+            check(False, "stdout is valid JSON", line)
+
+    # a store not there yet (nothing listens on port 1): serve starts, 503s
+    url = 'cassandra://127.0.0.1:1/ks?user=bob&password=s3cr3t-pw&replication=x"y'
+    srv = Server("secrets-unavail", store=url, expect_start=False)
+    try:
+        line, info = first_json_line(srv)
+        no_secret("stdout", line.decode())
+        check(info["store"] == 'cassandra://127.0.0.1:1/ks?user=bob&password=***&replication=x"y',
+              "the store, masked", info)
+        srv.url = info["listen"]
+        hp = urllib.parse.urlsplit(srv.url)
+        srv.host, srv.port = hp.hostname, hp.port
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 503, "healthz: 503", r)
+        no_secret("a 503", r.data.decode())
+        r = fetch(srv, "POST", "/v1/users", {"id": "x"})
+        check(r.status == 503, "write: 503", r)
+        no_secret("a 503", r.data.decode())
+    finally:
+        check(srv.stop() == 0, "exits 0")
+    no_secret("stderr", srv.stderr())
+    check("password=***" in srv.stderr(), "stderr names the store, masked", srv.stderr())
+
+    # refused URLs: the library's message quotes the URL, or names an option
+    for name, url in [("secrets-userinfo", "cassandra://bob:hunter2-pw@127.0.0.1:1/ks?password=s3cr3t-pw"),
+                      ("secrets-lmdb", 'lmdb:' + os.path.join(base, 'a"b') + "?password=s3cr3t-pw")]:
+        srv = Server(name, store=url, expect_start=False)
+        rc = srv.proc.wait(30)
+        out = srv.proc.stdout.read().decode()
+        srv.stop()
+        check(rc == 1, "%s: exit 1" % name, (rc, out, srv.stderr()))
+        no_secret(name + " stdout", out)
+        no_secret(name + " stderr", srv.stderr())
+        check(json.loads(out)["error"] == "invalid", "%s: an error object" % name, out)
+        # and the CLI, on the same URL
+        cli = subprocess.run([BIN, "--store", url, "get", "users", "x"], capture_output=True)
+        check(cli.returncode == 1, "%s: the CLI exits 1" % name, cli)
+        no_secret(name + " CLI stdout", cli.stdout.decode())
+        no_secret(name + " CLI stderr", cli.stderr.decode())
+
+    # a store that opens, with a '"' in its path: stdout stays JSON
+    url = "lmdb:" + os.path.join(base, 'da"ta') + os.environ.get("UNICO_TEST_STORE_QUERY", "")
+    srv = Server("secrets-quote", store=url, expect_start=False)
+    try:
+        line, info = first_json_line(srv)
+        check(info["store"] == url and info["listen"].startswith("http://127.0.0.1:"),
+              "the store as given", info)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
 def t_idle_timeout():
     srv = Server("idle", "--idle-timeout", "1", "--request-timeout", "2", "--max-per-ip", "3")
     try:
@@ -1106,7 +1177,7 @@ def t_event_loop():
         check(srv.stop() == 0, "exits 0")
 
 
-OWN = [t_event_loop, t_token, t_unavailable, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+OWN = [t_event_loop, t_token, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):

@@ -1,7 +1,8 @@
 # spin_lib.sh - what tests/spin_model.sh and tests/spin_parallel_commit.sh
 # share, sourced by both after setting $here (this folder):
 #   spin_setup MODEL TMPNAME
-# checks that spin and a C compiler are there (exit 77 when not) and that
+# checks that spin and a C compiler are there (exit 1 when not: scripts/
+# deps.sh installs spin, so its absence is a broken setup) and that
 # model/MODEL exists, then works in a fresh temporary folder (removed on
 # exit) holding a copy of the model ($pml); then
 #   verify NAME EXPECT SPIN-DEFINES...
@@ -9,9 +10,9 @@
 # one line, and sets fail=1 when the result is not EXPECT.
 spin_setup() {
   model="$here/../model/$1"
-  command -v spin >/dev/null 2>&1 || { echo "skipped: spin not installed"; exit 77; }
+  command -v spin >/dev/null 2>&1 || { echo "FAIL: spin not installed (scripts/deps.sh installs it)"; exit 1; }
   CC=${CC:-cc}
-  command -v "$CC" >/dev/null 2>&1 || { echo "skipped: spin not installed (no C compiler: $CC)"; exit 77; }
+  command -v "$CC" >/dev/null 2>&1 || { echo "FAIL: no C compiler for spin's verifier: $CC"; exit 1; }
   [ -f "$model" ] || { echo "FAIL: no model at $model"; exit 1; }
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/$2.XXXXXX") || exit 1
   trap 'rm -rf "$tmp"' EXIT

@@ -2,8 +2,8 @@
 # spin_model.sh - exhaustive check of model/claims.pml (the claims protocol,
 # docs/protocol.md) with spin. The model as written must hold its
 # invariants in every configuration below; each deliberately broken
-# variant must be caught. Exit 0: all as expected; 1: not; 77: skipped
-# (spin or a C compiler missing).
+# variant must be caught. Exit 0: all as expected; 1: not (or spin or a
+# C compiler missing).
 # Usage: sh tests/spin_model.sh
 set -u
 

@@ -7,8 +7,8 @@
 # WITH THE THREE FIXES (the model's default) must hold its invariants in
 # every configuration below; each variant broken on purpose must be
 # caught.
-# Exit 0: all as expected; 1: not; 77: skipped (spin or a C compiler
-# missing). Takes about 3 minutes on 2 cores (one pan at a time).
+# Exit 0: all as expected; 1: not (or spin or a C compiler missing).
+# Takes about 3 minutes on 2 cores (one pan at a time).
 # Usage: sh tests/spin_parallel_commit.sh
 set -u
 

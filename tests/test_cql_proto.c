@@ -1,6 +1,6 @@
 /* test_cql_proto.c - the CQL v4 codec against frames captured from
  * Cassandra 4.0.7 and the DataStax Python driver (see the captures'
- * README.md), and against malformed input.
+ * README.md in tests/data/cql-captures), and against malformed input.
  *
  * Every server frame is decoded and rendered in the README's `decoded`
  * notation, then compared with the README's frame tables (a prefix where
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <jansson.h>
 
 #include "store/cql_proto.h"
@@ -188,32 +188,97 @@ static void load_readme(const char *path) {
   fclose(fp);
 }
 
+/* Every capture file of tests/data/cql-captures (one per scenario of its
+ * README). Each must be there: a missing or renamed fixture fails every
+ * test that reads the captures, never skips it. */
+static const char *const CAPTURES[] = {
+    "auth",
+    "batch_lwt",
+    "ddl",
+    "errors",
+    "handshake",
+    "handshake_minimal",
+    "lwt_delete",
+    "lwt_insert_applied",
+    "lwt_insert_not_applied",
+    "lwt_update_applied",
+    "lwt_update_not_applied",
+    "paging",
+    "prepared",
+    "reprepare",
+    "serial_read",
+    "skip_metadata",
+    "ttl_insert",
+    "use_keyspace",
+};
+
+/* Why the captures could not be loaded ("" once they are). */
+static char capture_error[4096];
+
+static void capture_problem(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void capture_problem(const char *fmt, ...) {
+  size_t l = strlen(capture_error);
+  if (l + 2 >= sizeof capture_error) return;
+  if (l) capture_error[l++] = ';', capture_error[l++] = ' ', capture_error[l] = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(capture_error + l, sizeof capture_error - l, fmt, ap);
+  va_end(ap);
+}
+
 static int group_setup(void **state) {
   (void)state;
   const char *env = getenv("UNICO_CQL_CAPTURES");
   if (env && *env)
     snprintf(capdir, sizeof capdir, "%s", env);
   else
-    snprintf(capdir, sizeof capdir, "%s/../shared/cql-captures",
+    snprintf(capdir, sizeof capdir, "%s/tests/data/cql-captures",
              UNICO_SOURCE_DIR);
+  char path[2048];
+  size_t ncap = sizeof CAPTURES / sizeof CAPTURES[0];
+  for (size_t i = 0; i < ncap; i++) {
+    snprintf(path, sizeof path, "%s/%s.jsonl", capdir, CAPTURES[i]);
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+      capture_problem("cannot open %s", path);
+      continue;
+    }
+    fclose(fp);
+    size_t before = nframes;
+    load_file(path);
+    if (nframes == before) capture_problem("no frames in %s", path);
+  }
+  /* and no capture file the list above leaves unchecked */
   DIR *d = opendir(capdir);
   if (!d) {
-    printf("skipped: no captures at %s\n", capdir);
-    return 0;
+    capture_problem("no captures folder at %s", capdir);
+  } else {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      size_t l = strlen(e->d_name), known = 0;
+      if (l < 7 || strcmp(e->d_name + l - 6, ".jsonl")) continue;
+      for (size_t i = 0; i < ncap && !known; i++)
+        known = strlen(CAPTURES[i]) == l - 6 &&
+                !strncmp(e->d_name, CAPTURES[i], l - 6);
+      if (!known)
+        capture_problem("%s/%s is not in test_cql_proto.c's CAPTURES", capdir,
+                        e->d_name);
+    }
+    closedir(d);
   }
-  struct dirent *e;
-  char path[2048];
-  while ((e = readdir(d))) {
-    size_t l = strlen(e->d_name);
-    if (l < 7 || strcmp(e->d_name + l - 6, ".jsonl")) continue;
-    snprintf(path, sizeof path, "%s/%s", capdir, e->d_name);
-    load_file(path);
-  }
-  closedir(d);
   snprintf(path, sizeof path, "%s/README.md", capdir);
+  FILE *readme = fopen(path, "r");
+  if (readme)
+    fclose(readme);
+  else
+    capture_problem("cannot open %s", path);
+  if (capture_error[0]) {
+    printf("cql captures: %s\n", capture_error);
+    return 0; /* the tests that need them fail with this message */
+  }
   load_readme(path);
-  have_captures = nframes > 0;
-  if (!have_captures) printf("skipped: no captures at %s\n", capdir);
+  have_captures = 1;
   return 0;
 }
 
@@ -229,7 +294,7 @@ static int group_teardown(void **state) {
 
 #define NEED_CAPTURES()                                                        \
   do {                                                                         \
-    if (!have_captures) skip();                                                \
+    if (!have_captures) fail_msg("cql captures: %s", capture_error);           \
   } while (0)
 
 /* ------------------------------------------------------------------ */
@@ -1834,7 +1899,8 @@ static void test_encoders(void **state) {
   ubuf_free(&b);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_responses),
       cmocka_unit_test(test_requests),
@@ -1848,6 +1914,6 @@ int main(void) {
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_encoders),
   };
-  return cmocka_run_group_tests_name("cql_proto", tests, group_setup,
-                                     group_teardown);
+  return ucm_done(ucm_run_group("cql_proto", tests, group_setup,
+                                     group_teardown));
 }

@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1093,7 +1093,8 @@ static void test_random_garbage(void **state) {
   assert_true(oks > 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_design_example),
       cmocka_unit_test(test_types_and_aliases),
@@ -1112,5 +1113,5 @@ int main(void) {
       cmocka_unit_test(test_every_prefix),
       cmocka_unit_test(test_random_garbage),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

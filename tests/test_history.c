@@ -17,7 +17,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,7 +333,8 @@ static void test_history_bounded(void **state) {
   unico_close(u);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_update_then_update),
       cmocka_unit_test(test_update_retry_no_if_match),
@@ -345,9 +346,9 @@ int main(void) {
   };
   snprintf(dir, sizeof dir, "/tmp/unico-history-%d", (int)getpid());
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);
-  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = ucm_run_group("tests", tests, NULL, NULL);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) failed++;
-  return failed;
+  return ucm_done(failed);
 }

@@ -12,7 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -423,7 +423,8 @@ static void test_check_repair(void **state) {
   unico_close(u);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_limit_race),
       cmocka_unit_test(test_hold_race),
@@ -431,9 +432,9 @@ int main(void) {
       cmocka_unit_test(test_check_repair),
   };
   snprintf(dir, sizeof dir, "/tmp/unico-limits-%d", (int)getpid());
-  int failed = cmocka_run_group_tests_name("plain", tests, NULL, NULL);
+  int failed = ucm_run_group("plain", tests, NULL, NULL);
   query = "?wal=on";
-  failed += cmocka_run_group_tests_name("log mode", tests, NULL, NULL);
+  failed += ucm_run_group("log mode", tests, NULL, NULL);
   /* The races again through the claims protocol (per-key compare-and-set
    * only): member sets instead of counters, fencing instead of one
    * transaction. (Planted faults are a different story there: orphans are
@@ -444,9 +445,9 @@ int main(void) {
       cmocka_unit_test(test_build_race),
   };
   query = "?txn=off";
-  failed += cmocka_run_group_tests_name("claims protocol", races, NULL, NULL);
+  failed += ucm_run_group("claims protocol", races, NULL, NULL);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) failed++;
-  return failed;
+  return ucm_done(failed);
 }

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,11 +78,12 @@ static void test_invalid_utf8(void **state) {
   assert_int_equal(unorm_casefold("a\0b", 3, &out, &n), -1);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_casefold_equivalences),
       cmocka_unit_test(test_casefold_output_is_stable),
       cmocka_unit_test(test_invalid_utf8),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -225,15 +225,16 @@ static void test_swap_and_lookup(void **state) {
   unico_result_clear(&res);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_winner),
       cmocka_unit_test(test_no_lost_update),
       cmocka_unit_test(test_swap_and_lookup),
   };
-  int failed = cmocka_run_group_tests_name("transactions", tests, setup, teardown);
+  int failed = ucm_run_group("transactions", tests, setup, teardown);
   /* The same races through the claims protocol. */
   extra = "&txn=off";
-  failed += cmocka_run_group_tests_name("claims protocol", tests, setup, teardown);
-  return failed;
+  failed += ucm_run_group("claims protocol", tests, setup, teardown);
+  return ucm_done(failed);
 }

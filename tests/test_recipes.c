@@ -25,7 +25,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -925,7 +925,8 @@ static void test_fenced_operation_resumes(void **state) {
   assert_int_equal(b.duplicates, 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   /* These schedules show the claims protocol's fencing (a stalled or
    * crashed writer's pending claim taken over). An insert's parallel
    * commit has no commit step for a stall to fall before: a writer that
@@ -940,5 +941,5 @@ int main(void) {
       cmocka_unit_test(test_crash_orphan),
       cmocka_unit_test(test_fenced_operation_resumes),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

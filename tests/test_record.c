@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,7 +224,8 @@ static void test_pk_parse(void **state) {
   ubuf_free(&b);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_validation_errors),
       cmocka_unit_test(test_normalized_keys),
@@ -232,5 +233,5 @@ int main(void) {
       cmocka_unit_test(test_patch),
       cmocka_unit_test(test_pk_parse),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

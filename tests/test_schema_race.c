@@ -12,7 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -241,12 +241,13 @@ static int setup(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_apply_races_inserts),
       cmocka_unit_test(test_apply_races_inserts_claims),
       cmocka_unit_test(test_add_column_races_inserts_claims),
       cmocka_unit_test(test_abandoned_change_rolls_back),
   };
-  return cmocka_run_group_tests(tests, setup, setup);
+  return ucm_done(ucm_run_group("tests", tests, setup, setup));
 }

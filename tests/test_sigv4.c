@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -147,7 +147,8 @@ static void test_normalisation_and_errors(void **state) {
   ubuf_free(&c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_empty_hash),
       cmocka_unit_test(test_derived_key),
@@ -156,5 +157,5 @@ int main(void) {
       cmocka_unit_test(test_post_x_www_form_urlencoded),
       cmocka_unit_test(test_normalisation_and_errors),
   };
-  return cmocka_run_group_tests_name("sigv4", tests, NULL, NULL);
+  return ucm_done(ucm_run_group("sigv4", tests, NULL, NULL));
 }

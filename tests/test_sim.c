@@ -39,7 +39,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -1612,7 +1612,7 @@ static void summary(double secs) {
 }
 
 int main(int argc, char **argv) {
-  (void)argc;
+  ucm_init(argc, argv);
   if (argv[0]) g_argv0 = argv[0];
   int one = 0;
   env_u64("UNICO_SIM_SEED", 0, &one);
@@ -1620,7 +1620,7 @@ int main(int argc, char **argv) {
   int failed;
   if (one) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_one_seed)};
-    failed = cmocka_run_group_tests(tests, setup_schema, teardown_schema);
+    failed = ucm_run_group("tests", tests, setup_schema, teardown_schema);
   } else {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_regressions),
@@ -1628,8 +1628,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_hold_op_id_faults),
     };
-    failed = cmocka_run_group_tests(tests, setup_schema, teardown_schema);
+    failed = ucm_run_group("tests", tests, setup_schema, teardown_schema);
   }
-  summary(now_s() - t0);
-  return failed;
+  if (!ucm_listing()) summary(now_s() - t0);
+  return ucm_done(failed);
 }

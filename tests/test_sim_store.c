@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -863,7 +863,8 @@ static void test_observer(void **state) {
   usim_free(s);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cas_semantics),
       cmocka_unit_test(test_scan),
@@ -878,5 +879,5 @@ int main(void) {
       cmocka_unit_test(test_clock),
       cmocka_unit_test(test_observer),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,7 +567,8 @@ static void test_group_commit_full(void **state) {
   gc_store->vt->close(gc_store);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cas_versions),
       cmocka_unit_test(test_txn_all_or_nothing),
@@ -582,5 +583,5 @@ int main(void) {
       cmocka_unit_test(test_group_commit_races_log),
       cmocka_unit_test(test_group_commit_full),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

@@ -10,7 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -633,7 +633,8 @@ static void test_log_options(void **state) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_model),
       cmocka_unit_test(test_log_sigkill),
@@ -644,5 +645,5 @@ int main(void) {
       cmocka_unit_test(test_log_full),
       cmocka_unit_test(test_log_over_limit),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "cmocka_main.h"
 
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
@@ -201,12 +201,13 @@ static void test_fingerprint(void **state) {
               fp_of("CREATE TABLE b (id int PRIMARY KEY);", "b"));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_intent_round_trip),
       cmocka_unit_test(test_other_states_unchanged),
       cmocka_unit_test(test_claim_attempt),
       cmocka_unit_test(test_fingerprint),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "cmocka_main.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,7 +308,8 @@ static void test_malformed(void **state) {
   ubuf_free(&b);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_injective_and_ordered),
@@ -317,5 +318,5 @@ int main(void) {
       cmocka_unit_test(test_specific_encodings),
       cmocka_unit_test(test_malformed),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

@@ -1,0 +1,102 @@
+/* test_redact.c - store URLs and messages shown without their secrets
+ * (cli/redact.c): the password of user:password@, the secret query
+ * options, a message quoting the URL, a single value, or a cut URL. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmocka_main.h"
+#include "redact.h"
+
+static void expect_url(const char *url, const char *want) {
+  char *got = ucli_redact_url(url);
+  assert_non_null(got);
+  if (strcmp(got, want)) fail_msg("%s\n  shown as %s\n  expected %s", url, got, want);
+  free(got);
+}
+
+static void test_url_without_secrets(void **state) {
+  (void)state;
+  expect_url("lmdb:./unico-data?wal=on", "lmdb:./unico-data?wal=on");
+  expect_url("lmdb:/tmp/a\"b@c:d", "lmdb:/tmp/a\"b@c:d");
+  expect_url("sim:x", "sim:x");
+  expect_url("", "");
+  /* a user alone is no secret; an option without '=' has no value */
+  expect_url("cassandra://bob@h/ks", "cassandra://bob@h/ks");
+  expect_url("cassandra://h/ks?password", "cassandra://h/ks?password");
+  /* names that only contain a secret word are kept */
+  expect_url("x://h/t?keyspace=k&tokens=2&passwords=3",
+             "x://h/t?keyspace=k&tokens=2&passwords=3");
+  assert_null(ucli_redact_url(NULL));
+}
+
+static void test_url_userinfo(void **state) {
+  (void)state;
+  expect_url("cassandra://bob:hunter2@h1:9042,h2/ks",
+             "cassandra://bob:***@h1:9042,h2/ks");
+  /* the password may hold '/', ':' or '@': the authority runs to the
+   * query, and its last '@' ends the user information */
+  expect_url("cassandra://u:pa/s:s@w@h/ks?x=1", "cassandra://u:***@h/ks?x=1");
+  expect_url("cassandra://u:@h/ks", "cassandra://u:***@h/ks");
+  /* an '@' after the '?' is not the authority's */
+  expect_url("cassandra://h/ks?user=a:b@c", "cassandra://h/ks?user=a:b@c");
+}
+
+static void test_url_options(void **state) {
+  (void)state;
+  expect_url("cassandra://h/ks?user=bob&password=s3cr3t&consistency=QUORUM",
+             "cassandra://h/ks?user=bob&password=***&consistency=QUORUM");
+  expect_url("dynamodb://h:8000/t?region=eu&secret_access_key=AK/x=&"
+             "session_token=ST&Token=T&KEY=K&secret=S",
+             "dynamodb://h:8000/t?region=eu&secret_access_key=***&"
+             "session_token=***&Token=***&KEY=***&secret=***");
+  expect_url("lmdb:/d?password=", "lmdb:/d?password=***");
+  expect_url("lmdb:/d?password=a\"b&&wal=on", "lmdb:/d?password=***&&wal=on");
+  expect_url("cassandra://u:p@h/ks?password=q",
+             "cassandra://u:***@h/ks?password=***");
+}
+
+static void test_message(void **state) {
+  (void)state;
+  const char *url = "cassandra://bob:hunter2@h/ks?password=s3cr3t";
+  char msg[512];
+  snprintf(msg, sizeof msg, "store URL \"%s\": a host is not HOST", url);
+  ucli_redact_message(msg, sizeof msg, url);
+  assert_string_equal(msg,
+                      "store URL \"cassandra://bob:***@h/ks?password=***\": a host is not HOST");
+  /* a message quoting one option's value */
+  snprintf(msg, sizeof msg, "option password=s3cr3t, user bob:hunter2");
+  ucli_redact_message(msg, sizeof msg, url);
+  assert_string_equal(msg, "option password=***, user bob:***");
+  /* a message cut inside the secret */
+  snprintf(msg, sizeof msg, "store URL \"cassandra://bob:hunter2@h/ks?password=s3c");
+  ucli_redact_message(msg, sizeof msg, url);
+  assert_string_equal(msg, "store URL \"cassandra://bob:***@h/ks?password=***");
+  /* a message that names no secret is left as it is */
+  snprintf(msg, sizeof msg, "no Cassandra node reachable: connection refused");
+  ucli_redact_message(msg, sizeof msg, url);
+  assert_string_equal(msg, "no Cassandra node reachable: connection refused");
+  /* the result fits the buffer */
+  char small[16];
+  snprintf(small, sizeof small, "x s3cr3t s3cr3t");
+  ucli_redact_message(small, sizeof small, url);
+  assert_string_equal(small, "x *** ***");
+  char tiny[8] = "s3cr3t";
+  ucli_redact_message(tiny, sizeof tiny, "lmdb:/d?token=s3cr3t");
+  assert_string_equal(tiny, "***");
+  /* a URL without secrets changes nothing */
+  snprintf(msg, sizeof msg, "lmdb:/d: cannot open");
+  ucli_redact_message(msg, sizeof msg, "lmdb:/d");
+  assert_string_equal(msg, "lmdb:/d: cannot open");
+}
+
+int main(int argc, char **argv) {
+  ucm_init(argc, argv);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_url_without_secrets),
+      cmocka_unit_test(test_url_userinfo),
+      cmocka_unit_test(test_url_options),
+      cmocka_unit_test(test_message),
+  };
+  return ucm_done(ucm_run_group("redact", tests, NULL, NULL));
+}
