@@ -51,30 +51,17 @@ void uapi_sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-static int put_schema(unico *u, const ubuf *key, int expect, uint64_t ver,
-                      const ustored_schema *ss, unico_result *res) {
-  ubuf v = UBUF_INIT;
-  ustored_schema_encode(&v, ss);
-  if (!ubuf_ok(&v)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-  ustore_op op = {key->p, key->len, expect, ver, USTORE_PUT, v.p, v.len,
-                  0, 0, 0, UBUF_INIT};
-  int rc = uexec_cas(u->x, &op, res);
-  ubuf_free(&op.cur);
-  ubuf_free(&v);
-  return rc;
-}
-
 /* A change marked in the store whose process died: take the marker over,
  * move the tables whose constraints it may have half built back to the
  * previous definition, then put the previous schema back. */
-static int roll_back(unico *u, const ubuf *key, ustored_schema *ss,
-                     uint64_t ver, unico_result *res) {
+static int roll_back(unico *u, ustored_schema *ss, uint64_t ver,
+                     unico_result *res) {
   uschema *from = NULL, *to = NULL;
   uparse_error pe;
   int rc;
   ss->since_ms = uexec_now(u->x);
-  rc = put_schema(u, key, USTORE_VERSION, ver, ss, res);
-  if (rc) return rc; /* USTORE_NOT_APPLIED: someone else is at it */
+  rc = uexec_schema_put(u->x, ver, ss, res);
+  if (rc) return rc; /* UEXEC_NOT_APPLIED: someone else is at it */
   uint64_t mark = ver + 1;
   if (!uschema_parse(ss->ddl ? ss->ddl : "", &from, &pe) &&
       !uschema_parse(ss->prev_ddl ? ss->prev_ddl : "", &to, &pe)) {
@@ -86,37 +73,30 @@ static int roll_back(unico *u, const ubuf *key, ustored_schema *ss,
   }
   uschema_free(from);
   uschema_free(to);
-  if (rc) return rc == UNICO_EBUSY ? USTORE_NOT_APPLIED : rc;
+  if (rc) return rc == UNICO_EBUSY ? UEXEC_NOT_APPLIED : rc;
   ustored_schema back = {USCHEMA_READY, ss->prev_version, ss->prev_ddl, NULL,
                          0, uexec_now(u->x)};
-  return put_schema(u, key, USTORE_VERSION, mark, &back, res);
+  return uexec_schema_put(u->x, mark, &back, res);
 }
 
 int uapi_sch_load(unico *u, usch **out, unico_result *res) {
-  ubuf key = UBUF_INIT, val = UBUF_INIT;
   ustored_schema ss;
   uint64_t ver = 0;
   int rc = UNICO_OK;
   memset(&ss, 0, sizeof ss);
   *out = NULL;
-  ukey_schema(&key);
   for (int attempt = 0;; attempt++) {
     ustored_schema_free(&ss);
-    rc = uexec_read(u->x, &key, &val, &ver, res);
+    rc = uexec_schema_read(u->x, &ss, &ver, res);
     if (rc == UNICO_ENOTFOUND) {
-      ver = 0;
       rc = UNICO_OK;
       break;
     }
     if (rc) goto leave;
-    if (ustored_schema_decode(val.p, val.len, &ss)) {
-      rc = uerr(res, UNICO_ECORRUPT, NULL, "the stored schema is corrupt");
-      goto leave;
-    }
     if (ss.state != USCHEMA_CHANGING) break;
     if (uexec_now(u->x) - ss.since_ms > SCHEMA_STALE_MS) {
       /* The process applying it died: roll back to the schema before. */
-      rc = roll_back(u, &key, &ss, ver, res);
+      rc = roll_back(u, &ss, ver, res);
       if (rc < 0) goto leave;
       continue;
     }
@@ -155,8 +135,6 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res) {
   }
 leave:
   ustored_schema_free(&ss);
-  ubuf_free(&key);
-  ubuf_free(&val);
   return rc;
 }
 
@@ -261,7 +239,6 @@ static int apply_output(unico_result *res, const uschema *s, uint64_t ver,
 int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
   uschema *ns = NULL;
   usch *cur = NULL;
-  ubuf key = UBUF_INIT;
   uparse_error pe;
   int rc;
   if (!ddl) return uerr(res, UNICO_EINVAL, NULL, "no schema text given");
@@ -287,7 +264,6 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
       goto leave;
     }
   }
-  ukey_schema(&key);
   for (int attempt = 0; attempt < 100; attempt++) {
     uapi_sch_put(cur);
     cur = NULL;
@@ -314,7 +290,8 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
         if (uapi_cons_differ(o, n) && nbuild < 1024) {
           build_o[nbuild] = o;
           build_n[nbuild++] = n;
-        } else if (uexec_is_claims(u->x) && nsettle < 1024 &&
+        } else if ((uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS) &&
+                   nsettle < 1024 &&
                    uplan_table_fingerprint(o) != uplan_table_fingerprint(n)) {
           /* (an insert intent judges itself by its table's fingerprint:
            * those planned under the old one are settled first) */
@@ -327,10 +304,9 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     }
     ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
                            (char *)ddl, NULL, 0, uexec_now(u->x)};
-    int expect = cur->store_ver ? USTORE_VERSION : USTORE_ABSENT;
     if (nneed == 0 && nbuild == 0 && nsettle == 0) {
-      rc = put_schema(u, &key, expect, cur->store_ver, &next, res);
-      if (rc == USTORE_NOT_APPLIED) continue; /* raced: start again */
+      rc = uexec_schema_put(u->x, cur->store_ver, &next, res);
+      if (rc == UEXEC_NOT_APPLIED) continue; /* raced: start again */
       if (rc) goto leave;
       break;
     }
@@ -340,8 +316,8 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     ustored_schema changing = {USCHEMA_CHANGING, cur->schema_version + 1,
                                (char *)ddl, cur->ddl, cur->schema_version,
                                uexec_now(u->x)};
-    rc = put_schema(u, &key, expect, cur->store_ver, &changing, res);
-    if (rc == USTORE_NOT_APPLIED) continue;
+    rc = uexec_schema_put(u->x, cur->store_ver, &changing, res);
+    if (rc == UEXEC_NOT_APPLIED) continue;
     if (rc) goto leave;
     uint64_t mark_ver = cur->store_ver + 1;
     /* Step 2: verify, and build the constraints that change. */
@@ -376,8 +352,8 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     }
     /* Step 3: commit, or put the old schema back. */
     if (bad < 0 && rc == UNICO_OK) {
-      rc = put_schema(u, &key, USTORE_VERSION, mark_ver, &next, res);
-      if (rc == USTORE_NOT_APPLIED)
+      rc = uexec_schema_put(u->x, mark_ver, &next, res);
+      if (rc == UEXEC_NOT_APPLIED)
         rc = uerr(res, UNICO_EBUSY, NULL,
                   "the schema change took too long and was rolled back by "
                   "another process; apply it again");
@@ -391,14 +367,9 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     ustored_schema back = {USCHEMA_READY, cur->schema_version, cur->ddl, NULL,
                            0, uexec_now(u->x)};
     if (cur->store_ver)
-      rc = put_schema(u, &key, USTORE_VERSION, mark_ver, &back, &tmp);
-    else {
-      /* There was no schema: remove the marker again. */
-      ustore_op op = {key.p, key.len, USTORE_VERSION, mark_ver, USTORE_DEL,
-                      NULL, 0, 0, 0, 0, UBUF_INIT};
-      rc = uexec_cas(u->x, &op, &tmp);
-      ubuf_free(&op.cur);
-    }
+      rc = uexec_schema_put(u->x, mark_ver, &back, &tmp);
+    else /* there was no schema: remove the marker again */
+      rc = uexec_schema_remove(u->x, mark_ver, &tmp);
     unico_result_clear(&tmp);
     if (res) res->json = report;
     else free(report);
@@ -423,7 +394,6 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
 leave:
   uapi_sch_put(cur);
   uschema_free(ns);
-  ubuf_free(&key);
   return rc;
 }
 

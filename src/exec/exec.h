@@ -146,6 +146,21 @@ int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
                       int *inflight, unico_result *res);
 
 /* ------------------------------------------------------------------ */
+/* The schema key (exec/schema.c) */
+
+/* The stored schema (*ver: its store version) or UNICO_ENOTFOUND (*ver 0,
+ * ss zeroed); free ss with ustored_schema_free. */
+int uexec_schema_read(uexec *x, ustored_schema *ss, uint64_t *ver,
+                      unico_result *res);
+/* Put ss where the schema key is at store version ver (0: absent):
+ * UNICO_OK (it is then at ver + 1, or 1), UEXEC_NOT_APPLIED when it moved,
+ * or an error. */
+int uexec_schema_put(uexec *x, uint64_t ver, const ustored_schema *ss,
+                     unico_result *res);
+/* Remove the schema key at store version ver, the same way. */
+int uexec_schema_remove(uexec *x, uint64_t ver, unico_result *res);
+
+/* ------------------------------------------------------------------ */
 /* Holds (exec/hold.c): a claim with no owner record, an expiry and the
  * SHA-256 of a secret token, indexed by ("h", hash). */
 
