@@ -42,12 +42,12 @@ static int new_token(char out[3 + 64 + 1], unico_result *res) {
  * constraint, the normalized value and the time to live. */
 static uint64_t reserve_fp(const char *table, const char *constraint,
                            const ubuf *val, uint64_t ttl_ms) {
-  uint64_t h = UPLAN_HASH_INIT;
-  h = uplan_hash(h, table, strlen(table) + 1);
-  h = uplan_hash(h, constraint, strlen(constraint) + 1);
-  h = uplan_hash(h, &val->len, sizeof val->len);
-  h = uplan_hash(h, val->p, val->len);
-  return uplan_hash(h, &ttl_ms, sizeof ttl_ms);
+  uint64_t h = USTORED_HASH_INIT;
+  h = ustored_hash(h, table, strlen(table) + 1);
+  h = ustored_hash(h, constraint, strlen(constraint) + 1);
+  h = ustored_hash(h, &val->len, sizeof val->len);
+  h = ustored_hash(h, val->p, val->len);
+  return ustored_hash(h, &ttl_ms, sizeof ttl_ms);
 }
 
 /* The answer to a reservation: {"token":..,"table":..,"constraint":..,
@@ -162,7 +162,7 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
   } else {
     fp = reserve_fp(t->name, c->name, &val, ttl_ms);
   }
-  uplan_token_hash(token, hash);
+  ustored_token_hash(token, hash);
   rc = UEXEC_NOT_APPLIED;
   for (int attempt = 0; attempt < ATTEMPTS && rc == UEXEC_NOT_APPLIED;
        attempt++) {
@@ -239,7 +239,7 @@ int uapi_release_hold(unico *u, const char *table, const char *token,
   }
   if (!token || !*token)
     return uerr(res, UNICO_EINVAL, NULL, "no hold token given");
-  uplan_token_hash(token, hash);
+  ustored_token_hash(token, hash);
   rc = UEXEC_NOT_APPLIED;
   for (int attempt = 0; attempt < ATTEMPTS && rc == UEXEC_NOT_APPLIED;
        attempt++)

@@ -43,7 +43,7 @@ void urcache_free(urcache *c) {
 }
 
 static slot *slot_of(urcache *c, const uint8_t *k, size_t kl) {
-  return &c->s[uplan_hash(UPLAN_HASH_INIT, k, kl) % SLOTS];
+  return &c->s[ustored_hash(USTORED_HASH_INIT, k, kl) % SLOTS];
 }
 
 int urcache_get(urcache *c, const uint8_t *k, size_t kl, ubuf *val,

@@ -37,13 +37,13 @@ int uapi_check_op_id(const char *op_id, unico_result *res) {
 /* What identifies a request: kind, table, canonical body, key, version. */
 static uint64_t fingerprint(int kind, const char *table, const char *body,
                             const ubuf *pk, uint64_t if_version) {
-  uint64_t h = UPLAN_HASH_INIT;
-  h = uplan_hash(h, uplan_kind_name(kind), strlen(uplan_kind_name(kind)) + 1);
-  h = uplan_hash(h, table, strlen(table) + 1);
-  if (body) h = uplan_hash(h, body, strlen(body) + 1);
-  h = uplan_hash(h, "|", 1);
-  h = uplan_hash(h, pk->p, pk->len);
-  return uplan_hash(h, &if_version, sizeof if_version);
+  uint64_t h = USTORED_HASH_INIT;
+  h = ustored_hash(h, uplan_kind_name(kind), strlen(uplan_kind_name(kind)) + 1);
+  h = ustored_hash(h, table, strlen(table) + 1);
+  if (body) h = ustored_hash(h, body, strlen(body) + 1);
+  h = ustored_hash(h, "|", 1);
+  h = ustored_hash(h, pk->p, pk->len);
+  return ustored_hash(h, &if_version, sizeof if_version);
 }
 
 /* A canonical text of a JSON value (keys sorted), for fingerprints. */
@@ -558,7 +558,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
         free(hashes);
         return uerr(res, UNICO_EINVAL, NULL, "a hold token is empty");
       }
-      uplan_token_hash(holds[i], hashes[i]);
+      ustored_token_hash(holds[i], hashes[i]);
     }
   }
   if (op_id) {

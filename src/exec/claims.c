@@ -1228,10 +1228,10 @@ static int unknown_outcome(unico_result *res, const char *where) {
 
 static uint64_t new_attempt(cx *c) {
   uint64_t n = atomic_fetch_add(&c->x->attempts, 1) + 1;
-  uint64_t a = uplan_hash(UPLAN_HASH_INIT ^ c->x->seed, c->me.op_id,
+  uint64_t a = ustored_hash(USTORED_HASH_INIT ^ c->x->seed, c->me.op_id,
                           strlen(c->me.op_id));
-  a = uplan_hash(a, &c->now, sizeof c->now);
-  a = uplan_hash(a, &n, sizeof n);
+  a = ustored_hash(a, &c->now, sizeof c->now);
+  a = ustored_hash(a, &n, sizeof n);
   return a ? a : 1;
 }
 
