@@ -33,6 +33,8 @@ struct unico {
 
 #define SCHEMA_STALE_MS 30000 /* a schema change this old was abandoned */
 
+/* The executor's uexec_fingerprint_fn: table's fingerprint in ddl. */
+int uapi_table_fingerprint(const char *ddl, const char *table, uint64_t *fp);
 usch *uapi_sch_get(unico *u);  /* a new reference to the cached schema */
 void uapi_sch_put(usch *c);    /* drop a reference; accepts NULL */
 int uapi_sch_load(unico *u, usch **out, unico_result *res); /* from store */

@@ -79,6 +79,17 @@ static int roll_back(unico *u, ustored_schema *ss, uint64_t ver,
   return uexec_schema_put(u->x, mark, &back, res);
 }
 
+int uapi_table_fingerprint(const char *ddl, const char *table, uint64_t *fp) {
+  uschema *s = NULL;
+  uparse_error pe;
+  *fp = 0;
+  if (uschema_parse(ddl, &s, &pe)) return -1;
+  const utable *t = uschema_table(s, table);
+  if (t) *fp = uplan_table_fingerprint(t);
+  uschema_free(s);
+  return 0;
+}
+
 int uapi_sch_load(unico *u, usch **out, unico_result *res) {
   ustored_schema ss;
   uint64_t ver = 0;

@@ -112,6 +112,7 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
     r = (uint64_t)unow_ms() ^ ((uint64_t)getpid() << 32);
   snprintf(u->opprefix, sizeof u->opprefix, "g-%016" PRIx64, r);
   int rc = uexec_open(&u->x, url, opts ? opts->outcome_retention_ms : 0, res);
+  if (!rc) uexec_set_fingerprint(u->x, uapi_table_fingerprint);
   if (!rc && opts && opts->struct_version >= 2)
     uexec_set_grace(u->x, (int64_t)opts->grace_ms);
   /* Where a read is a round trip, remember records to skip it. */

@@ -405,6 +405,10 @@ void uexec_set_grace(uexec *x, int64_t grace_ms) {
 
 int uexec_is_claims(uexec *x) { return x->claims; }
 
+void uexec_set_fingerprint(uexec *x, uexec_fingerprint_fn fn) {
+  x->fingerprint = fn;
+}
+
 unsigned uexec_traits(uexec *x) {
   unsigned t = x->proto->traits;
   if (!(x->st->vt->caps & USTORE_CAP_REMOTE)) t &= ~UEXEC_T_CACHE_RECORDS;

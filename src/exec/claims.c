@@ -35,7 +35,6 @@
 #include "exec/internal.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
-#include "schema/schema.h"
 #include "util/err.h"
 
 #define MAX_ROUNDS 64 /* resolution attempts per key before "busy" */
@@ -224,17 +223,10 @@ static int schema_fp(uexec *x, const char *table, uint64_t *fp, int *changing,
       rc = uerr(res, UNICO_ECORRUPT, NULL, "the stored schema is corrupt");
     } else if (ss.state == USCHEMA_CHANGING) {
       *changing = 1;
-    } else {
-      uschema *s = NULL;
-      uparse_error pe;
-      if (uschema_parse(ss.ddl ? ss.ddl : "", &s, &pe)) {
-        rc = uerr(res, UNICO_ECORRUPT, NULL,
-                  "the stored schema does not parse: %s", pe.msg);
-      } else {
-        const utable *t = uschema_table(s, table);
-        if (t) *fp = uplan_table_fingerprint(t);
-      }
-      uschema_free(s);
+    } else if (!x->fingerprint ||
+               x->fingerprint(ss.ddl ? ss.ddl : "", table, fp)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL,
+                "the stored schema does not parse");
     }
     ustored_schema_free(&ss);
   }

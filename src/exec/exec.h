@@ -86,6 +86,14 @@ int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
 int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
                      ustore_scan_cb cb, void *ctx, unico_result *res);
 
+/* The executor knows no schemas; where the claims protocol judges an
+ * insert intent by its table's fingerprint (uplan_table_fingerprint) in
+ * the stored schema, it asks this function, which the API sets at open:
+ * 0 with *fp set (0: no such table in ddl), -1 when ddl does not parse. */
+typedef int (*uexec_fingerprint_fn)(const char *ddl, const char *table,
+                                    uint64_t *fp);
+void uexec_set_fingerprint(uexec *x, uexec_fingerprint_fn fn);
+
 /* What the protocol chosen at open means for its callers, which never ask
  * which protocol it is. */
 enum uexec_trait {

@@ -56,6 +56,7 @@ struct uexec {
   int64_t grace_ms;      /* claims protocol: how long a pending claim of
                             another operation is waited for */
   int claims;            /* 1: the claims protocol (no store transactions) */
+  uexec_fingerprint_fn fingerprint; /* (exec.h) */
   atomic_uint_fast64_t writes;
   /* parallel commit (docs/parallel-commit.md) */
   int pc;                      /* 1: inserts try the two-round-trip path */
