@@ -18,8 +18,8 @@
 #define DAY_MS (24 * 3600 * 1000ULL)
 
 
-static int store_err(unico_result *res, int rc, const char *what,
-                     const ustore_err *e) {
+int uexec_store_err(unico_result *res, int rc, const char *what,
+                    const ustore_err *e) {
   if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
   return uerr(res, rc, NULL, "%s: %s", what,
               e && e->msg[0] ? e->msg : unico_strerror(rc));
@@ -69,7 +69,7 @@ int uexec_read(uexec *x, const ubuf *key, ubuf *val, uint64_t *version,
                unico_result *res) {
   ustore_err e = {{0}};
   int rc = x->st->vt->get(x->st, key->p, key->len, val, version, &e);
-  if (rc && rc != UNICO_ENOTFOUND) return store_err(res, rc, "reading", &e);
+  if (rc && rc != UNICO_ENOTFOUND) return uexec_store_err(res, rc, "reading", &e);
   return rc;
 }
 
@@ -77,7 +77,7 @@ int uexec_cas(uexec *x, ustore_op *op, unico_result *res) {
   ustore_err e = {{0}};
   int rc = x->st->vt->cas(x->st, op, &e);
   if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
-    return store_err(res, rc, "writing", &e);
+    return uexec_store_err(res, rc, "writing", &e);
   return rc;
 }
 
@@ -90,7 +90,7 @@ int uexec_txn(uexec *x, ustore_op *ops, size_t n, unico_result *res) {
                                : x->st->vt->txn(x->st, ops, n, &e);
   if (rc == USTORE_NOT_APPLIED && n == 1) ops[0].failed = 1;
   if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
-    return store_err(res, rc, "writing", &e);
+    return uexec_store_err(res, rc, "writing", &e);
   if (rc == UNICO_OK) count_write(x);
   return rc;
 }
@@ -99,7 +99,7 @@ int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
                unico_result *res) {
   ustore_err e = {{0}};
   int rc = x->st->vt->scan(x->st, prefix->p, prefix->len, NULL, 0, cb, ctx, &e);
-  if (rc < 0) return store_err(res, rc, "scanning", &e);
+  if (rc < 0) return uexec_store_err(res, rc, "scanning", &e);
   return rc;
 }
 
@@ -109,16 +109,10 @@ static void count_write(uexec *x) {
     uexec_sweep(x, ustore_now(x->st), NULL, NULL);
 }
 
-static ustore_op mkop(const ubuf *key, int expect, uint64_t ver, int action,
-                      const ubuf *val) {
-  return ustore_op_make(key->p, key->len, expect, ver, action,
-                        val ? val->p : NULL, val ? val->len : 0);
-}
-
 static ustore_op mkop_claim(const uclaim *c, int expect, int action,
                             const ubuf *val) {
   ubuf k = {c->key, c->klen, c->klen, 0};
-  return mkop(&k, expect, 0, action, val);
+  return uexec_op(&k, expect, 0, action, val);
 }
 
 /* Read a limit group: its count and version (0, 0 when absent). */
@@ -133,7 +127,7 @@ static int read_group(uexec *x, const uclaim *g, int64_t *count, uint64_t *ver,
     *ver = 0;
     rc = UNICO_OK;
   } else if (rc) {
-    rc = store_err(res, rc, "reading a limit group", &e);
+    rc = uexec_store_err(res, rc, "reading a limit group", &e);
   } else if (ustored_group_decode(v.p, v.len, count)) {
     rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored limit group is corrupt");
   }
@@ -149,14 +143,14 @@ static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
   ubuf gk = {g->key, g->klen, g->klen, 0};
   ustore_op ops[2];
   ustore_err e = {{0}};
-  ops[0] = mkop(&p->skey, p->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
+  ops[0] = uexec_op(&p->skey, p->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
                 p->schema_ver, USTORE_CHECK, NULL);
-  ops[1] = mkop(&gk, USTORE_VERSION, ver, USTORE_CHECK, NULL);
+  ops[1] = uexec_op(&gk, USTORE_VERSION, ver, USTORE_CHECK, NULL);
   int rc = x->st->vt->txn(x->st, ops, 2, &e);
   ubuf_free(&ops[0].cur);
   ubuf_free(&ops[1].cur);
   if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
-  return store_err(res, rc, "reading a limit group", &e);
+  return uexec_store_err(res, rc, "reading a limit group", &e);
 }
 
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
@@ -188,12 +182,12 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     goto leave;
   }
   const size_t s_at = i;
-  ops[i++] = mkop(&p->skey, p->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
+  ops[i++] = uexec_op(&p->skey, p->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
                   p->schema_ver, USTORE_CHECK, NULL);
   const size_t r_at = i;
   /* (an insert over a tombstone expects it; a delete leaves one, so that
    * the key's versions go on counting) */
-  ops[i++] = mkop(&p->rkey, p->rver ? USTORE_VERSION : USTORE_ABSENT, p->rver,
+  ops[i++] = uexec_op(&p->rkey, p->rver ? USTORE_VERSION : USTORE_ABSENT, p->rver,
                   USTORE_PUT, &p->rval);
   /* Claims to take must be absent (or the hold taken over); groups joined
    * must have room, at the version read. */
@@ -257,8 +251,8 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
   size_t o_at = SIZE_MAX;
   if (p->okey.len) {
     o_at = i;
-    ops[i++] = mkop(&p->okey, USTORE_ABSENT, 0, USTORE_PUT, &p->oval);
-    ops[i++] = mkop(&p->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
+    ops[i++] = uexec_op(&p->okey, USTORE_ABSENT, 0, USTORE_PUT, &p->oval);
+    ops[i++] = uexec_op(&p->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
   }
   rc = x->st->vt->txn(x->st, ops, i, &e);
   if (rc == UNICO_OK) {
@@ -292,7 +286,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
       if (!why->why && rc == USTORE_NOT_APPLIED) why->why = UREFUSED_RACE;
     }
   } else {
-    rc = store_err(res, rc, "writing", &e);
+    rc = uexec_store_err(res, rc, "writing", &e);
   }
 leave:
   for (size_t k = 0; ops && k < i; k++) ubuf_free(&ops[k].cur);
@@ -363,14 +357,14 @@ int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
     ukey_kind(&p, "x");
     int sr = x->st->vt->scan(x->st, p.p, p.len, NULL, 0, sweep_cb, &s, &e);
     ubuf_free(&p);
-    if (sr < 0) rc = store_err(res, sr, "scanning outcomes", &e);
+    if (sr < 0) rc = uexec_store_err(res, sr, "scanning outcomes", &e);
     ustore_op ops[2 * SWEEP_BATCH];
     ubuf okeys[SWEEP_BATCH];
     for (size_t i = 0; i < s.n; i++) {
       okeys[i] = (ubuf)UBUF_INIT;
       ukey_outcome(&okeys[i], s.ids[i] ? s.ids[i] : "");
-      ops[2 * i] = mkop(&s.keys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
-      ops[2 * i + 1] = mkop(&okeys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
+      ops[2 * i] = uexec_op(&s.keys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
+      ops[2 * i + 1] = uexec_op(&okeys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
     }
     if (!rc && s.n && x->claims) {
       /* No transactions: the outcome first, then its index, so an index
@@ -378,12 +372,12 @@ int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
       for (size_t i = 0; i < 2 * s.n && !rc; i += 2) {
         int tr = x->st->vt->cas(x->st, &ops[i + 1], &e);
         if (!tr) tr = x->st->vt->cas(x->st, &ops[i], &e);
-        if (tr) rc = store_err(res, tr, "removing old outcomes", &e);
+        if (tr) rc = uexec_store_err(res, tr, "removing old outcomes", &e);
         else total++;
       }
     } else if (!rc && s.n) {
       int tr = x->st->vt->txn(x->st, ops, 2 * s.n, &e);
-      if (tr) rc = store_err(res, tr, "removing old outcomes", &e);
+      if (tr) rc = uexec_store_err(res, tr, "removing old outcomes", &e);
       else total += s.n;
     }
     for (size_t i = 0; i < s.n; i++) {
@@ -436,6 +430,6 @@ int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
   int rc = x->st->vt->scan(x->st, prefix->p, prefix->len,
                            after ? after->p : NULL, after ? after->len : 0, cb,
                            ctx, &e);
-  if (rc < 0) return store_err(res, rc, "scanning", &e);
+  if (rc < 0) return uexec_store_err(res, rc, "scanning", &e);
   return rc;
 }

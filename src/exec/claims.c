@@ -68,13 +68,6 @@ typedef struct cx {
   int keep;           /* this attempt's intent committed: keep its claims */
 } cx;
 
-static int store_err(unico_result *res, int rc, const char *what,
-                     const ustore_err *e) {
-  if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
-  return uerr(res, rc, NULL, "%s: %s", what,
-              e && e->msg[0] ? e->msg : unico_strerror(rc));
-}
-
 static ustore_op kop(const uint8_t *key, size_t klen, int expect,
                      uint64_t ver, int action, const ubuf *val) {
   return ustore_op_make(key, klen, expect, ver, action, val ? val->p : NULL,
@@ -86,7 +79,7 @@ static int get(cx *c, const uint8_t *key, size_t klen, ubuf *val,
   ustore_err e = {{0}};
   ubuf_reset(val);
   int rc = c->x->st->vt->get(c->x->st, key, klen, val, ver, &e);
-  if (rc && rc != UNICO_ENOTFOUND) return store_err(res, rc, "reading", &e);
+  if (rc && rc != UNICO_ENOTFOUND) return uexec_store_err(res, rc, "reading", &e);
   return rc;
 }
 
@@ -95,7 +88,7 @@ static int xcas(uexec *x, ustore_op *o, unico_result *res) {
   ustore_err e = {{0}};
   int rc = x->st->vt->cas(x->st, o, &e);
   if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
-    return store_err(res, rc, "writing", &e);
+    return uexec_store_err(res, rc, "writing", &e);
   return rc;
 }
 
@@ -215,7 +208,7 @@ static int schema_fp(uexec *x, const char *table, uint64_t *fp, int *changing,
   if (rc == UNICO_ENOTFOUND) {
     rc = UNICO_OK;
   } else if (rc) {
-    rc = store_err(res, rc, "reading the schema", &e);
+    rc = uexec_store_err(res, rc, "reading the schema", &e);
   } else {
     ustored_schema ss;
     memset(&ss, 0, sizeof ss);
@@ -285,7 +278,7 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
     for (size_t i = 0; i < n && complete; i++) {
       ustored_claim cl;
       if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) {
-        rc = store_err(res, rrc[i], "reading", NULL);
+        rc = uexec_store_err(res, rrc[i], "reading", NULL);
         goto leave;
       }
       int names = 0;
@@ -366,7 +359,7 @@ int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
     int rc = x->st->vt->get(x->st, rk, rkl, val, &v, &e);
     if (ver) *ver = v;
     if (rc == UNICO_ENOTFOUND) return rc;
-    if (rc) return store_err(res, rc, "reading", &e);
+    if (rc) return uexec_store_err(res, rc, "reading", &e);
     if (!x->claims || !is_intent(val)) return UNICO_OK;
     int st = SETTLED_INFLIGHT;
     if (round < MAX_ROUNDS)
@@ -1075,7 +1068,7 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
   /* Fenced (insert) or the record moved (update, delete): start over. */
   why->why = p->kind == UPLAN_INSERT ? UREFUSED_RACE : UREFUSED_RECORD;
   if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
-  if (rc != UNICO_EUNKNOWN) return store_err(res, rc, "committing", &e);
+  if (rc != UNICO_EUNKNOWN) return uexec_store_err(res, rc, "committing", &e);
   /* Unknown: fence our own commit by moving the record from the version
    * it expected. If that applies, the commit never will. */
   uint64_t ver;
@@ -1313,25 +1306,371 @@ static void fast_finish(cx *c) {
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* a write, step by step */
+
+/* Step 1's batch: the insert's intent (op index `intent_at` in opk) and
+ * every claim to take, issued together, with their answers. */
+#define INTENT_AT (SIZE_MAX - 1)
+typedef struct batch {
+  size_t n;
+  ustore_op *ops;
+  int *rcs;
+  size_t *opk; /* per op: the index into plan->take, or INTENT_AT */
+  ustore_err *errs;
+  ubuf ival;   /* the classic PENDING intent */
+  ubuf fival;  /* the parallel commit's INTENT and its claim value */
+  ubuf fclaim;
+  ubuf cur;
+} batch;
+
+/* Where a step leaves the write: go on, refused (why set: undo and
+ * report), applied already (a repeat: finish it), or an error (rc). */
+enum { STEP_ON = 0, STEP_REFUSED, STEP_APPLIED, STEP_ERROR };
+
+static void batch_free(batch *b, size_t nt) {
+  for (size_t i = 0; b->ops && i <= nt; i++) ubuf_free(&b->ops[i].cur);
+  free(b->ops);
+  free(b->rcs);
+  free(b->opk);
+  free(b->errs);
+  ubuf_free(&b->ival);
+  ubuf_free(&b->fival);
+  ubuf_free(&b->fclaim);
+  ubuf_free(&b->cur);
+}
+
+/* The parallel commit (docs/parallel-commit.md) applies to an insert that
+ * takes only free values, with no limit group and no hold: its intent is
+ * an INTENT, its own commit once every claim names this attempt. */
+static int wants_fast(const cx *c) {
+  const uplan *p = c->p;
+  if (p->kind != UPLAN_INSERT || !c->x->pc || !p->table_fp) return 0;
+  for (size_t k = 0; k < p->take.n; k++)
+    if (p->take.v[k].kind != UKEY_CLAIM || p->take.v[k].ver) return 0;
+  return 1;
+}
+
+/* Step 1, issued: the intent (an insert's) and the claims in one batch.
+ * UNICO_OK with the answers in b, or an error. */
+static int issue(cx *c, batch *b, int fast, unico_result *res) {
+  const uplan *p = c->p;
+  int rc;
+  if (fast) {
+    c->attempt = new_attempt(c);
+    rc = fast_values(c, &b->fival, &b->fclaim, res);
+    if (rc) return rc;
+  }
+  /* An insert's intent is the planned record, PENDING (over an absent key
+   * first: nothing to carry on). */
+  if (p->kind == UPLAN_INSERT) {
+    rc = build_intent(c, &b->ival, res);
+    if (rc) return rc;
+    b->opk[b->n] = INTENT_AT;
+    b->ops[b->n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                         fast ? &b->fival : &b->ival);
+  }
+  for (size_t k = 0; k < p->take.n; k++) {
+    const uclaim *ck = &p->take.v[k];
+    if (ck->kind != UKEY_CLAIM) continue;
+    b->opk[b->n] = k;
+    b->ops[b->n++] =
+        kop(ck->key, ck->klen, ck->ver ? USTORE_VERSION : USTORE_ABSENT,
+            ck->ver, USTORE_PUT, fast ? &b->fclaim : &c->pending);
+  }
+  rc = ustore_cas_many(c->x->st, b->ops, b->n, b->rcs, b->errs);
+  if (rc) {
+    rc = uexec_store_err(res, rc, "writing", NULL);
+    if (fast) /* (an intent may have landed complete) */
+      rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "writing an insert's "
+                "intent failed midway; whether it applied is unknown: retry "
+                "with the same op id");
+    return rc;
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    size_t k = b->opk[i];
+    c->missed |= k != INTENT_AT && b->rcs[i] != UNICO_OK &&
+                 b->rcs[i] != UNICO_EUNKNOWN;
+    if (b->rcs[i] != UNICO_OK) continue;
+    if (k == INTENT_AT) c->intent = 1, c->fresh = !fast, c->fast = fast;
+    else c->held[k] = p->take.v[k].ver ? p->take.v[k].ver + 1 : 1;
+  }
+  return UNICO_OK;
+}
+
+/* A parallel commit's batch where some claim did not apply: its intent can
+ * never be complete, so it becomes a classic PENDING one (no one can flip
+ * that) and the classic path goes on from here; its claims are written
+ * again after it (not fresh). With only unknown answers the resolver
+ * settles it instead (complete: our live record). */
+static int fall_back(cx *c, batch *b, uexec_refused *why, unico_result *res) {
+  const uplan *p = c->p;
+  if (!c->missed) {
+    c->intent = 0;
+    c->fast = 0;
+    b->rcs[0] = UNICO_EUNKNOWN; /* (ops[0] is the intent) */
+    return STEP_ON;
+  }
+  ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, 1, USTORE_PUT,
+                    &b->ival);
+  int r = cas(c, &o, res), step = STEP_ON;
+  if (r == UNICO_OK) {
+    c->intent = 2;
+    c->fast = 0;
+    c->unsettled = 0;
+  } else if (r == USTORE_NOT_APPLIED) {
+    /* Settled by someone meanwhile: aborted (it cannot have been flipped
+     * with a claim missing; the check below is a belt). */
+    ustored_record sr;
+    c->unsettled = 0;
+    c->intent = 0;
+    c->fast = 0;
+    if (!ustored_record_decode(o.cur.p, o.cur.len, &sr)) {
+      c->applied = sr.state == UREC_LIVE && sr.op_id &&
+                   !strcmp(sr.op_id, c->me.op_id);
+      ustored_record_free(&sr);
+    }
+    if (c->applied) {
+      step = STEP_APPLIED;
+    } else {
+      why->why = UREFUSED_RACE;
+      step = STEP_REFUSED;
+    }
+  } else {
+    uerr(res, UNICO_EUNKNOWN, NULL, "%s", "replacing an insert's intent "
+         "failed; whether it applied is unknown: retry with the same op id");
+    step = STEP_ERROR;
+  }
+  ubuf_free(&o.cur);
+  return step;
+}
+
+/* Step 1, resolved: every op of the batch that did not apply, one by one
+ * (unknown answers: look again). *rc gets an error. */
+static int resolve_batch(cx *c, batch *b, uexec_refused *why, int *rc,
+                         unico_result *res) {
+  for (size_t i = 0; i < b->n; i++) {
+    size_t k = b->opk[i];
+    int r = b->rcs[i];
+    if (r == UNICO_OK) continue;
+    if (r != USTORE_NOT_APPLIED && r != UNICO_EUNKNOWN) {
+      *rc = uexec_store_err(res, r, "writing", &b->errs[i]);
+      return STEP_ERROR;
+    }
+    uint64_t cv = b->ops[i].cur_version;
+    int present = r == USTORE_NOT_APPLIED ? b->ops[i].exists : -1;
+    ubuf_reset(&b->cur);
+    if (present == 1) ubuf_put(&b->cur, b->ops[i].cur.p, b->ops[i].cur.len);
+    if (present != 1) { /* unknown, or vanished: read it */
+      r = get(c, b->ops[i].key, b->ops[i].klen, &b->cur, &cv, res);
+      if (r == UNICO_ENOTFOUND) {
+        /* absent: not applied; try once more through the resolver */
+        ubuf_reset(&b->cur);
+        present = 0;
+      } else if (r) {
+        *rc = r;
+        return STEP_ERROR;
+      }
+    }
+    if (k == INTENT_AT) {
+      r = resolve_intent(c, &b->cur, cv, present, &b->ival, why, res);
+      if (r == UNICO_OK || r == USTORE_NOT_APPLIED) c->unsettled = 0;
+    } else {
+      r = resolve_claim(c, k, &b->cur, cv, present, why, res);
+    }
+    if (r == USTORE_NOT_APPLIED) return STEP_REFUSED;
+    if (r) {
+      *rc = r;
+      return STEP_ERROR;
+    }
+    if (c->applied) return STEP_APPLIED;
+  }
+  return STEP_ON;
+}
+
+/* The commit expects the intent's version. Fencing works only if that
+ * version was fixed before our claims were last written: true when this
+ * batch created the intent (a fencer that saw our claims finds the intent
+ * and moves it). An intent found, taken over or read back was fixed
+ * later, so every claim is written again now, after it. */
+static int rewrite_claims(cx *c, uexec_refused *why, int *rc,
+                          unico_result *res) {
+  const uplan *p = c->p;
+  if (p->kind != UPLAN_INSERT || c->fresh) return STEP_ON;
+  for (size_t k = 0; k < p->take.n; k++) {
+    const uclaim *ck = &p->take.v[k];
+    if (ck->kind != UKEY_CLAIM || !c->held[k]) continue;
+    ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k],
+                      USTORE_PUT, &c->pending);
+    int r = cas(c, &o, res);
+    ubuf_free(&o.cur);
+    if (r == UNICO_OK) {
+      c->held[k]++;
+    } else if (r == USTORE_NOT_APPLIED) {
+      c->held[k] = 0; /* taken from us meanwhile: start over */
+      why->why = UREFUSED_RACE;
+      return STEP_REFUSED;
+    } else {
+      *rc = r;
+      return STEP_ERROR;
+    }
+  }
+  return STEP_ON;
+}
+
+/* Limit groups: read, count what is in force, add the record. */
+static int join_groups(cx *c, uexec_refused *why, int *rc,
+                       unico_result *res) {
+  for (size_t k = 0; k < c->p->take.n; k++) {
+    if (c->p->take.v[k].kind != UKEY_GROUP) continue;
+    int r = join_group(c, k, why, res);
+    if (r == USTORE_NOT_APPLIED) return STEP_REFUSED;
+    if (r) {
+      *rc = r;
+      return STEP_ERROR;
+    }
+  }
+  return STEP_ON;
+}
+
+/* Step 2: the schema is still the one the write was planned under. */
+static int schema_unmoved(cx *c, ubuf *cur, uexec_refused *why, int *rc,
+                          unico_result *res) {
+  uint64_t sv = 0;
+  int g = get(c, c->p->skey.p, c->p->skey.len, cur, &sv, res);
+  if (g == UNICO_ENOTFOUND) {
+    sv = 0;
+  } else if (g) {
+    *rc = g;
+    return STEP_ERROR;
+  }
+  if (sv == c->p->schema_ver) return STEP_ON;
+  why->why = UREFUSED_SCHEMA;
+  return STEP_REFUSED;
+}
+
+/* The parallel commit's second round trip: the schema (and, with a
+ * caller's op id, its outcome key: present, the op id was used for another
+ * request; a repeat of this one finds its record key taken and never gets
+ * here). Unmoved, the insert has happened. UNICO_OK (done),
+ * USTORE_NOT_APPLIED (why set; *undo: its claims are to be freed), or an
+ * error. */
+static int fast_commit(cx *c, uexec_refused *why, int *undo_it,
+                       unico_result *res) {
+  const uplan *p = c->p;
+  ustore_op rd[2];
+  int rrc[2] = {UNICO_OK, UNICO_OK}, rc = UNICO_OK;
+  size_t nr = 0;
+  *undo_it = 0;
+  rd[nr++] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  if (p->okey.len)
+    rd[nr++] = kop(p->okey.p, p->okey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  int g = ustore_get_many(c->x->st, rd, nr, rrc, NULL);
+  uint64_t sv = rd[0].cur_version;
+  for (size_t i = 0; !g && i < nr; i++)
+    if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) g = rrc[i];
+  if (rrc[0] == UNICO_ENOTFOUND) sv = 0;
+  int reused = nr == 2 && rrc[1] == UNICO_OK;
+  for (size_t i = 0; i < nr; i++) ubuf_free(&rd[i].cur);
+  if (g)
+    return uerr(res, UNICO_EUNKNOWN, NULL,
+                "reading the schema after this insert's intent was written: "
+                "%s; whether it applied is unknown: retry with the same op id",
+                unico_strerror(g));
+  if (reused) {
+    /* Abort our intent (a cas at its version); if someone flipped it
+     * first, the insert has happened (a race with the other request). */
+    ubuf tomb = UBUF_INIT;
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor, &c->base);
+    ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c->intent,
+                      USTORE_PUT, &tomb);
+    int r = cas(c, &o, res);
+    ubuf_free(&o.cur);
+    ubuf_free(&tomb);
+    if (r == UNICO_OK) {
+      c->intent = 0; /* aborted: its claims can be freed */
+      why->why = UREFUSED_OUTCOME;
+      *undo_it = 1;
+      return USTORE_NOT_APPLIED;
+    }
+    if (r != USTORE_NOT_APPLIED)
+      return uerr(res, UNICO_EUNKNOWN, NULL, "%s", "aborting an insert "
+                  "whose op id was used before failed; whether it applied "
+                  "is unknown");
+  }
+  if (sv != p->schema_ver) {
+    rc = settle_own(c, why, res);
+    if (rc == USTORE_NOT_APPLIED) {
+      c->intent = 0; /* aborted: its claims can be freed */
+      *undo_it = 1;
+    }
+    if (rc) return rc;
+  }
+  fast_finish(c);
+  return UNICO_OK;
+}
+
+/* Steps 1 to 3 once the batch is out (docs/protocol.md): resolve, make
+ * the claims and groups ours, check the schema, commit. UNICO_OK,
+ * USTORE_NOT_APPLIED (why set) or an error; *undo_it when what was taken
+ * is to be given back. */
+static int classic_path(cx *c, batch *b, int fast, uexec_refused *why,
+                        int *undo_it, unico_result *res) {
+  int rc = UNICO_OK, step = STEP_ON;
+  *undo_it = 1;
+  /* (a parallel commit's intent that may have landed: nothing of it may
+   * be undone until it is settled) */
+  c->unsettled =
+      fast && (b->rcs[0] == UNICO_OK || b->rcs[0] == UNICO_EUNKNOWN);
+  if (c->fast) step = fall_back(c, b, why, res);
+  if (step == STEP_ERROR) {
+    *undo_it = 0;
+    return UNICO_EUNKNOWN;
+  }
+  if (step == STEP_ON) step = resolve_batch(c, b, why, &rc, res);
+  if (step == STEP_ON) step = rewrite_claims(c, why, &rc, res);
+  if (step == STEP_ON) step = join_groups(c, why, &rc, res);
+  if (step == STEP_ERROR) return rc;
+  if (step == STEP_APPLIED) { /* our insert is already in: finish it */
+    *undo_it = 0;
+    finish(c);
+    return UNICO_OK;
+  }
+  if (step == STEP_ON) step = schema_unmoved(c, &b->cur, why, &rc, res);
+  if (step == STEP_ERROR) return rc;
+  if (step == STEP_REFUSED) return USTORE_NOT_APPLIED;
+  /* Step 3: commit. */
+  rc = build_rval(c, res);
+  if (rc) return rc;
+  note_leaves(c);
+  rc = commit(c, why, res);
+  if (rc == USTORE_NOT_APPLIED) return rc;
+  *undo_it = 0;
+  if (rc) return rc; /* unknown: leave everything for the read-back */
+  finish(c);
+  return UNICO_OK;
+}
+
 static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
                         unico_result *res) {
   cx c;
+  batch b;
+  size_t nt = p->take.n;
+  int rc = UNICO_OK, undo_it = 0;
   memset(&c, 0, sizeof c);
+  memset(&b, 0, sizeof b);
   memset(why, 0, sizeof *why);
   c.x = x;
   c.p = p;
   c.now = uexec_now(x);
   c.pver = p->version;
-  int rc = UNICO_OK;
-  size_t nt = p->take.n;
-  ustore_op *ops = calloc(nt + 1, sizeof *ops);
-  int *rcs = calloc(nt + 1, sizeof *rcs);
-  size_t *opk = calloc(nt + 1, sizeof *opk);
-  ustore_err *errs = calloc(nt + 1, sizeof *errs);
-  ubuf ival = UBUF_INIT, cur = UBUF_INIT, fival = UBUF_INIT, fclaim = UBUF_INIT;
+  b.ops = calloc(nt + 1, sizeof *b.ops);
+  b.rcs = calloc(nt + 1, sizeof *b.rcs);
+  b.opk = calloc(nt + 1, sizeof *b.opk);
+  b.errs = calloc(nt + 1, sizeof *b.errs);
   c.held = calloc(nt + 1, sizeof *c.held);
   c.leave_ops = calloc(p->release.n + 1, sizeof *c.leave_ops);
-  if (!ops || !rcs || !opk || !errs || !c.held || !c.leave_ops) {
+  if (!b.ops || !b.rcs || !b.opk || !b.errs || !c.held || !c.leave_ops) {
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     goto leave;
   }
@@ -1341,295 +1680,26 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   }
   ustored_claim_encode(&c.pending, UCLAIM_PENDING, c.me.owner, c.me.owner_len,
                        c.me.op_id, c.now);
-
-  /* Parallel commit (docs/parallel-commit.md): an insert that takes only
-   * free values, with no limit group and no hold, writes its intent as an
-   * INTENT that is its own commit once every claim names this attempt. */
-  int fast = p->kind == UPLAN_INSERT && x->pc && p->table_fp;
-  for (size_t k = 0; fast && k < nt; k++)
-    if (p->take.v[k].kind != UKEY_CLAIM || p->take.v[k].ver) fast = 0;
-  if (fast) {
-    c.attempt = new_attempt(&c);
-    rc = fast_values(&c, &fival, &fclaim, res);
-    if (rc) goto leave;
+  int fast = wants_fast(&c);
+  rc = issue(&c, &b, fast, res);
+  if (rc) goto leave;
+  int all = 1;
+  for (size_t i = 0; i < b.n; i++) all = all && b.rcs[i] == UNICO_OK;
+  if (fast && all)
+    rc = fast_commit(&c, why, &undo_it, res);
+  else
+    rc = classic_path(&c, &b, fast, why, &undo_it, res);
+  if (undo_it) {
+    if (c.unsettled && rc != USTORE_NOT_APPLIED && rc != UNICO_EUNKNOWN)
+      rc = unknown_outcome(res, "with this insert's intent written");
+    undo(&c);
   }
-
-  /* Step 1: the insert's intent and every claim, issued together. */
-  size_t n = 0;
-  const size_t intent_at = SIZE_MAX - 1;
-  /* An insert's intent is the planned record, PENDING (over an absent key
-   * first: nothing to carry on). */
-  if (p->kind == UPLAN_INSERT) {
-    rc = build_intent(&c, &ival, res);
-    if (rc) goto leave;
-    opk[n] = intent_at;
-    ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                   fast ? &fival : &ival);
-  }
-  for (size_t k = 0; k < nt; k++) {
-    const uclaim *ck = &p->take.v[k];
-    if (ck->kind != UKEY_CLAIM) continue;
-    opk[n] = k;
-    ops[n++] = kop(ck->key, ck->klen, ck->ver ? USTORE_VERSION : USTORE_ABSENT,
-                   ck->ver, USTORE_PUT, fast ? &fclaim : &c.pending);
-  }
-  rc = ustore_cas_many(x->st, ops, n, rcs, errs);
-  if (rc) {
-    rc = store_err(res, rc, "writing", NULL);
-    if (fast) /* (an intent may have landed complete) */
-      rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "writing an insert's "
-                "intent failed midway; whether it applied is unknown: retry "
-                "with the same op id");
-    goto leave;
-  }
-  int refused = 0, all = 1;
-  for (size_t i = 0; i < n; i++) {
-    size_t k = opk[i];
-    all = all && rcs[i] == UNICO_OK;
-    c.missed |= k != intent_at && rcs[i] != UNICO_OK &&
-                rcs[i] != UNICO_EUNKNOWN;
-    if (rcs[i] == UNICO_OK) {
-      if (k == intent_at) c.intent = 1, c.fresh = !fast, c.fast = fast;
-      else c.held[k] = p->take.v[k].ver ? p->take.v[k].ver + 1 : 1;
-    }
-  }
-  if (fast && all) goto fast_commit;
-  c.unsettled = fast && (rcs[0] == UNICO_OK || rcs[0] == UNICO_EUNKNOWN);
-  if (c.fast && !c.missed) {
-    /* Only unknown answers: the intent may be complete. The resolver
-     * below settles it (committed: our live record). */
-    c.intent = 0;
-    c.fast = 0;
-    rcs[0] = UNICO_EUNKNOWN; /* (ops[0] is the intent) */
-  }
-  if (c.fast) {
-    /* A claim did not apply, so this attempt's intent can never be
-     * complete: it becomes a classic PENDING one (no one can flip that),
-     * and the present path goes on from here; its claims are written
-     * again after it (not fresh). */
-    ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, 1, USTORE_PUT,
-                      &ival);
-    int r = cas(&c, &o, res);
-    if (r == UNICO_OK) {
-      c.intent = 2;
-      c.fast = 0;
-      c.unsettled = 0;
-    } else if (r == USTORE_NOT_APPLIED) {
-      c.unsettled = 0;
-      /* Settled by someone meanwhile: aborted (it cannot have been
-       * flipped with a claim missing; the check below is a belt). */
-      ustored_record sr;
-      c.intent = 0;
-      c.fast = 0;
-      if (!ustored_record_decode(o.cur.p, o.cur.len, &sr)) {
-        c.applied = sr.state == UREC_LIVE && sr.op_id &&
-                    !strcmp(sr.op_id, c.me.op_id);
-        ustored_record_free(&sr);
-      }
-      if (!c.applied) {
-        why->why = UREFUSED_RACE;
-        refused = 1;
-      }
-    } else {
-      ubuf_free(&o.cur);
-      rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "replacing an insert's "
-                "intent failed; whether it applied is unknown: retry with "
-                "the same op id");
-      goto leave;
-    }
-    ubuf_free(&o.cur);
-  }
-  /* Resolve the others one by one (unknown results: look again). */
-  for (size_t i = 0; i < n && !refused && !rc && !c.applied; i++) {
-    size_t k = opk[i];
-    int r = rcs[i];
-    if (r == UNICO_OK) continue;
-    if (r != USTORE_NOT_APPLIED && r != UNICO_EUNKNOWN) {
-      rc = store_err(res, r, "writing", &errs[i]);
-      break;
-    }
-    uint64_t cv = ops[i].cur_version;
-    int present = r == USTORE_NOT_APPLIED ? ops[i].exists : -1;
-    ubuf_reset(&cur);
-    if (present == 1) ubuf_put(&cur, ops[i].cur.p, ops[i].cur.len);
-    if (present != 1) { /* unknown, or vanished: read it */
-      const uint8_t *key = ops[i].key;
-      rc = get(&c, key, ops[i].klen, &cur, &cv, res);
-      if (rc == UNICO_ENOTFOUND) {
-        rc = UNICO_OK;
-        /* absent: not applied; try once more through the resolver */
-        ubuf_reset(&cur);
-        present = 0;
-      } else if (rc) {
-        break;
-      }
-    }
-    if (k == intent_at) {
-      r = resolve_intent(&c, &cur, cv, present, &ival, why, res);
-      if (r == UNICO_OK || r == USTORE_NOT_APPLIED) c.unsettled = 0;
-    }
-    else
-      r = resolve_claim(&c, k, &cur, cv, present, why, res);
-    if (r == USTORE_NOT_APPLIED) refused = 1;
-    else if (r) rc = r;
-  }
-  if (rc) goto undo;
-  if (refused || c.applied) goto after_claims;
-  /* The commit expects the intent's version. Fencing works only if that
-   * version was fixed before our claims were last written: true when this
-   * batch created the intent (a fencer that saw our claims finds the
-   * intent and moves it). An intent found, taken over or read back was
-   * fixed later, so every claim is written again now, after it. */
-  if (p->kind == UPLAN_INSERT && !c.fresh) {
-    for (size_t k = 0; k < nt && !refused && !rc; k++) {
-      const uclaim *ck = &p->take.v[k];
-      if (ck->kind != UKEY_CLAIM || !c.held[k]) continue;
-      ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, c.held[k],
-                        USTORE_PUT, &c.pending);
-      int r = cas(&c, &o, res);
-      ubuf_free(&o.cur);
-      if (r == UNICO_OK) {
-        c.held[k]++;
-      } else if (r == USTORE_NOT_APPLIED) {
-        c.held[k] = 0; /* taken from us meanwhile: start over */
-        why->why = UREFUSED_RACE;
-        refused = 1;
-      } else {
-        rc = r;
-      }
-    }
-  }
-  /* Limit groups: read, count what is in force, add the record. */
-  for (size_t k = 0; k < nt; k++) {
-    if (p->take.v[k].kind != UKEY_GROUP) continue;
-    int r = join_group(&c, k, why, res);
-    if (r == USTORE_NOT_APPLIED) {
-      refused = 1;
-      break;
-    }
-    if (r) {
-      rc = r;
-      break;
-    }
-  }
-after_claims:
-  if (rc) goto undo;
-  if (c.applied) { /* our insert is already in: finish what it left */
-    finish(&c);
-    goto leave;
-  }
-  if (refused) {
-    rc = USTORE_NOT_APPLIED;
-    goto undo;
-  }
-
-  /* Step 2: the schema is still the one the write was planned under. */
-  {
-    uint64_t sv = 0;
-    int g = get(&c, p->skey.p, p->skey.len, &cur, &sv, res);
-    if (g == UNICO_ENOTFOUND) sv = 0;
-    else if (g) {
-      rc = g;
-      goto undo;
-    }
-    if (sv != p->schema_ver) {
-      why->why = UREFUSED_SCHEMA;
-      rc = USTORE_NOT_APPLIED;
-      goto undo;
-    }
-  }
-
-  /* Step 3: commit. */
-  rc = build_rval(&c, res);
-  if (rc) goto undo;
-  note_leaves(&c);
-  rc = commit(&c, why, res);
-  if (rc == USTORE_NOT_APPLIED) goto undo;
-  if (rc) goto leave; /* unknown: leave everything for the read-back */
-  finish(&c);
-  goto leave;
-
-fast_commit:
-  /* Second round trip: the schema. Unmoved, the insert has happened. */
-  /* With a caller's op id, its outcome key is read in the same round
-   * trip: present, the op id was used for another request (a repeat of
-   * this one finds its record key taken and never gets here). */
-  {
-    uint64_t sv = 0;
-    ustore_op rd[2];
-    int rrc[2] = {UNICO_OK, UNICO_OK};
-    size_t nr = 0;
-    rd[nr++] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
-    if (p->okey.len)
-      rd[nr++] = kop(p->okey.p, p->okey.len, USTORE_ANY, 0, USTORE_CHECK,
-                     NULL);
-    int g = ustore_get_many(x->st, rd, nr, rrc, NULL);
-    sv = rd[0].cur_version;
-    for (size_t i = 0; !g && i < nr; i++)
-      if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) g = rrc[i];
-    if (rrc[0] == UNICO_ENOTFOUND) sv = 0;
-    int reused = nr == 2 && rrc[1] == UNICO_OK;
-    for (size_t i = 0; i < nr; i++) ubuf_free(&rd[i].cur);
-    if (g) {
-      rc = uerr(res, UNICO_EUNKNOWN, NULL,
-                "reading the schema after this insert's intent was written: "
-                "%s; whether it applied is unknown: retry with the same op id",
-                unico_strerror(g));
-      goto leave;
-    }
-    if (reused) {
-      /* Abort our intent (a cas at its version); if someone flipped it
-       * first, the insert has happened (a race with the other request). */
-      ubuf tomb = UBUF_INIT;
-      ustored_tombstone_encode(&tomb, c.me.op_id, c.now, c.floor, &c.base);
-      ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c.intent,
-                        USTORE_PUT, &tomb);
-      int r = cas(&c, &o, res);
-      ubuf_free(&o.cur);
-      ubuf_free(&tomb);
-      if (r == UNICO_OK) {
-        c.intent = 0; /* aborted: its claims can be freed */
-        why->why = UREFUSED_OUTCOME;
-        rc = USTORE_NOT_APPLIED;
-        goto undo;
-      }
-      if (r != USTORE_NOT_APPLIED) {
-        rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "aborting an insert "
-                  "whose op id was used before failed; whether it applied "
-                  "is unknown");
-        goto leave;
-      }
-    }
-    if (sv != p->schema_ver) {
-      rc = settle_own(&c, why, res);
-      if (rc == USTORE_NOT_APPLIED) {
-        c.intent = 0; /* aborted: its claims can be freed */
-        goto undo;
-      }
-      if (rc) goto leave;
-    }
-    fast_finish(&c);
-  }
-  goto leave;
-
-undo:
-  if (c.unsettled && rc != USTORE_NOT_APPLIED && rc != UNICO_EUNKNOWN)
-    rc = unknown_outcome(res, "with this insert's intent written");
-  undo(&c);
 leave:
-  for (size_t i = 0; ops && i <= nt; i++) ubuf_free(&ops[i].cur);
-  free(ops);
-  free(rcs);
-  free(opk);
-  free(errs);
+  batch_free(&b, nt);
   free(c.held);
   for (size_t i = 0; c.leave_ops && i < p->release.n; i++)
     ubuf_free(&c.leave_ops[i]);
   free(c.leave_ops);
-  ubuf_free(&ival);
-  ubuf_free(&fival);
-  ubuf_free(&fclaim);
-  ubuf_free(&cur);
   ubuf_free(&c.rval);
   ubuf_free(&c.pending);
   ustored_claim_free(&c.me);

@@ -10,18 +10,12 @@
 #include "keys/keyspace.h"
 #include "util/err.h"
 
-static ustore_op op_of(const ubuf *k, int expect, uint64_t ver, int action,
-                       const ubuf *v) {
-  return ustore_op_make(k->p, k->len, expect, ver, action, v ? v->p : NULL,
-                        v ? v->len : 0);
-}
-
 /* Is the claim still at version ver, read back through a transaction (so
  * that a refusal is made only on a durable state)? UNICO_OK, or
  * USTORE_NOT_APPLIED when it moved, or an error. */
 static int still_at(uexec *x, const ubuf *key, uint64_t ver,
                     unico_result *res) {
-  ustore_op chk = op_of(key, USTORE_VERSION, ver, USTORE_CHECK, NULL);
+  ustore_op chk = uexec_op(key, USTORE_VERSION, ver, USTORE_CHECK, NULL);
   int rc = uexec_txn(x, &chk, 1, res);
   ubuf_free(&chk.cur);
   return rc;
@@ -168,19 +162,19 @@ int uexec_atomic_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
   ubuf_put(&hval, h->ckey->p, h->ckey->len);
   ukey_schema(&skey);
   ukey_hold(&hkey, h->hash, 32);
-  ops[n++] = op_of(&skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
+  ops[n++] = uexec_op(&skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
                    h->schema_ver, USTORE_CHECK, NULL);
-  ops[n++] = op_of(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver,
+  ops[n++] = uexec_op(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver,
                    USTORE_PUT, &hold);
-  ops[n++] = op_of(&hkey, USTORE_ABSENT, 0, USTORE_PUT, &hval);
-  if (oldh) ops[n++] = op_of(oldh, USTORE_ANY, 0, USTORE_DEL, NULL);
+  ops[n++] = uexec_op(&hkey, USTORE_ABSENT, 0, USTORE_PUT, &hval);
+  if (oldh) ops[n++] = uexec_op(oldh, USTORE_ANY, 0, USTORE_DEL, NULL);
   size_t o_at = SIZE_MAX;
   if (h->okey) {
     /* (the outcome must be absent: a repeat racing us wins or loses
      * whole, and the caller's next look returns its answer) */
     o_at = n;
-    ops[n++] = op_of(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
-    ops[n++] = op_of(h->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
+    ops[n++] = uexec_op(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
+    ops[n++] = uexec_op(h->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
   }
   int rc = uexec_txn(x, ops, n, res);
   if (rc == USTORE_NOT_APPLIED)
@@ -200,8 +194,8 @@ int uexec_atomic_hold_drop(uexec *x, const ubuf *hkey, uint64_t hver,
                            unico_result *res) {
   ustore_op ops[2];
   size_t n = 0;
-  ops[n++] = op_of(hkey, USTORE_VERSION, hver, USTORE_DEL, NULL);
-  if (cver) ops[n++] = op_of(ckey, USTORE_VERSION, cver, USTORE_DEL, NULL);
+  ops[n++] = uexec_op(hkey, USTORE_VERSION, hver, USTORE_DEL, NULL);
+  if (cver) ops[n++] = uexec_op(ckey, USTORE_VERSION, cver, USTORE_DEL, NULL);
   int rc = uexec_txn(x, ops, n, res);
   for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
   return rc;
@@ -219,7 +213,7 @@ static void give_back(uexec *x, const ubuf *ckey, uint64_t ver,
                       const char *op_id) {
   ubuf fv = UBUF_INIT;
   ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, op_id, uexec_now(x));
-  ustore_op undo = op_of(ckey, USTORE_VERSION, ver, USTORE_PUT, &fv);
+  ustore_op undo = uexec_op(ckey, USTORE_VERSION, ver, USTORE_PUT, &fv);
   uexec_cas(x, &undo, NULL);
   ubuf_free(&undo.cur);
   ubuf_free(&fv);
@@ -253,13 +247,13 @@ int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
   ukey_schema(&skey);
   ukey_hold(&hkey, h->hash, 32);
   uint64_t at = cver + 1; /* the claim's version once ours */
-  o = op_of(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver, USTORE_PUT,
+  o = uexec_op(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver, USTORE_PUT,
             &hold);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) out->why = UEXEC_HOLD_MOVED;
   if (rc) goto leave;
-  o = op_of(&skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
+  o = uexec_op(&skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
             h->schema_ver, USTORE_CHECK, NULL);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
@@ -268,22 +262,22 @@ int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
     out->why = UEXEC_HOLD_SCHEMA;
   }
   if (rc) goto leave;
-  o = op_of(&hkey, USTORE_ABSENT, 0, USTORE_PUT, &hval);
+  o = uexec_op(&hkey, USTORE_ABSENT, 0, USTORE_PUT, &hval);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK; /* (a token is new) */
   if (!rc && oldh) {
-    o = op_of(oldh, USTORE_ANY, 0, USTORE_DEL, NULL);
+    o = uexec_op(oldh, USTORE_ANY, 0, USTORE_DEL, NULL);
     rc = uexec_cas(x, &o, res);
     ubuf_free(&o.cur);
     if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK;
   }
   if (rc || !h->okey) goto leave;
-  o = op_of(h->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
+  o = uexec_op(h->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc) goto leave;
-  o = op_of(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
+  o = uexec_op(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) {
@@ -311,13 +305,13 @@ int uexec_claims_hold_drop(uexec *x, const ubuf *hkey, uint64_t hver,
   if (cver) { /* the claim goes FREE first, then the index */
     ubuf fv = UBUF_INIT;
     ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, "release", uexec_now(x));
-    o = op_of(ckey, USTORE_VERSION, cver, USTORE_PUT, &fv);
+    o = uexec_op(ckey, USTORE_VERSION, cver, USTORE_PUT, &fv);
     rc = uexec_cas(x, &o, res);
     ubuf_free(&o.cur);
     ubuf_free(&fv);
   }
   if (!rc) {
-    o = op_of(hkey, USTORE_VERSION, hver, USTORE_DEL, NULL);
+    o = uexec_op(hkey, USTORE_VERSION, hver, USTORE_DEL, NULL);
     rc = uexec_cas(x, &o, res);
     ubuf_free(&o.cur);
   }

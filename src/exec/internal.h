@@ -49,6 +49,19 @@ int uexec_claims_hold_drop(uexec *x, const ubuf *hkey, uint64_t hver,
                            const ubuf *ckey, uint64_t cver,
                            unico_result *res);
 
+/* A store operation on key k (value v, NULL: none): the one way the
+ * executor's files make them. */
+static inline ustore_op uexec_op(const ubuf *k, int expect, uint64_t ver,
+                                 int action, const ubuf *v) {
+  return ustore_op_make(k->p, k->len, expect, ver, action, v ? v->p : NULL,
+                        v ? v->len : 0);
+}
+
+/* res filled for a store error rc of `what` (e: the store's message, may
+ * be NULL or empty); returns rc. */
+int uexec_store_err(unico_result *res, int rc, const char *what,
+                    const ustore_err *e);
+
 struct uexec {
   const uexec_proto *proto;
   ustore *st;

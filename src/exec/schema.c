@@ -29,9 +29,8 @@ static int schema_cas(uexec *x, uint64_t ver, int action, const ubuf *v,
                       unico_result *res) {
   ubuf key = UBUF_INIT;
   ukey_schema(&key);
-  ustore_op op = ustore_op_make(key.p, key.len,
-                                ver ? USTORE_VERSION : USTORE_ABSENT, ver,
-                                action, v ? v->p : NULL, v ? v->len : 0);
+  ustore_op op = uexec_op(&key, ver ? USTORE_VERSION : USTORE_ABSENT, ver,
+                          action, v);
   int rc = uexec_cas(x, &op, res);
   ubuf_free(&op.cur);
   ubuf_free(&key);
