@@ -43,9 +43,20 @@ void uapi_sleep_ms(int ms);
 
 int uapi_schema_apply(unico *u, const char *ddl, unico_result *res);
 int uapi_schema_show(unico *u, unico_result *res);
-int uapi_write(unico *u, int kind, const char *table, const char *json,
-               const char *pk_json, uint64_t if_version, const char *op_id,
-               const char *const *holds, size_t nholds, unico_result *res);
+/* A write as the public functions take it. */
+typedef struct uapi_req {
+  int kind;                 /* UPLAN_INSERT, _UPDATE, _DELETE */
+  const char *table;
+  const char *json;         /* insert: the record; update: the patch */
+  const char *pk_json;      /* update, delete: the primary key */
+  uint64_t if_version;      /* 0: any version */
+  const char *op_id;        /* the caller's, or NULL */
+  const char *const *holds; /* hold tokens presented */
+  size_t nholds;
+} uapi_req;
+/* Insert, update or delete, with retries when the schema or the record
+ * moved under it. */
+int uapi_write(unico *u, const uapi_req *rq, unico_result *res);
 int uapi_reserve(unico *u, const char *table, const char *constraint,
                  const char *values_json, uint64_t ttl_ms, const char *op_id,
                  unico_result *res);

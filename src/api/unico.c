@@ -197,7 +197,8 @@ int unico_insert(unico *u, const char *table, const char *record_json,
                  const char *op_id, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uapi_write(u, UPLAN_INSERT, table, record_json, NULL, 0, op_id, NULL, 0, res));
+  uapi_req rq = {UPLAN_INSERT, table, record_json, NULL, 0, op_id, NULL, 0};
+  return finish(res, uapi_write(u, &rq, res));
 }
 
 int unico_update(unico *u, const char *table, const char *pk_json,
@@ -205,16 +206,18 @@ int unico_update(unico *u, const char *table, const char *pk_json,
                  const char *op_id, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uapi_write(u, UPLAN_UPDATE, table, patch_json, pk_json,
-                                if_version, op_id, NULL, 0, res));
+  uapi_req rq = {UPLAN_UPDATE, table, patch_json, pk_json,
+                if_version,   op_id, NULL,       0};
+  return finish(res, uapi_write(u, &rq, res));
 }
 
 int unico_delete(unico *u, const char *table, const char *pk_json,
                  uint64_t if_version, const char *op_id, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uapi_write(u, UPLAN_DELETE, table, NULL, pk_json,
-                                if_version, op_id, NULL, 0, res));
+  uapi_req rq = {UPLAN_DELETE, table, NULL, pk_json, if_version, op_id,
+                NULL,         0};
+  return finish(res, uapi_write(u, &rq, res));
 }
 
 static int bad_opts(const unico_write_options *o, unico_result *res) {
@@ -234,9 +237,9 @@ int unico_insert_with(unico *u, const char *table, const char *record_json,
   NEED(u);
   int rc = bad_opts(o, res);
   if (rc) return finish(res, rc);
-  return finish(res, uapi_write(u, UPLAN_INSERT, table, record_json, NULL, 0,
-                                o ? o->op_id : NULL, o ? o->holds : NULL,
-                                o ? o->nholds : 0, res));
+  uapi_req rq = {UPLAN_INSERT, table, record_json, NULL, 0,
+                o ? o->op_id : NULL, o ? o->holds : NULL, o ? o->nholds : 0};
+  return finish(res, uapi_write(u, &rq, res));
 }
 
 int unico_update_with(unico *u, const char *table, const char *pk_json,
@@ -246,9 +249,10 @@ int unico_update_with(unico *u, const char *table, const char *pk_json,
   NEED(u);
   int rc = bad_opts(o, res);
   if (rc) return finish(res, rc);
-  return finish(res, uapi_write(u, UPLAN_UPDATE, table, patch_json, pk_json,
-                                o ? o->if_version : 0, o ? o->op_id : NULL,
-                                o ? o->holds : NULL, o ? o->nholds : 0, res));
+  uapi_req rq = {UPLAN_UPDATE, table, patch_json, pk_json,
+                o ? o->if_version : 0, o ? o->op_id : NULL,
+                o ? o->holds : NULL, o ? o->nholds : 0};
+  return finish(res, uapi_write(u, &rq, res));
 }
 
 int unico_reserve(unico *u, const char *table, const char *constraint,

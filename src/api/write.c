@@ -534,321 +534,387 @@ static int read_tomb(unico *u, const ubuf *rkey, ustored_record *tomb,
   return rc;
 }
 
-/* Insert (json = record), update (json = patch) or delete, with retries
- * when the schema or the record moved under us. */
-int uapi_write(unico *u, int kind, const char *table, const char *json,
-               const char *pk_json, uint64_t if_version, const char *op_id_in,
-               const char *const *holds, size_t nholds, unico_result *res) {
-  json_t *input = NULL;
+/* One call of uapi_write: what stays from round to round. */
+typedef struct wcall {
+  unico *u;
+  const uapi_req *rq;
+  const char *op_id;     /* the caller's, or generated */
   char opbuf[64];
-  const char *op_id = op_id_in;
-  int rc = UNICO_OK, rechecked = 0;
-  takeovers tk = {0, NULL};
-  uint8_t(*hashes)[32] = NULL;
-  /* insert: the tombstone found at the key, which it replaces */
-  ustored_record tomb;
-  uint64_t tomb_sver = 0;
-  int have_tomb = 0;
-  memset(&tomb, 0, sizeof tomb);
-  if (nholds) {
-    hashes = calloc(nholds, sizeof *hashes);
-    if (!hashes) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-    for (size_t i = 0; i < nholds; i++) {
-      if (!holds[i] || !*holds[i]) {
-        free(hashes);
+  json_t *input;         /* insert: the record; update: the patch */
+  uint8_t (*hashes)[32]; /* of the hold tokens presented */
+  takeovers tk;          /* holds this write may take over */
+  ustored_record tomb;   /* insert: the tombstone at the key it replaces */
+  uint64_t tomb_sver;
+  int have_tomb;
+} wcall;
+
+/* One round: a plan made against what was read, applied or refused. */
+typedef struct wround {
+  usch *sc;
+  const utable *t;
+  ubuf pk, rkey;
+  ustored_record old;     /* update, delete: the record as read */
+  int have_old, from_cache;
+  uint64_t sver;          /* its store version */
+  uint64_t fp;            /* caller's op id: the request's fingerprint */
+  int outcome_later;      /* its outcome not read yet (see round_seen) */
+  json_t *body, *pkj;
+  char *output, *canon_s;
+  uplan plan;
+  uexec_refused why;
+  int retry;              /* plan again */
+  int answered;           /* a repeat: res holds the first answer */
+} wround;
+
+static void call_free(wcall *w) {
+  json_decref(w->input);
+  takeovers_free(&w->tk);
+  ustored_record_free(&w->tomb);
+  free(w->hashes);
+}
+
+/* Check what needs no schema: the hold tokens, the op id, the JSON. */
+static int call_init(wcall *w, unico *u, const uapi_req *rq,
+                     unico_result *res) {
+  memset(w, 0, sizeof *w);
+  w->u = u;
+  w->rq = rq;
+  w->op_id = rq->op_id;
+  if (rq->nholds) {
+    w->hashes = calloc(rq->nholds, sizeof *w->hashes);
+    if (!w->hashes) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < rq->nholds; i++) {
+      if (!rq->holds[i] || !*rq->holds[i])
         return uerr(res, UNICO_EINVAL, NULL, "a hold token is empty");
-      }
-      ustored_token_hash(holds[i], hashes[i]);
+      ustored_token_hash(rq->holds[i], w->hashes[i]);
     }
   }
-  if (op_id) {
-    rc = uapi_check_op_id(op_id, res);
-    if (rc) {
-      free(hashes);
-      return rc;
-    }
+  if (w->op_id) {
+    int rc = uapi_check_op_id(w->op_id, res);
+    if (rc) return rc;
   } else {
-    gen_op_id(u, opbuf, sizeof opbuf);
-    op_id = opbuf;
+    gen_op_id(u, w->opbuf, sizeof w->opbuf);
+    w->op_id = w->opbuf;
   }
-  if (kind != UPLAN_DELETE) {
-    rc = urec_parse_object(json, kind == UPLAN_INSERT ? "record" : "update",
-                           &input, res);
-    if (rc) {
-      free(hashes);
+  if (rq->kind == UPLAN_DELETE) return UNICO_OK;
+  return urec_parse_object(rq->json,
+                           rq->kind == UPLAN_INSERT ? "record" : "update",
+                           &w->input, res);
+}
+
+static void round_free(wround *r) {
+  ustored_claim_free(&r->why.owner);
+  uplan_free(&r->plan);
+  ubuf_free(&r->pk);
+  ubuf_free(&r->rkey);
+  ustored_record_free(&r->old);
+  json_decref(r->body);
+  json_decref(r->pkj);
+  free(r->output);
+  free(r->canon_s);
+  uapi_sch_put(r->sc);
+}
+
+/* Where to look for the first answer of a repeated request. */
+enum { REPLAY_OUTCOME = 1, /* the outcome key */
+       REPLAY_HISTORY = 2  /* (outcome kept apart) the record key's history;
+                              rec: the record as read, NULL to read it */ };
+
+/* The first answer of this request under the caller's op id, if it ran
+ * before: UNICO_OK (res filled), UNICO_EOPID, an error, or
+ * UNICO_ENOTFOUND (not a repeat, as far as these places tell). */
+static int replay(wcall *w, wround *r, int where, const ustored_record *rec,
+                  const ubuf *rkey, unico_result *res) {
+  int rc = UNICO_ENOTFOUND;
+  if (!w->rq->op_id) return rc;
+  if (where & REPLAY_OUTCOME)
+    rc = uapi_outcome_find(w->u, w->op_id, w->rq->kind, r->t->name, r->fp,
+                           res);
+  if (rc == UNICO_ENOTFOUND && (where & REPLAY_HISTORY) &&
+      (uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART))
+    rc = repeat_from_record(w->u, rec, rkey, w->rq->kind, r->t->name, r->fp,
+                            w->op_id, res);
+  return rc;
+}
+
+/* The table, the primary key and (insert) the new body. */
+static int round_target(wcall *w, wround *r, unico_result *res) {
+  const uapi_req *rq = w->rq;
+  r->t = find_table(r->sc, rq->table, res);
+  if (!r->t) return UNICO_EINVAL;
+  if (rq->kind != UPLAN_INSERT) return urec_pk_parse(r->t, rq->pk_json, &r->pk, res);
+  int rc = urec_validate(r->t, w->input, res);
+  if (!rc) rc = urec_pk(r->t, w->input, &r->pk, res);
+  if (!rc) r->body = json_incref(w->input);
+  return rc;
+}
+
+/* Seen this request before? Then its first outcome is the answer.
+ * (Without a caller's op id there is no outcome to find or keep.) The
+ * first round does not read the outcome where the write's own commit
+ * requires it to be absent: a refusal that a repeat could explain looks
+ * for it then. Where the outcome is kept after the commit (no condition
+ * ties the two), an update or delete reads it first; an insert's repeat
+ * shows in the record key, which its intent finds taken, and whose
+ * history names the op. */
+static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
+  const uapi_req *rq = w->rq;
+  if (!rq->op_id) return UNICO_OK;
+  r->canon_s = w->input ? canon(w->input) : NULL;
+  r->fp = fingerprint(rq->kind, r->t->name, r->canon_s, &r->pk,
+                      rq->if_version);
+  if (attempt == 0 &&
+      (!(uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART) ||
+       rq->kind == UPLAN_INSERT)) {
+    r->outcome_later = 1;
+    return UNICO_OK;
+  }
+  int rc = replay(w, r, REPLAY_OUTCOME, NULL, NULL, res);
+  if (rc == UNICO_ENOTFOUND) return UNICO_OK;
+  r->answered = rc == UNICO_OK;
+  return rc;
+}
+
+/* Update, delete: the record as it is (remembered, or read), checked
+ * against the request, and the new body. */
+static int round_old(wcall *w, wround *r, unico_result *res) {
+  const uapi_req *rq = w->rq;
+  unico *u = w->u;
+  ubuf cv = UBUF_INIT;
+  ukey_record(&r->rkey, r->t->name, r->pk.p, r->pk.len);
+  if (urcache_get(u->rc, r->rkey.p, r->rkey.len, &cv, &r->sver)) {
+    r->from_cache = !ustored_record_decode(cv.p, cv.len, &r->old) &&
+                    r->old.state == UREC_LIVE;
+    if (!r->from_cache) ustored_record_free(&r->old);
+  }
+  ubuf_free(&cv);
+  int rc = r->from_cache ? UNICO_OK
+                         : read_record(u, &r->rkey, &r->old, &r->sver, res);
+  int refused = rc == UNICO_ENOTFOUND ||
+                (rc == UNICO_OK && rq->if_version &&
+                 r->old.version != rq->if_version);
+  /* A repeat of a write applied? Its outcome says, or the history of the
+   * record key. */
+  int carries = rc == UNICO_OK && rq->op_id &&
+                ((r->old.op_id && !strcmp(r->old.op_id, rq->op_id)) ||
+                 ustored_hist_find(&r->old.hist, rq->op_id) >= 0);
+  if (refused || carries) {
+    int orc = replay(w, r,
+                     (r->outcome_later ? REPLAY_OUTCOME : 0) | REPLAY_HISTORY,
+                     rc == UNICO_OK ? &r->old : NULL, &r->rkey, res);
+    if (orc != UNICO_ENOTFOUND) {
+      r->answered = orc == UNICO_OK;
+      return orc;
+    }
+  }
+  if (refused && r->from_cache) { /* remembered out of date: read it */
+    urcache_del(u->rc, r->rkey.p, r->rkey.len);
+    r->retry = 1;
+    return UNICO_OK;
+  }
+  if (rc == UNICO_ENOTFOUND) return not_found(r->t, rq->pk_json, res);
+  if (rc) return rc;
+  r->have_old = 1;
+  if (rq->if_version && r->old.version != rq->if_version) {
+    if (res) res->version = r->old.version;
+    return uerr(res, UNICO_EVERSION, NULL,
+                "record %.200s of table %s is at version %" PRIu64
+                ", not %" PRIu64,
+                rq->pk_json, r->t->name, r->old.version, rq->if_version);
+  }
+  json_t *ob = json_loads(r->old.body, 0, NULL);
+  if (!ob)
+    return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
+  if (rq->kind != UPLAN_UPDATE) {
+    r->body = ob;
+    return UNICO_OK;
+  }
+  rc = urec_patch(r->t, ob, w->input, &r->body, res);
+  json_decref(ob);
+  return rc;
+}
+
+/* The plan: the answer it will give, the record, the claims. */
+static int round_plan(wcall *w, wround *r, unico_result *res) {
+  const uapi_req *rq = w->rq;
+  unico *u = w->u;
+  r->pkj = urec_pk_json(r->t, r->body);
+  const ustored_record *base = r->have_old ? &r->old : NULL;
+  if (rq->kind == UPLAN_INSERT && w->have_tomb) {
+    base = &w->tomb;
+    r->sver = w->tomb_sver;
+  }
+  uint64_t version = rq->kind == UPLAN_INSERT
+                         ? (w->have_tomb ? w->tomb.version + 1 : 1)
+                         : r->old.version + (rq->kind == UPLAN_UPDATE);
+  int rc = set_output(res, r->pkj, version, &r->output);
+  if (rc) return rc;
+  uplan_write_req pw = {.kind = rq->kind,
+                        .table = r->t,
+                        .pk = &r->pk,
+                        .body = rq->kind == UPLAN_DELETE ? NULL : r->body,
+                        .old = base,
+                        .old_sver = r->sver,
+                        .schema_ver = r->sc->store_ver,
+                        .op_id = w->op_id,
+                        .outcome = rq->op_id ? r->output : NULL,
+                        .fp = r->fp,
+                        .now_ms = uexec_now(u->x)};
+  rc = uplan_write(&r->plan, &pw, res);
+  if (!rc && rq->kind == UPLAN_INSERT &&
+      (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS))
+    r->plan.table_fp = uplan_table_fingerprint(r->t);
+  if (!rc) rc = check_key_sizes(u, r->t, &r->plan, res);
+  if (!rc) rc = takeovers_apply(&w->tk, &r->plan, res);
+  return rc;
+}
+
+/* Remember what the store now holds; forget a record that moved or whose
+ * state is unknown. (Not an insert that may be an intent whose flip is on
+ * its way: a write planned from a remembered copy would replace the
+ * intent, history and all; the next read settles it.) */
+static void round_remember(wcall *w, wround *r, int rc) {
+  unico *u = w->u;
+  int kind = w->rq->kind;
+  const uplan *p = &r->plan;
+  if (rc == UNICO_OK && kind != UPLAN_DELETE &&
+      !(kind == UPLAN_INSERT &&
+        (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS)))
+    urcache_put(u->rc, p->rkey.p, p->rkey.len, p->rval.p, p->rval.len,
+                kind == UPLAN_INSERT && !w->have_tomb ? 1 : r->sver + 1);
+  else if (rc != UEXEC_NOT_APPLIED || r->why.why == UREFUSED_RECORD)
+    urcache_del(u->rc, p->rkey.p, p->rkey.len);
+}
+
+/* A hold in the way (why->owner is HELD): ours if we present its token,
+ * free once expired; else the write is refused. */
+static int held_claim(wcall *w, wround *r, const uclaim *c,
+                      unico_result *res) {
+  const uexec_refused *why = &r->why;
+  int mine = 0;
+  for (size_t h = 0; h < w->rq->nholds && !mine; h++)
+    mine = !memcmp(w->hashes[h], why->owner.token_hash, 32);
+  if (!mine && why->owner.expires_ms > uexec_now(w->u->x))
+    return report_held(r->t, c, why->owner.expires_ms, res);
+  int rc = takeovers_add(&w->tk, c, why->cur_version, why->owner.token_hash,
+                         res);
+  if (!rc) r->retry = 1;
+  return rc;
+}
+
+/* Not applied: say why, or plan again (r->retry). */
+static int round_explain(wcall *w, wround *r, unico_result *res) {
+  const uexec_refused *why = &r->why;
+  const uplan *p = &r->plan;
+  int kind = w->rq->kind, rc = UNICO_OK;
+  if (res) {
+    free(res->json);
+    res->json = NULL;
+    res->version = 0;
+  }
+  const uclaim *c = why->claim < p->take.n ? &p->take.v[why->claim] : NULL;
+  switch (why->why) {
+  case UREFUSED_SCHEMA:
+    rc = uapi_sch_reload(w->u, res);
+    r->retry = !rc;
+    return rc;
+  case UREFUSED_OUTCOME: /* the same op raced us: the next round answers */
+  case UREFUSED_RACE:    /* a limit group moved since it was read, or fenced */
+    r->retry = 1;
+    return UNICO_OK;
+  case UREFUSED_RECORD:
+    if (kind == UPLAN_INSERT && why->tomb) {
+      /* a tombstone: insert over it, continuing its version */
+      rc = read_tomb(w->u, &p->rkey, &w->tomb, &w->tomb_sver, &w->have_tomb,
+                     res);
+      r->retry = !rc;
       return rc;
     }
+    if (kind == UPLAN_INSERT)
+      return report_conflict(r->t, -1, r->pk.p, r->pk.len, r->pk.p,
+                             r->pk.len, res);
+    r->retry = 1; /* changed under us: read again (and check if_version) */
+    return UNICO_OK;
+  case UREFUSED_REPEAT: /* (an insert: our op id committed before) */
+    rc = replay(w, r, REPLAY_HISTORY, NULL, &p->rkey, res);
+    if (rc != UNICO_ENOTFOUND) return rc;
+    r->retry = 1; /* moved on meanwhile: look again */
+    return UNICO_OK;
+  case UREFUSED_BUSY:
+    return report_busy(r->t, c, res);
+  case UREFUSED_LIMIT:
+    if (c) return report_limit(r->t, c, why->count, res);
+    break;
+  case UREFUSED_CLAIM:
+    if (c && why->owner.state == UCLAIM_HELD) return held_claim(w, r, c, res);
+    if (c)
+      return report_conflict(r->t, c->con, c->key + c->voff,
+                             c->klen - c->voff, why->owner.owner,
+                             why->owner.owner_len, res);
+    break;
   }
+  /* (an executor that refused without saying why: a bug) */
+  return uerr(res, UNICO_ECORRUPT, NULL,
+              "internal error: the write was refused for no stated reason "
+              "(%d); the write did not commit",
+              why->why);
+}
 
-  for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    usch *sc = attempt ? uapi_sch_get(u) : schema_for(u, table, NULL);
-    ubuf pk = UBUF_INIT, rkey = UBUF_INIT;
-    ustored_record old;
-    uplan plan;
-    uexec_refused why;
-    uint64_t sver = 0;
-    json_t *body = NULL, *pkj = NULL;
-    char *output = NULL, *canon_s = NULL;
-    int retry = 0, have_old = 0, from_cache = 0;
-    memset(&old, 0, sizeof old);
-    memset(&why, 0, sizeof why);
-    uplan_init(&plan);
+/* One round: plan against what the store holds, apply, explain. */
+static int round_run(wcall *w, wround *r, int attempt, unico_result *res) {
+  int rc = round_target(w, r, res);
+  if (!rc) rc = round_seen(w, r, attempt, res);
+  if (!rc && !r->answered && w->rq->kind != UPLAN_INSERT)
+    rc = round_old(w, r, res);
+  if (rc || r->answered || r->retry) return rc;
+  rc = round_plan(w, r, res);
+  if (rc) return rc;
+  rc = uexec_apply(w->u->x, &r->plan, &r->why, res);
+  round_remember(w, r, rc);
+  if (rc != UEXEC_NOT_APPLIED) return rc; /* applied, or an error */
+  if (r->outcome_later &&
+      r->why.why != UREFUSED_SCHEMA && r->why.why != UREFUSED_RACE &&
+      r->why.why != UREFUSED_REPEAT &&
+      (uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART)) {
+    /* (an insert's refusal a repeat could explain: see round_seen) */
+    rc = replay(w, r, REPLAY_OUTCOME, NULL, NULL, res);
+    if (rc != UNICO_ENOTFOUND) return rc;
+  }
+  return round_explain(w, r, res);
+}
+
+int uapi_write(unico *u, const uapi_req *rq, unico_result *res) {
+  wcall w;
+  int rc = call_init(&w, u, rq, res), rechecked = 0;
+  for (int attempt = 0; !rc && attempt < MAX_ATTEMPTS; attempt++) {
+    wround r;
+    memset(&r, 0, sizeof r);
+    uplan_init(&r.plan);
+    r.sc = attempt ? uapi_sch_get(u) : schema_for(u, rq->table, NULL);
     if (res) {
       free(res->json);
       res->json = NULL;
     }
-
-    const utable *t = find_table(sc, table, res);
-    if (!t) {
-      rc = UNICO_EINVAL;
-      goto round_end;
-    }
-    /* The primary key and the new body. */
-    if (kind == UPLAN_INSERT) {
-      rc = urec_validate(t, input, res);
-      if (!rc) rc = urec_pk(t, input, &pk, res);
-      if (rc) goto round_end;
-      body = json_incref(input);
-    } else {
-      rc = urec_pk_parse(t, pk_json, &pk, res);
-      if (rc) goto round_end;
-    }
-    /* Seen this operation before? Then its first outcome is the answer.
-     * (Without a caller's op id there is no outcome to find or keep.) */
-    /* The first round does not read the outcome: the write's own
-     * transaction requires it to be absent, and a refusal below that a
-     * repeat could explain looks for it then. */
-    uint64_t fp = 0;
-    int outcome_later = 0;
-    if (op_id_in) {
-      canon_s = input ? canon(input) : NULL;
-      fp = fingerprint(kind, t->name, canon_s, &pk, if_version);
-      /* (The claims protocol writes the outcome after the commit, with no
-       * condition tying the two: there an update or delete reads it first.
-       * An insert's repeat shows in the record key, which its intent finds
-       * taken, and whose history names the op; a refusal below reads the
-       * outcome too, for an entry the history has let go.) */
-      if (attempt == 0 && (!(uexec_traits(u->x) & UEXEC_T_OUTCOME_APART) ||
-                           kind == UPLAN_INSERT)) {
-        outcome_later = 1;
-      } else {
-        rc = uapi_outcome_find(u, op_id, kind, t->name, fp, res);
-        if (rc != UNICO_ENOTFOUND) goto round_end;
-        rc = UNICO_OK;
-      }
-    }
-    if (kind != UPLAN_INSERT) {
-      ukey_record(&rkey, t->name, pk.p, pk.len);
-      ubuf cv = UBUF_INIT;
-      if (urcache_get(u->rc, rkey.p, rkey.len, &cv, &sver)) {
-        from_cache = !ustored_record_decode(cv.p, cv.len, &old) &&
-                     old.state == UREC_LIVE;
-        if (!from_cache) ustored_record_free(&old);
-      }
-      ubuf_free(&cv);
-      rc = from_cache ? UNICO_OK : read_record(u, &rkey, &old, &sver, res);
-      int refused = rc == UNICO_ENOTFOUND ||
-                    (rc == UNICO_OK && if_version && old.version != if_version);
-      /* A repeat of a write applied? Its outcome says, or (claims
-       * protocol) the history of the record key. */
-      int carries = rc == UNICO_OK && op_id_in &&
-                    ((old.op_id && !strcmp(old.op_id, op_id_in)) ||
-                     ustored_hist_find(&old.hist, op_id_in) >= 0);
-      if ((refused || carries) && op_id_in) {
-        int orc = outcome_later
-                      ? uapi_outcome_find(u, op_id, kind, t->name, fp, res)
-                      : UNICO_ENOTFOUND; /* (read already) */
-        if (orc == UNICO_ENOTFOUND &&
-            (uexec_traits(u->x) & UEXEC_T_OUTCOME_APART))
-          orc = repeat_from_record(u, rc == UNICO_OK ? &old : NULL, &rkey,
-                                   kind, t->name, fp, op_id, res);
-        if (orc != UNICO_ENOTFOUND) {
-          rc = orc;
-          goto round_end;
-        }
-      }
-      if (refused && from_cache) { /* remembered out of date: read it */
-        urcache_del(u->rc, rkey.p, rkey.len);
-        rc = UNICO_OK;
-        retry = 1;
-        goto round_end;
-      }
-      if (rc == UNICO_ENOTFOUND) {
-        rc = not_found(t, pk_json, res);
-        goto round_end;
-      }
-      if (rc) goto round_end;
-      have_old = 1;
-      if (if_version && old.version != if_version) {
-        rc = uerr(res, UNICO_EVERSION, NULL,
-                  "record %.200s of table %s is at version %" PRIu64
-                  ", not %" PRIu64,
-                  pk_json, t->name, old.version, if_version);
-        if (res) res->version = old.version;
-        goto round_end;
-      }
-      json_t *ob = json_loads(old.body, 0, NULL);
-      if (!ob) {
-        rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
-        goto round_end;
-      }
-      if (kind == UPLAN_UPDATE) {
-        rc = urec_patch(t, ob, input, &body, res);
-        json_decref(ob);
-        if (rc) goto round_end;
-      } else {
-        body = ob;
-      }
-    }
-    pkj = urec_pk_json(t, body);
-    const ustored_record *base = have_old ? &old : NULL;
-    if (kind == UPLAN_INSERT && have_tomb) {
-      base = &tomb;
-      sver = tomb_sver;
-    }
-    uint64_t new_version = kind == UPLAN_INSERT
-                               ? (have_tomb ? tomb.version + 1 : 1)
-                               : old.version + (kind == UPLAN_UPDATE);
-    rc = set_output(res, pkj, new_version, &output);
-    if (rc) goto round_end;
-    rc = uplan_write(&plan, kind, t->name, t, &pk,
-                     kind == UPLAN_DELETE ? NULL : body, base, sver,
-                     sc->store_ver, op_id,
-                     op_id_in ? output : NULL, fp, uexec_now(u->x), res);
-    if (!rc && kind == UPLAN_INSERT &&
-        (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS))
-      plan.table_fp = uplan_table_fingerprint(t);
-    if (!rc) rc = check_key_sizes(u, t, &plan, res);
-    if (!rc) rc = takeovers_apply(&tk, &plan, res);
-    if (rc) goto round_end;
-
-    rc = uexec_apply(u->x, &plan, &why, res);
-    /* Remember what the store now holds; forget a record that moved or
-     * whose state is unknown. */
-    /* (Not an insert of the claims protocol: it may be an intent whose
-     * flip is on its way, and a write planned from a cached copy would
-     * replace the intent, history and all; the next read settles it.) */
-    if (rc == UNICO_OK && kind != UPLAN_DELETE &&
-        !(kind == UPLAN_INSERT &&
-          (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS)))
-      urcache_put(u->rc, plan.rkey.p, plan.rkey.len, plan.rval.p,
-                  plan.rval.len,
-                  kind == UPLAN_INSERT && !have_tomb ? 1 : sver + 1);
-    else if (rc != UEXEC_NOT_APPLIED || why.why == UREFUSED_RECORD)
-      urcache_del(u->rc, plan.rkey.p, plan.rkey.len);
-    if (rc != UEXEC_NOT_APPLIED) goto round_end; /* applied, or an error */
-    if (outcome_later && (uexec_traits(u->x) & UEXEC_T_OUTCOME_APART) &&
-        why.why != UREFUSED_SCHEMA && why.why != UREFUSED_RACE &&
-        why.why != UREFUSED_REPEAT) {
-      /* (an insert's refusal a repeat could explain: see above) */
-      rc = uapi_outcome_find(u, op_id, kind, t->name, fp, res);
-      if (rc != UNICO_ENOTFOUND) goto round_end;
-      rc = UEXEC_NOT_APPLIED;
-    }
-    /* Not applied: say why. */
-    if (res) {
-      free(res->json);
-      res->json = NULL;
-      res->version = 0;
-    }
-    switch (why.why) {
-    case UREFUSED_SCHEMA:
-      rc = uapi_sch_reload(u, res);
-      if (!rc) retry = 1;
-      break;
-    case UREFUSED_OUTCOME:
-      retry = 1; /* the same op raced us: the next round returns its outcome */
-      break;
-    case UREFUSED_RECORD:
-      if (kind == UPLAN_INSERT && why.tomb) {
-        /* a tombstone: insert over it, continuing its version */
-        rc = read_tomb(u, &plan.rkey, &tomb, &tomb_sver, &have_tomb, res);
-        if (!rc) retry = 1;
-      } else if (kind == UPLAN_INSERT)
-        rc = report_conflict(t, -1, pk.p, pk.len, pk.p, pk.len, res);
-      else
-        retry = 1; /* changed under us: read again (and check if_version) */
-      break;
-    case UREFUSED_RACE:
-      retry = 1; /* a limit group moved since it was read, or fenced */
-      break;
-    case UREFUSED_REPEAT: /* (an insert: our op id committed before) */
-      rc = op_id_in ? repeat_from_record(u, NULL, &plan.rkey, kind, t->name,
-                                         fp, op_id, res)
-                    : UNICO_ENOTFOUND;
-      if (rc == UNICO_ENOTFOUND) { /* moved on meanwhile: look again */
-        rc = UNICO_OK;
-        retry = 1;
-      }
-      break;
-    case UREFUSED_BUSY:
-      rc = report_busy(t, why.claim < plan.take.n ? &plan.take.v[why.claim]
-                                                   : NULL, res);
-      break;
-    case UREFUSED_LIMIT: {
-      if (why.claim >= plan.take.n) goto unexplained;
-      const uclaim *c = &plan.take.v[why.claim];
-      rc = report_limit(t, c, why.count, res);
-      break;
-    }
-    case UREFUSED_CLAIM: {
-      if (why.claim >= plan.take.n) goto unexplained;
-      const uclaim *c = &plan.take.v[why.claim];
-      if (why.owner.state == UCLAIM_HELD) {
-        /* A hold: ours if we present its token, free once expired. */
-        int64_t now = uexec_now(u->x);
-        int mine = 0;
-        for (size_t h = 0; h < nholds && !mine; h++)
-          mine = !memcmp(hashes[h], why.owner.token_hash, 32);
-        if (mine || why.owner.expires_ms <= now) {
-          rc = takeovers_add(&tk, c, why.cur_version, why.owner.token_hash,
-                             res);
-          if (!rc) retry = 1;
-        } else {
-          rc = report_held(t, c, why.owner.expires_ms, res);
-        }
-        break;
-      }
-      rc = report_conflict(t, c->con, c->key + c->voff, c->klen - c->voff,
-                           why.owner.owner, why.owner.owner_len, res);
-      break;
-    }
-    default: /* (an executor that refused without saying why: a bug) */
-    unexplained:
-      rc = uerr(res, UNICO_ECORRUPT, NULL,
-                "internal error: the write was refused for no stated reason "
-                "(%d); the write did not commit",
-                why.why);
-      break;
-    }
-  round_end:
+    rc = round_run(&w, &r, attempt, res);
     /* Bad input against a cached schema another process may have changed
      * (a column added, say): check once whether the store has moved on. */
-    if (rc == UNICO_EINVAL && !retry && !rechecked) {
+    if (rc == UNICO_EINVAL && !r.retry && !rechecked) {
       rechecked = 1;
-      if (schema_moved(u, sc)) {
+      if (schema_moved(u, r.sc)) {
         unico_result tmp = UNICO_RESULT_INIT;
-        retry = uapi_sch_reload(u, &tmp) == UNICO_OK;
+        r.retry = uapi_sch_reload(u, &tmp) == UNICO_OK;
         unico_result_clear(&tmp);
-        if (retry && res) {
+        if (r.retry && res) {
           res->message[0] = 0;
           res->column[0] = 0;
         }
       }
     }
-    ustored_claim_free(&why.owner);
-    uplan_free(&plan);
-    ubuf_free(&pk);
-    ubuf_free(&rkey);
-    ustored_record_free(&old);
-    json_decref(body);
-    json_decref(pkj);
-    free(output);
-    free(canon_s);
-    uapi_sch_put(sc);
-    if (!retry) break;
+    round_free(&r);
+    if (!r.retry) break;
     rc = UNICO_EBUSY;
     if (attempt > 20) uexec_sleep(u->x, attempt > 100 ? 5 : 1);
+    if (attempt + 1 < MAX_ATTEMPTS) rc = UNICO_OK;
   }
   if (rc == UNICO_EBUSY && res && !res->message[0])
     uerr(res, rc, NULL, "the record kept changing under %d attempts; try again",
@@ -857,10 +923,7 @@ int uapi_write(unico *u, int kind, const char *table, const char *json,
     free(res->json);
     res->json = NULL;
   }
-  json_decref(input);
-  takeovers_free(&tk);
-  ustored_record_free(&tomb);
-  free(hashes);
+  call_free(&w);
   return rc;
 }
 

@@ -78,20 +78,22 @@ void uplan_free(uplan *p) {
   uplan_init(p);
 }
 
-int uplan_write(uplan *p, int kind, const char *table, const utable *t,
-                const ubuf *pk, json_t *body, const ustored_record *old,
-                uint64_t old_sver, uint64_t schema_ver, const char *op_id,
-                const char *outcome, uint64_t fp, int64_t now_ms,
-                unico_result *res) {
+int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
+  const int kind = w->kind;
+  const utable *t = w->table;
+  const char *table = t->name, *op_id = w->op_id;
+  const ubuf *pk = w->pk;
+  json_t *body = w->body;
+  const ustored_record *old = w->old;
   uclaims need = {0, NULL};
   char *body_s = NULL;
   int rc = UNICO_OK;
   uplan_free(p);
   p->kind = kind;
-  p->schema_ver = schema_ver;
+  p->schema_ver = w->schema_ver;
   ukey_schema(&p->skey);
   ukey_record(&p->rkey, table, pk->p, pk->len);
-  p->rver = old ? old_sver : 0;
+  p->rver = old ? w->old_sver : 0;
   if (kind != UPLAN_DELETE) {
     rc = uplan_claims(t, body, &need, res);
     if (rc) goto leave;
@@ -113,7 +115,7 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
      * later continues from it), this op id and the key's history, but
      * none of the record's data. */
     ustored_record_encode_hist(&p->rval, UREC_DELETED, old->version, op_id,
-                               "{}", NULL, now_ms, &old->hist);
+                               "{}", NULL, w->now_ms, &old->hist);
     p->version = old->version;
   }
   /* Take what the new record needs and the old one did not hold; release
@@ -132,12 +134,12 @@ int uplan_write(uplan *p, int kind, const char *table, const utable *t,
     if (uclaims_add(&p->release, c->key, c->klen, c->voff, c->con)) goto oom;
   }
   ustored_claim_encode(&p->claim_val, UCLAIM_COMMITTED, pk->p, pk->len, op_id,
-                       now_ms);
-  if (outcome) {
+                       w->now_ms);
+  if (w->outcome) {
     ukey_outcome(&p->okey, op_id);
-    ukey_outcome_index(&p->oidx, now_ms, op_id);
-    ustored_outcome_encode(&p->oval, uplan_kind_name(kind), table, fp, UNICO_OK,
-                           outcome, now_ms);
+    ukey_outcome_index(&p->oidx, w->now_ms, op_id);
+    ustored_outcome_encode(&p->oval, uplan_kind_name(kind), table, w->fp, UNICO_OK,
+                           w->outcome, w->now_ms);
   }
   if (!ubuf_ok(&p->skey) || !ubuf_ok(&p->rkey) || !ubuf_ok(&p->rval) ||
       !ubuf_ok(&p->claim_val) || !ubuf_ok(&p->okey) || !ubuf_ok(&p->oval) ||

@@ -56,16 +56,25 @@ void uplan_init(uplan *p);
 const char *uplan_kind_name(int kind); /* "insert", "update", "delete" */
 void uplan_free(uplan *p); /* accepts NULL; leaves p re-initialised */
 
-/* Plan a write of table t. pk is the primary key tuple; body the new record
- * (NULL for a delete); old the record as read with its store version
- * old_sver (NULL for an insert); op_id is stored in record and claims;
- * outcome (may be NULL) is the output to remember under op_id with the
- * request fingerprint fp; now_ms stamps claims and the outcome. */
-int uplan_write(uplan *p, int kind, const char *table, const utable *t,
-                const ubuf *pk, json_t *body, const ustored_record *old,
-                uint64_t old_sver, uint64_t schema_ver, const char *op_id,
-                const char *outcome, uint64_t fp, int64_t now_ms,
-                unico_result *res);
+/* What a write is planned from. */
+typedef struct uplan_write_req {
+  int kind;                   /* UPLAN_INSERT, _UPDATE, _DELETE */
+  const utable *table;
+  const ubuf *pk;             /* the primary key tuple */
+  json_t *body;               /* the new record (NULL for a delete) */
+  const ustored_record *old;  /* the record as read (insert: the tombstone
+                                 it replaces, or NULL) */
+  uint64_t old_sver;          /* old's store version */
+  uint64_t schema_ver;        /* the schema key's, the plan's condition */
+  const char *op_id;          /* stored in the record and the claims */
+  const char *outcome;        /* the output to keep under op_id (NULL:
+                                 none), with the request's fingerprint fp */
+  uint64_t fp;
+  int64_t now_ms;             /* stamps claims and the outcome */
+} uplan_write_req;
+
+/* Plan the write w into p (freed first). */
+int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res);
 
 /* A 64-bit hash of everything in t that decides which records fit it and
  * which keys they claim: its name, columns (name, type, key position), key
