@@ -112,6 +112,11 @@ static const uint64_t regression_seeds[] = {
     520,  /* an insert commits (answer lost); the record is deleted and
              re-inserted by others; the retry answered "conflict" */
     4409, /* a delete commits (answer lost); the retry answered "not found" */
+    4484, /* a record deleted before its claim was finished leaves an orphan
+             claim naming its primary key; an insert of that key fenced the
+             record key, which held its own intent, so fenced itself and
+             left the intent PENDING: the key was busy after the run
+             (found with versions continuing across delete and insert) */
     0 /* end */};
 
 /* The value space: small on purpose. Names fold to ann, bob, cy. */

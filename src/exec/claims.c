@@ -152,6 +152,20 @@ static int record_is_mine(const cx *c, const ubuf *rv) {
   return m;
 }
 
+/* Is rv, read at record key rk, this insert's own PENDING intent? Then an
+ * orphan claim naming rk's primary key is already fenced: any other op
+ * that would commit to rk must first replace this intent, which our own
+ * commit (a cas at the intent's version) would see. Fencing the record
+ * again would fence this insert itself and leave its intent behind. */
+static int own_intent_at(const cx *c, const ubuf *rk, const ubuf *rv,
+                         int present) {
+  if (!present || c->p->kind != UPLAN_INSERT || !c->intent ||
+      rk->len != c->p->rkey.len || memcmp(rk->p, c->p->rkey.p, rk->len))
+    return 0;
+  return ustored_record_state(rv->p, rv->len) == UREC_PENDING &&
+         record_is_mine(c, rv);
+}
+
 /* Is rv an intent that lists key k? (It may be committed.) */
 static int intent_lists(const ubuf *rv, const uclaim *k) {
   ustored_record r;
@@ -488,8 +502,10 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
         rc = USTORE_NOT_APPLIED;
         break;
       }
-      if (is_me(c, cl.owner, cl.owner_len, cl.op_id) && !inflight) {
-        /* our own op's earlier intent, settled and not in force */
+      if ((is_me(c, cl.owner, cl.owner_len, cl.op_id) && !inflight) ||
+          own_intent_at(c, &rkey, &rv, rpresent)) {
+        /* our own op's earlier intent, settled and not in force; or an
+         * orphan of our record key, which our own intent fences */
         ustored_claim_free(&cl);
         take_over = 1;
       } else if (cl.state == UCLAIM_PENDING &&
