@@ -148,6 +148,27 @@ leave:
   return rc;
 }
 
+/* What both protocols write for hold h: the claim value, the index ("h",
+ * token hash) and its value (the claim key), and the schema key. */
+typedef struct hold_vals {
+  ubuf hold, hval, skey, hkey;
+} hold_vals;
+
+static void hold_vals_make(hold_vals *v, const uexec_hold *h) {
+  memset(v, 0, sizeof *v);
+  ustored_hold_encode(&v->hold, h->op_id, h->now_ms, h->expires_ms, h->hash);
+  ubuf_put(&v->hval, h->ckey->p, h->ckey->len);
+  ukey_schema(&v->skey);
+  ukey_hold(&v->hkey, h->hash, 32);
+}
+
+static void hold_vals_free(hold_vals *v) {
+  ubuf_free(&v->hold);
+  ubuf_free(&v->hval);
+  ubuf_free(&v->skey);
+  ubuf_free(&v->hkey);
+}
+
 /* ------------------------------------------------------------------ */
 /* Atomic: the hold, its index, the old hold's index and the outcome in
  * one transaction under the schema check. */
@@ -155,18 +176,15 @@ leave:
 int uexec_atomic_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
                           const ubuf *oldh, uexec_hold_out *out,
                           unico_result *res) {
-  ubuf hold = UBUF_INIT, hval = UBUF_INIT, skey = UBUF_INIT, hkey = UBUF_INIT;
+  hold_vals v;
   ustore_op ops[6];
   size_t n = 0;
-  ustored_hold_encode(&hold, h->op_id, h->now_ms, h->expires_ms, h->hash);
-  ubuf_put(&hval, h->ckey->p, h->ckey->len);
-  ukey_schema(&skey);
-  ukey_hold(&hkey, h->hash, 32);
-  ops[n++] = uexec_op(&skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
-                   h->schema_ver, USTORE_CHECK, NULL);
+  hold_vals_make(&v, h);
+  ops[n++] = uexec_op(&v.skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
+                      h->schema_ver, USTORE_CHECK, NULL);
   ops[n++] = uexec_op(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver,
-                   USTORE_PUT, &hold);
-  ops[n++] = uexec_op(&hkey, USTORE_ABSENT, 0, USTORE_PUT, &hval);
+                      USTORE_PUT, &v.hold);
+  ops[n++] = uexec_op(&v.hkey, USTORE_ABSENT, 0, USTORE_PUT, &v.hval);
   if (oldh) ops[n++] = uexec_op(oldh, USTORE_ANY, 0, USTORE_DEL, NULL);
   size_t o_at = SIZE_MAX;
   if (h->okey) {
@@ -182,10 +200,7 @@ int uexec_atomic_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
                : o_at != SIZE_MAX && ops[o_at].failed ? UEXEC_HOLD_ANSWERED
                                                       : UEXEC_HOLD_MOVED;
   for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
-  ubuf_free(&hold);
-  ubuf_free(&hval);
-  ubuf_free(&skey);
-  ubuf_free(&hkey);
+  hold_vals_free(&v);
   return rc;
 }
 
@@ -239,21 +254,18 @@ static int same_request(uexec *x, const uexec_hold *h) {
 int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
                           const ubuf *oldh, uexec_hold_out *out,
                           unico_result *res) {
-  ubuf hold = UBUF_INIT, hval = UBUF_INIT, skey = UBUF_INIT, hkey = UBUF_INIT;
+  hold_vals v;
   ustore_op o;
   int rc;
-  ustored_hold_encode(&hold, h->op_id, h->now_ms, h->expires_ms, h->hash);
-  ubuf_put(&hval, h->ckey->p, h->ckey->len);
-  ukey_schema(&skey);
-  ukey_hold(&hkey, h->hash, 32);
+  hold_vals_make(&v, h);
   uint64_t at = cver + 1; /* the claim's version once ours */
   o = uexec_op(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver, USTORE_PUT,
-            &hold);
+            &v.hold);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) out->why = UEXEC_HOLD_MOVED;
   if (rc) goto leave;
-  o = uexec_op(&skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
+  o = uexec_op(&v.skey, h->schema_ver ? USTORE_VERSION : USTORE_ABSENT,
             h->schema_ver, USTORE_CHECK, NULL);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
@@ -262,7 +274,7 @@ int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
     out->why = UEXEC_HOLD_SCHEMA;
   }
   if (rc) goto leave;
-  o = uexec_op(&hkey, USTORE_ABSENT, 0, USTORE_PUT, &hval);
+  o = uexec_op(&v.hkey, USTORE_ABSENT, 0, USTORE_PUT, &v.hval);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK; /* (a token is new) */
@@ -290,10 +302,7 @@ int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
                            : UEXEC_HOLD_MOVED;
   }
 leave:
-  ubuf_free(&hold);
-  ubuf_free(&hval);
-  ubuf_free(&skey);
-  ubuf_free(&hkey);
+  hold_vals_free(&v);
   return rc;
 }
 
