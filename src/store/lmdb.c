@@ -110,6 +110,10 @@ typedef struct lmdb_store {
   /* LMDB as the last checkpoint left it (mt_lock): the bytes of its pages
    * in use and of its branch pages; the page size */
   size_t lm_used, lm_branch, psize;
+  /* The environment's options as the first open asked for them; a later
+   * open of the same directory must ask for the same (reopen_differs()). */
+  int opt_sync, opt_wal;
+  size_t opt_map, opt_max, opt_wal_size;
 } lmdb_store;
 
 enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
@@ -1919,6 +1923,44 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
+static const char *const sync_names[] = {"on", "data", "off"};
+
+/* Whether an open asking for these options may share r, opened before:
+ * 0, or 1 with e naming the first option that differs. Options of the
+ * environment cannot change while it is open, and handing back r as it is
+ * would ignore them silently. */
+static int reopen_differs(const lmdb_store *r, int sync_mode, int wal,
+                          size_t map, size_t max, size_t wal_size,
+                          ustore_err *e) {
+  char was[64], now[64];
+  const char *name = NULL;
+  if (r->opt_wal != wal) {
+    name = "wal";
+    snprintf(was, sizeof was, "%s", r->opt_wal ? "on" : "off");
+    snprintf(now, sizeof now, "%s", wal ? "on" : "off");
+  } else if (r->opt_sync != sync_mode) {
+    name = "sync";
+    snprintf(was, sizeof was, "%s", sync_names[r->opt_sync]);
+    snprintf(now, sizeof now, "%s", sync_names[sync_mode]);
+  } else if (r->opt_max != max || r->opt_map != map ||
+             r->opt_wal_size != wal_size) {
+    name = r->opt_max != max   ? "max_map_size"
+           : r->opt_map != map ? "map_size"
+                               : "wal_size";
+    size_t a = r->opt_max != max ? r->opt_max
+               : r->opt_map != map ? r->opt_map : r->opt_wal_size;
+    size_t b = r->opt_max != max ? max : r->opt_map != map ? map : wal_size;
+    fmt_size(a, was, sizeof was);
+    fmt_size(b, now, sizeof now);
+  }
+  if (!name) return 0;
+  seterr(e, "the store at %s is already open in this process with %s=%s; "
+            "it cannot be opened again with %s=%s (open it with the same "
+            "options, or close it first)",
+         r->path, name, was, name, now);
+  return 1;
+}
+
 int ustore_lmdb_open(ustore **out, const char *path, const char *query,
                      ustore_err *e) {
   int rc = UNICO_OK, mrc;
@@ -2030,6 +2072,12 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   pthread_mutex_lock(&registry_lock);
   for (lmdb_store *r = registry; r; r = r->next) {
     if (r->dev == st.st_dev && r->ino == st.st_ino) {
+      if (reopen_differs(r, sync_mode, wal, map_size, max_map, ckpt_bytes,
+                         e)) {
+        pthread_mutex_unlock(&registry_lock);
+        rc = UNICO_EINVAL;
+        goto leave;
+      }
       r->refs++;
       *out = &r->base;
       pthread_mutex_unlock(&registry_lock);
@@ -2047,6 +2095,11 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   s->refs = 1;
   s->lock_fd = s->wal_fd = s->old_fd = -1;
   s->ckpt_bytes = ckpt_bytes;
+  s->opt_sync = sync_mode;
+  s->opt_wal = wal;
+  s->opt_map = map_size;
+  s->opt_max = max_map;
+  s->opt_wal_size = ckpt_bytes;
   s->base.vt = &lmdb_vtab;
   snprintf(s->path, sizeof s->path, "%s", path);
   snprintf(s->query, sizeof s->query, "%s", query ? query : "");
