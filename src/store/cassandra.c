@@ -44,7 +44,7 @@
 
 #include "store/cql_conn.h"
 #include "store/store.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define MAX_HOSTS 16
 #define CASS_MAX_KEY 8192

@@ -40,7 +40,7 @@
 
 #include "store/dynamo_client.h"
 #include "store/store.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define DDB_MAX_KEY 1024       /* hex doubles it: DynamoDB's 2048-byte limit */
 #define DDB_MAX_TXN 100        /* TransactWriteItems' limit */

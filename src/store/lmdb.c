@@ -35,7 +35,7 @@
 
 #include "store/memtable.h"
 #include "store/store.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define VHDR 8 /* bytes of version in front of every value */
 

@@ -48,8 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "unico.h"
-#include "util/err.h"
+#include "unico_errors.h"
+#include "util/clock.h"
 
 #define SIM_BASE_MS INT64_C(1700000000000)
 #define SIM_MAX_KEY 1024

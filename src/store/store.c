@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include "store/store.h"
-#include "unico.h"
-#include "util/err.h"
+#include "unico_errors.h"
+#include "util/clock.h"
 
 void ustore_seterr(ustore_err *e, const char *fmt, ...) {
   if (!e) return;

@@ -10,7 +10,7 @@
  *         can: caps & USTORE_CAP_TXN; otherwise UNICO_EUNSUPPORTED);
  *   scan  keys with a prefix, in key order.
  *
- * Return codes are unico codes (include/unico.h) plus USTORE_NOT_APPLIED
+ * Return codes are unico codes (include/unico_errors.h) plus USTORE_NOT_APPLIED
  * (a condition did not hold; nothing was written). An error that leaves the
  * outcome of a write unknown is UNICO_EUNKNOWN; one that certainly wrote
  * nothing is UNICO_EUNAVAILABLE (or another definite code).
@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unico_errors.h"
 #include "util/buf.h"
 
 #define USTORE_NOT_APPLIED 1
