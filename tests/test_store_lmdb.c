@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/lmdb.h"
 #include "store/store.h"
 #include "store_ops.h"
 #include "unico.h"
