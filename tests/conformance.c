@@ -2213,9 +2213,11 @@ static void test_codes(void **state) {
     EXPECT_R(UNICO_EUNAVAILABLE, &r, unico_open(&u, url, NULL, &r));
     EXPECT_TRUE(u == NULL);
     EXPECT_TRUE(r.message[0] != 0);
-    /* options as documented */
+    /* options as documented (in a directory of their own: the fixture's
+     * store is open, and a second open of it must ask for its options) */
     snprintf(url, sizeof url,
-             "lmdb:%s?map_size=64MiB&max_map_size=1GiB&sync=off", f->dir);
+             "lmdb:%s/opts?map_size=64MiB&max_map_size=1GiB&sync=off",
+             f->dir);
     EXPECT_R(UNICO_OK, &r, unico_open(&u, url, NULL, &r));
     unico_close(u);
   }

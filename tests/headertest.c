@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+int headertest_errors(void); /* headertest_errors.c */
+
 int main(void) {
   /* Every code has a message, a name and an exit code in 1..7. */
   static const int codes[] = {
@@ -23,6 +25,7 @@ int main(void) {
   if (unico_exit_code(UNICO_OK) != 0 || unico_version() != UNICO_VERSION_HEX ||
       strcmp(unico_version_string(), UNICO_VERSION_STRING))
     bad++;
+  bad += headertest_errors();
   printf("%s\n", bad ? "header test FAILED" : "header test ok");
   return bad != 0;
 }

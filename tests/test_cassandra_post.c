@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/cassandra.h"
 #include "store/store.h"
 #include "unico.h"
 

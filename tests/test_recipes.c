@@ -474,7 +474,7 @@ static unico *unico_on(const char *name) {
   unico_result r = UNICO_RESULT_INIT;
   unico_options o = UNICO_OPTIONS_INIT;
   o.grace_ms = GRACE_MS;
-  snprintf(url, sizeof url, "sim:%s", name);
+  snprintf(url, sizeof url, "sim:%s?commit=classic", name);
   int rc = unico_open(&u, url, &o, &r);
   if (rc) fprintf(stderr, "unico_open %s: %s\n", url, r.message);
   assert_int_equal(rc, UNICO_OK);
@@ -933,8 +933,7 @@ int main(int argc, char **argv) {
    * stalls after its intent and claims has committed, and the one that
    * meets it flips it and gets a conflict. Its schedules are test_sim's
    * and model/parallel_commit.pml's; here the inserts take the path the
-   * recipes are compared with. */
-  setenv("UNICO_PARALLEL_COMMIT", "0", 1);
+   * recipes are compared with (commit=classic in the store URL). */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lease_outlives_ttl),
       cmocka_unit_test(test_cleanup_deletes_other),

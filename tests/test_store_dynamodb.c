@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/dynamodb.h"
 #include "store/store.h"
 #include "unico.h"
 

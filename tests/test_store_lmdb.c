@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store/lmdb.h"
 #include "store/store.h"
 #include "store_ops.h"
 #include "unico.h"
@@ -306,6 +307,50 @@ static void test_shared_env(void **state) {
   b->vt->close(b);
 }
 
+/* A directory already open in this process is shared (LMDB allows one
+ * environment per process), so a second open with other options for the
+ * environment is refused, naming the option, instead of handing back the
+ * first store as it is (it used to: "wal=on" ignored, a plain-mode store
+ * returned). Options of the handle alone (txn) may differ. */
+static void test_reopen_other_options(void **state) {
+  (void)state;
+  ustore *a = open_store("reopen", NULL);
+  const char *other[] = {"wal=on", "sync=off", "sync=data",
+                         "max_map_size=64MiB", "map_size=4MiB",
+                         "wal_size=1MiB"};
+  const char *named[] = {"wal", "sync", "sync", "max_map_size", "map_size",
+                         "wal_size"};
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+    char url[512];
+    snprintf(url, sizeof url, "lmdb:%s/reopen?%s", dir, other[i]);
+    ustore *b = (ustore *)1;
+    ustore_err e = {{0}};
+    int rc = ustore_open(&b, url, &e);
+    if (rc != UNICO_EINVAL) fprintf(stderr, "%s: %d %s\n", url, rc, e.msg);
+    assert_int_equal(rc, UNICO_EINVAL);
+    assert_null(b);
+    assert_non_null(strstr(e.msg, named[i]));
+  }
+  /* the same options, spelled out, and a handle of its own without
+   * transactions, share it */
+  ustore *b = open_store("reopen", "sync=on&wal=off&map_size=1GiB");
+  ustore *c = open_store("reopen", "txn=off");
+  assert_int_equal(c->vt->caps & USTORE_CAP_TXN, 0);
+  b->vt->close(b);
+  c->vt->close(c);
+  a->vt->close(a);
+  /* the other way round: log mode first, then a plain open */
+  a = open_store("reopen-log", "wal=on");
+  char url[512];
+  snprintf(url, sizeof url, "lmdb:%s/reopen-log", dir);
+  ustore_err e = {{0}};
+  ustore *d = (ustore *)1;
+  assert_int_equal(ustore_open(&d, url, &e), UNICO_EINVAL);
+  assert_null(d);
+  assert_non_null(strstr(e.msg, "wal"));
+  a->vt->close(a);
+}
+
 /* ---- deferred durability ---- */
 
 typedef struct dwatch {
@@ -578,6 +623,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_max_map_size_alone),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_shared_env),
+      cmocka_unit_test(test_reopen_other_options),
       cmocka_unit_test(test_deferred),
       cmocka_unit_test(test_group_commit_races),
       cmocka_unit_test(test_group_commit_races_log),

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "store/lmdb.h"
 #include "store/store.h"
 #include "store_ops.h"
 #include "unico.h"

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "store/dynamo_client.h"
+#include "store/dynamodb.h"
 #include "store/store.h"
 #include "unico.h"
 

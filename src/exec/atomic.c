@@ -29,8 +29,9 @@ int uexec_open(uexec **out, const char *url, uint64_t retention_ms,
                unico_result *res) {
   ustore *st = NULL;
   ustore_err e = {{0}};
+  ustore_params params;
   *out = NULL;
-  int rc = ustore_open(&st, url, &e);
+  int rc = ustore_open_with(&st, url, &params, &e);
   if (rc)
     return uerr(res, rc, NULL, "%s", e.msg[0] ? e.msg : unico_strerror(rc));
   uexec *x = calloc(1, sizeof *x);
@@ -46,11 +47,11 @@ int uexec_open(uexec **out, const char *url, uint64_t retention_ms,
   x->grace_ms = UEXEC_GRACE_MS;
   atomic_init(&x->writes, 0);
   atomic_init(&x->attempts, 0);
-  /* Attempt ids need only differ between two runs of one op id; the
-   * simulated store keeps them reproducible (seed 0). */
-  const char *pc = getenv("UNICO_PARALLEL_COMMIT");
-  x->pc = x->claims && !(pc && !strcmp(pc, "0"));
-  if (strcmp(st->vt->name ? st->vt->name : "", "sim") &&
+  /* The insert's commit: the store URL's commit=parallel|classic. */
+  x->pc = x->claims && params.commit == USTORE_COMMIT_PARALLEL;
+  /* Attempt ids need only differ between two runs of one op id; a
+   * deterministic store keeps them reproducible (seed 0). */
+  if (!(st->vt->caps & USTORE_CAP_DETERMINISTIC) &&
       getrandom(&x->seed, sizeof x->seed, 0) != (ssize_t)sizeof x->seed)
     x->seed = (uint64_t)unow_ms() ^ ((uint64_t)getpid() << 32);
   /* Outcomes past retention go at open, then every SWEEP_EVERY writes. */

@@ -43,8 +43,10 @@
 #include <time.h>
 
 #include "store/cql_conn.h"
+#include "store/cassandra.h"
+#include "store/options.h"
 #include "store/store.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define MAX_HOSTS 16
 #define CASS_MAX_KEY 8192
@@ -1001,12 +1003,56 @@ static int parse_consistency(const char *v, int serial, uint16_t *out) {
   "expected cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS] "    \
   "(see docs/cassandra.md)"
 
-int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
-  *out = NULL;
-  if (strncmp(url, "cassandra://", 12)) {
-    seterr(e, "not a Cassandra URL: \"%s\"", url);
-    return UNICO_EINVAL;
+static int bad_option(const char *name, const char *v, const char *want,
+                      ustore_err *e) {
+  seterr(e, "cassandra store option %s=%.100s: expected %s", name, v, want);
+  return UNICO_EINVAL;
+}
+
+/* The options (docs/cassandra.md) into s, repl (a buffer of 300) and
+ * *allow_weak. An error names the option; a password is not shown. */
+static int cass_options(cass *s, const ustore_opts *o, char *repl,
+                        long *allow_weak, ustore_err *e) {
+  const char *v;
+  int rc;
+  if ((v = ustore_opts_get(o, "consistency")) &&
+      parse_consistency(v, 0, &s->cl))
+    return bad_option("consistency", v,
+                      "QUORUM, LOCAL_QUORUM, EACH_QUORUM or ALL", e);
+  if ((v = ustore_opts_get(o, "serial")) && parse_consistency(v, 1, &s->serial))
+    return bad_option("serial", v, "SERIAL or LOCAL_SERIAL", e);
+  if ((v = ustore_opts_get(o, "user"))) {
+    if (strlen(v) >= sizeof s->user)
+      return bad_option("user", v, "a shorter name", e);
+    snprintf(s->user, sizeof s->user, "%s", v);
   }
+  if ((v = ustore_opts_get(o, "password"))) {
+    if (strlen(v) >= sizeof s->password)
+      return bad_option("password", "***", "a shorter password", e);
+    snprintf(s->password, sizeof s->password, "%s", v);
+  }
+  if ((rc = ustore_opt_long(o, "connect_timeout_ms", 1, 600000,
+                            &s->connect_ms, e)) ||
+      (rc = ustore_opt_long(o, "request_timeout_ms", 1, 600000,
+                            &s->request_ms, e)) ||
+      (rc = ustore_opt_long(o, "allow_weak", 0, 1, allow_weak, e)))
+    return rc;
+  if ((v = ustore_opts_get(o, "table"))) {
+    if (!valid_name(v, strlen(v)))
+      return bad_option("table", v, "1 to 48 characters of A-Z a-z 0-9 _", e);
+    snprintf(s->table, sizeof s->table, "%s", v);
+  }
+  if ((v = ustore_opts_get(o, "replication"))) {
+    if (strlen(v) >= 300)
+      return bad_option("replication", v, "N or DC:N,... (shorter)", e);
+    snprintf(repl, 300, "%s", v);
+  }
+  return UNICO_OK;
+}
+
+int ustore_cassandra_open(ustore **out, const char *loc,
+                          const ustore_opts *opts, ustore_err *e) {
+  *out = NULL;
   cass *s = calloc(1, sizeof *s);
   if (!s) return UNICO_ENOMEM;
   s->base.vt = &CASS_VTAB;
@@ -1017,15 +1063,15 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
   char repl[300] = "";
   long allow_weak = 0;
   int rc = UNICO_EINVAL;
-  const char *rest = url + 12, *slash = strchr(rest, '/');
+  const char *rest = loc, *slash = strchr(rest, '/');
   if (!slash || slash == rest) {
-    seterr(e, "store URL \"%s\": %s", url, USAGE);
+    seterr(e, "store URL \"cassandra://%.300s\": %s", loc, USAGE);
     goto fail;
   }
   /* hosts */
   char hosts[1024];
   if ((size_t)(slash - rest) >= sizeof hosts) {
-    seterr(e, "store URL \"%s\": too many hosts", url);
+    seterr(e, "store URL \"cassandra://%.300s\": too many hosts", loc);
     goto fail;
   }
   memcpy(hosts, rest, (size_t)(slash - rest));
@@ -1033,7 +1079,8 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
   for (char *sv = NULL, *h = strtok_r(hosts, ",", &sv); h;
        h = strtok_r(NULL, ",", &sv)) {
     if (s->nhosts == MAX_HOSTS) {
-      seterr(e, "store URL \"%s\": at most %d hosts", url, MAX_HOSTS);
+      seterr(e, "store URL \"cassandra://%.300s\": at most %d hosts", loc,
+             MAX_HOSTS);
       goto fail;
     }
     char *port = NULL;
@@ -1060,8 +1107,8 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
   }
   if (!s->nhosts) goto bad_host;
   /* keyspace and options */
-  const char *ks = slash + 1, *qm = strchr(ks, '?');
-  size_t kl = qm ? (size_t)(qm - ks) : strlen(ks);
+  const char *ks = slash + 1;
+  size_t kl = strlen(ks);
   if (!valid_name(ks, kl)) {
     seterr(e,
            "keyspace name \"%.*s\" in the store URL is not valid: 1 to 48 "
@@ -1071,48 +1118,8 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
   }
   memcpy(s->ks, ks, kl);
   s->ks[kl] = 0;
-  if (qm) {
-    char opt[1024];
-    if (strlen(qm + 1) >= sizeof opt) {
-      seterr(e, "store URL options too long");
-      goto fail;
-    }
-    snprintf(opt, sizeof opt, "%s", qm + 1);
-    for (char *sv = NULL, *o = strtok_r(opt, "&", &sv); o;
-         o = strtok_r(NULL, "&", &sv)) {
-      char *eq = strchr(o, '=');
-      const char *v = eq ? eq + 1 : "";
-      if (eq) *eq = 0;
-      int ok = 1;
-      if (!strcmp(o, "consistency")) ok = !parse_consistency(v, 0, &s->cl);
-      else if (!strcmp(o, "serial")) ok = !parse_consistency(v, 1, &s->serial);
-      else if (!strcmp(o, "user") && strlen(v) < sizeof s->user)
-        snprintf(s->user, sizeof s->user, "%s", v);
-      else if (!strcmp(o, "password") && strlen(v) < sizeof s->password)
-        snprintf(s->password, sizeof s->password, "%s", v);
-      else if (!strcmp(o, "connect_timeout_ms"))
-        ok = !ustore_parse_long(v, 1, 600000, &s->connect_ms);
-      else if (!strcmp(o, "request_timeout_ms"))
-        ok = !ustore_parse_long(v, 1, 600000, &s->request_ms);
-      else if (!strcmp(o, "table") && valid_name(v, strlen(v)))
-        snprintf(s->table, sizeof s->table, "%s", v);
-      else if (!strcmp(o, "replication") && strlen(v) < sizeof repl)
-        snprintf(repl, sizeof repl, "%s", v);
-      else if (!strcmp(o, "allow_weak"))
-        ok = !ustore_parse_long(v, 0, 1, &allow_weak);
-      else
-        ok = 0;
-      if (!ok) {
-        seterr(e,
-               "cassandra store option %s%s%s: expected consistency=QUORUM|"
-               "LOCAL_QUORUM|EACH_QUORUM|ALL, serial=SERIAL|LOCAL_SERIAL, "
-               "user=, password=, connect_timeout_ms=, request_timeout_ms=, "
-               "table=NAME, replication=N|DC:N,..., allow_weak=0|1",
-               o, eq ? "=" : "", !strcmp(o, "password") ? "***" : v);
-        goto fail;
-      }
-    }
-  }
+  rc = cass_options(s, opts, repl, &allow_weak, e);
+  if (rc) goto fail;
   if (!s->user[0] && getenv("UNICO_CASSANDRA_USER"))
     snprintf(s->user, sizeof s->user, "%s", getenv("UNICO_CASSANDRA_USER"));
   if (!s->password[0] && getenv("UNICO_CASSANDRA_PASSWORD"))
@@ -1136,8 +1143,10 @@ int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e) {
   *out = &s->base;
   return UNICO_OK;
 bad_host:
-  seterr(e, "store URL \"%s\": a host is not HOST, HOST:PORT or [V6]:PORT",
-         url);
+  seterr(e,
+         "store URL \"cassandra://%.300s\": a host is not HOST, HOST:PORT "
+         "or [V6]:PORT",
+         loc);
   rc = UNICO_EINVAL;
 fail:
   cass_close(&s->base);

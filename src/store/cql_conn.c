@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "store/cql_conn.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define NSTREAMS 1024 /* v4 allows 32768; this is plenty in flight */
 #define READ_CHUNK 65536

@@ -16,7 +16,7 @@
 
 #include "store/dynamo_client.h"
 #include "store/sigv4.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define POOL_MAX 64             /* idle handles kept */
 #define MAX_BODY (64u << 20)    /* largest response accepted */

@@ -39,8 +39,10 @@
 #include <jansson.h>
 
 #include "store/dynamo_client.h"
+#include "store/dynamodb.h"
+#include "store/options.h"
 #include "store/store.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define DDB_MAX_KEY 1024       /* hex doubles it: DynamoDB's 2048-byte limit */
 #define DDB_MAX_TXN 100        /* TransactWriteItems' limit */
@@ -660,24 +662,19 @@ static int valid_table(const char *t, size_t n) {
   return 1;
 }
 
-int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e) {
+/* dynamodb[s]://HOST[:PORT]/TABLE, loc being what follows "://". */
+static int ddb_open(ustore **out, const char *loc, int tls,
+                    const ustore_opts *opts, ustore_err *e) {
+  static const char *const scheme[] = {"dynamodb", "dynamodbs"};
   ddb_store *s = NULL;
-  char host[256], region[64] = "", opt[512];
+  char host[256], region[64] = "";
   uddb_config cfg;
   long port = 0, timeout_ms = 0, retry_ms = DDB_RETRY_MS;
   int rc = UNICO_EINVAL;
   *out = NULL;
   memset(&cfg, 0, sizeof cfg);
-  const char *rest;
-  if (!strncmp(url, "dynamodbs://", 12)) {
-    cfg.tls = 1;
-    rest = url + 12;
-  } else if (!strncmp(url, "dynamodb://", 11)) {
-    rest = url + 11;
-  } else {
-    seterr(e, "not a DynamoDB URL: \"%s\"", url);
-    return UNICO_EINVAL;
-  }
+  cfg.tls = tls;
+  const char *rest = loc;
   /* HOST[:PORT] or [V6][:PORT] */
   const char *slash = strchr(rest, '/');
   const char *hend, *pstart = NULL;
@@ -707,36 +704,26 @@ int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e) {
     pb[pl] = 0;
     if (ustore_parse_long(pb, 1, 65535, &port)) goto usage;
   }
-  /* TABLE?OPTS */
-  const char *tab = slash + 1, *qm = strchr(tab, '?');
-  size_t tlen = qm ? (size_t)(qm - tab) : strlen(tab);
+  /* TABLE */
+  const char *tab = slash + 1;
+  size_t tlen = strlen(tab);
   if (!valid_table(tab, tlen)) {
     seterr(e,
-           "DynamoDB table name \"%.*s\" in %s is not valid: 3 to 255 "
+           "DynamoDB table name \"%.*s\" in %s://%s is not valid: 3 to 255 "
            "characters of A-Z a-z 0-9 _ - .",
-           (int)(tlen > 300 ? 300 : tlen), tab, url);
+           (int)(tlen > 300 ? 300 : tlen), tab, scheme[tls], loc);
     return UNICO_EINVAL;
   }
-  if (qm) {
-    snprintf(opt, sizeof opt, "%s", qm + 1);
-    for (char *save = NULL, *kv = strtok_r(opt, "&", &save); kv;
-         kv = strtok_r(NULL, "&", &save)) {
-      char *eq = strchr(kv, '=');
-      const char *v = eq ? eq + 1 : "";
-      if (eq) *eq = 0;
-      if (!strcmp(kv, "region") && *v && strlen(v) < sizeof region) {
-        snprintf(region, sizeof region, "%s", v);
-      } else if (!strcmp(kv, "timeout_ms") && !ustore_parse_long(v, 1, 600000, &timeout_ms)) {
-      } else if (!strcmp(kv, "retry_ms") && !ustore_parse_long(v, 0, 3600000, &retry_ms)) {
-      } else {
-        seterr(e,
-               "dynamodb store option %s%s%s: expected region=NAME, "
-               "timeout_ms=1..600000 or retry_ms=0..3600000",
-               kv, eq ? "=" : "", v);
-        return UNICO_EINVAL;
-      }
-    }
+  const char *rg = ustore_opts_get(opts, "region");
+  if (rg && (!*rg || strlen(rg) >= sizeof region)) {
+    seterr(e, "dynamodb store option region=%.100s: expected a region name "
+              "of 1 to %zu characters", rg, sizeof region - 1);
+    return UNICO_EINVAL;
   }
+  if (rg) snprintf(region, sizeof region, "%s", rg);
+  if ((rc = ustore_opt_long(opts, "timeout_ms", 1, 600000, &timeout_ms, e)) ||
+      (rc = ustore_opt_long(opts, "retry_ms", 0, 3600000, &retry_ms, e)))
+    return rc;
   s = calloc(1, sizeof *s);
   if (!s) return UNICO_ENOMEM;
   s->base.vt = &DDB_VTAB;
@@ -759,8 +746,18 @@ leave:
   *out = &s->base;
   return UNICO_OK;
 usage:
-  seterr(e, "bad DynamoDB URL \"%s\": expected dynamodb://HOST[:PORT]/TABLE "
-            "or dynamodbs://HOST[:PORT]/TABLE",
-         url);
+  seterr(e, "bad DynamoDB URL \"%s://%.300s\": expected "
+            "dynamodb://HOST[:PORT]/TABLE or dynamodbs://HOST[:PORT]/TABLE",
+         scheme[tls], loc);
   return UNICO_EINVAL;
+}
+
+int ustore_dynamodb_open(ustore **out, const char *loc,
+                         const ustore_opts *opts, ustore_err *e) {
+  return ddb_open(out, loc, 0, opts, e);
+}
+
+int ustore_dynamodbs_open(ustore **out, const char *loc,
+                          const ustore_opts *opts, ustore_err *e) {
+  return ddb_open(out, loc, 1, opts, e);
 }

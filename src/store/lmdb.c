@@ -34,8 +34,10 @@
 #include <zlib.h>
 
 #include "store/memtable.h"
+#include "store/lmdb.h"
+#include "store/options.h"
 #include "store/store.h"
-#include "unico.h"
+#include "unico_errors.h"
 
 #define VHDR 8 /* bytes of version in front of every value */
 
@@ -56,7 +58,7 @@ typedef struct lmdb_store {
   size_t ins_map_size;
   int reserve_on; /* (leader) this batch runs with the reserve open */
   char path[4096];
-  char query[256]; /* the options it was opened with, for the advice */
+  char *query; /* the options it was opened with, for the advice (owned) */
   /* LMDB forbids opening one environment twice in a process (closing one
    * copy would drop the other's locks), so opens of the same directory share
    * one lmdb_store: registry link, identity and reference count. */
@@ -110,6 +112,10 @@ typedef struct lmdb_store {
   /* LMDB as the last checkpoint left it (mt_lock): the bytes of its pages
    * in use and of its branch pages; the page size */
   size_t lm_used, lm_branch, psize;
+  /* The environment's options as the first open asked for them; a later
+   * open of the same directory must ask for the same (reopen_differs()). */
+  int opt_sync, opt_wal;
+  size_t opt_map, opt_max, opt_wal_size;
 } lmdb_store;
 
 enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
@@ -191,14 +197,15 @@ static size_t suggest_max(const lmdb_store *s, size_t need) {
 /* The URL to reopen the store with: its options, max_map_size set to max
  * (map_size, when given, is no larger than the old limit, so it stays). */
 static void advice_url(const lmdb_store *s, size_t max, char *out, size_t n) {
-  char q[sizeof s->query], sz[32], *save = NULL;
+  char sz[32];
   size_t at = 0;
-  snprintf(q, sizeof q, "%s", s->query);
   at += (size_t)snprintf(out, n, "lmdb:%s?", s->path);
-  for (char *kv = strtok_r(q, "&", &save); kv && at < n;
-       kv = strtok_r(NULL, "&", &save)) {
-    if (!strncmp(kv, "max_map_size=", 13)) continue;
-    at += (size_t)snprintf(out + at, n - at, "%s&", kv);
+  for (const char *kv = s->query; kv && *kv && at < n;) {
+    const char *amp = strchr(kv, '&');
+    int len = amp ? (int)(amp - kv) : (int)strlen(kv);
+    if (strncmp(kv, "max_map_size=", 13))
+      at += (size_t)snprintf(out + at, n - at, "%.*s&", len, kv);
+    kv = amp ? amp + 1 : NULL;
   }
   fmt_size(max, sz, sizeof sz);
   if (at < n) snprintf(out + at, n - at, "max_map_size=%s", sz);
@@ -1814,6 +1821,7 @@ static void lm_free(lmdb_store *s) {
     pthread_mutex_destroy(&s->q_lock);
   }
   if (s->resize_init) pthread_rwlock_destroy(&s->resize);
+  free(s->query);
   free(s);
 }
 
@@ -1901,36 +1909,105 @@ static int mkdir_p(const char *path) {
   return 0;
 }
 
-/* "64GiB", "1048576", "512MiB", "2g": a size in bytes. */
-static int parse_size(const char *s, size_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s) return -1;
-  unsigned long long mul = 1;
-  if (!strcasecmp(end, "") || !strcasecmp(end, "b")) mul = 1;
-  else if (!strcasecmp(end, "k") || !strcasecmp(end, "kib") || !strcasecmp(end, "kb")) mul = 1ULL << 10;
-  else if (!strcasecmp(end, "m") || !strcasecmp(end, "mib") || !strcasecmp(end, "mb")) mul = 1ULL << 20;
-  else if (!strcasecmp(end, "g") || !strcasecmp(end, "gib") || !strcasecmp(end, "gb")) mul = 1ULL << 30;
-  else if (!strcasecmp(end, "t") || !strcasecmp(end, "tib") || !strcasecmp(end, "tb")) mul = 1ULL << 40;
-  else return -1;
-  if (v > SIZE_MAX / mul) return -1;
-  *out = (size_t)(v * mul);
-  return 0;
+/* The options of an open (docs/cli.md), with their defaults. */
+typedef struct lm_config {
+  size_t map_size, max_map; /* the map to start with, and its limit */
+  int sync_mode;            /* SYNC_* */
+  int wal, txn_off;
+  size_t wal_size;          /* log mode: freeze the active table past this */
+} lm_config;
+
+static const char *const sync_names[] = {"on", "data", "off", NULL};
+static const char *const on_off[] = {"off", "on", NULL};
+
+/* The options as NAME=VALUE&..., malloc'd (NULL: out of memory). */
+static char *join_options(const ustore_opts *o) {
+  size_t n = 1;
+  for (size_t i = 0; i < o->n; i++)
+    n += strlen(o->v[i].name) + strlen(o->v[i].value) + 2;
+  char *q = malloc(n), *at = q;
+  if (!q) return NULL;
+  *q = 0;
+  for (size_t i = 0; i < o->n; i++)
+    at += sprintf(at, "%s%s=%s", i ? "&" : "", o->v[i].name, o->v[i].value);
+  return q;
 }
 
-int ustore_lmdb_open(ustore **out, const char *path, const char *query,
+static int read_options(const ustore_opts *o, lm_config *c, ustore_err *e) {
+  int rc, txn = 1;
+  size_t max = 0, map = 0;
+  memset(c, 0, sizeof *c);
+  c->map_size = (size_t)1 << 30; /* 1 GiB to start */
+  c->max_map = (size_t)1 << 40;  /* grows up to 1 TiB */
+  c->sync_mode = SYNC_ON;
+  c->wal_size = CKPT_BYTES;
+  if ((rc = ustore_opt_size(o, "wal_size", 4096, &c->wal_size, e)) ||
+      (rc = ustore_opt_size(o, "map_size", (size_t)1 << 20, &map, e)) ||
+      (rc = ustore_opt_size(o, "max_map_size", (size_t)1 << 20, &max, e)) ||
+      (rc = ustore_opt_word(o, "wal", on_off, &c->wal, e)) ||
+      (rc = ustore_opt_word(o, "txn", on_off, &txn, e)) ||
+      (rc = ustore_opt_word(o, "sync", sync_names, &c->sync_mode, e)))
+    return rc;
+  c->txn_off = !txn;
+  if (map) c->map_size = map;
+  if (max) c->max_map = max;
+  /* max_map_size alone below the default start: start at the limit. */
+  if (c->map_size > c->max_map && max && !map) c->map_size = c->max_map;
+  if (c->map_size > c->max_map) {
+    if (max) {
+      seterr(e, "lmdb store: map_size is larger than max_map_size");
+      return UNICO_EINVAL;
+    }
+    c->max_map = c->map_size;
+  }
+  return UNICO_OK;
+}
+
+/* Whether an open asking for these options may share r, opened before:
+ * 0, or 1 with e naming the first option that differs. Options of the
+ * environment cannot change while it is open, and handing back r as it is
+ * would ignore them silently. */
+static int reopen_differs(const lmdb_store *r, int sync_mode, int wal,
+                          size_t map, size_t max, size_t wal_size,
+                          ustore_err *e) {
+  char was[64], now[64];
+  const char *name = NULL;
+  if (r->opt_wal != wal) {
+    name = "wal";
+    snprintf(was, sizeof was, "%s", r->opt_wal ? "on" : "off");
+    snprintf(now, sizeof now, "%s", wal ? "on" : "off");
+  } else if (r->opt_sync != sync_mode) {
+    name = "sync";
+    snprintf(was, sizeof was, "%s", sync_names[r->opt_sync]);
+    snprintf(now, sizeof now, "%s", sync_names[sync_mode]);
+  } else if (r->opt_max != max || r->opt_map != map ||
+             r->opt_wal_size != wal_size) {
+    name = r->opt_max != max   ? "max_map_size"
+           : r->opt_map != map ? "map_size"
+                               : "wal_size";
+    size_t a = r->opt_max != max ? r->opt_max
+               : r->opt_map != map ? r->opt_map : r->opt_wal_size;
+    size_t b = r->opt_max != max ? max : r->opt_map != map ? map : wal_size;
+    fmt_size(a, was, sizeof was);
+    fmt_size(b, now, sizeof now);
+  }
+  if (!name) return 0;
+  seterr(e, "the store at %s is already open in this process with %s=%s; "
+            "it cannot be opened again with %s=%s (open it with the same "
+            "options, or close it first)",
+         r->path, name, was, name, now);
+  return 1;
+}
+
+int ustore_lmdb_open(ustore **out, const char *path, const ustore_opts *opts,
                      ustore_err *e) {
   int rc = UNICO_OK, mrc;
   unsigned envflags = MDB_NOTLS;
-  size_t map_size = (size_t)1 << 30;     /* 1 GiB to start */
-  size_t max_map = (size_t)1 << 40;      /* grows up to 1 TiB */
-  int max_map_given = 0, map_given = 0;
-  int sync_mode = SYNC_ON;
-  int wal = 0, txn_off = 0;
-  size_t ckpt_bytes = CKPT_BYTES;
+  size_t map_size, max_map;
+  int sync_mode, wal, txn_off;
+  size_t ckpt_bytes;
+  lm_config cfg;
   lmdb_store *s = NULL;
-  char *q = NULL;
   *out = NULL;
 
   if (!path || !*path) {
@@ -1941,76 +2018,13 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
     seterr(e, "lmdb store: path too long");
     return UNICO_EINVAL;
   }
-  if (query && *query) {
-    q = strdup(query);
-    if (!q) return UNICO_ENOMEM;
-    char *save = NULL;
-    for (char *kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-      char *eq = strchr(kv, '=');
-      if (!eq) {
-        seterr(e, "lmdb store option \"%s\" has no value (expected NAME=VALUE)", kv);
-        rc = UNICO_EINVAL;
-        goto leave;
-      }
-      *eq = 0;
-      const char *val = eq + 1;
-      if (!strcmp(kv, "wal_size")) {
-        if (parse_size(val, &ckpt_bytes) || ckpt_bytes < 4096) {
-          seterr(e, "lmdb store option wal_size=%s: expected a size of at least 4KiB such as 64MiB", val);
-          rc = UNICO_EINVAL;
-          goto leave;
-        }
-      } else if (!strcmp(kv, "map_size") || !strcmp(kv, "max_map_size")) {
-        size_t v;
-        if (parse_size(val, &v) || v < ((size_t)1 << 20)) {
-          seterr(e, "lmdb store option %s=%s: expected a size of at least 1MiB such as 4GiB", kv, val);
-          rc = UNICO_EINVAL;
-          goto leave;
-        }
-        if (!strcmp(kv, "map_size")) { map_size = v; map_given = 1; }
-        else { max_map = v; max_map_given = 1; }
-      } else if (!strcmp(kv, "wal")) {
-        if (!strcmp(val, "on")) wal = 1;
-        else if (!strcmp(val, "off")) wal = 0;
-        else {
-          seterr(e, "lmdb store option wal=%s: expected on or off", val);
-          rc = UNICO_EINVAL;
-          goto leave;
-        }
-      } else if (!strcmp(kv, "txn")) {
-        if (!strcmp(val, "on")) txn_off = 0;
-        else if (!strcmp(val, "off")) txn_off = 1;
-        else {
-          seterr(e, "lmdb store option txn=%s: expected on or off", val);
-          rc = UNICO_EINVAL;
-          goto leave;
-        }
-      } else if (!strcmp(kv, "sync")) {
-        if (!strcmp(val, "on")) sync_mode = SYNC_ON;
-        else if (!strcmp(val, "off")) sync_mode = SYNC_OFF;
-        else if (!strcmp(val, "data")) sync_mode = SYNC_DATA;
-        else {
-          seterr(e, "lmdb store option sync=%s: expected on, data or off", val);
-          rc = UNICO_EINVAL;
-          goto leave;
-        }
-      } else {
-        seterr(e, "unknown lmdb store option \"%s\" (known: map_size, max_map_size, sync, txn, wal, wal_size)", kv);
-        rc = UNICO_EINVAL;
-        goto leave;
-      }
-    }
-  }
-  /* max_map_size alone below the default start: start at the limit. */
-  if (map_size > max_map && max_map_given && !map_given) map_size = max_map;
-  if (map_size > max_map) {
-    if (max_map_given) {
-      seterr(e, "lmdb store: map_size is larger than max_map_size");
-      rc = UNICO_EINVAL;
-      goto leave;
-    }
-    max_map = map_size;
-  }
+  if ((rc = read_options(opts, &cfg, e)) != UNICO_OK) goto leave;
+  map_size = cfg.map_size;
+  max_map = cfg.max_map;
+  sync_mode = cfg.sync_mode;
+  wal = cfg.wal;
+  txn_off = cfg.txn_off;
+  ckpt_bytes = cfg.wal_size;
 
   /* sync=on: the commit syncs the data pages, and the batch's own sync
    * (make_durable) the meta page, before anyone is answered. */
@@ -2030,6 +2044,12 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   pthread_mutex_lock(&registry_lock);
   for (lmdb_store *r = registry; r; r = r->next) {
     if (r->dev == st.st_dev && r->ino == st.st_ino) {
+      if (reopen_differs(r, sync_mode, wal, map_size, max_map, ckpt_bytes,
+                         e)) {
+        pthread_mutex_unlock(&registry_lock);
+        rc = UNICO_EINVAL;
+        goto leave;
+      }
       r->refs++;
       *out = &r->base;
       pthread_mutex_unlock(&registry_lock);
@@ -2047,9 +2067,18 @@ int ustore_lmdb_open(ustore **out, const char *path, const char *query,
   s->refs = 1;
   s->lock_fd = s->wal_fd = s->old_fd = -1;
   s->ckpt_bytes = ckpt_bytes;
+  s->opt_sync = sync_mode;
+  s->opt_wal = wal;
+  s->opt_map = map_size;
+  s->opt_max = max_map;
+  s->opt_wal_size = ckpt_bytes;
   s->base.vt = &lmdb_vtab;
   snprintf(s->path, sizeof s->path, "%s", path);
-  snprintf(s->query, sizeof s->query, "%s", query ? query : "");
+  if (!(s->query = join_options(opts))) {
+    pthread_mutex_unlock(&registry_lock);
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
   s->max_map_size = max_map;
   s->ins_map_size = max_map - reserve_of(max_map);
   if (map_size > s->ins_map_size) map_size = s->ins_map_size;
@@ -2132,7 +2161,6 @@ mdb_fail:
                                                          : UNICO_EUNAVAILABLE;
 leave:
   if (s) lm_free(s);
-  free(q);
   /* txn=off: the same store seen through compare-and-set only, so the
    * claims protocol runs on it (tests and simulations). */
   if (rc == UNICO_OK && txn_off) rc = ustore_cas_only(out, e);

@@ -48,8 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "unico.h"
-#include "util/err.h"
+#include "unico_errors.h"
+#include "util/clock.h"
 
 #define SIM_BASE_MS INT64_C(1700000000000)
 #define SIM_MAX_KEY 1024
@@ -595,19 +595,17 @@ static void sv_close(ustore *st) {
   free(h);
 }
 
+/* No transactions; a seeded schedule. */
 static const ustore_vtab sim_vtab = {
-    USTORE_VTAB_VERSION, "sim", 0 /* no txn */, sv_get, sv_cas, sv_txn,
-    sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
+    USTORE_VTAB_VERSION, "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
+    sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
     NULL, NULL, NULL};
 
-int ustore_sim_open(ustore **out, const char *name, ustore_err *e) {
+int ustore_sim_open(ustore **out, const char *name,
+                    const struct ustore_opts *opts, ustore_err *e) {
+  (void)opts; /* (none of its own) */
   *out = NULL;
-  const char *q = strchr(name, '?');
-  size_t nl = q ? (size_t)(q - name) : strlen(name);
-  if (q && q[1]) {
-    ustore_seterr(e, "sim:%s: the simulated store takes no options", name);
-    return UNICO_EINVAL;
-  }
+  size_t nl = strlen(name);
   sim_handle *h = malloc(sizeof *h);
   if (!h) return UNICO_ENOMEM;
   pthread_mutex_lock(&registry_lock);

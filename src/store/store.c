@@ -1,4 +1,5 @@
-/* store.c - choose a store backend from a URL. */
+/* store.c - a store opened from its URL (a table of backends by scheme),
+ * and the defaults of the interface's optional calls. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,8 +8,14 @@
 #include <time.h>
 
 #include "store/store.h"
-#include "unico.h"
-#include "util/err.h"
+
+#include "store/cassandra.h"
+#include "store/dynamodb.h"
+#include "store/lmdb.h"
+#include "store/options.h"
+#include "store/sim.h"
+#include "unico_errors.h"
+#include "util/clock.h"
 
 void ustore_seterr(ustore_err *e, const char *fmt, ...) {
   if (!e) return;
@@ -16,15 +23,6 @@ void ustore_seterr(ustore_err *e, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(e->msg, sizeof e->msg, fmt, ap);
   va_end(ap);
-}
-
-int ustore_parse_long(const char *v, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi) return -1;
-  *out = x;
-  return 0;
 }
 
 int64_t ustore_now(ustore *s) {
@@ -239,36 +237,93 @@ int ustore_cas_only(ustore **s, ustore_err *e) {
   return UNICO_OK;
 }
 
-int ustore_open(ustore **out, const char *url, ustore_err *e) {
+/* The backends, by URL scheme: the first entry whose prefix the URL starts
+ * with opens it. A URL without "://" that matches none is a path of the
+ * embedded store. */
+static const struct {
+  const char *prefix;
+  const char *store;   /* its name in messages */
+  ustore_open_fn open; /* gets what follows the prefix, up to '?' */
+  const char *options; /* the options it knows, for the unknown-option error */
+} backends[] = {
+    {"lmdb://", "lmdb", ustore_lmdb_open, USTORE_LMDB_OPTIONS},
+    {"lmdb:", "lmdb", ustore_lmdb_open, USTORE_LMDB_OPTIONS},
+    {"dynamodb://", "dynamodb", ustore_dynamodb_open, USTORE_DYNAMODB_OPTIONS},
+    {"dynamodbs://", "dynamodb", ustore_dynamodbs_open,
+     USTORE_DYNAMODB_OPTIONS},
+    {"cassandra://", "cassandra", ustore_cassandra_open,
+     USTORE_CASSANDRA_OPTIONS},
+    {"sim:", "sim", ustore_sim_open, USTORE_SIM_OPTIONS},
+};
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+#define BARE_PATH 1 /* backends[BARE_PATH] opens a URL that is a path */
+
+/* The options of every store, for the layers above it. */
+#define COMMON_OPTIONS "commit"
+
+static int common_options(ustore_opts *o, ustore_params *p, ustore_err *e) {
+  static const char *const commit[] = {"parallel", "classic", NULL};
+  int c = p->commit;
+  int rc = ustore_opt_word(o, "commit", commit, &c, e);
+  p->commit = c;
+  return rc;
+}
+
+int ustore_open_with(ustore **out, const char *url, ustore_params *params,
+                     ustore_err *e) {
+  ustore_params ignored;
+  ustore_opts opts = USTORE_OPTS_INIT;
+  char *loc = NULL;
+  int rc = UNICO_OK;
+  size_t b = BARE_PATH;
   *out = NULL;
+  if (!params) params = &ignored;
+  memset(params, 0, sizeof *params);
   if (!url || !*url) url = "lmdb:./unico-data";
   const char *rest = url;
-  if (!strncmp(url, "lmdb://", 7)) {
-    rest = url + 7;
-  } else if (!strncmp(url, "lmdb:", 5)) {
-    rest = url + 5;
-  } else if (!strncmp(url, "dynamodb://", 11) ||
-             !strncmp(url, "dynamodbs://", 12)) {
-    return ustore_dynamodb_open(out, url, e);
-  } else if (!strncmp(url, "cassandra://", 12)) {
-    return ustore_cassandra_open(out, url, e);
-  } else if (!strncmp(url, "sim:", 4)) {
-    return ustore_sim_open(out, url + 4, e);
-  } else if (strstr(url, "://")) {
-    if (e)
-      snprintf(e->msg, sizeof e->msg,
-               "unsupported store URL \"%s\" (this build knows lmdb:PATH, "
-               "dynamodb://HOST:PORT/TABLE, dynamodbs://HOST:PORT/TABLE and "
-               "cassandra://HOST[:PORT],.../KEYSPACE)",
-               url);
-    return UNICO_EUNSUPPORTED;
+  for (size_t i = 0; i < NBACKENDS; i++) {
+    size_t n = strlen(backends[i].prefix);
+    if (strncmp(url, backends[i].prefix, n)) continue;
+    b = i;
+    rest = url + n;
+    break;
   }
-  /* Split PATH?QUERY. */
+  if (rest == url && strstr(url, "://")) {
+    ustore_seterr(e,
+                  "unsupported store URL \"%.120s\" (this build knows "
+                  "lmdb:PATH, dynamodb://HOST:PORT/TABLE, "
+                  "dynamodbs://HOST:PORT/TABLE and "
+                  "cassandra://HOST[:PORT],.../KEYSPACE)",
+                  url);
+    rc = UNICO_EUNSUPPORTED;
+    goto leave;
+  }
   const char *qm = strchr(rest, '?');
-  size_t plen = qm ? (size_t)(qm - rest) : strlen(rest);
-  char *path = strndup(rest, plen);
-  if (!path) return UNICO_ENOMEM;
-  int rc = ustore_lmdb_open(out, path, qm ? qm + 1 : NULL, e);
-  free(path);
+  loc = strndup(rest, qm ? (size_t)(qm - rest) : strlen(rest));
+  if (!loc) {
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
+  rc = ustore_opts_parse(&opts, backends[b].store, qm ? qm + 1 : NULL, e);
+  if (rc) goto leave;
+  /* Unknown options are refused before the backend connects or creates
+   * anything. */
+  rc = ustore_opts_check(&opts, backends[b].options, COMMON_OPTIONS, e);
+  if (rc) goto leave;
+  rc = common_options(&opts, params, e);
+  if (rc) goto leave;
+  rc = backends[b].open(out, loc, &opts, e);
+leave:
+  if (rc && *out) {
+    (*out)->vt->close(*out);
+    *out = NULL;
+  }
+  if (rc == UNICO_ENOMEM) ustore_seterr(e, "out of memory");
+  ustore_opts_free(&opts);
+  free(loc);
   return rc;
+}
+
+int ustore_open(ustore **out, const char *url, ustore_err *e) {
+  return ustore_open_with(out, url, NULL, e);
 }

@@ -10,7 +10,7 @@
  *         can: caps & USTORE_CAP_TXN; otherwise UNICO_EUNSUPPORTED);
  *   scan  keys with a prefix, in key order.
  *
- * Return codes are unico codes (include/unico.h) plus USTORE_NOT_APPLIED
+ * Return codes are unico codes (include/unico_errors.h) plus USTORE_NOT_APPLIED
  * (a condition did not hold; nothing was written). An error that leaves the
  * outcome of a write unknown is UNICO_EUNKNOWN; one that certainly wrote
  * nothing is UNICO_EUNAVAILABLE (or another definite code).
@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unico_errors.h"
 #include "util/buf.h"
 
 #define USTORE_NOT_APPLIED 1
@@ -75,6 +76,14 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
 
 #define USTORE_CAP_TXN 0x1u     /* txn() is supported */
 #define USTORE_CAP_REMOTE 0x2u  /* every call is a network round trip */
+/* Runs are reproducible: the store's clock, faults and schedule follow a
+ * seed (the simulated store), so whoever draws random numbers beside it
+ * (attempt ids) must draw them from a fixed seed too. */
+#define USTORE_CAP_DETERMINISTIC 0x4u
+/* Writes may be answered before they are durable (watch_durable does
+ * something): a caller that parks answers until then (an event loop) is
+ * worth its while (LMDB in log mode). */
+#define USTORE_CAP_DEFERS 0x8u
 #define USTORE_VTAB_VERSION 5
 
 typedef struct ustore_vtab {
@@ -177,10 +186,6 @@ struct ustore {
   const ustore_vtab *vt;
 };
 
-/* A URL option's integer in [lo, hi], for backends: 0, or -1 when v is
- * not one. */
-int ustore_parse_long(const char *v, long lo, long hi, long *out);
-
 /* For backends whose scans come back unordered (Cassandra, DynamoDB): a
  * list of the rows gathered, then handed to the callback in key order. */
 typedef struct ustore_scanitem {
@@ -221,60 +226,35 @@ static inline ustore_op ustore_op_make(const void *key, size_t klen,
  * failure *s is closed and NULL. */
 int ustore_cas_only(ustore **s, ustore_err *e);
 
-/* Open a store from a URL ("lmdb:PATH?opts", or a bare path). */
+/* What a store URL says to the layers above the store: options every
+ * store takes, read by ustore_open_with() itself. */
+enum ustore_commit {
+  USTORE_COMMIT_PARALLEL = 0, /* "commit=parallel" (the default) */
+  USTORE_COMMIT_CLASSIC = 1   /* "commit=classic" */
+};
+typedef struct ustore_params {
+  /* The claims protocol's commit of an insert (docs/parallel-commit.md):
+   * enum ustore_commit. Ignored by the atomic executor. */
+  int commit;
+} ustore_params;
+
+/* Open a store from a URL: "SCHEME:LOCATION?NAME=VALUE&..." (lmdb:PATH,
+ * lmdb://PATH, dynamodb://..., dynamodbs://..., cassandra://..., sim:NAME)
+ * or a bare path of the embedded store; NULL or "": "lmdb:./unico-data".
+ * Options follow the rules of store/options.h. params (may be NULL)
+ * receives the options meant for the layers above. On failure *out is
+ * NULL and e says why. */
+int ustore_open_with(ustore **out, const char *url, ustore_params *params,
+                     ustore_err *e);
+/* ustore_open_with(out, url, NULL, e). */
 int ustore_open(ustore **out, const char *url, ustore_err *e);
 
-/* Backends. */
-int ustore_lmdb_open(ustore **out, const char *path, const char *query,
-                     ustore_err *e);
-
-/* Group-commit counters of an LMDB store since it was opened in this
- * process: write requests, the batches (write transactions, or log appends
- * in log mode) that carried them, the acknowledging syncs, and the
- * checkpoints of log mode. For tests and benchmarks. */
-typedef struct ustore_lmdb_stats {
-  uint64_t requests, batches, syncs, checkpoints;
-  /* the number of the last commit, and of the last one known durable */
-  uint64_t committed, durable;
-} ustore_lmdb_stats;
-void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
-
-/* The simulated store (src/store/sim.h): "sim:NAME" opens a handle on the
- * simulation registered under NAME. */
-int ustore_sim_open(ustore **out, const char *name, ustore_err *e);
-
-/* The DynamoDB store: url is "dynamodb://HOST[:PORT]/TABLE[?OPTS]" or
- * "dynamodbs://..." (HTTPS); see docs/dynamodb.md. */
-int ustore_dynamodb_open(ustore **out, const char *url, ustore_err *e);
-/* cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS]: Cassandra or
- * ScyllaDB through the CQL native protocol v4 and lightweight transactions
- * (store/cassandra.c, docs/cassandra.md). */
-int ustore_cassandra_open(ustore **out, const char *url, ustore_err *e);
-/* What the cassandra stores of this process have sent (for the benchmark
- * mode; s is ignored and may be NULL). */
-typedef struct ustore_cassandra_stats {
-  uint64_t lwts;        /* conditional writes (Paxos rounds) */
-  uint64_t reads;       /* SERIAL reads */
-  uint64_t round_trips; /* batches of requests sent together and awaited */
-  uint64_t unknown;     /* requests whose outcome stayed unknown */
-  uint64_t posted;      /* conditional writes sent without awaiting them
-                         * (counted in lwts too) */
-} ustore_cassandra_stats;
-void ustore_cassandra_stats_get(ustore *s, ustore_cassandra_stats *out);
-
-/* HTTP requests of a DynamoDB store since it was opened (s NULL: of every
- * DynamoDB client of this process): every attempt counts in `requests` and
- * in its operation's counter; `retries` counts the repeats among them;
- * then why requests were repeated or failed. For tests and benchmarks. */
-typedef struct ustore_dynamodb_stats {
-  uint64_t requests, retries;
-  uint64_t get_item, transact_write_items, scan, update_item, put_item,
-      delete_item, table_admin; /* DescribeTable, CreateTable, UpdateTimeToLive */
-  uint64_t conflicts;     /* TransactionConflict cancellations and errors */
-  uint64_t throttles;     /* throttling and capacity errors */
-  uint64_t server_errors; /* HTTP 5xx */
-  uint64_t transport_errors; /* no HTTP response (timeout, refused, reset) */
-} ustore_dynamodb_stats;
-void ustore_dynamodb_stats_get(ustore *s, ustore_dynamodb_stats *out);
+/* A backend's open, for the table in store.c: loc is the URL after its
+ * scheme, up to the '?'; opts holds the options, already checked against
+ * the names the backend declares (each backend's header). Fills *out, or
+ * leaves it NULL and says why in e. */
+struct ustore_opts;
+typedef int (*ustore_open_fn)(ustore **out, const char *loc,
+                              const struct ustore_opts *opts, ustore_err *e);
 
 #endif

@@ -1,10 +1,9 @@
-/* err.c - error helpers and the clock. */
+/* err.c - error helpers. */
 #include "util/err.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 int uerr(unico_result *res, int rc, const char *column, const char *fmt, ...) {
   if (!res) return rc;
@@ -15,10 +14,4 @@ int uerr(unico_result *res, int rc, const char *column, const char *fmt, ...) {
   va_end(ap);
   if (column) snprintf(res->column, sizeof res->column, "%s", column);
   return rc;
-}
-
-int64_t unow_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

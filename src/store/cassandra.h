@@ -1,0 +1,31 @@
+/* cassandra.h - Cassandra or ScyllaDB through the CQL native protocol v4
+ * and lightweight transactions (src/store/cassandra.c, docs/cassandra.md):
+ * "cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS]". */
+#ifndef UNICO_STORE_CASSANDRA_H
+#define UNICO_STORE_CASSANDRA_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define USTORE_CASSANDRA_OPTIONS                                          \
+  "consistency, serial, user, password, connect_timeout_ms, "             \
+  "request_timeout_ms, table, replication, allow_weak"
+
+/* loc is HOST[:PORT][,...]/KEYSPACE. */
+int ustore_cassandra_open(ustore **out, const char *loc,
+                          const struct ustore_opts *opts, ustore_err *e);
+
+/* What the cassandra stores of this process have sent (for the benchmark
+ * mode; s is ignored and may be NULL). */
+typedef struct ustore_cassandra_stats {
+  uint64_t lwts;        /* conditional writes (Paxos rounds) */
+  uint64_t reads;       /* SERIAL reads */
+  uint64_t round_trips; /* batches of requests sent together and awaited */
+  uint64_t unknown;     /* requests whose outcome stayed unknown */
+  uint64_t posted;      /* conditional writes sent without awaiting them
+                         * (counted in lwts too) */
+} ustore_cassandra_stats;
+void ustore_cassandra_stats_get(ustore *s, ustore_cassandra_stats *out);
+
+#endif

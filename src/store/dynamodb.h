@@ -1,0 +1,34 @@
+/* dynamodb.h - the DynamoDB store (src/store/dynamodb.c,
+ * docs/dynamodb.md): "dynamodb://HOST[:PORT]/TABLE[?OPTS]", or
+ * "dynamodbs://..." for HTTPS. */
+#ifndef UNICO_STORE_DYNAMODB_H
+#define UNICO_STORE_DYNAMODB_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define USTORE_DYNAMODB_OPTIONS "region, timeout_ms, retry_ms"
+
+/* loc is HOST[:PORT]/TABLE: over HTTP, and over HTTPS. */
+int ustore_dynamodb_open(ustore **out, const char *loc,
+                         const struct ustore_opts *opts, ustore_err *e);
+int ustore_dynamodbs_open(ustore **out, const char *loc,
+                          const struct ustore_opts *opts, ustore_err *e);
+
+/* HTTP requests of a DynamoDB store since it was opened (s NULL: of every
+ * DynamoDB client of this process): every attempt counts in `requests` and
+ * in its operation's counter; `retries` counts the repeats among them;
+ * then why requests were repeated or failed. For tests and benchmarks. */
+typedef struct ustore_dynamodb_stats {
+  uint64_t requests, retries;
+  uint64_t get_item, transact_write_items, scan, update_item, put_item,
+      delete_item, table_admin; /* DescribeTable, CreateTable, UpdateTimeToLive */
+  uint64_t conflicts;     /* TransactionConflict cancellations and errors */
+  uint64_t throttles;     /* throttling and capacity errors */
+  uint64_t server_errors; /* HTTP 5xx */
+  uint64_t transport_errors; /* no HTTP response (timeout, refused, reset) */
+} ustore_dynamodb_stats;
+void ustore_dynamodb_stats_get(ustore *s, ustore_dynamodb_stats *out);
+
+#endif

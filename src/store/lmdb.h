@@ -1,0 +1,31 @@
+/* lmdb.h - the embedded store on LMDB (src/store/lmdb/): "lmdb:PATH" or
+ * "lmdb://PATH", options below (docs/cli.md). */
+#ifndef UNICO_STORE_LMDB_H
+#define UNICO_STORE_LMDB_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define USTORE_LMDB_OPTIONS \
+  "map_size, max_map_size, sync, txn, wal, wal_size"
+
+/* Open (or share, within this process) the environment in directory loc,
+ * created if missing. A directory already open in this process is shared;
+ * asking for other environment options then is UNICO_EINVAL naming the
+ * option (txn, a handle's own, may differ). */
+int ustore_lmdb_open(ustore **out, const char *loc,
+                     const struct ustore_opts *opts, ustore_err *e);
+
+/* Group-commit counters of an LMDB store since it was opened in this
+ * process: write requests, the batches (write transactions, or log appends
+ * in log mode) that carried them, the acknowledging syncs, and the
+ * checkpoints of log mode. For tests and benchmarks. */
+typedef struct ustore_lmdb_stats {
+  uint64_t requests, batches, syncs, checkpoints;
+  /* the number of the last commit, and of the last one known durable */
+  uint64_t committed, durable;
+} ustore_lmdb_stats;
+void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
+
+#endif

@@ -1,0 +1,10 @@
+/* clock.c - the wall clock. */
+#include "util/clock.h"
+
+#include <time.h>
+
+int64_t unow_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
