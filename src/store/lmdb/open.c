@@ -312,11 +312,23 @@ leave:
              : UNICO_EUNAVAILABLE;
 }
 
+#define LM_CONFIG_INIT                                                    \
+  {(size_t)1 << 30 /* 1 GiB to start */, (size_t)1 << 40 /* up to 1 TiB */, \
+   SYNC_ON, 0, 0, CKPT_BYTES}
+
+int ustore_lmdb_caps(const ustore_opts *opts, unsigned *caps,
+                     ustore_err *e) {
+  lm_config cfg = LM_CONFIG_INIT;
+  int rc = read_options(opts, &cfg, e);
+  if (rc) return rc;
+  *caps = cfg.wal ? lmdb_log_vtab.caps : lmdb_vtab.caps;
+  if (cfg.txn_off) *caps &= ~USTORE_CAP_TXN; /* ustore_cas_only() */
+  return UNICO_OK;
+}
+
 int ustore_lmdb_open(ustore **out, const char *path, const ustore_opts *opts,
                      ustore_err *e) {
-  lm_config cfg = {(size_t)1 << 30 /* 1 GiB to start */,
-                   (size_t)1 << 40 /* grows up to 1 TiB */,
-                   SYNC_ON, 0, 0, CKPT_BYTES};
+  lm_config cfg = LM_CONFIG_INIT;
   lmdb_store *s = NULL, *r;
   struct stat st;
   int rc, locked = 0;
