@@ -231,6 +231,15 @@ int unico_sweep(unico *u, uint64_t *removed, unico_result *res);
 void unico_defer_begin(unico *u);
 uint64_t unico_defer_end(unico *u);
 
+/* Whether writes to the store that url names are, between
+ * unico_defer_begin() and unico_defer_end(), answered before a sync of
+ * their own (the embedded store in log mode): there a server gains by
+ * answering from event loops that park each answer until
+ * unico_when_durable() reports it. 1 or 0, without opening the store; a
+ * negative UNICO_E* code when url is not a store URL this build can open
+ * (a bad option, an unknown scheme). NULL: the default store. */
+int unico_url_defers(const char *url);
+
 /* rc: UNICO_OK (durable), or UNICO_EUNKNOWN with msg when syncing failed:
  * then the outcomes of the ticket are unknown (a retry with the same
  * operation id settles them). */

@@ -219,18 +219,6 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
   return 0;
 }
 
-/* An embedded store URL in log mode ("lmdb:PATH?...wal=on..."). */
-static int store_log_mode(const char *url) {
-  if (strncmp(url, "lmdb:", 5) != 0) return 0;
-  const char *q = strchr(url, '?');
-  while (q) {
-    q++;
-    if (!strncmp(q, "wal=on", 6) && (q[6] == 0 || q[6] == '&')) return 1;
-    q = strchr(q, '&');
-  }
-  return 0;
-}
-
 static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help) {
   static const char *const names[] = {
       "--store", "--listen", "--token-file", "--schema", "--threads",
@@ -474,7 +462,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
    * (docs/http.md#threading). */
   if (!c->event_loop_set) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    c->event_loop = store_log_mode(s->store_url) ? (unsigned)(n > 2 ? n : 2) : 0;
+    c->event_loop = unico_url_defers(s->store_url) > 0 ? (unsigned)(n > 2 ? n : 2) : 0;
   }
 
   struct sockaddr_storage ss;

@@ -15,7 +15,7 @@
 #include "store/options.h"
 #include "store/sim.h"
 #include "store/store.h"
-#include "unico_errors.h"
+#include "unico.h"
 
 /* Parse q; the error message (or "") into msg. */
 static int parse(const char *q, ustore_opts *o, char *msg, size_t n) {
@@ -188,6 +188,44 @@ static void test_every_store(void **state) {
   usim_free(sim);
 }
 
+/* What a store URL's options make of the store, without opening it (what
+ * unico serve asks to choose its threads). */
+static void test_url_caps(void **state) {
+  (void)state;
+  static const struct {
+    const char *url;
+    unsigned caps;
+  } ok[] = {
+      {"lmdb:/nonexistent/x", USTORE_CAP_TXN},
+      {"/nonexistent/x?wal=off", USTORE_CAP_TXN},
+      {"lmdb:/nonexistent/x?wal=on", USTORE_CAP_TXN | USTORE_CAP_DEFERS},
+      {"lmdb:///nonexistent/x?sync=off&wal=on",
+       USTORE_CAP_TXN | USTORE_CAP_DEFERS},
+      {"lmdb:/nonexistent/x?wal=on&txn=off", USTORE_CAP_DEFERS},
+      {"dynamodb://127.0.0.1:1/t_x", USTORE_CAP_TXN | USTORE_CAP_REMOTE},
+      {"cassandra://127.0.0.1:1/ks?commit=classic", USTORE_CAP_REMOTE},
+      {"sim:nosuch", USTORE_CAP_DETERMINISTIC},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    unsigned caps = 99;
+    ustore_err e = {{0}};
+    int rc = ustore_url_caps(ok[i].url, &caps, &e);
+    if (rc || caps != ok[i].caps)
+      fprintf(stderr, "%s: %d %#x %s\n", ok[i].url, rc, caps, e.msg);
+    assert_int_equal(rc, UNICO_OK);
+    assert_int_equal(caps, ok[i].caps);
+    assert_int_equal(unico_url_defers(ok[i].url),
+                     (ok[i].caps & USTORE_CAP_DEFERS) != 0);
+  }
+  unsigned caps;
+  assert_int_equal(ustore_url_caps("lmdb:/x?wal=maybe", &caps, NULL),
+                   UNICO_EINVAL);
+  assert_int_equal(ustore_url_caps("nosuch://x", &caps, NULL),
+                   UNICO_EUNSUPPORTED);
+  assert_int_equal(unico_url_defers("lmdb:/x?wal"), UNICO_EINVAL);
+  assert_int_equal(unico_url_defers(NULL), 0); /* lmdb:./unico-data */
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -196,6 +234,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_unknown_and_long),
       cmocka_unit_test(test_typed),
       cmocka_unit_test(test_every_store),
+      cmocka_unit_test(test_url_caps),
   };
   return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

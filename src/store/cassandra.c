@@ -792,6 +792,14 @@ static const ustore_vtab CASS_VTAB = {
     cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
     cass_post_many, cass_get_many, NULL};
 
+int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
+                          ustore_err *e) {
+  (void)opts; /* (none changes them) */
+  (void)e;
+  *caps = CASS_VTAB.caps;
+  return UNICO_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* open: the keyspace, the table, the statements */
 

@@ -15,6 +15,10 @@
 /* loc is HOST[:PORT][,...]/KEYSPACE. */
 int ustore_cassandra_open(ustore **out, const char *loc,
                           const struct ustore_opts *opts, ustore_err *e);
+/* The caps of a store opened with these options, into *caps
+ * (ustore_url_caps()); UNICO_EINVAL when an option's value is bad. */
+int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
+                          ustore_err *e);
 
 /* What the cassandra stores of this process have sent (for the benchmark
  * mode; s is ignored and may be NULL). */

@@ -532,6 +532,14 @@ static const ustore_vtab DDB_VTAB = {
     ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL, NULL,
     NULL, NULL, NULL};
 
+int ustore_dynamodb_caps(const struct ustore_opts *opts, unsigned *caps,
+                         ustore_err *e) {
+  (void)opts; /* (none changes them) */
+  (void)e;
+  *caps = DDB_VTAB.caps;
+  return UNICO_OK;
+}
+
 void ustore_dynamodb_stats_get(ustore *base, ustore_dynamodb_stats *out) {
   if (!base) {
     uddb_global_stats(out);

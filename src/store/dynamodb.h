@@ -13,6 +13,10 @@
 /* loc is HOST[:PORT]/TABLE: over HTTP, and over HTTPS. */
 int ustore_dynamodb_open(ustore **out, const char *loc,
                          const struct ustore_opts *opts, ustore_err *e);
+/* The caps of a store opened with these options, into *caps
+ * (ustore_url_caps()); UNICO_EINVAL when an option's value is bad. */
+int ustore_dynamodb_caps(const struct ustore_opts *opts, unsigned *caps,
+                         ustore_err *e);
 int ustore_dynamodbs_open(ustore **out, const char *loc,
                           const struct ustore_opts *opts, ustore_err *e);
 

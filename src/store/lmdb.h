@@ -16,6 +16,10 @@
  * option (txn, a handle's own, may differ). */
 int ustore_lmdb_open(ustore **out, const char *loc,
                      const struct ustore_opts *opts, ustore_err *e);
+/* The caps of a store opened with these options, into *caps
+ * (ustore_url_caps()); UNICO_EINVAL when an option's value is bad. */
+int ustore_lmdb_caps(const struct ustore_opts *opts, unsigned *caps,
+                     ustore_err *e);
 
 /* Group-commit counters of an LMDB store since it was opened in this
  * process: write requests, the batches (write transactions, or log appends

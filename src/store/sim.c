@@ -43,6 +43,7 @@
  * (so a run starts from the virtual clock, behind what the outside clock
  * read just before by the wall time elapsed). */
 #include "store/sim.h"
+#include "store/options.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -600,6 +601,14 @@ static const ustore_vtab sim_vtab = {
     USTORE_VTAB_VERSION, "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
     sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
     NULL, NULL, NULL};
+
+int ustore_sim_caps(const struct ustore_opts *opts, unsigned *caps,
+                    ustore_err *e) {
+  (void)opts; /* (none changes them) */
+  (void)e;
+  *caps = sim_vtab.caps;
+  return UNICO_OK;
+}
 
 int ustore_sim_open(ustore **out, const char *name,
                     const struct ustore_opts *opts, ustore_err *e) {

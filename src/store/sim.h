@@ -41,6 +41,10 @@ typedef struct usim usim;
  * (usim_new), UNICO_EUNAVAILABLE when there is none. */
 int ustore_sim_open(ustore **out, const char *loc,
                     const struct ustore_opts *opts, ustore_err *e);
+/* The caps of a store opened with these options, into *caps
+ * (ustore_url_caps()); UNICO_EINVAL when an option's value is bad. */
+int ustore_sim_caps(const struct ustore_opts *opts, unsigned *caps,
+                    ustore_err *e);
 
 typedef struct usim_faults {
   unsigned unknown_pm; /* applied, then UNICO_EUNKNOWN */

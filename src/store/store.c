@@ -245,15 +245,19 @@ static const struct {
   const char *store;   /* its name in messages */
   ustore_open_fn open; /* gets what follows the prefix, up to '?' */
   const char *options; /* the options it knows, for the unknown-option error */
+  /* The caps of a store opened with these options (ustore_url_caps()). */
+  int (*caps)(const struct ustore_opts *opts, unsigned *caps, ustore_err *e);
 } backends[] = {
-    {"lmdb://", "lmdb", ustore_lmdb_open, USTORE_LMDB_OPTIONS},
-    {"lmdb:", "lmdb", ustore_lmdb_open, USTORE_LMDB_OPTIONS},
-    {"dynamodb://", "dynamodb", ustore_dynamodb_open, USTORE_DYNAMODB_OPTIONS},
+    {"lmdb://", "lmdb", ustore_lmdb_open, USTORE_LMDB_OPTIONS,
+     ustore_lmdb_caps},
+    {"lmdb:", "lmdb", ustore_lmdb_open, USTORE_LMDB_OPTIONS, ustore_lmdb_caps},
+    {"dynamodb://", "dynamodb", ustore_dynamodb_open, USTORE_DYNAMODB_OPTIONS,
+     ustore_dynamodb_caps},
     {"dynamodbs://", "dynamodb", ustore_dynamodbs_open,
-     USTORE_DYNAMODB_OPTIONS},
+     USTORE_DYNAMODB_OPTIONS, ustore_dynamodb_caps},
     {"cassandra://", "cassandra", ustore_cassandra_open,
-     USTORE_CASSANDRA_OPTIONS},
-    {"sim:", "sim", ustore_sim_open, USTORE_SIM_OPTIONS},
+     USTORE_CASSANDRA_OPTIONS, ustore_cassandra_caps},
+    {"sim:", "sim", ustore_sim_open, USTORE_SIM_OPTIONS, ustore_sim_caps},
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 #define BARE_PATH 1 /* backends[BARE_PATH] opens a URL that is a path */
@@ -269,22 +273,21 @@ static int common_options(ustore_opts *o, ustore_params *p, ustore_err *e) {
   return rc;
 }
 
-int ustore_open_with(ustore **out, const char *url, ustore_params *params,
-                     ustore_err *e) {
-  ustore_params ignored;
-  ustore_opts opts = USTORE_OPTS_INIT;
-  char *loc = NULL;
-  int rc = UNICO_OK;
-  size_t b = BARE_PATH;
-  *out = NULL;
-  if (!params) params = &ignored;
-  memset(params, 0, sizeof *params);
-  if (!url || !*url) url = "lmdb:./unico-data";
+/* A URL taken apart: its backend (*b), what follows the scheme up to '?'
+ * (*loc, malloc'd) and its options, checked against the names the backend
+ * and every store know, with the options of every store in *p. The caller
+ * frees *loc and opts whatever this returns. */
+static int resolve(const char *url, size_t *b, char **loc, ustore_opts *opts,
+                   ustore_params *p, ustore_err *e) {
   const char *rest = url;
+  int rc;
+  *b = BARE_PATH;
+  *loc = NULL;
+  memset(p, 0, sizeof *p);
   for (size_t i = 0; i < NBACKENDS; i++) {
     size_t n = strlen(backends[i].prefix);
     if (strncmp(url, backends[i].prefix, n)) continue;
-    b = i;
+    *b = i;
     rest = url + n;
     break;
   }
@@ -295,25 +298,31 @@ int ustore_open_with(ustore **out, const char *url, ustore_params *params,
                   "dynamodbs://HOST:PORT/TABLE and "
                   "cassandra://HOST[:PORT],.../KEYSPACE)",
                   url);
-    rc = UNICO_EUNSUPPORTED;
-    goto leave;
+    return UNICO_EUNSUPPORTED;
   }
   const char *qm = strchr(rest, '?');
-  loc = strndup(rest, qm ? (size_t)(qm - rest) : strlen(rest));
-  if (!loc) {
-    rc = UNICO_ENOMEM;
-    goto leave;
-  }
-  rc = ustore_opts_parse(&opts, backends[b].store, qm ? qm + 1 : NULL, e);
-  if (rc) goto leave;
-  /* Unknown options are refused before the backend connects or creates
-   * anything. */
-  rc = ustore_opts_check(&opts, backends[b].options, COMMON_OPTIONS, e);
-  if (rc) goto leave;
-  rc = common_options(&opts, params, e);
-  if (rc) goto leave;
-  rc = backends[b].open(out, loc, &opts, e);
-leave:
+  *loc = strndup(rest, qm ? (size_t)(qm - rest) : strlen(rest));
+  if (!*loc) return UNICO_ENOMEM;
+  if ((rc = ustore_opts_parse(opts, backends[*b].store, qm ? qm + 1 : NULL,
+                              e)) ||
+      (rc = ustore_opts_check(opts, backends[*b].options, COMMON_OPTIONS, e)))
+    return rc;
+  return common_options(opts, p, e);
+}
+
+int ustore_open_with(ustore **out, const char *url, ustore_params *params,
+                     ustore_err *e) {
+  ustore_params ignored;
+  ustore_opts opts = USTORE_OPTS_INIT;
+  char *loc = NULL;
+  size_t b;
+  *out = NULL;
+  if (!params) params = &ignored;
+  if (!url || !*url) url = "lmdb:./unico-data";
+  /* (unknown options are refused before the backend connects or creates
+   * anything) */
+  int rc = resolve(url, &b, &loc, &opts, params, e);
+  if (rc == UNICO_OK) rc = backends[b].open(out, loc, &opts, e);
   if (rc && *out) {
     (*out)->vt->close(*out);
     *out = NULL;
@@ -326,4 +335,19 @@ leave:
 
 int ustore_open(ustore **out, const char *url, ustore_err *e) {
   return ustore_open_with(out, url, NULL, e);
+}
+
+int ustore_url_caps(const char *url, unsigned *caps, ustore_err *e) {
+  ustore_params p;
+  ustore_opts opts = USTORE_OPTS_INIT;
+  char *loc = NULL;
+  size_t b;
+  *caps = 0;
+  if (!url || !*url) url = "lmdb:./unico-data";
+  int rc = resolve(url, &b, &loc, &opts, &p, e);
+  if (rc == UNICO_OK) rc = backends[b].caps(&opts, caps, e);
+  if (rc == UNICO_ENOMEM) ustore_seterr(e, "out of memory");
+  ustore_opts_free(&opts);
+  free(loc);
+  return rc;
 }

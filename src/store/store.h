@@ -249,6 +249,11 @@ int ustore_open_with(ustore **out, const char *url, ustore_params *params,
 /* ustore_open_with(out, url, NULL, e). */
 int ustore_open(ustore **out, const char *url, ustore_err *e);
 
+/* The caps (USTORE_CAP_*) a store opened from url would have, without
+ * opening it: UNICO_OK, or the error ustore_open() would give for the URL
+ * itself (a bad option, an unknown scheme). */
+int ustore_url_caps(const char *url, unsigned *caps, ustore_err *e);
+
 /* A backend's open, for the table in store.c: loc is the URL after its
  * scheme, up to the '?'; opts holds the options, already checked against
  * the names the backend declares (each backend's header). Fills *out, or

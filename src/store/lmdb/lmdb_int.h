@@ -1,0 +1,227 @@
+/* lmdb_int.h - private to src/store/lmdb/: the store's state and what
+ * its files call of each other.
+ *
+ * The embedded store on LMDB: one environment in a directory, safe for
+ * many threads (MDB_NOTLS) and for several processes at once (LMDB's own
+ * lock file and robust mutexes). Every stored value is prefixed with its
+ * 8-byte big-endian version. The map grows by doubling up to max_map_size.
+ *
+ * Group commit (commit.c). LMDB has one writer at a time and syncs at
+ * every commit, so a write costs a sync (two fdatasync() calls, ~0.3 ms
+ * here) however small it is. Writers of one process therefore queue their
+ * requests; whichever finds no batch running becomes the leader, takes the
+ * queue, and applies every request in its own nested transaction of one
+ * write transaction (a refused or failed request aborts only its child),
+ * then commits once. The commit syncs the data pages and writes the meta
+ * page (MDB_NOMETASYNC); the leader then hands the writer's role to the
+ * next queued request and, while that batch runs, makes its own batch
+ * durable with one more fdatasync (coalesced: one sync covers every commit
+ * made before it, and a later commit's data sync covers the earlier meta
+ * pages). No request is answered before the sync that covers the state it
+ * saw.
+ *
+ * The files:
+ *   adapter.c     get, the conditional writes of one request (apply_ops),
+ *                 scans, transactions under the resize lock, the map and
+ *                 its reserve ("space");
+ *   commit.c      the queue, the leader and its batch, make_durable;
+ *   log.c         log mode's write path (wal=on): a batch against the
+ *                 in-memory tables, one append, freezing a full table;
+ *   checkpoint.c  log mode's checkpointer, recovery at open, start, stop;
+ *   syncer.c      deferred durability (watch_durable) and the counters;
+ *   open.c        options, the process registry (one environment per
+ *                 directory and process), the lock file, close. */
+#ifndef UNICO_STORE_LMDB_INT_H
+#define UNICO_STORE_LMDB_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "store/lmdb.h"
+#include "store/memtable.h"
+#include "store/options.h"
+#include "store/store.h"
+#include "unico_errors.h"
+
+#define VHDR 8 /* bytes of version in front of every value */
+
+/* The options of an open (docs/cli.md), with their defaults (open.c). */
+typedef struct lm_config {
+  size_t map_size, max_map; /* the map to start with, and its limit */
+  int sync_mode;            /* SYNC_* */
+  int wal;                  /* log mode */
+  int txn_off;              /* a handle without transactions (its own) */
+  size_t wal_size;          /* log mode: freeze the active table past this */
+} lm_config;
+
+typedef struct lmdb_store {
+  ustore base;
+  MDB_env *env;
+  MDB_dbi dbi;
+  /* Transactions hold this shared; a map resize holds it exclusive, since
+   * LMDB allows mdb_env_set_mapsize() only with no transaction running in
+   * this process. */
+  pthread_rwlock_t resize;
+  int resize_init;
+  size_t map_size;
+  size_t max_map_size;
+  /* The map writes that add data may fill: max_map_size less a reserve
+   * that only writes which free space (deletes, releases) may use, so a
+   * full store can still be emptied (see "space" below). */
+  size_t ins_map_size;
+  int reserve_on; /* (leader) this batch runs with the reserve open */
+  char path[4096];
+  char *query; /* the options it was opened with, for the advice (owned) */
+  /* LMDB forbids opening one environment twice in a process (closing one
+   * copy would drop the other's locks), so opens of the same directory share
+   * one lmdb_store: registry link, identity and reference count. */
+  struct lmdb_store *next;
+  dev_t dev;
+  ino_t ino;
+  int refs;
+  /* group commit (see the top of the file) */
+  pthread_mutex_t q_lock;
+  int q_init;
+  struct lm_req *q_head, *q_tail; /* requests waiting for a batch */
+  int leading;                    /* a batch is being applied */
+  uint64_t committed;             /* batches committed (under q_lock) */
+  uint64_t durable;               /* batches known durable (under q_lock) */
+  uint64_t n_requests, n_batches, n_syncs; /* counters (under q_lock) */
+  int syncing;                    /* syncs running (under q_lock) */
+  uint64_t sync_target;           /* the newest batch a running sync covers */
+  int syncs_on[2];                /* log mode: syncs running per file parity */
+  struct dwaiter *dwaiters;       /* (q_lock) callers waiting for a sync */
+  /* deferred durability: watches, and the thread that syncs for them */
+  ustore_watch *watches;          /* (q_lock) */
+  pthread_cond_t watch_cv;        /* (q_lock) a watch came, or stop */
+  int watch_cv_init;
+  pthread_t syncer;
+  int syncer_started, syncer_stop; /* (q_lock) */
+  int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
+  int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */
+  /* log mode (wal=on; see "log mode" below) */
+  int wal;
+  pthread_rwlock_t mt_lock; /* guards the tables (not their immutability) */
+  int mt_init;
+  umt *active;              /* written since the current log file began */
+  umt *frozen;              /* being checkpointed into LMDB, or NULL */
+  int wal_fd;               /* current log file (q_lock for syncers) */
+  uint64_t wal_no;          /* its number */
+  uint64_t wal_off;         /* where the next batch goes (leader) */
+  uint64_t wal_zeroed;      /* the file is zero-filled up to here (leader) */
+  int old_fd;               /* the frozen table's log file, or -1 */
+  uint64_t old_no;
+  ubuf wal_buf;             /* the leader's batch, as log records */
+  pthread_t ckpt_thread;
+  int ckpt_started;
+  pthread_cond_t ckpt_cv;   /* (q_lock) a table froze, a checkpoint ended */
+  int ckpt_busy;            /* (q_lock) a frozen table awaits its checkpoint */
+  int ckpt_stop;            /* (q_lock) the checkpointer must end */
+  atomic_int failed;        /* the log failed: writes are refused */
+  char failed_msg[256];
+  int failed_rc;            /* what refused writes get */
+  uint64_t n_checkpoints;   /* (q_lock) */
+  size_t ckpt_bytes;        /* wal_size: freeze the active table past this */
+  /* LMDB as the last checkpoint left it (mt_lock): the bytes of its pages
+   * in use and of its branch pages; the page size */
+  size_t lm_used, lm_branch, psize;
+  /* The options the first open asked for; a later open of the same
+   * directory must ask for the same (open.c). */
+  lm_config cfg;
+} lmdb_store;
+
+enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
+
+#define BATCH_MAX 512 /* requests per write transaction */
+#define SYNCS_MAX 2   /* syncs in flight at once */
+
+/* One caller's write, queued for a batch. Lives on the caller's stack; the
+ * leader fills rc/err and sets done under q_lock, then signals cv. */
+typedef struct lm_req {
+  ustore_op *ops;
+  size_t n;
+  ustore_err *e;
+  int rc;
+  int done;
+  int tries;   /* batches that had to give this request back */
+  int full_tries; /* times it found the store full and was given back */
+  int applied; /* its child committed into the batch */
+  int deferred; /* answered before durable; seq is the commit to watch */
+  uint64_t seq;
+  pthread_cond_t cv;
+  struct lm_req *next;
+} lm_req;
+
+#define seterr ustore_seterr
+
+#define FREEING_SLACK 4096
+#define LM_LATER 2 /* apply_ops: not a freeing write; nothing written */
+#define LM_FULL 3  /* log_apply: the store has no room; nothing written */
+
+#define CKPT_BYTES ((size_t)64 << 20) /* default wal_size */
+#define CKPT_KEY "\x00unico-log-checkpoint" /* outside the tuple key space */
+#define CKPT_KLEN (sizeof CKPT_KEY - 1)
+
+/* Why a request goes back to the queue instead of being answered
+ * (RETRY_LATER: kept out of a batch with the reserve open, not counted). */
+enum { RETRY_NO = 0, RETRY_FULL = 1, RETRY_AGAIN = 2, RETRY_LATER = 3 };
+
+/* What a write adds and removes, to tell whether it frees space. */
+typedef struct space_acc {
+  long long net; /* bytes added less bytes removed */
+  int dels;      /* keys that exist and are deleted, or shrink */
+} space_acc;
+
+/* adapter.c */
+size_t lm_reserve_of(size_t max);
+size_t lm_suggest_max(const lmdb_store *s, size_t need);
+void lm_advice_url(const lmdb_store *s, size_t max, char *out, size_t n);
+int lm_full_err(const lmdb_store *s, size_t need, ustore_err *e);
+int lm_map_rc(lmdb_store *s, int rc, const char *what, ustore_err *e);
+uint64_t lm_get_ver(const MDB_val *v);
+int lm_remap(lmdb_store *s, size_t want, int exact, ustore_err *e);
+void lm_set_reserve(lmdb_store *s, int on);
+int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn, ustore_err *e);
+void lm_abort(lmdb_store *s, MDB_txn *txn);
+int lm_commit(lmdb_store *s, MDB_txn *txn);
+void lm_space_add(space_acc *a, const ustore_op *op, int exists,
+                  size_t old_vlen);
+int lm_space_frees(const space_acc *a);
+int lm_put_reserve(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *nv);
+int lm_apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
+                 int freeing_only, int *mrc);
+int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
+           uint64_t *version, ustore_err *e);
+int lm_cas(ustore *base, ustore_op *op, ustore_err *e);
+int lm_scan(ustore *base, const void *prefix, size_t plen, const void *after,
+            size_t alen, ustore_scan_cb cb, void *ctx, ustore_err *e);
+
+/* commit.c */
+int lm_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e);
+int lm_make_durable(lmdb_store *s, uint64_t seq, ustore_err *e);
+
+/* log.c */
+uint64_t lm_get_le(const uint8_t *p, int n);
+void lm_wal_path(const lmdb_store *s, uint64_t no, char *out, size_t n);
+/* The log failed at `what` with errno err, or the checkpointer with rc:
+ * writes are refused from then on. */
+void lm_fail_log(lmdb_store *s, const char *what, int err);
+void lm_fail_ckpt(lmdb_store *s, int rc, const char *msg);
+size_t lm_ckpt_estimate(const lmdb_store *s, size_t cost, size_t n);
+int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of);
+void lm_log_rotate(lmdb_store *s);
+int lm_log_flush(lmdb_store *s, int *rotated);
+
+/* checkpoint.c */
+int lm_log_recover(lmdb_store *s, ustore_err *e);
+int lm_log_start(lmdb_store *s, ustore_err *e);
+void lm_log_stop(lmdb_store *s);
+
+/* syncer.c */
+int lm_watch(ustore *base, ustore_watch *w);
+
+#endif

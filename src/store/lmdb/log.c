@@ -1,0 +1,353 @@
+/* log.c - log mode's write path: a batch checked against the tables,
+ * appended to the log file and synced once; freezing a full table. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "store/lmdb/lmdb_int.h"
+
+/* ------------------------------------------------------------------ */
+/* log mode (wal=on)
+ *
+ * LMDB copies every page a transaction touches to a new place, so a commit
+ * writes whole 4 KiB pages scattered over the file: about one page per key
+ * written (a unique insert writes four keys), each a random write, plus two
+ * syncs. In log mode a batch is appended to a log file instead (about 60
+ * bytes plus the keys and values per key written) and synced once; the
+ * latest version of each key written lives in an in-memory table (the
+ * active table) that reads consult before LMDB. When the table is large
+ * enough it is frozen, a new log file begins, and a checkpointer thread
+ * writes the frozen table into LMDB in one synced transaction that also
+ * records the log file's number; then that file is deleted. On open, log
+ * files newer than the recorded number are replayed into LMDB. The price:
+ * one process owns the store (an exclusive lock on unico.lock); processes
+ * in plain mode hold it shared.
+ *
+ * A log record is one request: u32 payload length, u32 CRC-32 of the
+ * payload, then the payload: u32 op count, and per op u8 action (1 put,
+ * 2 delete), u16 key length, u32 value length, u64 version, key, value.
+ * All integers little-endian. A torn last record (short or bad CRC) ends
+ * replay: it was never acknowledged, since answers wait for its sync. */
+
+
+static void put_le(ubuf *b, uint64_t v, int n) {
+  uint8_t x[8];
+  for (int i = 0; i < n; i++) x[i] = (uint8_t)(v >> (8 * i));
+  ubuf_put(b, x, (size_t)n);
+}
+
+uint64_t lm_get_le(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+void lm_wal_path(const lmdb_store *s, uint64_t no, char *out, size_t n) {
+  snprintf(out, n, "%s/log-%016" PRIx64 ".unico", s->path, no);
+}
+
+void lm_fail_log(lmdb_store *s, const char *what, int err) {
+  if (atomic_exchange(&s->failed, 1)) return;
+  s->failed_rc = UNICO_EUNAVAILABLE;
+  snprintf(s->failed_msg, sizeof s->failed_msg,
+           "%s the log of %.80s failed (%s); writes are refused until the "
+           "store is reopened",
+           what, s->path, strerror(err));
+}
+
+/* The checkpointer failed with rc and message msg. */
+void lm_fail_ckpt(lmdb_store *s, int rc, const char *msg) {
+  if (atomic_exchange(&s->failed, 1)) return;
+  s->failed_rc = rc;
+  snprintf(s->failed_msg, sizeof s->failed_msg,
+           "checkpointing the log failed: %.170s; writes are refused until "
+           "the store is reopened",
+           msg);
+}
+
+/* What the checkpoints of tables of `n` entries whose umt_cost() is
+ * `cost` may take from the map, at most: that cost, a copy of every page
+ * they change (LMDB copies on write, and frees the old copy only after the
+ * commit: a leaf per entry and the branch pages, never more than the pages
+ * in use), the free list's record of those copies, and a few pages. With
+ * mt_lock. */
+size_t lm_ckpt_estimate(const lmdb_store *s, size_t cost, size_t n) {
+  size_t copies = n * s->psize + 2 * s->lm_branch;
+  if (copies > s->lm_used) copies = s->lm_used;
+  return cost + copies + copies / 256 + 16 * s->psize;
+}
+
+/* Log mode: whether a write adding `dn` entries of umt_cost() `dc` to the
+ * active table may be acknowledged: LMDB's pages in use and what the
+ * checkpoints of both tables will need must fit in ins_map_size, or in
+ * max_map_size for a write that frees space. With mt_lock. */
+static int log_admit(const lmdb_store *s, size_t dc, size_t dn, int frees,
+                     size_t *need) {
+  size_t cost = s->active->cost + dc, n = s->active->n + dn;
+  if (s->frozen) {
+    cost += s->frozen->cost;
+    n += s->frozen->n;
+  }
+  *need = s->lm_used + lm_ckpt_estimate(s, cost, n);
+  return *need <= (frees ? s->max_map_size : s->ins_map_size);
+}
+
+/* The current state of key across the active table, the frozen table and
+ * LMDB (txn): 1 exists (version, value), 0 absent, -1 with *mrc an error.
+ * The value pointer is valid while mt_lock and txn are held. */
+static int log_lookup(lmdb_store *s, MDB_txn *txn, const void *key,
+                      size_t klen, uint64_t *ver, const uint8_t **val,
+                      size_t *vlen, int *mrc) {
+  umt_entry *e = umt_find(s->active, key, klen);
+  if (!e && s->frozen) e = umt_find(s->frozen, key, klen);
+  if (e) {
+    if (e->deleted) return 0;
+    *ver = e->version;
+    *val = e->kv + e->klen;
+    *vlen = e->vlen;
+    return 1;
+  }
+  MDB_val k = {klen, (void *)key}, v;
+  int rc = mdb_get(txn, s->dbi, &k, &v);
+  if (rc == MDB_NOTFOUND) return 0;
+  if (rc == 0 && v.mv_size < VHDR) rc = MDB_CORRUPTED;
+  if (rc) {
+    *mrc = rc;
+    return -1;
+  }
+  *ver = lm_get_ver(&v);
+  *val = (uint8_t *)v.mv_data + VHDR;
+  *vlen = v.mv_size - VHDR;
+  return 1;
+}
+
+/* Apply one request to the active table and append its log record to
+ * s->wal_buf. Called with mt_lock held for writing. */
+static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
+  int mrc = 0, failed = 0;
+  space_acc acc = {0, 0};
+  size_t dc = 0, dn = 0, need;
+  for (size_t i = 0; i < r->n; i++) {
+    ustore_op *op = &r->ops[i];
+    op->failed = 0;
+    op->exists = 0;
+    op->cur_version = 0;
+    uint64_t ver = 0;
+    const uint8_t *val = NULL;
+    size_t vlen = 0;
+    int ex = 0;
+    if (op->expect == USTORE_ANY && op->action == USTORE_CHECK) continue;
+    ex = log_lookup(s, txn, op->key, op->klen, &ver, &val, &vlen, &mrc);
+    if (ex < 0) return lm_map_rc(s, mrc, "reading", r->e);
+    op->exists = ex;
+    op->cur_version = ex ? ver : 0;
+    lm_space_add(&acc, op, ex, ex ? vlen : 0);
+    if (op->action != USTORE_CHECK && (ex || op->action == USTORE_PUT)) {
+      dc += umt_cost(s->psize, op->klen, op->vlen, op->action == USTORE_DEL);
+      dn++;
+    }
+    int ok = 1;
+    switch (op->expect) {
+    case USTORE_ABSENT: ok = !ex; break;
+    case USTORE_VERSION: ok = ex && ver == op->expect_version; break;
+    case USTORE_PRESENT: ok = ex; break;
+    default: break;
+    }
+    if (!ok) {
+      op->failed = 1;
+      ubuf_reset(&op->cur);
+      if (ex) ubuf_put(&op->cur, val, vlen);
+      if (!ubuf_ok(&op->cur)) return UNICO_ENOMEM;
+      failed = 1;
+    }
+  }
+  if (failed) return USTORE_NOT_APPLIED;
+  if (!log_admit(s, dc, dn, lm_space_frees(&acc), &need)) {
+    lm_full_err(s, need, r->e);
+    return LM_FULL;
+  }
+  size_t at = s->wal_buf.len, nops = 0;
+  put_le(&s->wal_buf, 0, 4); /* length and CRC, filled below */
+  put_le(&s->wal_buf, 0, 4);
+  put_le(&s->wal_buf, 0, 4); /* op count */
+  for (size_t i = 0; i < r->n; i++) {
+    ustore_op *op = &r->ops[i];
+    if (op->action == USTORE_CHECK) continue;
+    if (op->action == USTORE_DEL && !op->exists) continue; /* nothing to do */
+    int del = op->action == USTORE_DEL;
+    uint64_t ver = op->exists ? op->cur_version + 1 : 1;
+    if (umt_set(s->active, op->key, op->klen, ver, del, op->val, op->vlen)) {
+      lm_fail_log(s, "memory ran out while writing to", ENOMEM);
+      return UNICO_ENOMEM;
+    }
+    uint8_t act = del ? 2 : 1;
+    ubuf_put(&s->wal_buf, &act, 1);
+    put_le(&s->wal_buf, op->klen, 2);
+    put_le(&s->wal_buf, del ? 0 : op->vlen, 4);
+    put_le(&s->wal_buf, del ? 0 : ver, 8);
+    ubuf_put(&s->wal_buf, op->key, op->klen);
+    if (!del && op->vlen) ubuf_put(&s->wal_buf, op->val, op->vlen);
+    nops++;
+  }
+  if (!ubuf_ok(&s->wal_buf)) {
+    lm_fail_log(s, "memory ran out while writing to", ENOMEM);
+    return UNICO_ENOMEM;
+  }
+  uint8_t *p = s->wal_buf.p + at;
+  size_t plen = s->wal_buf.len - at - 8;
+  for (int j = 0; j < 4; j++) p[8 + j] = (uint8_t)(nops >> (8 * j));
+  uint32_t crc = (uint32_t)crc32(0L, p + 8, (uInt)plen);
+  for (int j = 0; j < 4; j++) p[j] = (uint8_t)(plen >> (8 * j));
+  for (int j = 0; j < 4; j++) p[4 + j] = (uint8_t)(crc >> (8 * j));
+  return UNICO_OK;
+}
+
+#define LOG_EXTEND ((uint64_t)8 << 20) /* zero-fill the log this far ahead */
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
+  while (n) {
+    ssize_t w = pwrite(fd, p, n, (off_t)off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+    off += (uint64_t)w;
+  }
+  return 0;
+}
+
+/* Append the batch at wal_off. The file is zero-filled (and that synced)
+ * ahead of the writes: overwriting written blocks lets fdatasync skip the
+ * file system's journal, which an append would need for the new size
+ * (measured here: 0.13 ms against 0.35 ms per sync). Zeros also end
+ * replay cleanly. */
+static int log_write(lmdb_store *s, const uint8_t *p, size_t n) {
+  if (s->wal_off + n > s->wal_zeroed) {
+    static const uint8_t zeros[65536];
+    uint64_t to = s->wal_off + n + LOG_EXTEND;
+    for (uint64_t at = s->wal_zeroed; at < to; at += sizeof zeros)
+      if (pwrite_all(s->wal_fd, zeros, sizeof zeros, at)) return -1;
+    if (s->sync_mode != SYNC_OFF && fsync(s->wal_fd)) return -1;
+    s->wal_zeroed = to;
+  }
+  if (pwrite_all(s->wal_fd, p, n, s->wal_off)) return -1;
+  s->wal_off += n;
+  return 0;
+}
+
+/* The log-mode batch: every request against the tables, then one append.
+ * Returns 1 when something was appended. */
+int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
+  lm_req *r;
+  size_t i = 0;
+  int applied = 0;
+  ubuf_reset(&s->wal_buf);
+  for (r = batch; r; r = r->next, i++) {
+    retry_of[i] = RETRY_NO;
+    r->applied = 0;
+    if (atomic_load(&s->failed)) {
+      seterr(r->e, "%s", s->failed_msg);
+      r->rc = s->failed_rc;
+      continue;
+    }
+    MDB_txn *txn;
+    pthread_rwlock_wrlock(&s->mt_lock);
+    int rc = lm_begin(s, MDB_RDONLY, &txn, r->e);
+    if (rc == UNICO_OK) {
+      size_t before = s->wal_buf.len;
+      rc = log_apply(s, txn, r);
+      lm_abort(s, txn);
+      if (rc == UNICO_OK) {
+        r->applied = 1;
+        applied++;
+      } else if (rc == LM_FULL) {
+        retry_of[i] = RETRY_FULL; /* after a checkpoint (lead()) */
+        rc = UNICO_EFULL;
+      } else if (rc != USTORE_NOT_APPLIED) {
+        s->wal_buf.len = before;
+      }
+    }
+    pthread_rwlock_unlock(&s->mt_lock);
+    r->rc = rc;
+  }
+  if (!applied || !s->wal_buf.len) return 0;
+  if (log_write(s, s->wal_buf.p, s->wal_buf.len)) {
+    int err = errno;
+    lm_fail_log(s, "appending to", err);
+    for (r = batch; r; r = r->next) {
+      if (!r->applied) continue;
+      seterr(r->e, "%s; the write may or may not have been applied: retry "
+                   "it with the same operation id once reopened",
+             s->failed_msg);
+      r->rc = UNICO_EUNKNOWN;
+    }
+  }
+  return 1;
+}
+
+/* Freeze the active table and start a new log file; the checkpointer takes
+ * it from there. Called by the leader, between batches. */
+void lm_log_rotate(lmdb_store *s) {
+  char path[4200];
+  lm_wal_path(s, s->wal_no + 1, path, sizeof path);
+  if (s->sync_mode != SYNC_OFF && fdatasync(s->wal_fd)) {
+    lm_fail_log(s, "syncing", errno);
+    return;
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  umt *t = malloc(sizeof *t);
+  if (fd < 0 || !t || umt_init(t, s->psize)) {
+    int err = fd < 0 ? errno : ENOMEM;
+    if (fd >= 0) close(fd);
+    free(t);
+    lm_fail_log(s, "starting a new file for", err);
+    return;
+  }
+  pthread_rwlock_wrlock(&s->mt_lock);
+  s->frozen = s->active;
+  s->active = t;
+  pthread_rwlock_unlock(&s->mt_lock);
+  pthread_mutex_lock(&s->q_lock);
+  s->old_fd = s->wal_fd;
+  s->old_no = s->wal_no;
+  s->wal_fd = fd;
+  s->wal_no++;
+  s->wal_off = s->wal_zeroed = 0;
+  s->ckpt_busy = 1;
+  pthread_cond_broadcast(&s->ckpt_cv);
+  pthread_mutex_unlock(&s->q_lock);
+}
+
+/* Log mode: checkpoint both tables now, so that the estimate gives way to
+ * what LMDB really holds. Called by the leader, between batches. Returns 0
+ * when there was nothing to checkpoint; sets *rotated when it froze the
+ * active table (whose log it synced). */
+int lm_log_flush(lmdb_store *s, int *rotated) {
+  pthread_mutex_lock(&s->q_lock);
+  int had = s->ckpt_busy || s->active->n; /* the leader alone adds to it */
+  while (s->ckpt_busy && !atomic_load(&s->failed))
+    pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
+  pthread_mutex_unlock(&s->q_lock);
+  if (s->active->n && !atomic_load(&s->failed)) {
+    lm_log_rotate(s);
+    if (!atomic_load(&s->failed)) *rotated = 1;
+    pthread_mutex_lock(&s->q_lock);
+    while (s->ckpt_busy && !atomic_load(&s->failed))
+      pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
+    pthread_mutex_unlock(&s->q_lock);
+  }
+  return had;
+}
