@@ -507,33 +507,6 @@ leave:
   return rc;
 }
 
-/* Read the record key rkey for an insert refused by what it holds: a
- * tombstone (or an intent) goes in *tomb with its version, no claims and
- * no history (*have set, *sver its store version); a live record or
- * nothing clears *have (the next round finds it again). */
-static int read_tomb(unico *u, const ubuf *rkey, ustored_record *tomb,
-                     uint64_t *sver, int *have, unico_result *res) {
-  ubuf v = UBUF_INIT;
-  ustored_record_free(tomb);
-  memset(tomb, 0, sizeof *tomb);
-  *have = 0;
-  int rc = uexec_read(u->x, rkey, &v, sver, res);
-  if (rc == UNICO_ENOTFOUND) {
-    rc = UNICO_OK;
-  } else if (!rc && ustored_record_decode(v.p, v.len, tomb)) {
-    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
-  } else if (!rc) {
-    /* Only its version counts: an insert takes every claim it needs
-     * (what the key holds is not this insert's; the executor carries the
-     * key's history on) */
-    *have = tomb->state != UREC_LIVE;
-    uclaims_free(&tomb->claims);
-    ustored_hist_free(&tomb->hist);
-  }
-  ubuf_free(&v);
-  return rc;
-}
-
 /* One call of uapi_write: what stays from round to round. */
 typedef struct wcall {
   unico *u;
@@ -543,9 +516,9 @@ typedef struct wcall {
   json_t *input;         /* insert: the record; update: the patch */
   uint8_t (*hashes)[32]; /* of the hold tokens presented */
   takeovers tk;          /* holds this write may take over */
-  ustored_record tomb;   /* insert: the tombstone at the key it replaces */
-  uint64_t tomb_sver;
-  int have_tomb;
+  int have_tomb;         /* insert: the key holds a tombstone it replaces, */
+  uint64_t tomb_sver;    /* at this store version, */
+  uint64_t tomb_version; /* with this record version */
 } wcall;
 
 /* One round: a plan made against what was read, applied or refused. */
@@ -569,7 +542,6 @@ typedef struct wround {
 static void call_free(wcall *w) {
   json_decref(w->input);
   takeovers_free(&w->tk);
-  ustored_record_free(&w->tomb);
   free(w->hashes);
 }
 
@@ -740,12 +712,16 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
   unico *u = w->u;
   r->pkj = urec_pk_json(r->t, r->body);
   const ustored_record *base = r->have_old ? &r->old : NULL;
+  ustored_record tomb; /* (only its version counts: no claims, no history) */
+  memset(&tomb, 0, sizeof tomb);
   if (rq->kind == UPLAN_INSERT && w->have_tomb) {
-    base = &w->tomb;
+    tomb.state = UREC_DELETED;
+    tomb.version = w->tomb_version;
+    base = &tomb;
     r->sver = w->tomb_sver;
   }
   uint64_t version = rq->kind == UPLAN_INSERT
-                         ? (w->have_tomb ? w->tomb.version + 1 : 1)
+                         ? (w->have_tomb ? w->tomb_version + 1 : 1)
                          : r->old.version + (rq->kind == UPLAN_UPDATE);
   int rc = set_output(res, r->pkj, version, &r->output);
   if (rc) return rc;
@@ -825,10 +801,11 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
   case UREFUSED_RECORD:
     if (kind == UPLAN_INSERT && why->tomb) {
       /* a tombstone: insert over it, continuing its version */
-      rc = read_tomb(w->u, &p->rkey, &w->tomb, &w->tomb_sver, &w->have_tomb,
-                     res);
-      r->retry = !rc;
-      return rc;
+      w->have_tomb = 1;
+      w->tomb_sver = why->tomb_sver;
+      w->tomb_version = why->tomb_version;
+      r->retry = 1;
+      return UNICO_OK;
     }
     if (kind == UPLAN_INSERT)
       return report_conflict(r->t, -1, r->pk.p, r->pk.len, r->pk.p,

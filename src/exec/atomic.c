@@ -265,12 +265,13 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
       why->why = UREFUSED_OUTCOME;
     } else if (ops[r_at].failed) {
       why->why = UREFUSED_RECORD;
-      int st = ops[r_at].exists
-                   ? ustored_record_state(ops[r_at].cur.p, ops[r_at].cur.len)
-                   : -1;
-      if (p->kind == UPLAN_INSERT && st >= 0 && st != UREC_LIVE) {
-        why->tomb = 1;
+      ustored_record t;
+      if (p->kind == UPLAN_INSERT && ops[r_at].exists &&
+          !ustored_record_decode(ops[r_at].cur.p, ops[r_at].cur.len, &t)) {
+        why->tomb = t.state != UREC_LIVE;
         why->tomb_sver = ops[r_at].cur_version;
+        why->tomb_version = t.version;
+        ustored_record_free(&t);
       }
     } else {
       for (size_t k = 0; k < p->take.n; k++) {

@@ -685,10 +685,11 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
          * this tombstone) */
         int brc;
         if (r.version >= c->pver) {
-          ustored_record_free(&r);
           why->why = UREFUSED_RECORD;
           why->tomb = 1;
           why->tomb_sver = cv;
+          why->tomb_version = r.version;
+          ustored_record_free(&r);
           return USTORE_NOT_APPLIED;
         }
         if (r.version > c->floor) c->floor = r.version;

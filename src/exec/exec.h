@@ -50,11 +50,12 @@ typedef struct uexec_refused {
   ustored_claim owner; /* UREFUSED_CLAIM: the claim that holds the value */
   uint64_t cur_version; /* UREFUSED_CLAIM: that claim's store version */
   int64_t count;     /* UREFUSED_LIMIT: the group's count */
-  /* UREFUSED_RECORD of an insert on a transactional store: the key holds
-   * a tombstone (tomb set), at store version tomb_sver; plan the insert
-   * over it (its record version continues from the tombstone's) */
+  /* UREFUSED_RECORD of an insert: the key holds a tombstone (or an
+   * intent) at or above the plan's version (tomb set), at store version
+   * tomb_sver with record version tomb_version; plan the insert over it
+   * (its record version continues from the tombstone's) */
   int tomb;
-  uint64_t tomb_sver;
+  uint64_t tomb_sver, tomb_version;
 } uexec_refused;
 
 /* Apply a plan all or nothing. UNICO_OK when applied; USTORE_NOT_APPLIED
