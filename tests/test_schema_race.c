@@ -44,6 +44,7 @@ typedef struct racer {
   atomic_int *go; /* start together */
   long delay_us;  /* then wait this long before the first insert */
   atomic_int *stop;
+  int updates; /* also move b of the record inserted before */
   long ok, conflicts;
 } racer;
 
@@ -79,6 +80,20 @@ static void *insert_loop(void *arg) {
       r->ok = -1000000;
       break;
     }
+    if (r->updates && i > 0) {
+      /* an update in flight across the change: one that read the record
+       * before the marker and commits after the build must be fenced, or
+       * the record lands without its new claim (check reports it) */
+      char pk[40], patch[40];
+      snprintf(pk, sizeof pk, "\"r%d-%d\"", r->id, i - 1);
+      snprintf(patch, sizeof patch, "{\"b\":\"b%d\"}", (i + 25) % 50);
+      rc = unico_update(r->u, "t", pk, patch, 0, NULL, &res);
+      if (rc && rc != UNICO_ECONFLICT && rc != UNICO_ENOTFOUND) {
+        fprintf(stderr, "update: %s: %s\n", unico_strerror(rc), res.message);
+        r->ok = -1000000;
+        break;
+      }
+    }
   }
   unico_result_clear(&res);
   return NULL;
@@ -89,8 +104,8 @@ static void *insert_loop(void *arg) {
  * inserts take the parallel commit and the change settles their intents;
  * docs/parallel-commit.md); v2: the definition applied mid-race; rounds. */
 static void race(const char *opts, const char *v2, int rounds,
-                 int want_refusals) {
-  int applied = 0, refused = 0;
+                 int want_refusals, int updates) {
+  int applied = 0, refused = 0, busy = 0;
   /* The inserters' head start (negative: the change's) adapts so that the
    * rounds straddle the moment where the first duplicate and the change
    * meet: refused -> inserters later, applied -> earlier. Where that moment
@@ -113,7 +128,8 @@ static void race(const char *opts, const char *v2, int rounds,
     racer rs[3];
     pthread_t th[3];
     for (int i = 0; i < 3; i++) {
-      rs[i] = (racer){u, i, &go, (delay > 0 ? delay : 0) + 7L * i, &stop, 0, 0};
+      rs[i] = (racer){u, i, &go, (delay > 0 ? delay : 0) + 7L * i, &stop,
+                      updates, 0, 0};
       pthread_create(&th[i], NULL, insert_loop, &rs[i]);
     }
     /* Release the inserters and apply after a delay that varies by round:
@@ -123,6 +139,13 @@ static void race(const char *opts, const char *v2, int rounds,
     atomic_store(&go, 1);
     if (delay < 0) spin_us(-delay); /* a negative head start: apply later */
     int rc = unico_schema_apply(u, v2, &res);
+    /* Busy: a write that passed its schema check before the marker landed
+     * its last step during the rebuild; the change undid itself and says
+     * to apply it again, which a user does. */
+    for (int again = 0; rc == UNICO_EBUSY && again < 20; again++) {
+      busy++;
+      rc = unico_schema_apply(u, v2, &res);
+    }
     int outcome = 0;
     if (rc == UNICO_OK) {
       applied++;
@@ -155,8 +178,9 @@ static void race(const char *opts, const char *v2, int rounds,
     unico_result_clear(&res);
     unico_close(u);
   }
-  fprintf(stderr, "schema race (%s): %d applied, %d refused (final head "
-          "start %ld us)\n", *opts ? opts : "txn", applied, refused, delay);
+  fprintf(stderr, "schema race (%s%s): %d applied, %d refused, %d busy "
+          "(final head start %ld us)\n", *opts ? opts : "txn",
+          updates ? ", updates" : "", applied, refused, busy, delay);
   /* Both outcomes must have happened, or the race was not exercised. */
   assert_true(applied > 0);
   if (want_refusals) assert_true(refused > 0);
@@ -164,12 +188,25 @@ static void race(const char *opts, const char *v2, int rounds,
 
 static void test_apply_races_inserts(void **state) {
   (void)state;
-  race("", V2, 60, 1);
+  race("", V2, 60, 1, 0);
 }
 
 static void test_apply_races_inserts_claims(void **state) {
   (void)state;
-  race("txn=off", V2, 40, 1);
+  race("txn=off", V2, 40, 1, 0);
+}
+
+/* Updates and classic-commit inserts race the change on the claims
+ * protocol: the change fences both kinds of writes in flight (a pending
+ * record becomes a tombstone, a live record's version moves). */
+static void test_apply_races_updates_claims(void **state) {
+  (void)state;
+  race("txn=off&commit=classic", V2, 40, 1, 1);
+}
+
+static void test_apply_races_updates(void **state) {
+  (void)state;
+  race("", V2, 30, 1, 1);
 }
 
 /* Adding a column changes the table's fingerprint but no constraint: the
@@ -180,7 +217,7 @@ static void test_add_column_races_inserts_claims(void **state) {
   race("txn=off",
        "CREATE TABLE t (id text PRIMARY KEY, a text, b text, c text,"
        " UNIQUE (a));",
-       20, 0);
+       20, 0, 0);
 }
 
 /* A process that died between marking a change and committing it leaves
@@ -246,6 +283,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_apply_races_inserts),
       cmocka_unit_test(test_apply_races_inserts_claims),
+      cmocka_unit_test(test_apply_races_updates),
+      cmocka_unit_test(test_apply_races_updates_claims),
       cmocka_unit_test(test_add_column_races_inserts_claims),
       cmocka_unit_test(test_abandoned_change_rolls_back),
   };

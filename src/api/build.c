@@ -24,8 +24,8 @@
 #include "util/err.h"
 
 #define REPORT_MAX 1000  /* report entries kept (the totals count all) */
-#define BATCH_OPS 512    /* ops per transaction when the store sets none */
 #define HEARTBEAT_MS 5000
+#define FLUSH_EVERY 4096 /* claims queued before they are written */
 
 /* One (key, owner) pair: a claim or group key a record needs. */
 typedef struct kpair {
@@ -36,17 +36,10 @@ typedef struct kpair {
   int con;
 } kpair;
 
-struct pend {
-  ubuf k, v;
-  uint64_t ver;
-  int expect, action;
-};
-
 typedef struct bld {
   unico *u;
   const utable *t;   /* the target definition */
   const char *touched; /* per target constraint: 1 when it changes */
-  ubuf skey;
   uint64_t *mark_ver; /* the schema marker's store version (heartbeats) */
   ustored_schema *marker;
   int64_t last_beat;
@@ -54,18 +47,10 @@ typedef struct bld {
   size_t np, cap;
   unico_result *res;
   int err;
-  /* writes found during a scan chunk, made after it (no store write runs
-   * inside a scan callback) */
-  struct pend *pend;
-  size_t npend, pcap;
-  /* phase 0: the record keys of insert intents found, settled after the
-   * scan (each a length-prefixed key) */
-  ubuf intents;
+  /* the writes, queued during a scan chunk and made after it (no store
+   * write runs inside a scan callback), each batch under the marker */
+  uexec_bulk *bulk;
   uint64_t old_fp; /* the fingerprint of the definition being replaced */
-  /* build phase */
-  ustore_op *ops;
-  ubuf *bufs;
-  size_t nops, max_ops;
 } bld;
 
 static int kpair_cmp(const void *a, const void *b) {
@@ -82,21 +67,8 @@ static int heartbeat(bld *b) {
   if (now - b->last_beat < HEARTBEAT_MS) return UNICO_OK;
   b->last_beat = now;
   b->marker->since_ms = now;
-  ubuf v = UBUF_INIT;
-  ustored_schema_encode(&v, b->marker);
-  ustore_op op;
-  memset(&op, 0, sizeof op);
-  op.key = b->skey.p;
-  op.klen = b->skey.len;
-  op.expect = USTORE_VERSION;
-  op.expect_version = *b->mark_ver;
-  op.action = USTORE_PUT;
-  op.val = v.p;
-  op.vlen = v.len;
-  int rc = uexec_cas(b->u->x, &op, b->res);
-  ubuf_free(&op.cur);
-  ubuf_free(&v);
-  if (rc == USTORE_NOT_APPLIED)
+  int rc = uexec_schema_put(b->u->x, *b->mark_ver, b->marker, b->res);
+  if (rc == UEXEC_NOT_APPLIED)
     return uerr(b->res, UNICO_EBUSY, NULL,
                 "the schema change was taken over by another process; apply "
                 "it again");
@@ -234,110 +206,19 @@ static json_t *violations(bld *b, uint64_t *ndup, uint64_t *nover) {
                    (json_int_t)*ndup, "over_limit_total", (json_int_t)*nover);
 }
 
-/* Add one op to the batch (copying key and value); flush when full. */
+static int tick(void *ctx) { return heartbeat(ctx); }
+
+/* Make the queued writes. */
 static int flush(bld *b) {
-  if (!b->nops) return UNICO_OK;
-  int rc, schema_failed = 0;
-  if (uexec_is_claims(b->u->x)) {
-    /* No transactions: the marker check, then each write on its own; all
-     * writers are fenced or waiting (see fence_cb), so none interleaves. */
-    rc = UNICO_OK;
-    for (size_t i = 0; i < b->nops && rc == UNICO_OK; i++) {
-      rc = uexec_cas(b->u->x, &b->ops[i], b->res);
-      if (rc == USTORE_NOT_APPLIED && i == 0) schema_failed = 1;
-    }
-  } else {
-    rc = uexec_txn(b->u->x, b->ops, b->nops, b->res);
-    schema_failed = rc == USTORE_NOT_APPLIED && b->ops[0].failed;
-  }
-  for (size_t i = 0; i < b->nops; i++) {
-    ubuf_free(&b->ops[i].cur);
-    ubuf_free(&b->bufs[2 * i]);
-    ubuf_free(&b->bufs[2 * i + 1]);
-  }
-  b->nops = 0;
-  if (rc == USTORE_NOT_APPLIED)
+  int marker_moved;
+  int rc = uexec_bulk_flush(b->bulk, &marker_moved, b->res);
+  if (rc == UEXEC_NOT_APPLIED)
     return uerr(b->res, UNICO_EBUSY, NULL,
-                schema_failed
+                marker_moved
                     ? "the schema change was taken over by another process; "
                       "apply it again"
                     : "a record changed during the schema change; apply it "
                       "again");
-  if (rc) return rc;
-  return heartbeat(b);
-}
-
-static int add_op(bld *b, const uint8_t *k, size_t kl, int expect,
-                  uint64_t ver, int action, const ubuf *val) {
-  if (b->nops == 0) { /* every transaction starts with the marker check */
-    ubuf_put(&b->bufs[0], b->skey.p, b->skey.len);
-    ustore_op *o = &b->ops[0];
-    memset(o, 0, sizeof *o);
-    o->key = b->bufs[0].p;
-    o->klen = b->bufs[0].len;
-    o->expect = USTORE_VERSION;
-    o->expect_version = *b->mark_ver;
-    o->action = USTORE_CHECK;
-    b->nops = 1;
-  }
-  size_t i = b->nops;
-  ubuf_put(&b->bufs[2 * i], k, kl);
-  if (val) ubuf_put(&b->bufs[2 * i + 1], val->p, val->len);
-  if (!ubuf_ok(&b->bufs[2 * i]) || !ubuf_ok(&b->bufs[2 * i + 1]))
-    return uerr(b->res, UNICO_ENOMEM, NULL, "out of memory");
-  ustore_op *o = &b->ops[i];
-  memset(o, 0, sizeof *o);
-  o->key = b->bufs[2 * i].p;
-  o->klen = b->bufs[2 * i].len;
-  o->expect = expect;
-  o->expect_version = ver;
-  o->action = action;
-  o->val = b->bufs[2 * i + 1].p;
-  o->vlen = b->bufs[2 * i + 1].len;
-  b->nops++;
-  /* The marker's version moves with each heartbeat: keep ops[0] current. */
-  if (b->nops >= b->max_ops) {
-    int rc = flush(b);
-    b->ops[0].expect_version = *b->mark_ver;
-    return rc;
-  }
-  return UNICO_OK;
-}
-
-static int pend_add(bld *b, const uint8_t *k, size_t kl, int expect,
-                    uint64_t ver, int action, const ubuf *val) {
-  if (b->npend == b->pcap) {
-    size_t cap = b->pcap ? 2 * b->pcap : 1024;
-    struct pend *p = realloc(b->pend, cap * sizeof *p);
-    if (!p) return uerr(b->res, UNICO_ENOMEM, NULL, "out of memory");
-    b->pend = p;
-    b->pcap = cap;
-  }
-  struct pend *p = &b->pend[b->npend++];
-  p->k = (ubuf)UBUF_INIT;
-  p->v = (ubuf)UBUF_INIT;
-  ubuf_put(&p->k, k, kl);
-  if (val) ubuf_put(&p->v, val->p, val->len);
-  p->ver = ver;
-  p->expect = expect;
-  p->action = action;
-  if (!ubuf_ok(&p->k) || !ubuf_ok(&p->v))
-    return uerr(b->res, UNICO_ENOMEM, NULL, "out of memory");
-  return UNICO_OK;
-}
-
-/* Make the pending writes. */
-static int pend_drain(bld *b) {
-  int rc = UNICO_OK;
-  for (size_t i = 0; i < b->npend; i++) {
-    struct pend *p = &b->pend[i];
-    if (!rc)
-      rc = add_op(b, p->k.p, p->k.len, p->expect, p->ver, p->action,
-                  p->action == USTORE_DEL ? NULL : &p->v);
-    ubuf_free(&p->k);
-    ubuf_free(&p->v);
-  }
-  b->npend = 0;
   return rc;
 }
 
@@ -345,7 +226,7 @@ static int pend_drain(bld *b) {
  * pending writes and keep the marker fresh. */
 typedef struct chunk {
   bld *b;
-  ustore_scan_cb cb;
+  uexec_scan_cb cb;
   size_t n;
   ubuf last;
 } chunk;
@@ -362,7 +243,7 @@ static int chunk_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   return ++c->n >= CHUNK ? 2 : 0;
 }
 
-static int scan_chunks(bld *b, const ubuf *prefix, ustore_scan_cb cb) {
+static int scan_chunks(bld *b, const ubuf *prefix, uexec_scan_cb cb) {
   chunk c = {b, cb, 0, UBUF_INIT};
   int rc;
   for (;;) {
@@ -372,8 +253,7 @@ static int scan_chunks(bld *b, const ubuf *prefix, ustore_scan_cb cb) {
     if (b->err) rc = b->err;
     if (rc < 0 || (rc && rc != 2)) break;
     int more = rc == 2;
-    rc = pend_drain(b);
-    if (!rc) rc = flush(b);
+    rc = flush(b);
     if (!rc) rc = heartbeat(b);
     if (rc || !more) break;
   }
@@ -382,67 +262,22 @@ static int scan_chunks(bld *b, const ubuf *prefix, ustore_scan_cb cb) {
   return rc;
 }
 
-static void note_intent(bld *b, const uint8_t *k, size_t kl) {
-  uint32_t n = (uint32_t)kl;
-  ubuf_put(&b->intents, &n, sizeof n);
-  ubuf_put(&b->intents, k, kl);
-  if (!ubuf_ok(&b->intents))
-    b->err = uerr(b->res, UNICO_ENOMEM, NULL, "out of memory");
-}
-
-/* Phase 0, claims protocol only: fence every write in flight on the
- * table. The marker is in place, so a write that has not passed its schema
- * check yet will fail it; one that has may still commit, so its insert
- * intent becomes ABORTED and every live record's version moves (the
- * commit expects the version it read). */
+/* Phase 0, key by key only: fence every write in flight on the table
+ * (exec.h's uexec_bulk_fence), then settle the insert intents found. */
 static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                     size_t vl, uint64_t ver) {
   bld *b = ctx;
-  ustored_record r;
-  ubuf nv = UBUF_INIT;
-  if (ustored_record_decode(v, vl, &r)) return 0; /* counted in phase 1 */
-  (void)ver;
-  if (r.state == UREC_INTENT) { /* settled after the scan */
-    note_intent(b, k, kl);
-  } else if (r.state == UREC_PENDING) {
-    ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->u->x),
-                             r.version, &r.hist);
-    b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
-  } else if (r.state == UREC_LIVE) {
-    ubuf same = {(uint8_t *)v, vl, vl, 0};
-    b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &same);
-  }
-  ubuf_free(&nv);
-  ustored_record_free(&r);
+  b->err = uexec_bulk_fence(b->bulk, k, kl, v, vl, ver, 0, b->res);
   return b->err ? 1 : 0;
 }
 
-/* Phase 0, second half: settle each intent found, under our own marker
- * and by the definition being replaced: committed ones become LIVE (and
- * are built from), the others ABORTED, without waiting (their writers see
- * the marker and wait for this change to end). */
 static int settle_intents(bld *b) {
-  ubuf v = UBUF_INIT;
-  int rc = UNICO_OK;
-  for (size_t i = 0; i + sizeof(uint32_t) <= b->intents.len && !rc;) {
-    uint32_t n;
-    memcpy(&n, b->intents.p + i, sizeof n);
-    i += sizeof n;
-    int inflight;
-    uint64_t ver;
-    rc = uexec_read_record(b->u->x, b->intents.p + i, n, &v, &ver, &b->old_fp,
-                           UEXEC_SETTLE_NOW, &inflight, b->res);
-    if (rc == UNICO_ENOTFOUND) rc = UNICO_OK;
-    if (!rc && inflight)
-      rc = uerr(b->res, UNICO_EBUSY, NULL,
-                "an insert's intent in table %s could not be settled; apply "
-                "the schema again",
-                b->t->name);
-    i += n;
-    if (!rc) rc = heartbeat(b);
-  }
-  ubuf_free(&v);
-  ubuf_reset(&b->intents);
+  int rc = uexec_bulk_settle(b->bulk, b->old_fp, b->res);
+  if (rc == UNICO_EBUSY && b->res)
+    uerr(b->res, UNICO_EBUSY, NULL,
+         "an insert's intent in table %s could not be settled; apply the "
+         "schema again",
+         b->t->name);
   return rc;
 }
 
@@ -451,19 +286,8 @@ static int settle_intents(bld *b) {
 static int clear_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                     size_t vl, uint64_t ver) {
   bld *b = ctx;
-  ustored_claim cl;
   (void)ver;
-  b->err = pend_add(b, k, kl, USTORE_ANY, 0, USTORE_DEL, NULL);
-  /* A hold's index goes with it. */
-  if (!b->err && !ustored_claim_decode(v, vl, &cl)) {
-    if (cl.state == UCLAIM_HELD) {
-      ubuf hk = UBUF_INIT;
-      ukey_hold(&hk, cl.token_hash, 32);
-      b->err = pend_add(b, hk.p, hk.len, USTORE_ANY, 0, USTORE_DEL, NULL);
-      ubuf_free(&hk);
-    }
-    ustored_claim_free(&cl);
-  }
+  b->err = uexec_bulk_clear(b->bulk, k, kl, v, vl, b->res);
   return b->err ? 1 : 0;
 }
 
@@ -492,7 +316,7 @@ static int relist_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   if (same) goto leave;
   ustored_record_encode_hist(&nv, r.state, r.version, r.op_id, r.body, &want,
                              r.since_ms, &r.hist);
-  b->err = pend_add(b, k, kl, USTORE_VERSION, ver, USTORE_PUT, &nv);
+  b->err = uexec_bulk_put(b->bulk, k, kl, ver, &nv, b->res);
 leave:
   unico_result_clear(&tmp);
   ubuf_free(&nv);
@@ -522,8 +346,8 @@ static int con_same(const utable *a, const uconstraint *ca, const utable *b,
   return 1;
 }
 
-static void bld_init(bld *b, unico *u, const utable *t, uint64_t *mark_ver,
-                     ustored_schema *marker, unico_result *res) {
+static int bld_init(bld *b, unico *u, const utable *t, uint64_t *mark_ver,
+                    ustored_schema *marker, unico_result *res) {
   memset(b, 0, sizeof *b);
   b->u = u;
   b->t = t;
@@ -531,7 +355,7 @@ static void bld_init(bld *b, unico *u, const utable *t, uint64_t *mark_ver,
   b->marker = marker;
   b->last_beat = uexec_now(u->x);
   b->res = res;
-  ukey_schema(&b->skey);
+  return uexec_bulk_open(u->x, mark_ver, tick, b, &b->bulk, res);
 }
 
 int uapi_cons_differ(const utable *o, const utable *n) {
@@ -554,19 +378,12 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     int j = utable_constraint(old, target->cons[i].name);
     touched[i] = j < 0 || !con_same(old, &old->cons[j], target, &target->cons[i]);
   }
-  bld_init(&b, u, target, mark_ver, marker, res);
+  rc = bld_init(&b, u, target, mark_ver, marker, res);
   b.touched = touched;
-  size_t mt = uexec_max_txn(u->x);
-  b.max_ops = mt && mt < BATCH_OPS ? mt : BATCH_OPS;
-  b.ops = calloc(b.max_ops, sizeof *b.ops);
-  b.bufs = calloc(2 * b.max_ops, sizeof *b.bufs);
-  if (!b.ops || !b.bufs) {
-    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-    goto leave;
-  }
-  /* 0. (claims protocol) Fence the writes in flight. */
+  if (rc) goto leave;
+  /* 0. (key by key) Fence the writes in flight. */
   ukey_records(&prefix, target->name);
-  if (uexec_is_claims(u->x)) {
+  if (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) {
     b.old_fp = uplan_table_fingerprint(old);
     rc = scan_chunks(&b, &prefix, fence_cb);
     if (!rc) rc = settle_intents(&b);
@@ -619,12 +436,13 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
   if (rc) goto leave;
   /* 3. Claims and group counts, then the records' key lists. */
   ubuf cval = UBUF_INIT;
+  int members = (uexec_traits(u->x) & UEXEC_T_GROUP_MEMBERS) != 0;
   for (size_t i = 0; i < b.np && !rc;) {
     size_t j = i + 1;
     while (j < b.np && !kpair_cmp(&b.pairs[i], &b.pairs[j])) j++;
     const kpair *p = &b.pairs[i];
     ubuf_reset(&cval);
-    if (b.t->cons[p->con].kind == UCON_LIMIT && uexec_is_claims(u->x)) {
+    if (b.t->cons[p->con].kind == UCON_LIMIT && members) {
       ustored_members m = {0, NULL};
       for (size_t q = i; q < j && !rc; q++)
         if (ustored_members_add(&m, b.pairs[q].pk, b.pairs[q].pklen,
@@ -638,7 +456,8 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     else
       ustored_claim_encode(&cval, UCLAIM_COMMITTED, p->pk, p->pklen,
                            "schema-build", uexec_now(b.u->x));
-    rc = add_op(&b, p->key, p->klen, USTORE_ANY, 0, USTORE_PUT, &cval);
+    rc = uexec_bulk_put(b.bulk, p->key, p->klen, 0, &cval, res);
+    if (!rc && uexec_bulk_queued(b.bulk) >= FLUSH_EVERY) rc = flush(&b);
     i = j;
   }
   ubuf_free(&cval);
@@ -648,22 +467,9 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
   ukey_records(&prefix, target->name);
   rc = scan_chunks(&b, &prefix, relist_cb);
 leave:
-  for (size_t i = 0; i < b.npend; i++) {
-    ubuf_free(&b.pend[i].k);
-    ubuf_free(&b.pend[i].v);
-  }
-  free(b.pend);
-  for (size_t i = 0; b.ops && i < b.nops; i++) {
-    ubuf_free(&b.ops[i].cur);
-    ubuf_free(&b.bufs[2 * i]);
-    ubuf_free(&b.bufs[2 * i + 1]);
-  }
-  free(b.ops);
-  free(b.bufs);
-  ubuf_free(&b.intents);
+  uexec_bulk_close(b.bulk);
   pairs_free(b.pairs, b.np);
   ubuf_free(&prefix);
-  ubuf_free(&b.skey);
   return rc;
 }
 
@@ -673,11 +479,7 @@ leave:
 static int intent_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                      size_t vl, uint64_t ver) {
   bld *b = ctx;
-  ustored_record r;
-  (void)ver;
-  if (ustored_record_decode(v, vl, &r)) return 0;
-  if (r.state == UREC_INTENT) note_intent(b, k, kl);
-  ustored_record_free(&r);
+  b->err = uexec_bulk_fence(b->bulk, k, kl, v, vl, ver, 1, b->res);
   return b->err ? 1 : 0;
 }
 
@@ -685,15 +487,13 @@ int uapi_settle_table(unico *u, const utable *old, ustored_schema *marker,
                       uint64_t *mark_ver, unico_result *res) {
   bld b;
   ubuf prefix = UBUF_INIT;
-  if (!uexec_is_claims(u->x)) return UNICO_OK;
-  bld_init(&b, u, old, mark_ver, marker, res);
+  if (!(uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS)) return UNICO_OK;
+  int rc = bld_init(&b, u, old, mark_ver, marker, res);
   b.old_fp = uplan_table_fingerprint(old);
   ukey_records(&prefix, old->name);
-  int rc = scan_chunks(&b, &prefix, intent_cb);
+  if (!rc) rc = scan_chunks(&b, &prefix, intent_cb);
   if (!rc) rc = settle_intents(&b);
-  free(b.pend);
-  ubuf_free(&b.intents);
+  uexec_bulk_close(b.bulk);
   ubuf_free(&prefix);
-  ubuf_free(&b.skey);
   return rc;
 }

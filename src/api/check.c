@@ -24,20 +24,9 @@ typedef struct pair {
   size_t olen;
 } pair;
 
-/* A key to act on after a scan (repair), with the conditions to hold. */
-typedef struct fix {
-  ubuf key;        /* claim or index key to delete, or claim to restore */
-  uint64_t ver;    /* its version as read (0: must be absent) */
-  ubuf rkey;       /* record to check, if any */
-  uint64_t rver;   /* its version as read (0: must be absent) */
-  ubuf hkey;       /* a hold's index key to delete with it */
-  ubuf val;        /* restore: the claim to write */
-  int kind;        /* FIX_* */
-} fix;
-
-/* FIX_INTENT, FIX_TOMB, FIX_FREE: claims protocol only. */
-enum { FIX_ORPHAN = 1, FIX_EXPIRED, FIX_INDEX, FIX_RESTORE, FIX_INTENT,
-       FIX_TOMB, FIX_FREE, FIX_SETTLE, FIX_KINDS };
+/* A key to act on after a scan (repair), with the conditions to hold
+ * (exec.h's uexec_fix). */
+typedef uexec_fix fix;
 
 typedef struct chk {
   unico *u;
@@ -51,9 +40,10 @@ typedef struct chk {
   int err;
   int64_t now;
   int repair;   /* collect fixes */
-  /* claims protocol: orphans and operations in flight are states the
-   * protocol expects, not violations; tombstones and FREE claims age out */
-  int claims_mode;
+  /* key by key (UEXEC_T_KEY_BY_KEY): orphans and operations in flight
+   * are states the protocol expects, not violations; tombstones and FREE
+   * claims age out. Limit groups keep members (UEXEC_T_GROUP_MEMBERS). */
+  int claims_mode, members_mode;
   int64_t grace, retention;
   uint64_t orphans, in_flight, tombstones, free_claims;
   uint64_t claims_out; /* claims among them (orphans, in flight) */
@@ -158,7 +148,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
         c->in_flight++;
       } else {
         c->orphans++;
-        add_fix(c, FIX_SETTLE, k, kl, ver);
+        add_fix(c, UEXEC_FIX_SETTLE, k, kl, ver);
       }
     } else if (r.state == UREC_PENDING) {
       if (r.since_ms > c->now - c->grace) {
@@ -166,7 +156,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
       } else {
         c->orphans++;
         /* ABORTED fences it; the key's history stays */
-        fix *f = add_fix(c, FIX_INTENT, k, kl, ver);
+        fix *f = add_fix(c, UEXEC_FIX_INTENT, k, kl, ver);
         if (f)
           ustored_tombstone_encode(&f->val, "repair", c->now, r.version,
                                    &r.hist);
@@ -178,7 +168,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
        * a client saw never names a later record there) */
       if (r.since_ms < c->now - c->retention &&
           (r.hist.n || (r.body && strcmp(r.body, "{}")))) {
-        fix *f = add_fix(c, FIX_TOMB, k, kl, ver);
+        fix *f = add_fix(c, UEXEC_FIX_TOMB, k, kl, ver);
         if (f)
           ustored_record_encode_at(&f->val, r.state, r.version, r.op_id, "{}",
                                    NULL, r.since_ms);
@@ -233,7 +223,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     if (rc == UNICO_ENOTFOUND || is_free) {
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "no claim exists for a value the record holds");
-      fix *f = add_fix(c, FIX_RESTORE, want.v[i].key, want.v[i].klen,
+      fix *f = add_fix(c, UEXEC_FIX_RESTORE, want.v[i].key, want.v[i].klen,
                        is_free ? cver : 0);
       if (f) {
         ubuf_put(&f->rkey, k, kl);
@@ -307,7 +297,7 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     c->holds++;
     if (cl.expires_ms <= c->now) {
       c->expired_holds++;
-      fix *f = add_fix(c, FIX_EXPIRED, k, kl, ver);
+      fix *f = add_fix(c, UEXEC_FIX_EXPIRED, k, kl, ver);
       if (f) ukey_hold(&f->hkey, cl.token_hash, 32);
     }
     ustored_claim_free(&cl);
@@ -316,7 +306,7 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   if (cl.state != UCLAIM_FREE) c->claims++;
   if (cl.state == UCLAIM_FREE) {
     c->free_claims++;
-    if (cl.since_ms < c->now - c->retention) add_fix(c, FIX_FREE, k, kl, ver);
+    if (cl.since_ms < c->now - c->retention) add_fix(c, UEXEC_FIX_FREE, k, kl, ver);
     ustored_claim_free(&cl);
     return c->err ? 1 : 0;
   }
@@ -354,7 +344,7 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     }
   }
   if (orphan) {
-    fix *f = add_fix(c, FIX_ORPHAN, k, kl, ver);
+    fix *f = add_fix(c, UEXEC_FIX_ORPHAN, k, kl, ver);
     if (f) {
       ubuf_put(&f->rkey, rk.p, rk.len);
       f->rver = rver;
@@ -434,7 +424,7 @@ static int index_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     ustored_claim_free(&cl);
   }
   ubuf_free(&cv);
-  if (!live) add_fix(c, FIX_INDEX, k, kl, ver); /* not a violation */
+  if (!live) add_fix(c, UEXEC_FIX_INDEX, k, kl, ver); /* not a violation */
   return c->err ? 1 : 0;
 }
 
@@ -468,7 +458,7 @@ static int pair_cmp(const void *a, const void *b) {
   return x->clen < y->clen ? -1 : x->clen > y->clen;
 }
 
-static int scan_kind(chk *c, const char *kind, ustore_scan_cb cb) {
+static int scan_kind(chk *c, const char *kind, uexec_scan_cb cb) {
   ubuf p = UBUF_INIT;
   ukey_kind(&p, kind);
   int rc = uexec_scan(c->u->x, &p, cb, c, c->res);
@@ -484,116 +474,6 @@ int uapi_check(unico *u, unico_result *res) {
   return audit(u, 0, &c, res);
 }
 
-/* Claims protocol: one fix as single-key writes, each conditioned on the
- * version it was found at. An orphan claim is freed only after its
- * operation is fenced (its owner record's version moved, or the record
- * created ABORTED), as the protocol's own takeover does. */
-static int apply_fix_cas(unico *u, const fix *f, unico_result *res) {
-  ubuf val = UBUF_INIT;
-  int64_t now = uexec_now(u->x);
-  int rc = UNICO_OK;
-  ustore_op o;
-  switch (f->kind) {
-  case FIX_ORPHAN: {
-    /* The protocol's own takeover: still an orphan by the validity rule,
-     * its operation fenced, then the claim freed at the version read. */
-    ustored_claim cl;
-    if (ustored_claim_decode(f->val.p, f->val.len, &cl)) {
-      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
-      break;
-    }
-    rc = uexec_claim_state(u->x, f->key.p, f->key.len, &cl, "repair", res);
-    ustored_claim_free(&cl);
-    if (rc == UEXEC_CLAIM_IN_FORCE || rc == UEXEC_CLAIM_IN_FLIGHT)
-      rc = USTORE_NOT_APPLIED; /* in force or in flight now */
-    if (rc) break;
-    ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
-    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
-                       USTORE_PUT, val.p, val.len);
-    break;
-  }
-  case FIX_EXPIRED:
-    ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
-    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
-                       USTORE_PUT, val.p, val.len);
-    break;
-  case FIX_TOMB: /* an old tombstone: its version alone (in f->val) */
-  case FIX_INTENT: /* a stale insert intent: ABORTED (in f->val) */
-    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
-                       USTORE_PUT, f->val.p, f->val.len);
-    break;
-  case FIX_SETTLE: { /* flipped LIVE if complete, else ABORTED */
-    int inflight;
-    rc = uexec_read_record(u->x, f->key.p, f->key.len, &val, NULL, NULL,
-                           UEXEC_SETTLE_STALE, &inflight, res);
-    if (rc == UNICO_OK && inflight) rc = USTORE_NOT_APPLIED;
-    if (rc == UNICO_ENOTFOUND) rc = USTORE_NOT_APPLIED;
-    ubuf_free(&val);
-    return rc;
-  }
-  case FIX_RESTORE:
-    o = ustore_op_make(f->key.p, f->key.len,
-                       f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
-                       USTORE_PUT, f->val.p, f->val.len);
-    break;
-  default: /* FIX_INDEX, FIX_FREE: past use, removed */
-    o = ustore_op_make(f->key.p, f->key.len, USTORE_VERSION, f->ver,
-                       USTORE_DEL, NULL, 0);
-    break;
-  }
-  if (rc == UNICO_OK) {
-    rc = uexec_cas(u->x, &o, res);
-    ubuf_free(&o.cur);
-    if (rc == UNICO_OK && f->hkey.len) {
-      o = ustore_op_make(f->hkey.p, f->hkey.len, USTORE_ANY, 0, USTORE_DEL,
-                         NULL, 0);
-      uexec_cas(u->x, &o, NULL);
-      ubuf_free(&o.cur);
-    }
-  }
-  ubuf_free(&val);
-  return rc;
-}
-
-/* Make one fix, with the conditions it was found under. */
-static int apply_fix(unico *u, const fix *f, unico_result *res) {
-  if (uexec_is_claims(u->x)) return apply_fix_cas(u, f, res);
-  ustore_op ops[3];
-  size_t n = 0;
-  memset(ops, 0, sizeof ops);
-  ops[n].key = f->key.p;
-  ops[n].klen = f->key.len;
-  if (f->kind == FIX_RESTORE) {
-    ops[n].expect = USTORE_ABSENT;
-    ops[n].action = USTORE_PUT;
-    ops[n].val = f->val.p;
-    ops[n].vlen = f->val.len;
-  } else {
-    ops[n].expect = USTORE_VERSION;
-    ops[n].expect_version = f->ver;
-    ops[n].action = USTORE_DEL;
-  }
-  n++;
-  if (f->rkey.len) {
-    ops[n].key = f->rkey.p;
-    ops[n].klen = f->rkey.len;
-    ops[n].expect = f->rver ? USTORE_VERSION : USTORE_ABSENT;
-    ops[n].expect_version = f->rver;
-    ops[n].action = USTORE_CHECK;
-    n++;
-  }
-  if (f->hkey.len) {
-    ops[n].key = f->hkey.p;
-    ops[n].klen = f->hkey.len;
-    ops[n].expect = USTORE_ANY;
-    ops[n].action = USTORE_DEL;
-    n++;
-  }
-  int rc = uexec_txn(u->x, ops, n, res);
-  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
-  return rc;
-}
-
 int uapi_repair(unico *u, unico_result *res) {
   chk c;
   uint64_t swept = 0;
@@ -607,33 +487,33 @@ int uapi_repair(unico *u, unico_result *res) {
     res->json = NULL;
     res->message[0] = 0;
   }
-  uint64_t done[FIX_KINDS] = {0}, moved = 0;
+  uint64_t done[UEXEC_FIX_KINDS] = {0}, moved = 0;
   rc = UNICO_OK;
   for (size_t i = 0; i < c.nfixes && !rc; i++) {
-    int r = apply_fix(u, &c.fixes[i], res);
+    int r = uexec_fix_apply(u->x, &c.fixes[i], res);
     if (r == UNICO_OK) done[c.fixes[i].kind]++;
-    else if (r == USTORE_NOT_APPLIED) moved++; /* changed since: left */
+    else if (r == UEXEC_NOT_APPLIED) moved++; /* changed since: left */
     else rc = r;
   }
   if (!rc) {
     json_t *o = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "orphan_claims_removed",
-        (json_int_t)done[FIX_ORPHAN], "expired_holds_removed",
-        (json_int_t)done[FIX_EXPIRED], "hold_indexes_removed",
-        (json_int_t)done[FIX_INDEX], "claims_restored",
-        (json_int_t)done[FIX_RESTORE], "outcomes_removed", (json_int_t)swept,
+        (json_int_t)done[UEXEC_FIX_ORPHAN], "expired_holds_removed",
+        (json_int_t)done[UEXEC_FIX_EXPIRED], "hold_indexes_removed",
+        (json_int_t)done[UEXEC_FIX_INDEX], "claims_restored",
+        (json_int_t)done[UEXEC_FIX_RESTORE], "outcomes_removed", (json_int_t)swept,
         "skipped_changed", (json_int_t)moved, "before",
         before ? before : json_null());
     before = NULL;
-    if (o && uexec_is_claims(u->x)) {
+    if (o && (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)) {
       json_object_set_new(o, "stale_intents_aborted",
-                          json_integer((json_int_t)done[FIX_INTENT]));
+                          json_integer((json_int_t)done[UEXEC_FIX_INTENT]));
       json_object_set_new(o, "tombstones_shrunk",
-                          json_integer((json_int_t)done[FIX_TOMB]));
+                          json_integer((json_int_t)done[UEXEC_FIX_TOMB]));
       json_object_set_new(o, "free_claims_removed",
-                          json_integer((json_int_t)done[FIX_FREE]));
+                          json_integer((json_int_t)done[UEXEC_FIX_FREE]));
       json_object_set_new(o, "intents_settled",
-                          json_integer((json_int_t)done[FIX_SETTLE]));
+                          json_integer((json_int_t)done[UEXEC_FIX_SETTLE]));
     }
     if (res && o) res->json = json_dumps(o, JSON_COMPACT);
     json_decref(o);
@@ -664,7 +544,8 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
   c.res = res;
   c.now = uexec_now(u->x);
   c.repair = repair;
-  c.claims_mode = uexec_is_claims(u->x);
+  c.claims_mode = (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) != 0;
+  c.members_mode = (uexec_traits(u->x) & UEXEC_T_GROUP_MEMBERS) != 0;
   c.grace = uexec_grace(u->x);
   c.retention = (int64_t)uexec_retention(u->x);
   g.c = &c;
@@ -705,7 +586,7 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
       if (lim < 0 && cmp > 0)
         violation(&c, "unknown_group", k, kl,
                   "a limit group of a constraint the schema does not have");
-      if (c.claims_mode && cmp == 0) {
+      if (c.members_mode && cmp == 0) {
         /* every live record in the group must be in its member set */
         for (size_t a = i; a < e; a++) {
           size_t pkoff;
@@ -720,10 +601,10 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
             violation(&c, "missing_member", k, kl,
                       "a live record in the group is not in its member set");
         }
-      } else if (c.claims_mode && cmp < 0) {
+      } else if (c.members_mode && cmp < 0) {
         violation(&c, "missing_member", k, kl,
                   "live records are in a group that does not exist");
-      } else if (!c.claims_mode && members != stored)
+      } else if (!c.members_mode && members != stored)
         violation(&c, "group_count_mismatch", k, kl,
                   "the group counts %lld records but %lld live records are in "
                   "it",

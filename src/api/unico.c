@@ -13,7 +13,6 @@
 #include "api/internal.h"
 #include "api/rcache.h"
 #include "plan/plan.h"
-#include "store/store.h"
 #include "util/err.h"
 
 unsigned int unico_version(void) { return UNICO_VERSION_HEX; }
@@ -139,21 +138,21 @@ void unico_close(unico *u) {
 
 void unico_defer_begin(unico *u) {
   (void)u;
-  ustore_defer_begin();
+  uexec_defer_begin();
 }
 
 uint64_t unico_defer_end(unico *u) {
   (void)u;
-  return ustore_defer_end();
+  return uexec_defer_end();
 }
 
 typedef struct durable_wait {
-  ustore_watch w; /* first: the callback gets it back */
+  uexec_watch w; /* first: the callback gets it back */
   unico_durable_cb cb;
   void *ctx;
 } durable_wait;
 
-static void durable_fired(ustore_watch *w, int rc, const char *msg) {
+static void durable_fired(uexec_watch *w, int rc, const char *msg) {
   durable_wait *d = (durable_wait *)w;
   unico_durable_cb cb = d->cb;
   void *ctx = d->ctx;
@@ -170,7 +169,7 @@ int unico_when_durable(unico *u, uint64_t ticket, unico_durable_cb cb,
   d->w.cb = durable_fired;
   d->cb = cb;
   d->ctx = ctx;
-  int pending = ustore_watch_durable(uexec_store(u->x), &d->w);
+  int pending = uexec_watch_durable(u->x, &d->w);
   if (!pending) free(d);
   return pending;
 }

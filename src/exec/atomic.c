@@ -1,114 +1,13 @@
-/* atomic.c - executor 1: a planned write becomes one store transaction
- * holding the schema check, the record's condition, every claim taken and
- * released, and the outcome; reads, scans and the outcome sweep. */
-#include <stdatomic.h>
-#include <stdio.h>
+/* atomic.c - executor 1, for stores with transactions: a planned write
+ * becomes one store transaction holding the schema check, the record's
+ * condition, every claim taken and released, and the outcome. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "exec/exec.h"
 #include "exec/internal.h"
 #include "keys/keyspace.h"
-#include "keys/tuple.h"
 #include "util/err.h"
-
-#define SWEEP_EVERY 4096 /* writes between automatic outcome sweeps */
-#define DAY_MS (24 * 3600 * 1000ULL)
-
-
-int uexec_store_err(unico_result *res, int rc, const char *what,
-                    const ustore_err *e) {
-  if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
-  return uerr(res, rc, NULL, "%s: %s", what,
-              e && e->msg[0] ? e->msg : unico_strerror(rc));
-}
-
-int uexec_open(uexec **out, const char *url, uint64_t retention_ms,
-               unico_result *res) {
-  ustore *st = NULL;
-  ustore_err e = {{0}};
-  ustore_params params;
-  *out = NULL;
-  int rc = ustore_open_with(&st, url, &params, &e);
-  if (rc)
-    return uerr(res, rc, NULL, "%s", e.msg[0] ? e.msg : unico_strerror(rc));
-  uexec *x = calloc(1, sizeof *x);
-  if (!x) {
-    st->vt->close(st);
-    return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-  }
-  x->st = st;
-  x->retention_ms = retention_ms ? retention_ms : DAY_MS;
-  /* Stores without transactions run the claims protocol (claims.c). */
-  x->claims = !(st->vt->caps & USTORE_CAP_TXN);
-  x->proto = x->claims ? &uexec_claims_proto : &uexec_atomic_proto;
-  x->grace_ms = UEXEC_GRACE_MS;
-  atomic_init(&x->writes, 0);
-  atomic_init(&x->attempts, 0);
-  /* The insert's commit: the store URL's commit=parallel|classic. */
-  x->pc = x->claims && params.commit == USTORE_COMMIT_PARALLEL;
-  /* Attempt ids need only differ between two runs of one op id; a
-   * deterministic store keeps them reproducible (seed 0). */
-  if (!(st->vt->caps & USTORE_CAP_DETERMINISTIC) &&
-      getrandom(&x->seed, sizeof x->seed, 0) != (ssize_t)sizeof x->seed)
-    x->seed = (uint64_t)unow_ms() ^ ((uint64_t)getpid() << 32);
-  /* Outcomes past retention go at open, then every SWEEP_EVERY writes. */
-  uexec_sweep(x, ustore_now(x->st), NULL, NULL);
-  *out = x;
-  return UNICO_OK;
-}
-
-void uexec_close(uexec *x) {
-  if (!x) return;
-  if (x->st) x->st->vt->close(x->st);
-  free(x);
-}
-
-int uexec_read(uexec *x, const ubuf *key, ubuf *val, uint64_t *version,
-               unico_result *res) {
-  ustore_err e = {{0}};
-  int rc = x->st->vt->get(x->st, key->p, key->len, val, version, &e);
-  if (rc && rc != UNICO_ENOTFOUND) return uexec_store_err(res, rc, "reading", &e);
-  return rc;
-}
-
-int uexec_cas(uexec *x, ustore_op *op, unico_result *res) {
-  ustore_err e = {{0}};
-  int rc = x->st->vt->cas(x->st, op, &e);
-  if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
-    return uexec_store_err(res, rc, "writing", &e);
-  return rc;
-}
-
-static void count_write(uexec *x);
-
-int uexec_txn(uexec *x, ustore_op *ops, size_t n, unico_result *res) {
-  ustore_err e = {{0}};
-  /* One op needs no transaction (what the claims protocol can offer). */
-  int rc = n == 1 && x->claims ? x->st->vt->cas(x->st, ops, &e)
-                               : x->st->vt->txn(x->st, ops, n, &e);
-  if (rc == USTORE_NOT_APPLIED && n == 1) ops[0].failed = 1;
-  if (rc != UNICO_OK && rc != USTORE_NOT_APPLIED)
-    return uexec_store_err(res, rc, "writing", &e);
-  if (rc == UNICO_OK) count_write(x);
-  return rc;
-}
-
-int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
-               unico_result *res) {
-  ustore_err e = {{0}};
-  int rc = x->st->vt->scan(x->st, prefix->p, prefix->len, NULL, 0, cb, ctx, &e);
-  if (rc < 0) return uexec_store_err(res, rc, "scanning", &e);
-  return rc;
-}
-
-/* Count a write; every SWEEP_EVERY-th runs a sweep. */
-static void count_write(uexec *x) {
-  if ((atomic_fetch_add(&x->writes, 1) + 1) % SWEEP_EVERY == 0)
-    uexec_sweep(x, ustore_now(x->st), NULL, NULL);
-}
 
 static ustore_op mkop_claim(const uclaim *c, int expect, int action,
                             const ubuf *val) {
@@ -152,11 +51,6 @@ static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
   ubuf_free(&ops[1].cur);
   if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
   return uexec_store_err(res, rc, "reading a limit group", &e);
-}
-
-int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
-                unico_result *res) {
-  return x->proto->apply(x, p, why, res);
 }
 
 /* Atomic: a claim that is not a hold is in force unless FREE (records and
@@ -257,7 +151,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
   }
   rc = x->st->vt->txn(x->st, ops, i, &e);
   if (rc == UNICO_OK) {
-    count_write(x);
+    uexec_count_write(x);
   } else if (rc == USTORE_NOT_APPLIED) {
     if (ops[s_at].failed) {
       why->why = UREFUSED_SCHEMA;
@@ -308,130 +202,5 @@ const uexec_proto uexec_atomic_proto = {
     .claim_state = atomic_claim_state,
     .hold_put = uexec_atomic_hold_put,
     .hold_drop = uexec_atomic_hold_drop,
+    .fix = uexec_atomic_fix,
 };
-
-/* ------------------------------------------------------------------ */
-/* sweep */
-
-#define SWEEP_BATCH 256
-
-typedef struct swp {
-  int64_t cutoff;
-  size_t n, max;
-  ubuf keys[SWEEP_BATCH]; /* index keys */
-  char *ids[SWEEP_BATCH];
-} swp;
-
-static int sweep_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
-                    size_t vl, uint64_t ver) {
-  swp *s = ctx;
-  utup_reader r;
-  utup_item it;
-  ubuf id = UBUF_INIT;
-  (void)v, (void)vl, (void)ver;
-  utup_reader_init(&r, k, kl);
-  if (utup_next(&r, &it) != 1 || utup_next(&r, &it) != 1 || it.type != UTUP_INT)
-    return 0; /* not an index key: leave it */
-  if (it.i >= s->cutoff) return 1; /* the index is in age order: done */
-  if (utup_next(&r, &it) != 1 || it.type != UTUP_TEXT) return 0;
-  utup_item_copy(&it, &id);
-  s->ids[s->n] = ubuf_take(&id);
-  s->keys[s->n] = (ubuf)UBUF_INIT;
-  ubuf_put(&s->keys[s->n], k, kl);
-  s->n++;
-  return s->n == s->max ? 2 : 0;
-}
-
-int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,
-                unico_result *res) {
-  uint64_t total = 0;
-  int rc = UNICO_OK;
-  for (;;) {
-    swp s;
-    ubuf p = UBUF_INIT;
-    ustore_err e = {{0}};
-    s.cutoff = now_ms - (int64_t)x->retention_ms;
-    s.n = 0;
-    /* two ops per outcome: within the store's transaction size */
-    s.max = uexec_max_txn(x) ? uexec_max_txn(x) / 2 : SWEEP_BATCH;
-    if (s.max > SWEEP_BATCH) s.max = SWEEP_BATCH;
-    if (s.max == 0) s.max = 1;
-    ukey_kind(&p, "x");
-    int sr = x->st->vt->scan(x->st, p.p, p.len, NULL, 0, sweep_cb, &s, &e);
-    ubuf_free(&p);
-    if (sr < 0) rc = uexec_store_err(res, sr, "scanning outcomes", &e);
-    ustore_op ops[2 * SWEEP_BATCH];
-    ubuf okeys[SWEEP_BATCH];
-    for (size_t i = 0; i < s.n; i++) {
-      okeys[i] = (ubuf)UBUF_INIT;
-      ukey_outcome(&okeys[i], s.ids[i] ? s.ids[i] : "");
-      ops[2 * i] = uexec_op(&s.keys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
-      ops[2 * i + 1] = uexec_op(&okeys[i], USTORE_ANY, 0, USTORE_DEL, NULL);
-    }
-    if (!rc && s.n && x->claims) {
-      /* No transactions: the outcome first, then its index, so an index
-       * left behind by a failure is found and removed by a later sweep. */
-      for (size_t i = 0; i < 2 * s.n && !rc; i += 2) {
-        int tr = x->st->vt->cas(x->st, &ops[i + 1], &e);
-        if (!tr) tr = x->st->vt->cas(x->st, &ops[i], &e);
-        if (tr) rc = uexec_store_err(res, tr, "removing old outcomes", &e);
-        else total++;
-      }
-    } else if (!rc && s.n) {
-      int tr = x->st->vt->txn(x->st, ops, 2 * s.n, &e);
-      if (tr) rc = uexec_store_err(res, tr, "removing old outcomes", &e);
-      else total += s.n;
-    }
-    for (size_t i = 0; i < s.n; i++) {
-      ubuf_free(&ops[2 * i].cur);
-      ubuf_free(&ops[2 * i + 1].cur);
-      ubuf_free(&s.keys[i]);
-      ubuf_free(&okeys[i]);
-      free(s.ids[i]);
-    }
-    if (rc || sr != 2) break;
-  }
-  if (removed) *removed = total;
-  return rc;
-}
-
-void uexec_set_grace(uexec *x, int64_t grace_ms) {
-  x->grace_ms = grace_ms > 0 ? grace_ms : UEXEC_GRACE_MS;
-}
-
-int uexec_is_claims(uexec *x) { return x->claims; }
-
-void uexec_set_fingerprint(uexec *x, uexec_fingerprint_fn fn) {
-  x->fingerprint = fn;
-}
-
-unsigned uexec_traits(uexec *x) {
-  unsigned t = x->proto->traits;
-  if (!(x->st->vt->caps & USTORE_CAP_REMOTE)) t &= ~UEXEC_T_CACHE_RECORDS;
-  return t;
-}
-int64_t uexec_grace(uexec *x) { return x->grace_ms; }
-uint64_t uexec_retention(uexec *x) { return x->retention_ms; }
-
-int64_t uexec_now(uexec *x) { return ustore_now(x->st); }
-
-void uexec_sleep(uexec *x, int64_t ms) { ustore_sleep(x->st, ms); }
-
-size_t uexec_max_key(uexec *x) { return x->st->vt->max_key; }
-
-const char *uexec_store_name(uexec *x) { return x->st->vt->name; }
-ustore *uexec_store(uexec *x) { return x->st; }
-
-size_t uexec_max_txn(uexec *x) {
-  return x->st->vt->version >= 2 ? x->st->vt->max_txn : 0;
-}
-
-int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
-                     ustore_scan_cb cb, void *ctx, unico_result *res) {
-  ustore_err e = {{0}};
-  int rc = x->st->vt->scan(x->st, prefix->p, prefix->len,
-                           after ? after->p : NULL, after ? after->len : 0, cb,
-                           ctx, &e);
-  if (rc < 0) return uexec_store_err(res, rc, "scanning", &e);
-  return rc;
-}

@@ -1767,10 +1767,12 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
 
 const uexec_proto uexec_claims_proto = {
     .name = "claims",
-    .traits = UEXEC_T_OUTCOME_APART | UEXEC_T_INSERT_INTENTS,
+    .traits = UEXEC_T_OUTCOME_APART | UEXEC_T_INSERT_INTENTS |
+              UEXEC_T_KEY_BY_KEY | UEXEC_T_GROUP_MEMBERS,
     .hold_apart = 1,
     .apply = claims_apply,
     .claim_state = uexec_claim_state,
     .hold_put = uexec_claims_hold_put,
     .hold_drop = uexec_claims_hold_drop,
+    .fix = uexec_claims_fix,
 };

@@ -73,19 +73,32 @@ int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
 /* Read one key: UNICO_OK (val, version), UNICO_ENOTFOUND, or an error. */
 int uexec_read(uexec *x, const ubuf *key, ubuf *val, uint64_t *version,
                unico_result *res);
-/* Several conditional writes, all or nothing (store.h's txn): UNICO_OK,
- * USTORE_NOT_APPLIED (failed ops marked), or an error (res filled). */
-int uexec_txn(uexec *x, ustore_op *ops, size_t n, unico_result *res);
-/* A one-key conditional write (for the schema key). */
-int uexec_cas(uexec *x, ustore_op *op, unico_result *res);
-/* Every key starting with prefix, in order; cb as in store.h. Returns what
- * a stopping callback returned, or an error code (res filled). */
-int uexec_scan(uexec *x, const ubuf *prefix, ustore_scan_cb cb, void *ctx,
+/* A scan's callback (store.h's contract: 0 goes on, another value stops
+ * the scan and is returned; no store write runs inside it). */
+typedef ustore_scan_cb uexec_scan_cb;
+/* Every key starting with prefix, in order. Returns what a stopping
+ * callback returned, or an error code (res filled). */
+int uexec_scan(uexec *x, const ubuf *prefix, uexec_scan_cb cb, void *ctx,
                unico_result *res);
 
 /* The same, starting strictly after key `after` (NULL: from the start). */
 int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
-                     ustore_scan_cb cb, void *ctx, unico_result *res);
+                     uexec_scan_cb cb, void *ctx, unico_result *res);
+
+/* Deferred durability, for the calling thread (store.h's
+ * ustore_defer_begin/_end): writes between the two may be answered before
+ * they are durable; _end returns the ticket of the commit to wait for (0:
+ * none). */
+void uexec_defer_begin(void);
+uint64_t uexec_defer_end(void);
+/* Call w->cb once the commit of ticket w->seq is durable (store.h's
+ * watch_durable): 1 when it will be called later, 0 when it is durable
+ * already (w->cb is not called). */
+typedef ustore_watch uexec_watch;
+int uexec_watch_durable(uexec *x, uexec_watch *w);
+/* 1 when a store opened from url would defer durability as above, 0 when
+ * not, or the error opening it would give for the URL itself. */
+int uexec_url_defers(const char *url);
 
 /* The executor knows no schemas; where the claims protocol judges an
  * insert intent by its table's fingerprint (uplan_table_fingerprint) in
@@ -107,14 +120,21 @@ enum uexec_trait {
   UEXEC_T_INSERT_INTENTS = 0x2,
   /* reads are round trips and a record changes only by a write that
    * conditions on its version: records seen may be remembered */
-  UEXEC_T_CACHE_RECORDS = 0x4
+  UEXEC_T_CACHE_RECORDS = 0x4,
+  /* writes land key by key, not in one store transaction: a write in
+   * flight, or one whose client died, leaves claims without a live owner
+   * (orphans), pending records and intents, which the protocol settles by
+   * its validity rule; an audit counts them, it does not report them, and
+   * a rebuild fences the writers in flight before it rewrites a table */
+  UEXEC_T_KEY_BY_KEY = 0x8,
+  /* a limit group keeps the list of its members, not a count
+   * (ustored_members, not ustored_group) */
+  UEXEC_T_GROUP_MEMBERS = 0x10
 };
 unsigned uexec_traits(uexec *x);
 
 /* The claims protocol's grace period (ms; 0 keeps the default). */
 void uexec_set_grace(uexec *x, int64_t grace_ms);
-/* 1 when this executor runs the claims protocol. */
-int uexec_is_claims(uexec *x);
 int64_t uexec_grace(uexec *x);
 uint64_t uexec_retention(uexec *x);
 /* The store's clock (ms since the epoch; virtual on the simulated store)
@@ -236,9 +256,87 @@ int uexec_hold_release(uexec *x, const uint8_t hash[32], const char *table,
 size_t uexec_max_key(uexec *x);
 /* The store's name ("lmdb", "dynamodb", ...). */
 const char *uexec_store_name(uexec *x);
-ustore *uexec_store(uexec *x);
 /* The most ops one transaction may carry (0: no limit). */
 size_t uexec_max_txn(uexec *x);
+
+/* ------------------------------------------------------------------ */
+/* Bulk writes under the schema marker (exec/bulk.c): what a schema change
+ * writes while it rebuilds a table's claims and limit groups. Writes are
+ * queued (a scan callback may queue, never write), then made by
+ * uexec_bulk_flush in batches: one store transaction each, or (key by
+ * key, where the rebuild has fenced every writer first) one key at a
+ * time. Each batch first checks that the schema key is still at
+ * *mark_ver, which the caller moves when it refreshes its marker. */
+
+typedef struct uexec_bulk uexec_bulk;
+/* Called after each batch (the marker's heartbeat); a non-zero return
+ * stops the flush and is returned. */
+typedef int (*uexec_tick_fn)(void *ctx);
+
+int uexec_bulk_open(uexec *x, const uint64_t *mark_ver, uexec_tick_fn tick,
+                    void *tick_ctx, uexec_bulk **out, unico_result *res);
+void uexec_bulk_close(uexec_bulk *b); /* accepts NULL; drops the queue */
+/* Queue a put of val at k: at store version ver, or whatever is there
+ * (ver 0). */
+int uexec_bulk_put(uexec_bulk *b, const uint8_t *k, size_t kl, uint64_t ver,
+                   const ubuf *val, unico_result *res);
+/* Queue the removal of the claim or limit group at k (value v as read),
+ * with whatever hangs on it (a hold's index). */
+int uexec_bulk_clear(uexec_bulk *b, const uint8_t *k, size_t kl,
+                     const uint8_t *v, size_t vl, unico_result *res);
+/* Key by key (UEXEC_T_KEY_BY_KEY), for the record at k (value v, store
+ * version ver) found under the marker: queue the writes that fence the
+ * write that may be in flight on it (a pending record becomes a
+ * tombstone, a live one moves its version), and note an insert intent
+ * for uexec_bulk_settle. intents_only: only note intents. Otherwise
+ * nothing. */
+int uexec_bulk_fence(uexec_bulk *b, const uint8_t *k, size_t kl,
+                     const uint8_t *v, size_t vl, uint64_t ver,
+                     int intents_only, unico_result *res);
+/* Settle the intents noted, judged by the table fingerprint old_fp (the
+ * definition being replaced): LIVE when complete, else ABORTED, without
+ * waiting. UNICO_EBUSY when one cannot be settled. */
+int uexec_bulk_settle(uexec_bulk *b, uint64_t old_fp, unico_result *res);
+/* The number of writes queued. */
+size_t uexec_bulk_queued(const uexec_bulk *b);
+/* Make the queued writes: UNICO_OK, UEXEC_NOT_APPLIED when a condition
+ * failed (*marker_moved: the schema key moved, else a key written moved;
+ * the batches before it are made), or an error. The queue is empty
+ * after. */
+int uexec_bulk_flush(uexec_bulk *b, int *marker_moved, unico_result *res);
+
+/* ------------------------------------------------------------------ */
+/* Repairs (exec/repair.c): a fix an audit found, made under the
+ * conditions it was found with, so that a write since is never undone. */
+
+enum uexec_fix_kind {
+  UEXEC_FIX_ORPHAN = 1, /* a claim whose owner does not hold it: freed
+                           (key by key: once its operation is fenced);
+                           val: the claim as read (key by key) */
+  UEXEC_FIX_EXPIRED,    /* an expired hold: freed, with its index hkey */
+  UEXEC_FIX_INDEX,      /* a hold index of no hold: removed */
+  UEXEC_FIX_RESTORE,    /* a missing claim: val written, while the record
+                           rkey is at rver (0: absent) */
+  UEXEC_FIX_INTENT,     /* key by key: a stale pending record: val (ABORTED) */
+  UEXEC_FIX_TOMB,       /* key by key: an old tombstone: val (shrunk) */
+  UEXEC_FIX_FREE,       /* key by key: a FREE claim past use: removed */
+  UEXEC_FIX_SETTLE,     /* key by key: a stale insert intent: settled */
+  UEXEC_FIX_KINDS
+};
+
+typedef struct uexec_fix {
+  int kind;      /* enum uexec_fix_kind */
+  ubuf key;      /* the key to fix */
+  uint64_t ver;  /* its store version as read (0: absent) */
+  ubuf rkey;     /* a record whose version must hold (empty: none) */
+  uint64_t rver; /* its version as read (0: absent) */
+  ubuf hkey;     /* a hold's index to remove with it (empty: none) */
+  ubuf val;      /* the value to write (by kind) */
+} uexec_fix;
+
+/* Make fix f: UNICO_OK, UEXEC_NOT_APPLIED when what it was found under
+ * changed since (left alone), or an error. */
+int uexec_fix_apply(uexec *x, const uexec_fix *f, unico_result *res);
 
 /* Remove outcomes created before now_ms - retention. */
 int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,

@@ -30,6 +30,8 @@ typedef struct uexec_proto {
    * ckey (at cver) */
   int (*hold_drop)(uexec *x, const ubuf *hkey, uint64_t hver,
                    const ubuf *ckey, uint64_t cver, unico_result *res);
+  /* make a repair (exec.h's uexec_fix_apply) */
+  int (*fix)(uexec *x, const uexec_fix *f, unico_result *res);
 } uexec_proto;
 
 extern const uexec_proto uexec_atomic_proto;
@@ -48,6 +50,19 @@ int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
 int uexec_claims_hold_drop(uexec *x, const ubuf *hkey, uint64_t hver,
                            const ubuf *ckey, uint64_t cver,
                            unico_result *res);
+
+/* Several conditional writes, all or nothing (store.h's txn; one op on
+ * a store without transactions: its cas): UNICO_OK, UEXEC_NOT_APPLIED
+ * (failed ops marked), or an error (res filled). */
+int uexec_txn(uexec *x, ustore_op *ops, size_t n, unico_result *res);
+/* A one-key conditional write. */
+int uexec_cas(uexec *x, ustore_op *op, unico_result *res);
+/* Count a committed write; every so many run the outcome sweep. */
+void uexec_count_write(uexec *x);
+
+/* The repairs of each protocol (repair.c). */
+int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res);
+int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res);
 
 /* A store operation on key k (value v, NULL: none): the one way the
  * executor's files make them. */

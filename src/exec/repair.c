@@ -1,0 +1,90 @@
+/* repair.c - the fixes an audit finds (api/check.c), made by each
+ * protocol under the conditions they were found with: a key changed since
+ * is left alone (UEXEC_NOT_APPLIED), so a repair never undoes a write. */
+#include <string.h>
+
+#include "exec/exec.h"
+#include "exec/internal.h"
+#include "util/err.h"
+
+/* Atomic: one transaction per fix, holding the key's version, the
+ * record's version when the fix depends on it, and a hold's index. */
+int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res) {
+  ustore_op ops[3];
+  size_t n = 0;
+  if (f->kind == UEXEC_FIX_RESTORE)
+    ops[n++] = uexec_op(&f->key, USTORE_ABSENT, 0, USTORE_PUT, &f->val);
+  else
+    ops[n++] = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_DEL, NULL);
+  if (f->rkey.len)
+    ops[n++] = uexec_op(&f->rkey, f->rver ? USTORE_VERSION : USTORE_ABSENT,
+                        f->rver, USTORE_CHECK, NULL);
+  if (f->hkey.len)
+    ops[n++] = uexec_op(&f->hkey, USTORE_ANY, 0, USTORE_DEL, NULL);
+  int rc = uexec_txn(x, ops, n, res);
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  return rc;
+}
+
+/* Key by key: each fix a single-key write conditioned on the version it
+ * was found at. An orphan claim is freed only after its operation is
+ * fenced (its owner record's version moved, or the record created
+ * ABORTED), as the protocol's own takeover does. */
+int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res) {
+  ubuf val = UBUF_INIT;
+  int64_t now = uexec_now(x);
+  int rc = UNICO_OK;
+  ustore_op o;
+  switch (f->kind) {
+  case UEXEC_FIX_ORPHAN: {
+    /* still an orphan by the validity rule, its operation fenced, then
+     * the claim freed at the version read */
+    ustored_claim cl;
+    if (ustored_claim_decode(f->val.p, f->val.len, &cl))
+      return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
+    rc = uexec_claim_state(x, f->key.p, f->key.len, &cl, "repair", res);
+    ustored_claim_free(&cl);
+    if (rc == UEXEC_CLAIM_IN_FORCE || rc == UEXEC_CLAIM_IN_FLIGHT)
+      rc = UEXEC_NOT_APPLIED; /* in force or in flight now */
+    if (rc) return rc;
+    ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
+    o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_PUT, &val);
+    break;
+  }
+  case UEXEC_FIX_EXPIRED:
+    ustored_claim_encode(&val, UCLAIM_FREE, NULL, 0, "repair", now);
+    o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_PUT, &val);
+    break;
+  case UEXEC_FIX_TOMB:   /* an old tombstone: its version alone (val) */
+  case UEXEC_FIX_INTENT: /* a stale pending record: ABORTED (val) */
+    o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_PUT, &f->val);
+    break;
+  case UEXEC_FIX_SETTLE: { /* flipped LIVE if complete, else ABORTED */
+    int inflight;
+    rc = uexec_read_record(x, f->key.p, f->key.len, &val, NULL, NULL,
+                           UEXEC_SETTLE_STALE, &inflight, res);
+    if ((rc == UNICO_OK && inflight) || rc == UNICO_ENOTFOUND)
+      rc = UEXEC_NOT_APPLIED;
+    ubuf_free(&val);
+    return rc;
+  }
+  case UEXEC_FIX_RESTORE:
+    o = uexec_op(&f->key, f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
+                 USTORE_PUT, &f->val);
+    break;
+  default: /* UEXEC_FIX_INDEX, UEXEC_FIX_FREE: past use, removed */
+    o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_DEL, NULL);
+    break;
+  }
+  rc = uexec_cas(x, &o, res);
+  ubuf_free(&o.cur);
+  if (rc == UNICO_OK && f->hkey.len) {
+    /* the index after the hold: one left behind is found by the next
+     * audit (an index of no hold) */
+    o = uexec_op(&f->hkey, USTORE_ANY, 0, USTORE_DEL, NULL);
+    uexec_cas(x, &o, NULL);
+    ubuf_free(&o.cur);
+  }
+  ubuf_free(&val);
+  return rc;
+}
