@@ -126,6 +126,47 @@ static void violation(chk *c, const char *kind, const uint8_t *key, size_t kl,
   free(ks);
 }
 
+/* A record that is not live: key by key, an insert intent or a pending
+ * record in flight, or one whose write died (repair settles or aborts
+ * it), or a tombstone (past retention, shrunk to its version). */
+static void not_live(chk *c, const uint8_t *k, size_t kl, uint64_t ver,
+                     const ustored_record *r) {
+  if (!c->claims_mode) return;
+  if (r->state == UREC_INTENT) {
+    /* a parallel commit's intent: in flight, or one whose flip (or
+     * abort) is still to be done, which repair settles */
+    if (r->since_ms > c->now - c->grace) {
+      c->in_flight++;
+    } else {
+      c->orphans++;
+      add_fix(c, UEXEC_FIX_SETTLE, k, kl, ver);
+    }
+  } else if (r->state == UREC_PENDING) {
+    if (r->since_ms > c->now - c->grace) {
+      c->in_flight++;
+    } else {
+      c->orphans++;
+      /* ABORTED fences it; the key's history stays */
+      fix *f = add_fix(c, UEXEC_FIX_INTENT, k, kl, ver);
+      if (f)
+        ustored_tombstone_encode(&f->val, "repair", c->now, r->version,
+                                 &r->hist);
+    }
+  } else {
+    c->tombstones++;
+    /* Past retention a tombstone keeps only its version (never its
+     * removal: the key's versions must go on counting, so that a version
+     * a client saw never names a later record there) */
+    if (r->since_ms < c->now - c->retention &&
+        (r->hist.n || (r->body && strcmp(r->body, "{}")))) {
+      fix *f = add_fix(c, UEXEC_FIX_TOMB, k, kl, ver);
+      if (f)
+        ustored_record_encode_at(&f->val, r->state, r->version, r->op_id, "{}",
+                                 NULL, r->since_ms);
+    }
+  }
+}
+
 static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                      size_t vl, uint64_t ver) {
   chk *c = ctx;
@@ -140,40 +181,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     return 0;
   }
   if (r.state != UREC_LIVE) {
-    if (!c->claims_mode) goto leave;
-    if (r.state == UREC_INTENT) {
-      /* a parallel commit's intent: in flight, or one whose flip (or
-       * abort) is still to be done, which repair settles */
-      if (r.since_ms > c->now - c->grace) {
-        c->in_flight++;
-      } else {
-        c->orphans++;
-        add_fix(c, UEXEC_FIX_SETTLE, k, kl, ver);
-      }
-    } else if (r.state == UREC_PENDING) {
-      if (r.since_ms > c->now - c->grace) {
-        c->in_flight++;
-      } else {
-        c->orphans++;
-        /* ABORTED fences it; the key's history stays */
-        fix *f = add_fix(c, UEXEC_FIX_INTENT, k, kl, ver);
-        if (f)
-          ustored_tombstone_encode(&f->val, "repair", c->now, r.version,
-                                   &r.hist);
-      }
-    } else {
-      c->tombstones++;
-      /* Past retention a tombstone keeps only its version (never its
-       * removal: the key's versions must go on counting, so that a version
-       * a client saw never names a later record there) */
-      if (r.since_ms < c->now - c->retention &&
-          (r.hist.n || (r.body && strcmp(r.body, "{}")))) {
-        fix *f = add_fix(c, UEXEC_FIX_TOMB, k, kl, ver);
-        if (f)
-          ustored_record_encode_at(&f->val, r.state, r.version, r.op_id, "{}",
-                                   NULL, r.since_ms);
-      }
-    }
+    not_live(c, k, kl, ver, &r);
     goto leave;
   }
   c->records++;
@@ -246,30 +254,9 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
       ustored_claim_free(&cl);
     }
     /* Remember (claim, owner) to find values with two owners. */
-    if (c->npairs == c->cap) {
-      size_t cap = c->cap ? c->cap * 2 : 1024;
-      pair *p = realloc(c->pairs, cap * sizeof *p);
-      if (!p) {
-        c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
-        break;
-      }
-      c->pairs = p;
-      c->cap = cap;
-    }
-    pair *p = &c->pairs[c->npairs];
-    p->claim = malloc(want.v[i].klen);
-    p->owner = malloc(kl);
-    if (!p->claim || !p->owner) {
-      free(p->claim);
-      free(p->owner);
-      c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+    if (push_pair(c, &c->pairs, &c->npairs, &c->cap, want.v[i].key,
+                  want.v[i].klen, k, kl))
       break;
-    }
-    memcpy(p->claim, want.v[i].key, want.v[i].klen);
-    p->clen = want.v[i].klen;
-    memcpy(p->owner, k, kl);
-    p->olen = kl;
-    c->npairs++;
   }
 leave:
   ustored_record_free(&r);
@@ -530,6 +517,58 @@ leave:
   return rc;
 }
 
+/* Invariant 2: each group's count is its live members, within its
+ * limit (with members kept: each live record is a member). Both lists are
+ * sorted by group key. */
+static void compare_groups(chk *c, grps *g) {
+  if (c->ngpairs) qsort(c->gpairs, c->ngpairs, sizeof *c->gpairs, pair_cmp);
+  size_t i = 0, j = 0;
+  while (i < c->ngpairs || j < g->n) {
+    size_t e = i;
+    while (e < c->ngpairs && !pair_cmp(&c->gpairs[i], &c->gpairs[e])) e++;
+    pair probe = {g->v && j < g->n ? g->v[j].key : NULL,
+                  j < g->n ? g->v[j].klen : 0, NULL, 0};
+    int cmp = i >= c->ngpairs ? 1 : j >= g->n ? -1 : pair_cmp(&c->gpairs[i], &probe);
+    int64_t members = cmp <= 0 ? (int64_t)(e - i) : 0;
+    int64_t stored = cmp >= 0 ? g->v[j].count : 0;
+    const uint8_t *k = cmp <= 0 ? c->gpairs[i].claim : g->v[j].key;
+    size_t kl = cmp <= 0 ? c->gpairs[i].clen : g->v[j].klen;
+    int64_t lim = group_limit(c, k, kl);
+    if (lim < 0 && cmp > 0)
+      violation(c, "unknown_group", k, kl,
+                "a limit group of a constraint the schema does not have");
+    if (c->members_mode && cmp == 0) {
+      /* every live record in the group must be in its member set */
+      for (size_t a = i; a < e; a++) {
+        size_t pkoff;
+        const pair *gp = &c->gpairs[a];
+        int found = 0;
+        if (!ukey_split_table(gp->owner, gp->olen, "r", NULL, 0, &pkoff))
+          for (size_t b = 0; b < g->v[j].m.n && !found; b++)
+            found = g->v[j].m.v[b].pk_len == gp->olen - pkoff &&
+                    !memcmp(g->v[j].m.v[b].pk, gp->owner + pkoff,
+                            gp->olen - pkoff);
+        if (!found)
+          violation(c, "missing_member", k, kl,
+                    "a live record in the group is not in its member set");
+      }
+    } else if (c->members_mode && cmp < 0) {
+      violation(c, "missing_member", k, kl,
+                "live records are in a group that does not exist");
+    } else if (!c->members_mode && members != stored)
+      violation(c, "group_count_mismatch", k, kl,
+                "the group counts %lld records but %lld live records are in "
+                "it",
+                (long long)stored, (long long)members);
+    if (lim >= 0 && members > lim)
+      violation(c, "over_limit", k, kl,
+                "%lld live records are in a group limited to %lld",
+                (long long)members, (long long)lim);
+    if (cmp <= 0) i = e;
+    if (cmp >= 0) j++;
+  }
+}
+
 static int audit(unico *u, int repair, chk *out, unico_result *res) {
   usch *sc = NULL;
   chk c;
@@ -567,56 +606,7 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
     if (rc < 0) goto leave;
     rc = UNICO_OK;
   }
-  /* Invariant 2: each group's count is its live members, within its
-   * limit. Both lists are sorted by group key. */
-  if (c.ngpairs) qsort(c.gpairs, c.ngpairs, sizeof *c.gpairs, pair_cmp);
-  {
-    size_t i = 0, j = 0;
-    while (i < c.ngpairs || j < g.n) {
-      size_t e = i;
-      while (e < c.ngpairs && !pair_cmp(&c.gpairs[i], &c.gpairs[e])) e++;
-      pair probe = {g.v && j < g.n ? g.v[j].key : NULL,
-                    j < g.n ? g.v[j].klen : 0, NULL, 0};
-      int cmp = i >= c.ngpairs ? 1 : j >= g.n ? -1 : pair_cmp(&c.gpairs[i], &probe);
-      int64_t members = cmp <= 0 ? (int64_t)(e - i) : 0;
-      int64_t stored = cmp >= 0 ? g.v[j].count : 0;
-      const uint8_t *k = cmp <= 0 ? c.gpairs[i].claim : g.v[j].key;
-      size_t kl = cmp <= 0 ? c.gpairs[i].clen : g.v[j].klen;
-      int64_t lim = group_limit(&c, k, kl);
-      if (lim < 0 && cmp > 0)
-        violation(&c, "unknown_group", k, kl,
-                  "a limit group of a constraint the schema does not have");
-      if (c.members_mode && cmp == 0) {
-        /* every live record in the group must be in its member set */
-        for (size_t a = i; a < e; a++) {
-          size_t pkoff;
-          const pair *gp = &c.gpairs[a];
-          int found = 0;
-          if (!ukey_split_table(gp->owner, gp->olen, "r", NULL, 0, &pkoff))
-            for (size_t b = 0; b < g.v[j].m.n && !found; b++)
-              found = g.v[j].m.v[b].pk_len == gp->olen - pkoff &&
-                      !memcmp(g.v[j].m.v[b].pk, gp->owner + pkoff,
-                              gp->olen - pkoff);
-          if (!found)
-            violation(&c, "missing_member", k, kl,
-                      "a live record in the group is not in its member set");
-        }
-      } else if (c.members_mode && cmp < 0) {
-        violation(&c, "missing_member", k, kl,
-                  "live records are in a group that does not exist");
-      } else if (!c.members_mode && members != stored)
-        violation(&c, "group_count_mismatch", k, kl,
-                  "the group counts %lld records but %lld live records are in "
-                  "it",
-                  (long long)stored, (long long)members);
-      if (lim >= 0 && members > lim)
-        violation(&c, "over_limit", k, kl,
-                  "%lld live records are in a group limited to %lld",
-                  (long long)members, (long long)lim);
-      if (cmp <= 0) i = e;
-      if (cmp >= 0) j++;
-    }
-  }
+  compare_groups(&c, &g);
   /* Invariant 1: no normalized value held by two live records. */
   if (c.npairs) qsort(c.pairs, c.npairs, sizeof *c.pairs, pair_cmp);
   for (size_t i = 1; i < c.npairs; i++)
