@@ -675,8 +675,9 @@ static void test_txn_all_or_nothing(void **state) {
   put_str(s, "ver", "v2"); /* version 2 */
   put_str(s, "gone", "soon");
   put_str(s, "keep", "k");
+  put_str(s, "chk", "c");
   /* each kind of refusal, beside ops whose conditions hold */
-  ustore_op ops[9] = {
+  ustore_op ops[10] = {
       op("new", USTORE_ABSENT, 0, USTORE_PUT, "N"),         /* holds */
       op("taken", USTORE_ABSENT, 0, USTORE_PUT, "owner2"),  /* refused */
       op("ver", USTORE_VERSION, 2, USTORE_PUT, "v3"),       /* holds */
@@ -685,15 +686,16 @@ static void test_txn_all_or_nothing(void **state) {
       op("keep", USTORE_ANY, 0, USTORE_PUT, "changed"),     /* holds */
       op("nope", USTORE_PRESENT, 0, USTORE_PUT, "x"),       /* refused */
       op("keep2", USTORE_ANY, 0, USTORE_CHECK, NULL),       /* holds */
-      op("other", USTORE_ANY, 0, USTORE_DEL, NULL)};        /* holds */
-  assert_int_equal(txn(s, ops, 9), USTORE_NOT_APPLIED);
+      op("other", USTORE_ANY, 0, USTORE_DEL, NULL),         /* holds */
+      op("chk", USTORE_PRESENT, 0, USTORE_CHECK, NULL)};    /* holds */
+  assert_int_equal(txn(s, ops, 10), USTORE_NOT_APPLIED);
   want_refused(&ops[1], 1, 1, "owner1", 6);
   want_refused(&ops[4], 0, 0, NULL, 0);
   want_refused(&ops[6], 0, 0, NULL, 0);
-  const int held[] = {0, 2, 3, 5, 7, 8};
+  const int held[] = {0, 2, 3, 5, 7, 8, 9};
   for (size_t i = 0; i < sizeof held / sizeof *held; i++)
     assert_int_equal(ops[held[i]].failed, 0);
-  for (int i = 0; i < 9; i++) ubuf_free(&ops[i].cur);
+  for (int i = 0; i < 10; i++) ubuf_free(&ops[i].cur);
   want_absent_str(s, "new");
   want_str(s, "taken", "owner1", 1);
   want_str(s, "ver", "v2", 2);
@@ -712,8 +714,8 @@ static void test_txn_all_or_nothing(void **state) {
   ops[1] = op("taken", USTORE_VERSION, 1, USTORE_PUT, "owner2");
   ops[4] = op("ver2", USTORE_ABSENT, 0, USTORE_CHECK, NULL);
   ops[6] = op("nope", USTORE_ABSENT, 0, USTORE_PUT, "x");
-  assert_int_equal(txn(s, ops, 9), UNICO_OK);
-  for (int i = 0; i < 9; i++) {
+  assert_int_equal(txn(s, ops, 10), UNICO_OK);
+  for (int i = 0; i < 10; i++) {
     assert_int_equal(ops[i].failed, 0);
     ubuf_free(&ops[i].cur);
   }
@@ -726,6 +728,7 @@ static void test_txn_all_or_nothing(void **state) {
   want_str(s, "nope", "x", 1);
   want_absent_str(s, "keep2");
   want_absent_str(s, "other");
+  want_str(s, "chk", "c", 1);
 }
 
 /* Ops reused after a refusal: on the next refusal each op is marked anew
