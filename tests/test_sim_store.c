@@ -1,6 +1,8 @@
-/* test_sim_store.c - the simulated store: LMDB's conditions and versions,
- * scans, no transactions; the scheduler runs one client at a time, replays
- * a seed exactly, and injects each fault as configured; the virtual clock
+/* test_sim_store.c - what is the simulated store's own (its conditions,
+ * versions, scans and missing transactions are tests/store_conformance.c's
+ * cases, run on it as store_conformance_sim): the handle and its write
+ * counter, usim_scan; the scheduler runs one client at a time, replays a
+ * seed exactly, and injects each fault as configured; the virtual clock
  * (sleeps, jumps, the clock outside runs) and the observer. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,7 +50,11 @@ static int put(ustore *st, const char *k, const char *v) {
 
 /* ------------------------------------------------------------------ */
 
-static void test_cas_semantics(void **state) {
+/* The simulated store's own side of the interface (its conditions,
+ * versions, scans and missing transactions are tests/store_conformance.c's
+ * cases): what the handle reports, the write counter (only changes count),
+ * cas_many outside runs, handles and names. */
+static void test_handle(void **state) {
   (void)state;
   usim *s = new_sim("cas", 1, NULL);
   ustore *st = open_sim("cas");
@@ -61,105 +67,28 @@ static void test_cas_semantics(void **state) {
   /* no transactions, no round trips; a seeded schedule */
   assert_int_equal(st->vt->caps, USTORE_CAP_DETERMINISTIC);
   assert_int_equal(st->vt->max_key, 1024);
-  assert_int_equal(st->vt->get(st, "k", 1, &v, &ver, &e), UNICO_ENOTFOUND);
-  /* absent: create at version 1 */
+  /* writes count changes only: not refusals, checks, deleting nothing */
   ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "one");
   assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  assert_int_equal(st->vt->get(st, "k", 1, &v, &ver, &e), UNICO_OK);
-  assert_int_equal(ver, 1);
-  assert_int_equal(v.len, 3);
-  assert_memory_equal(v.p, "one", 3);
-  /* absent expected, present found: the current value comes back */
   o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "two");
   assert_int_equal(st->vt->cas(st, &o, &e), USTORE_NOT_APPLIED);
-  assert_true(o.failed && o.exists);
-  assert_int_equal(o.cur_version, 1);
-  assert_int_equal(o.cur.len, 3);
-  assert_memory_equal(o.cur.p, "one", 3);
   ubuf_free(&o.cur);
-  /* version: wrong refused, right applied (+1) */
-  o = op("k", USTORE_VERSION, 7, USTORE_PUT, "two");
-  assert_int_equal(st->vt->cas(st, &o, &e), USTORE_NOT_APPLIED);
-  assert_true(o.failed && o.exists);
-  assert_int_equal(o.cur_version, 1);
-  ubuf_free(&o.cur);
-  o = op("k", USTORE_VERSION, 1, USTORE_PUT, "two");
+  o = op("k", USTORE_PRESENT, 0, USTORE_CHECK, NULL);
   assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  assert_false(o.failed);
-  assert_int_equal(st->vt->get(st, "k", 1, &v, &ver, &e), UNICO_OK);
-  assert_int_equal(ver, 2);
-  assert_memory_equal(v.p, "two", 3);
-  /* present and any: +1 each */
-  o = op("k", USTORE_PRESENT, 0, USTORE_PUT, "three");
-  assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  o = op("k", USTORE_ANY, 0, USTORE_PUT, "");
-  assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  assert_int_equal(st->vt->get(st, "k", 1, &v, &ver, &e), UNICO_OK);
-  assert_int_equal(ver, 4);
-  assert_int_equal(v.len, 0);
-  /* present / version on an absent key: refused with exists = 0 */
-  o = op("nokey", USTORE_PRESENT, 0, USTORE_PUT, "x");
-  assert_int_equal(st->vt->cas(st, &o, &e), USTORE_NOT_APPLIED);
-  assert_true(o.failed);
-  assert_false(o.exists);
-  assert_int_equal(o.cur.len, 0);
-  ubuf_free(&o.cur);
-  o = op("nokey", USTORE_VERSION, 1, USTORE_PUT, "x");
-  assert_int_equal(st->vt->cas(st, &o, &e), USTORE_NOT_APPLIED);
-  assert_false(o.exists);
-  ubuf_free(&o.cur);
-  assert_int_equal(st->vt->get(st, "nokey", 5, NULL, NULL, &e), UNICO_ENOTFOUND);
-  usim_stats_get(s, &stats);
-  assert_int_equal(stats.writes, 4);
-  /* CHECK writes nothing, applied or not */
-  o = op("k", USTORE_VERSION, 4, USTORE_CHECK, NULL);
-  assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  o = op("k", USTORE_ABSENT, 0, USTORE_CHECK, NULL);
-  assert_int_equal(st->vt->cas(st, &o, &e), USTORE_NOT_APPLIED);
-  assert_int_equal(o.cur_version, 4);
-  ubuf_free(&o.cur);
-  o = op("nokey", USTORE_ANY, 0, USTORE_CHECK, NULL);
-  assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  assert_int_equal(st->vt->get(st, "nokey", 5, NULL, NULL, &e), UNICO_ENOTFOUND);
-  assert_int_equal(st->vt->get(st, "k", 1, NULL, &ver, &e), UNICO_OK);
-  assert_int_equal(ver, 4);
-  /* DEL of an absent key is a no-op that succeeds */
   o = op("nokey", USTORE_ANY, 0, USTORE_DEL, NULL);
   assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  o = op("nokey", USTORE_PRESENT, 0, USTORE_DEL, NULL);
-  assert_int_equal(st->vt->cas(st, &o, &e), USTORE_NOT_APPLIED);
-  ubuf_free(&o.cur);
+  o = op("k", USTORE_VERSION, 1, USTORE_PUT, "two");
+  assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
   usim_stats_get(s, &stats);
-  assert_int_equal(stats.writes, 4);
-  /* conditional DEL, then re-creation starts again at version 1 */
-  o = op("k", USTORE_VERSION, 3, USTORE_DEL, NULL);
-  assert_int_equal(st->vt->cas(st, &o, &e), USTORE_NOT_APPLIED);
-  ubuf_free(&o.cur);
-  o = op("k", USTORE_VERSION, 4, USTORE_DEL, NULL);
-  assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  assert_int_equal(st->vt->get(st, "k", 1, &v, &ver, &e), UNICO_ENOTFOUND);
-  o = op("k", USTORE_ANY, 0, USTORE_PUT, "again");
-  assert_int_equal(st->vt->cas(st, &o, &e), UNICO_OK);
-  assert_int_equal(st->vt->get(st, "k", 1, &v, &ver, &e), UNICO_OK);
-  assert_int_equal(ver, 1);
-  /* keys of 1..1024 bytes */
+  assert_int_equal(stats.writes, 2);
+  /* a key too long: the message says how long */
   char big[1025];
   memset(big, 'b', sizeof big);
-  ustore_op ob = ustore_op_make(big, 1024, USTORE_ABSENT, 0, USTORE_PUT, "v", 1);
-  assert_int_equal(st->vt->cas(st, &ob, &e), UNICO_OK);
-  ob = ustore_op_make(big, 1025, USTORE_ABSENT, 0, USTORE_PUT, "v", 1);
+  ustore_op ob = ustore_op_make(big, 1025, USTORE_ABSENT, 0, USTORE_PUT, "v", 1);
   assert_int_equal(st->vt->cas(st, &ob, &e), UNICO_EINVAL);
   assert_non_null(strstr(e.msg, "1025"));
   ob = ustore_op_make("", 0, USTORE_ANY, 0, USTORE_PUT, "v", 1);
   assert_int_equal(st->vt->cas(st, &ob, &e), UNICO_EINVAL);
-  assert_int_equal(st->vt->get(st, big, 1025, NULL, NULL, &e), UNICO_ENOTFOUND);
-  /* no transactions */
-  ustore_op two[2] = {op("t1", USTORE_ABSENT, 0, USTORE_PUT, "x"),
-                      op("t2", USTORE_ABSENT, 0, USTORE_PUT, "y")};
-  e.msg[0] = 0;
-  assert_int_equal(st->vt->txn(st, two, 2, &e), UNICO_EUNSUPPORTED);
-  assert_true(e.msg[0] != 0);
-  assert_int_equal(st->vt->get(st, "t1", 2, NULL, NULL, &e), UNICO_ENOTFOUND);
   /* cas_many outside runs: in order, each its own answer */
   ustore_op many[3] = {op("m1", USTORE_ABSENT, 0, USTORE_PUT, "a"),
                        op("k", USTORE_ABSENT, 0, USTORE_PUT, "b"),
@@ -214,60 +143,20 @@ static int collect(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   return 0;
 }
 
-static int stop_at_second(void *ctx, const uint8_t *k, size_t kl,
-                          const uint8_t *v, size_t vl, uint64_t ver) {
-  (void)k, (void)kl, (void)v, (void)vl, (void)ver;
-  return ++*(int *)ctx == 2 ? 42 : 0;
-}
-
-static void test_scan(void **state) {
+/* usim_scan, whose callback may read the sim directly (scans through the
+ * handle are tests/store_conformance.c's). */
+static void test_usim_scan(void **state) {
   (void)state;
   usim *s = new_sim("scan", 1, NULL);
   ustore *st = open_sim("scan");
-  ustore_err e = {{0}};
   const char *keys[] = {"p2", "a1", "p1", "p3", "q1", "p", "p\xff", "o"};
   for (int i = 0; i < 8; i++) assert_int_equal(put(st, keys[i], "v"), UNICO_OK);
   seen got = {0};
-  assert_int_equal(st->vt->scan(st, "p", 1, NULL, 0, collect, &got, &e), 0);
-  assert_int_equal(got.n, 5);
-  assert_string_equal(got.keys[0], "p");
-  assert_string_equal(got.keys[1], "p1");
-  assert_string_equal(got.keys[2], "p2");
-  assert_string_equal(got.keys[3], "p3");
-  assert_string_equal(got.keys[4], "p\xff");
-  /* strictly after */
-  memset(&got, 0, sizeof got);
-  assert_int_equal(st->vt->scan(st, "p", 1, "p1", 2, collect, &got, &e), 0);
-  assert_int_equal(got.n, 3);
-  assert_string_equal(got.keys[0], "p2");
-  memset(&got, 0, sizeof got);
-  assert_int_equal(st->vt->scan(st, "p", 1, "p15", 3, collect, &got, &e), 0);
-  assert_int_equal(got.n, 3);
-  assert_string_equal(got.keys[0], "p2");
-  /* `after` before the prefix: the whole prefix; past it: nothing */
-  memset(&got, 0, sizeof got);
-  assert_int_equal(st->vt->scan(st, "p", 1, "a", 1, collect, &got, &e), 0);
-  assert_int_equal(got.n, 5);
-  memset(&got, 0, sizeof got);
-  assert_int_equal(st->vt->scan(st, "p", 1, "q", 1, collect, &got, &e), 0);
-  assert_int_equal(got.n, 0);
-  /* no prefix: everything in byte order */
-  memset(&got, 0, sizeof got);
-  assert_int_equal(st->vt->scan(st, "", 0, NULL, 0, collect, &got, &e), 0);
-  assert_int_equal(got.n, 8);
-  assert_string_equal(got.keys[0], "a1");
-  assert_string_equal(got.keys[1], "o");
-  assert_string_equal(got.keys[7], "q1");
-  /* a stopping callback's value comes back */
-  int calls = 0;
-  assert_int_equal(st->vt->scan(st, "p", 1, NULL, 0, stop_at_second, &calls, &e),
-                   42);
-  assert_int_equal(calls, 2);
-  /* usim_scan, whose callback may read the sim directly */
-  memset(&got, 0, sizeof got);
   got.s = s;
   assert_int_equal(usim_scan(s, "p", 1, collect, &got), 0);
   assert_int_equal(got.n, 5);
+  assert_string_equal(got.keys[0], "p");
+  assert_string_equal(got.keys[4], "p\xff");
   assert_int_equal(got.lookups, 5);
   st->vt->close(st);
   usim_free(s);
@@ -867,8 +756,8 @@ static void test_observer(void **state) {
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cas_semantics),
-      cmocka_unit_test(test_scan),
+      cmocka_unit_test(test_handle),
+      cmocka_unit_test(test_usim_scan),
       cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_mutual_exclusion),
       cmocka_unit_test(test_fault_unknown),

@@ -1,9 +1,10 @@
-/* test_store_lmdb.c - the store interface on LMDB: conditions and versions,
- * all-or-nothing transactions that report every failed condition, scans,
- * map growth, a clear error when full whose advice works, deletes on a
- * full store, bad options, shared environments;
- * group commit: concurrent requests share batches, yet each is all or
- * nothing and sees the writes of the requests batched before it. */
+/* test_store_lmdb.c - what is the LMDB store's own (the store interface's
+ * cases, the same on every store, are tests/store_conformance.c): map
+ * growth, a clear error when full whose advice works, deletes on a full
+ * store, bad options, shared environments and reopening with other
+ * options, deferred durability; group commit: concurrent requests share
+ * batches, yet each is all or nothing and sees the writes of the requests
+ * batched before it. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,121 +43,6 @@ static ustore *open_store(const char *sub, const char *query) {
   if (rc) fprintf(stderr, "open %s: %d %s\n", url, rc, e.msg);
   assert_int_equal(rc, UNICO_OK);
   return s;
-}
-
-static void test_cas_versions(void **state) {
-  (void)state;
-  ustore *s = open_store("cas", NULL);
-  ustore_err e = {{0}};
-  ubuf v = UBUF_INIT;
-  uint64_t ver = 0;
-  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_ENOTFOUND);
-  ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "one");
-  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
-  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_OK);
-  assert_int_equal(ver, 1);
-  assert_int_equal(v.len, 3);
-  assert_memory_equal(v.p, "one", 3);
-  /* absent expected, present found: not applied, current value returned */
-  o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "two");
-  assert_int_equal(s->vt->cas(s, &o, &e), USTORE_NOT_APPLIED);
-  assert_true(o.failed && o.exists);
-  assert_int_equal(o.cur_version, 1);
-  assert_memory_equal(o.cur.p, "one", 3);
-  ubuf_free(&o.cur);
-  /* wrong version: not applied; right version: applied, version 2 */
-  o = op("k", USTORE_VERSION, 7, USTORE_PUT, "two");
-  assert_int_equal(s->vt->cas(s, &o, &e), USTORE_NOT_APPLIED);
-  ubuf_free(&o.cur);
-  o = op("k", USTORE_VERSION, 1, USTORE_PUT, "two");
-  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
-  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_OK);
-  assert_int_equal(ver, 2);
-  /* version expected on an absent key fails with exists = 0 */
-  o = op("nokey", USTORE_VERSION, 1, USTORE_PUT, "x");
-  assert_int_equal(s->vt->cas(s, &o, &e), USTORE_NOT_APPLIED);
-  assert_false(o.exists);
-  ubuf_free(&o.cur);
-  /* delete with a condition */
-  o = op("k", USTORE_VERSION, 2, USTORE_DEL, NULL);
-  assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
-  assert_int_equal(s->vt->get(s, "k", 1, &v, &ver, &e), UNICO_ENOTFOUND);
-  ubuf_free(&v);
-  s->vt->close(s);
-}
-
-static void test_txn_all_or_nothing(void **state) {
-  (void)state;
-  ustore *s = open_store("txn", NULL);
-  ustore_err e = {{0}};
-  ubuf v = UBUF_INIT;
-  ustore_op seed = op("b", USTORE_ANY, 0, USTORE_PUT, "taken");
-  assert_int_equal(s->vt->cas(s, &seed, &e), UNICO_OK);
-  seed = op("d", USTORE_ANY, 0, USTORE_PUT, "taken too");
-  assert_int_equal(s->vt->cas(s, &seed, &e), UNICO_OK);
-  ustore_op ops[4] = {op("a", USTORE_ABSENT, 0, USTORE_PUT, "A"),
-                      op("b", USTORE_ABSENT, 0, USTORE_PUT, "B"),
-                      op("c", USTORE_ABSENT, 0, USTORE_PUT, "C"),
-                      op("d", USTORE_ABSENT, 0, USTORE_PUT, "D")};
-  assert_int_equal(s->vt->txn(s, ops, 4, &e), USTORE_NOT_APPLIED);
-  /* every failed condition is reported, with its current value */
-  assert_false(ops[0].failed);
-  assert_true(ops[1].failed);
-  assert_false(ops[2].failed);
-  assert_true(ops[3].failed);
-  assert_memory_equal(ops[1].cur.p, "taken", 5);
-  assert_memory_equal(ops[3].cur.p, "taken too", 9);
-  for (int i = 0; i < 4; i++) ubuf_free(&ops[i].cur);
-  /* and nothing was written */
-  assert_int_equal(s->vt->get(s, "a", 1, &v, NULL, &e), UNICO_ENOTFOUND);
-  assert_int_equal(s->vt->get(s, "c", 1, &v, NULL, &e), UNICO_ENOTFOUND);
-  assert_int_equal(s->vt->get(s, "b", 1, &v, NULL, &e), UNICO_OK);
-  assert_memory_equal(v.p, "taken", 5);
-  /* a CHECK op conditions without writing */
-  ustore_op ok[2] = {op("b", USTORE_PRESENT, 0, USTORE_CHECK, NULL),
-                     op("a", USTORE_ABSENT, 0, USTORE_PUT, "A")};
-  assert_int_equal(s->vt->txn(s, ok, 2, &e), UNICO_OK);
-  assert_int_equal(s->vt->get(s, "a", 1, &v, NULL, &e), UNICO_OK);
-  ubuf_free(&v);
-  s->vt->close(s);
-}
-
-typedef struct seen {
-  int n;
-  char keys[16][8];
-} seen;
-
-static int collect(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
-                   size_t vl, uint64_t ver) {
-  (void)v, (void)vl, (void)ver;
-  seen *s = ctx;
-  if (s->n < 16) {
-    snprintf(s->keys[s->n], sizeof s->keys[0], "%.*s", (int)kl, (const char *)k);
-    s->n++;
-  }
-  return 0;
-}
-
-static void test_scan(void **state) {
-  (void)state;
-  ustore *s = open_store("scan", NULL);
-  ustore_err e = {{0}};
-  const char *keys[] = {"p2", "a1", "p1", "p3", "q1", "p"};
-  for (int i = 0; i < 6; i++) {
-    ustore_op o = op(keys[i], USTORE_ANY, 0, USTORE_PUT, "v");
-    assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
-  }
-  seen got = {0, {{0}}};
-  assert_int_equal(s->vt->scan(s, "p", 1, NULL, 0, collect, &got, &e), 0);
-  assert_int_equal(got.n, 4);
-  assert_string_equal(got.keys[0], "p");
-  assert_string_equal(got.keys[1], "p1");
-  assert_string_equal(got.keys[3], "p3");
-  memset(&got, 0, sizeof got);
-  assert_int_equal(s->vt->scan(s, "p", 1, "p1", 2, collect, &got, &e), 0);
-  assert_int_equal(got.n, 2);
-  assert_string_equal(got.keys[0], "p2");
-  s->vt->close(s);
 }
 
 static void test_growth_and_full(void **state) {
@@ -615,9 +501,6 @@ static void test_group_commit_full(void **state) {
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cas_versions),
-      cmocka_unit_test(test_txn_all_or_nothing),
-      cmocka_unit_test(test_scan),
       cmocka_unit_test(test_growth_and_full),
       cmocka_unit_test(test_full_deletes),
       cmocka_unit_test(test_max_map_size_alone),

@@ -401,9 +401,14 @@ static void get_answer(req *r, ubuf *val, uint64_t *ver, int *rc,
   *rc = UNICO_OK;
 }
 
+/* A key the store takes: 1 to CASS_MAX_KEY bytes (the vtab's max_key;
+ * Cassandra itself refuses an empty partition key). */
+static int key_ok(size_t klen) { return klen > 0 && klen <= CASS_MAX_KEY; }
+
 static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
                     uint64_t *version, ustore_err *e) {
   cass *s = (cass *)base;
+  if (!key_ok(klen)) return UNICO_ENOTFOUND; /* cannot be stored */
   req r;
   req_init(s, &r, ST_GET);
   req_val(&r, key, klen);
@@ -431,6 +436,11 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     ops[i].cur_version = 0;
     ubuf_reset(&ops[i].cur);
     rcs[i] = rc;
+    if (!key_ok(ops[i].klen)) { /* asked all the same; cannot be stored */
+      rcs[i] = UNICO_ENOTFOUND;
+      ops[i].exists = 0;
+      continue;
+    }
     if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
     else get_answer(&reqs[i], &ops[i].cur, &ops[i].cur_version, &rcs[i], e);
     ops[i].exists = rcs[i] == UNICO_OK;
@@ -548,7 +558,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     ops[i].failed = 0;
-    int st = simple_stmt(&ops[i]);
+    int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
     build_write(s, &reqs[m], &ops[i], st);
     of[m++] = i;
@@ -622,9 +632,16 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   free(reads);
   free(rof);
   /* the rarer conditions, one by one */
-  for (size_t i = 0; i < n; i++)
-    if (simple_stmt(&ops[i]) < 0)
-      rcs[i] = rmw(s, &ops[i], errs ? &errs[i] : &scratch);
+  for (size_t i = 0; i < n; i++) {
+    ustore_err *e = errs ? &errs[i] : &scratch;
+    if (!key_ok(ops[i].klen)) {
+      seterr(e, "a key of %zu bytes cannot be stored in Cassandra (1 to %d)",
+             ops[i].klen, CASS_MAX_KEY);
+      rcs[i] = UNICO_EINVAL;
+    } else if (simple_stmt(&ops[i]) < 0) {
+      rcs[i] = rmw(s, &ops[i], e);
+    }
+  }
 leave:
   reqs_free(reqs, m);
   free(reqs);
@@ -645,7 +662,7 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
   int sent = 0;
   if (!reqs || !calls || get_conn(s, &c, &scratch)) goto fallback;
   for (size_t i = 0; i < n; i++) {
-    int st = simple_stmt(&ops[i]);
+    int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
     pthread_mutex_lock(&s->mu);
     int ready = s->st[st].ready;
@@ -667,7 +684,7 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
 fallback:
   if (c) ucql_conn_unref(c);
   for (size_t i = 0; i < n; i++) {
-    if (sent && simple_stmt(&ops[i]) >= 0) continue;
+    if (sent && key_ok(ops[i].klen) && simple_stmt(&ops[i]) >= 0) continue;
     int rc;
     cass_cas_many(base, &ops[i], 1, &rc, &scratch);
   }

@@ -413,6 +413,10 @@ int lm_scan(ustore *base, const void *prefix, size_t plen,
   size_t mi = 0;
   int rc;
   memset(&m, 0, sizeof m);
+  /* Every key with the prefix sorts at or after it: an `after` before the
+   * prefix rules nothing out (and must not start the cursor before the
+   * prefix, where the first key outside it would end the scan). */
+  if (after && ustore_key_cmp(after, alen, prefix, plen) < 0) after = NULL;
   if (s->wal) {
     /* The tables' entries and LMDB's snapshot, taken under one lock, form
      * one consistent view; the scan merges them, the tables winning. */
@@ -468,7 +472,9 @@ int lm_scan(ustore *base, const void *prefix, size_t plen,
             : umt_keycmp(k.mv_data, k.mv_size, m.blob.p + t->koff, t->kl);
     int r = 0;
     if (c < 0) { /* LMDB's key, untouched since the last checkpoint */
-      if (k.mv_size && ((uint8_t *)k.mv_data)[0] != 0) /* not ours */
+      /* all but the log's checkpoint record (keys led by NUL are the
+       * caller's like any other) */
+      if (k.mv_size != CKPT_KLEN || memcmp(k.mv_data, CKPT_KEY, CKPT_KLEN))
         r = cb(ctx, k.mv_data, k.mv_size, (uint8_t *)v.mv_data + VHDR,
                v.mv_size - VHDR, lm_get_ver(&v));
     } else if (!t->deleted) {
