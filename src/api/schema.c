@@ -247,18 +247,10 @@ static int apply_output(unico_result *res, const uschema *s, uint64_t ver,
   return UNICO_OK;
 }
 
-int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
-  uschema *ns = NULL;
-  usch *cur = NULL;
-  uparse_error pe;
-  int rc;
-  if (!ddl) return uerr(res, UNICO_EINVAL, NULL, "no schema text given");
-  if (uschema_parse(ddl, &ns, &pe))
-    return uerr(res, UNICO_EINVAL, NULL, "schema error at line %d, column %d: %s", pe.line,
-                pe.col, pe.msg);
-  /* Every write must fit in one store transaction: an update that
-   * changes every value takes and releases each claim and group, and may
-   * take over a hold per claim. */
+/* Every write must fit in one store transaction: an update that changes
+ * every value takes and releases each claim and group, and may take over
+ * a hold per claim. */
+static int fits_txn(unico *u, const uschema *ns, unico_result *res) {
   size_t max_txn = uexec_max_txn(u->x);
   for (size_t i = 0; max_txn && i < ns->ntables; i++) {
     const utable *t = &ns->tables[i];
@@ -266,134 +258,180 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     for (size_t j = 0; j < t->ncons; j++)
       t->cons[j].kind == UCON_LIMIT ? l++ : k++;
     size_t need = 4 + 3 * k + 2 * l;
-    if (need > max_txn) {
-      rc = uerr(res, UNICO_ESCHEMA, NULL,
-                "table %s has %zu unique and %zu limit constraints: one update "
-                "could need %zu store operations in one transaction, more "
-                "than the %zu this store allows",
-                t->name, k, l, need, max_txn);
-      goto leave;
+    if (need > max_txn)
+      return uerr(res, UNICO_ESCHEMA, NULL,
+                  "table %s has %zu unique and %zu limit constraints: one "
+                  "update could need %zu store operations in one "
+                  "transaction, more than the %zu this store allows",
+                  t->name, k, l, need, max_txn);
+  }
+  return UNICO_OK;
+}
+
+#define CHANGE_MAX 1024
+
+/* What a change does to the tables that exist. */
+typedef struct change {
+  const char *need[CHANGE_MAX]; /* must be empty (why: whys, first 8) */
+  char whys[8][200];
+  size_t nneed;
+  const utable *build_o[CHANGE_MAX], *build_n[CHANGE_MAX]; /* rebuilt */
+  size_t nbuild;
+  const utable *settle_o[CHANGE_MAX]; /* their insert intents settled */
+  size_t nsettle;
+} change;
+
+static void plan_change(unico *u, const uschema *from, const uschema *to,
+                        change *ch) {
+  char why[200];
+  ch->nneed = ch->nbuild = ch->nsettle = 0;
+  for (size_t i = 0; i < from->ntables && ch->nneed < CHANGE_MAX; i++) {
+    const utable *o = &from->tables[i];
+    const utable *n = uschema_table(to, o->name);
+    if (!n) {
+      snprintf(why, sizeof why, "the table is dropped");
+    } else if (!needs_empty(o, n, why, sizeof why)) {
+      /* Constraint changes are built from the records. */
+      if (uapi_cons_differ(o, n) && ch->nbuild < CHANGE_MAX) {
+        ch->build_o[ch->nbuild] = o;
+        ch->build_n[ch->nbuild++] = n;
+      } else if ((uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS) &&
+                 ch->nsettle < CHANGE_MAX &&
+                 uplan_table_fingerprint(o) != uplan_table_fingerprint(n)) {
+        /* (an insert intent judges itself by its table's fingerprint:
+         * those planned under the old one are settled first) */
+        ch->settle_o[ch->nsettle++] = o;
+      }
+      continue;
+    }
+    if (ch->nneed < 8)
+      snprintf(ch->whys[ch->nneed], sizeof ch->whys[ch->nneed], "%s", why);
+    ch->need[ch->nneed++] = o->name;
+  }
+}
+
+/* Step 2 of a change, under the marker: the tables that must be empty are
+ * (else *bad is the first that is not), intents settled, constraints
+ * built; a build that fails puts the tables built before it back. */
+static int make_change(unico *u, const change *ch, ustored_schema *marker,
+                       uint64_t *mark_ver, int *bad, unico_result *res) {
+  int rc = UNICO_OK;
+  *bad = -1;
+  for (size_t i = 0; i < ch->nneed; i++) {
+    int h = table_has_records(u, ch->need[i], res);
+    if (h < 0) return h;
+    if (h) {
+      *bad = (int)i;
+      return UNICO_OK;
     }
   }
-  for (int attempt = 0; attempt < 100; attempt++) {
+  for (size_t i = 0; rc == UNICO_OK && i < ch->nsettle; i++)
+    rc = uapi_settle_table(u, ch->settle_o[i], marker, mark_ver, res);
+  size_t built = 0;
+  for (; rc == UNICO_OK && built < ch->nbuild; built++) {
+    rc = uapi_build_table(u, ch->build_o[built], ch->build_n[built], 1, marker,
+                          mark_ver, res);
+    if (rc) break;
+  }
+  if (rc && built) {
+    /* (nothing of the refused one was written) */
+    unico_result tmp = UNICO_RESULT_INIT;
+    for (size_t i = 0; i < built; i++)
+      uapi_build_table(u, ch->build_n[i], ch->build_o[i], 0, marker, mark_ver,
+                       &tmp);
+    unico_result_clear(&tmp);
+  }
+  return rc;
+}
+
+/* Put the schema cur back over our marker at mark_ver (none: remove the
+ * marker), keeping res as it is (a build's duplicate report in it). */
+static void put_back(unico *u, const usch *cur, uint64_t mark_ver,
+                     unico_result *res) {
+  char *report = res ? res->json : NULL;
+  if (res) res->json = NULL;
+  unico_result tmp = UNICO_RESULT_INIT;
+  ustored_schema back = {USCHEMA_READY, cur->schema_version, cur->ddl, NULL,
+                         0, uexec_now(u->x)};
+  if (cur->store_ver)
+    uexec_schema_put(u->x, mark_ver, &back, &tmp);
+  else
+    uexec_schema_remove(u->x, mark_ver, &tmp);
+  unico_result_clear(&tmp);
+  if (res) res->json = report;
+  else free(report);
+}
+
+/* One attempt at moving the stored schema cur to ddl (parsed: ns): 1 when
+ * the schema key moved meanwhile (start again), else UNICO_OK or the
+ * error. */
+static int apply_once(unico *u, const usch *cur, const char *ddl,
+                      const uschema *ns, change *ch, unico_result *res) {
+  plan_change(u, cur->s, ns, ch);
+  ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
+                         (char *)ddl, NULL, 0, uexec_now(u->x)};
+  int rc;
+  if (ch->nneed == 0 && ch->nbuild == 0 && ch->nsettle == 0) {
+    rc = uexec_schema_put(u->x, cur->store_ver, &next, res);
+    return rc == UEXEC_NOT_APPLIED ? 1 : rc;
+  }
+  /* Step 1: mark the change in progress; writers checking the schema
+   * version now fail and wait, so no record can appear in a table we are
+   * about to find empty. */
+  ustored_schema changing = {USCHEMA_CHANGING, cur->schema_version + 1,
+                             (char *)ddl, cur->ddl, cur->schema_version,
+                             uexec_now(u->x)};
+  rc = uexec_schema_put(u->x, cur->store_ver, &changing, res);
+  if (rc) return rc == UEXEC_NOT_APPLIED ? 1 : rc;
+  uint64_t mark_ver = cur->store_ver + 1;
+  int bad;
+  rc = make_change(u, ch, &changing, &mark_ver, &bad, res);
+  /* Step 3: commit, or put the old schema back. */
+  if (bad < 0 && rc == UNICO_OK) {
+    rc = uexec_schema_put(u->x, mark_ver, &next, res);
+    if (rc == UEXEC_NOT_APPLIED)
+      rc = uerr(res, UNICO_EBUSY, NULL,
+                "the schema change took too long and was rolled back by "
+                "another process; apply it again");
+    return rc;
+  }
+  put_back(u, cur, mark_ver, res);
+  if (rc) return rc;
+  size_t idx = (size_t)bad;
+  return uerr(res, UNICO_ESCHEMA, NULL,
+              "table %s has records, and %s; the schema was not changed",
+              ch->need[idx], idx < 8 ? ch->whys[idx] : "it changes");
+}
+
+int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
+  uschema *ns = NULL;
+  usch *cur = NULL;
+  uparse_error pe;
+  change *ch = NULL;
+  int rc;
+  if (!ddl) return uerr(res, UNICO_EINVAL, NULL, "no schema text given");
+  if (uschema_parse(ddl, &ns, &pe))
+    return uerr(res, UNICO_EINVAL, NULL, "schema error at line %d, column %d: %s", pe.line,
+                pe.col, pe.msg);
+  rc = fits_txn(u, ns, res);
+  if (!rc && !(ch = malloc(sizeof *ch)))
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  for (int attempt = 0; !rc && attempt < 100; attempt++) {
     uapi_sch_put(cur);
     cur = NULL;
     rc = uapi_sch_load(u, &cur, res);
-    if (rc) goto leave;
+    if (rc) break;
     if (schemas_equal(cur->s, ns) && cur->store_ver &&
         !strcmp(cur->ddl, ddl)) {
       rc = apply_output(res, ns, cur->schema_version, 0);
       goto leave;
     }
-    /* Which existing tables change in a way that needs them empty? */
-    const char *need[1024];
-    char whys[8][200];
-    size_t nneed = 0, nbuild = 0, nsettle = 0;
-    const utable *build_o[1024], *build_n[1024], *settle_o[1024];
-    char why[200];
-    for (size_t i = 0; i < cur->s->ntables && nneed < 1024; i++) {
-      const utable *o = &cur->s->tables[i];
-      const utable *n = uschema_table(ns, o->name);
-      if (!n) {
-        snprintf(why, sizeof why, "the table is dropped");
-      } else if (!needs_empty(o, n, why, sizeof why)) {
-        /* Constraint changes are built from the records. */
-        if (uapi_cons_differ(o, n) && nbuild < 1024) {
-          build_o[nbuild] = o;
-          build_n[nbuild++] = n;
-        } else if ((uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS) &&
-                   nsettle < 1024 &&
-                   uplan_table_fingerprint(o) != uplan_table_fingerprint(n)) {
-          /* (an insert intent judges itself by its table's fingerprint:
-           * those planned under the old one are settled first) */
-          settle_o[nsettle++] = o;
-        }
-        continue;
-      }
-      if (nneed < 8) snprintf(whys[nneed], sizeof whys[nneed], "%s", why);
-      need[nneed++] = o->name;
-    }
-    ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
-                           (char *)ddl, NULL, 0, uexec_now(u->x)};
-    if (nneed == 0 && nbuild == 0 && nsettle == 0) {
-      rc = uexec_schema_put(u->x, cur->store_ver, &next, res);
-      if (rc == UEXEC_NOT_APPLIED) continue; /* raced: start again */
-      if (rc) goto leave;
-      break;
-    }
-    /* Step 1: mark the change in progress; writers checking the schema
-     * version now fail and wait, so no record can appear in a table we are
-     * about to find empty. */
-    ustored_schema changing = {USCHEMA_CHANGING, cur->schema_version + 1,
-                               (char *)ddl, cur->ddl, cur->schema_version,
-                               uexec_now(u->x)};
-    rc = uexec_schema_put(u->x, cur->store_ver, &changing, res);
-    if (rc == UEXEC_NOT_APPLIED) continue;
-    if (rc) goto leave;
-    uint64_t mark_ver = cur->store_ver + 1;
-    /* Step 2: verify, and build the constraints that change. */
-    int bad = -1;
-    for (size_t i = 0; i < nneed; i++) {
-      int h = table_has_records(u, need[i], res);
-      if (h < 0) {
-        rc = h;
-        break;
-      }
-      if (h) {
-        bad = (int)i;
-        break;
-      }
-    }
-    for (size_t i = 0; bad < 0 && rc == UNICO_OK && i < nsettle; i++)
-      rc = uapi_settle_table(u, settle_o[i], &changing, &mark_ver, res);
-    size_t built = 0;
-    for (; bad < 0 && rc == UNICO_OK && built < nbuild; built++) {
-      rc = uapi_build_table(u, build_o[built], build_n[built], 1, &changing,
-                            &mark_ver, res);
-      if (rc) break;
-    }
-    if (rc && built) {
-      /* Put the tables built so far back as they were (nothing of the
-       * refused one was written). */
-      unico_result tmp = UNICO_RESULT_INIT;
-      for (size_t i = 0; i < built; i++)
-        uapi_build_table(u, build_n[i], build_o[i], 0, &changing, &mark_ver,
-                         &tmp);
-      unico_result_clear(&tmp);
-    }
-    /* Step 3: commit, or put the old schema back. */
-    if (bad < 0 && rc == UNICO_OK) {
-      rc = uexec_schema_put(u->x, mark_ver, &next, res);
-      if (rc == UEXEC_NOT_APPLIED)
-        rc = uerr(res, UNICO_EBUSY, NULL,
-                  "the schema change took too long and was rolled back by "
-                  "another process; apply it again");
-      if (rc) goto leave;
-      break;
-    }
-    int saved = rc;
-    char *report = res ? res->json : NULL; /* a build's duplicate report */
-    if (res) res->json = NULL;
-    unico_result tmp = UNICO_RESULT_INIT;
-    ustored_schema back = {USCHEMA_READY, cur->schema_version, cur->ddl, NULL,
-                           0, uexec_now(u->x)};
-    if (cur->store_ver)
-      rc = uexec_schema_put(u->x, mark_ver, &back, &tmp);
-    else /* there was no schema: remove the marker again */
-      rc = uexec_schema_remove(u->x, mark_ver, &tmp);
-    unico_result_clear(&tmp);
-    if (res) res->json = report;
-    else free(report);
-    if (saved) {
-      rc = saved;
-      goto leave;
-    }
-    size_t idx = (size_t)bad;
-    rc = uerr(res, UNICO_ESCHEMA, NULL,
-              "table %s has records, and %s; the schema was not changed",
-              need[idx], idx < 8 ? whys[idx] : "it changes");
-    goto leave;
+    rc = apply_once(u, cur, ddl, ns, ch, res);
+    if (rc != 1) break; /* else raced: start again */
   }
+  if (rc == 1)
+    rc = uerr(res, UNICO_EBUSY, NULL,
+              "the schema kept changing under this change; apply it again");
   if (rc == UNICO_OK) {
     rc = uapi_sch_reload(u, res);
     if (rc == UNICO_OK) {
@@ -403,6 +441,7 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     }
   }
 leave:
+  free(ch);
   uapi_sch_put(cur);
   uschema_free(ns);
   return rc;
