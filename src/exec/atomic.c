@@ -62,6 +62,43 @@ static int atomic_claim_state(uexec *x, const uint8_t *key, size_t klen,
   return cl->state == UCLAIM_FREE ? UEXEC_CLAIM_FREE : UEXEC_CLAIM_IN_FORCE;
 }
 
+/* Which condition refused the transaction ops (the schema check at s_at,
+ * the record at r_at, the outcome at o_at, claim k at op_of[k]): *why. */
+static int explain(const uplan *p, const ustore_op *ops, size_t s_at,
+                   size_t r_at, size_t o_at, const size_t *op_of,
+                   uexec_refused *why, unico_result *res) {
+  int rc = USTORE_NOT_APPLIED;
+  if (ops[s_at].failed) {
+    why->why = UREFUSED_SCHEMA;
+  } else if (o_at != SIZE_MAX && ops[o_at].failed) {
+    why->why = UREFUSED_OUTCOME;
+  } else if (ops[r_at].failed) {
+    why->why = UREFUSED_RECORD;
+    ustored_record t;
+    if (p->kind == UPLAN_INSERT && ops[r_at].exists &&
+        !ustored_record_decode(ops[r_at].cur.p, ops[r_at].cur.len, &t)) {
+      why->tomb = t.state != UREC_LIVE;
+      why->tomb_sver = ops[r_at].cur_version;
+      why->tomb_version = t.version;
+      ustored_record_free(&t);
+    }
+  } else {
+    for (size_t k = 0; k < p->take.n; k++) {
+      const ustore_op *o = &ops[op_of[k]];
+      if (p->take.v[k].kind != UKEY_CLAIM || !o->failed) continue;
+      why->why = UREFUSED_CLAIM;
+      why->claim = k;
+      why->cur_version = o->cur_version;
+      if (ustored_claim_decode(o->cur.p, o->cur.len, &why->owner))
+        rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
+      break;
+    }
+    /* Otherwise a group moved since it was read. */
+    if (!why->why && rc == USTORE_NOT_APPLIED) why->why = UREFUSED_RACE;
+  }
+  return rc;
+}
+
 static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
                         unico_result *res) {
   size_t n = 2 + p->take.n + p->release.n + p->drop.n + (p->okey.len ? 2 : 0);
@@ -150,40 +187,12 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     ops[i++] = uexec_op(&p->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
   }
   rc = x->st->vt->txn(x->st, ops, i, &e);
-  if (rc == UNICO_OK) {
+  if (rc == UNICO_OK)
     uexec_count_write(x);
-  } else if (rc == USTORE_NOT_APPLIED) {
-    if (ops[s_at].failed) {
-      why->why = UREFUSED_SCHEMA;
-    } else if (o_at != SIZE_MAX && ops[o_at].failed) {
-      why->why = UREFUSED_OUTCOME;
-    } else if (ops[r_at].failed) {
-      why->why = UREFUSED_RECORD;
-      ustored_record t;
-      if (p->kind == UPLAN_INSERT && ops[r_at].exists &&
-          !ustored_record_decode(ops[r_at].cur.p, ops[r_at].cur.len, &t)) {
-        why->tomb = t.state != UREC_LIVE;
-        why->tomb_sver = ops[r_at].cur_version;
-        why->tomb_version = t.version;
-        ustored_record_free(&t);
-      }
-    } else {
-      for (size_t k = 0; k < p->take.n; k++) {
-        ustore_op *o = &ops[op_of[k]];
-        if (p->take.v[k].kind != UKEY_CLAIM || !o->failed) continue;
-        why->why = UREFUSED_CLAIM;
-        why->claim = k;
-        why->cur_version = o->cur_version;
-        if (ustored_claim_decode(o->cur.p, o->cur.len, &why->owner))
-          rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
-        break;
-      }
-      /* Otherwise a group moved since it was read. */
-      if (!why->why && rc == USTORE_NOT_APPLIED) why->why = UREFUSED_RACE;
-    }
-  } else {
+  else if (rc == USTORE_NOT_APPLIED)
+    rc = explain(p, ops, s_at, r_at, o_at, op_of, why, res);
+  else
     rc = uexec_store_err(res, rc, "writing", &e);
-  }
 leave:
   for (size_t k = 0; ops && k < i; k++) ubuf_free(&ops[k].cur);
   for (size_t k = 0; gvals && k < p->take.n + p->release.n; k++)

@@ -406,6 +406,70 @@ static int read_owner(cx *c, const ubuf *rkey, ubuf *rv, uint64_t *rver,
 /* ------------------------------------------------------------------ */
 /* step 1: claims */
 
+/* What resolve_claim does next about another operation's claim. */
+enum { NEXT_TAKE = 1, NEXT_REREAD, NEXT_STOP };
+
+/* Another operation's claim cl on take k, read at cv: in force (a
+ * conflict; or our own op's committed intent, so this insert is a
+ * repeat), in flight (wait), or an orphan (fence its operation, then take
+ * it over). NEXT_STOP: *rc is the answer. cl is freed, or moved into
+ * why->owner. rkey and rv are scratch space. */
+static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
+                       ubuf *rkey, ubuf *rv, uexec_refused *why, int *rc,
+                       unico_result *res) {
+  const uclaim *ck = &c->p->take.v[k];
+  uint64_t rver = 0;
+  int live, rpresent, inflight;
+  if (owner_key(ck, cl->owner, cl->owner_len, rkey)) {
+    ustored_claim_free(cl);
+    *rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
+    return NEXT_STOP;
+  }
+  *rc = read_owner(c, rkey, rv, &rver, &rpresent, UEXEC_SETTLE_STALE,
+                   &inflight, res);
+  if (*rc) {
+    ustored_claim_free(cl);
+    return NEXT_STOP;
+  }
+  if (inflight) { /* an intent still in flight: like a pending claim */
+    cl->state = UCLAIM_PENDING;
+    cl->since_ms = c->now;
+  }
+  int mine = is_me(c, cl->owner, cl->owner_len, cl->op_id);
+  if (holds(rv, rpresent, ck, &live)) {
+    if (mine && record_is_mine(c, rv)) {
+      /* our op's earlier intent, committed: this insert is a repeat */
+      ustored_claim_free(cl);
+      c->applied = 1;
+      *rc = UNICO_OK;
+      return NEXT_STOP;
+    }
+    why->why = UREFUSED_CLAIM; /* in force: a conflict */
+    why->claim = k;
+    why->cur_version = cv;
+    why->owner = *cl;
+    *rc = USTORE_NOT_APPLIED;
+    return NEXT_STOP;
+  }
+  int pending = cl->state == UCLAIM_PENDING &&
+                cl->since_ms > c->now - c->x->grace_ms;
+  ustored_claim_free(cl);
+  /* our own op's earlier intent, settled and not in force; or an orphan
+   * of our record key, which our own intent fences */
+  if ((mine && !inflight) || own_intent_at(c, rkey, rv, rpresent))
+    return NEXT_TAKE;
+  if (pending) {
+    if (!wait_in_flight(c)) return NEXT_REREAD;
+    why->why = UREFUSED_BUSY;
+    why->claim = k;
+    *rc = USTORE_NOT_APPLIED;
+    return NEXT_STOP;
+  }
+  *rc = fence(c, rkey, rpresent, rver, rv, res);
+  if (*rc == UNICO_OK) return NEXT_TAKE;
+  return *rc == USTORE_NOT_APPLIED ? NEXT_REREAD : NEXT_STOP;
+}
+
 /* Resolve claim k as found: cur at version cv when present, else absent.
  * UNICO_OK when we hold it (c->held[k] set), USTORE_NOT_APPLIED with why
  * filled, or an error. */
@@ -441,9 +505,8 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
       break;
     }
-    int take_over = 0;
     if (cl.state == UCLAIM_FREE) {
-      take_over = 1;
+      /* free: take it over */
     } else if (cl.state == UCLAIM_HELD && !(ck->ver && ck->ver == cv)) {
       /* A hold: the write path decides (token, expiry) and comes back
        * with the version to take it over at. */
@@ -465,65 +528,11 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
        * over fails. Adopting it as it is would let a fenced write resume
        * under its op id with the claim someone else is taking. */
       ustored_claim_free(&cl);
-      take_over = 1;
     } else {
       /* Someone's claim: in force, in flight, or an orphan? */
-      uint64_t rver = 0;
-      int live;
-      if (owner_key(ck, cl.owner, cl.owner_len, &rkey)) {
-        ustored_claim_free(&cl);
-        rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
-        break;
-      }
-      int rpresent, inflight;
-      rc = read_owner(c, &rkey, &rv, &rver, &rpresent, UEXEC_SETTLE_STALE,
-                      &inflight, res);
-      if (rc) {
-        ustored_claim_free(&cl);
-        break;
-      }
-      if (inflight) { /* an intent still in flight: like a pending claim */
-        cl.state = UCLAIM_PENDING;
-        cl.since_ms = c->now;
-      }
-      if (holds(&rv, rpresent, ck, &live) &&
-          is_me(c, cl.owner, cl.owner_len, cl.op_id) && record_is_mine(c, &rv)) {
-        /* our op's earlier intent, committed: this insert is a repeat */
-        ustored_claim_free(&cl);
-        c->applied = 1;
-        rc = UNICO_OK;
-        break;
-      }
-      if (holds(&rv, rpresent, ck, &live)) {
-        why->why = UREFUSED_CLAIM; /* in force: a conflict */
-        why->claim = k;
-        why->cur_version = cv;
-        why->owner = cl;
-        rc = USTORE_NOT_APPLIED;
-        break;
-      }
-      if ((is_me(c, cl.owner, cl.owner_len, cl.op_id) && !inflight) ||
-          own_intent_at(c, &rkey, &rv, rpresent)) {
-        /* our own op's earlier intent, settled and not in force; or an
-         * orphan of our record key, which our own intent fences */
-        ustored_claim_free(&cl);
-        take_over = 1;
-      } else if (cl.state == UCLAIM_PENDING &&
-                 cl.since_ms > c->now - c->x->grace_ms) {
-        ustored_claim_free(&cl);
-        if (wait_in_flight(c)) {
-          why->why = UREFUSED_BUSY;
-          why->claim = k;
-          rc = USTORE_NOT_APPLIED;
-          break;
-        }
-      } else {
-        ustored_claim_free(&cl);
-        rc = fence(c, &rkey, rpresent, rver, &rv, res);
-        if (rc == UNICO_OK) take_over = 1;
-        else if (rc != USTORE_NOT_APPLIED) break;
-      }
-      if (!take_over) { /* read the claim again and start over */
+      int next = judge_other(c, k, &cl, cv, &rkey, &rv, why, &rc, res);
+      if (next == NEXT_STOP) break;
+      if (next == NEXT_REREAD) { /* read the claim again and start over */
         uint64_t v2;
         rc = get(c, ck->key, ck->klen, cur, &v2, res);
         if (rc == UNICO_ENOTFOUND) present = 0;
@@ -574,6 +583,55 @@ static int build_intent(cx *c, ubuf *ival, unico_result *res) {
                                          "out of memory");
 }
 
+/* Someone's intent at our record key, or an earlier call's of this op
+ * (mine): settle it (committed: flipped LIVE), waiting while it is in
+ * flight; *cur, *cv, *present then say what the key holds. UNICO_OK (look
+ * again), USTORE_NOT_APPLIED (busy: why set), or an error. An earlier
+ * call's is aborted at once if incomplete: this call replaces it. */
+static int settle_other(cx *c, int mine, ubuf *cur, uint64_t *cv,
+                        int *present, uexec_refused *why, unico_result *res) {
+  const ubuf *rk = &c->p->rkey;
+  int inflight;
+  int rc = uexec_read_record(c->x, rk->p, rk->len, cur, cv, NULL,
+                             mine ? UEXEC_SETTLE_NOW : UEXEC_SETTLE_STALE,
+                             &inflight, res);
+  c->now = uexec_now(c->x);
+  if (rc == UNICO_ENOTFOUND) {
+    *present = 0;
+    return UNICO_OK;
+  }
+  if (rc || !inflight) return rc;
+  if (wait_in_flight(c)) {
+    why->why = UREFUSED_BUSY;
+    why->claim = SIZE_MAX; /* the primary key */
+    return USTORE_NOT_APPLIED;
+  }
+  rc = get(c, rk->p, rk->len, cur, cv, res);
+  if (rc == UNICO_ENOTFOUND) *present = 0;
+  return rc == UNICO_ENOTFOUND ? UNICO_OK : rc;
+}
+
+/* About to replace the record r (a tombstone or a stale intent, at store
+ * version cv): the intent ival carries on what it carries, versions
+ * included. A version once seen must never name another record: when the
+ * plan's does not exceed it, USTORE_NOT_APPLIED tells the caller to plan
+ * again over this tombstone (why set). */
+static int carry_over(cx *c, const ustored_record *r, uint64_t cv,
+                      ubuf *ival, uexec_refused *why, unico_result *res) {
+  if (r->version >= c->pver) {
+    why->why = UREFUSED_RECORD;
+    why->tomb = 1;
+    why->tomb_sver = cv;
+    why->tomb_version = r->version;
+    return USTORE_NOT_APPLIED;
+  }
+  if (r->version > c->floor) c->floor = r->version;
+  ustored_hist_free(&c->base);
+  if (ustored_hist_copy(&c->base, &r->hist))
+    return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  return build_intent(c, ival, res);
+}
+
 /* The insert's intent: a PENDING record at the key, over nothing or over
  * a tombstone; resolve what is found like a claim. */
 static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
@@ -607,26 +665,8 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
          * again. An earlier call's is aborted at once if incomplete: this
          * call replaces it. */
         ustored_record_free(&r);
-        int inflight;
-        rc = uexec_read_record(c->x, rk->p, rk->len, cur, &cv, NULL,
-                               mine ? UEXEC_SETTLE_NOW : UEXEC_SETTLE_STALE,
-                               &inflight, res);
-        c->now = uexec_now(c->x);
-        if (rc == UNICO_ENOTFOUND) {
-          present = 0;
-          continue;
-        }
+        rc = settle_other(c, mine, cur, &cv, &present, why, res);
         if (rc) return rc;
-        if (inflight) {
-          if (wait_in_flight(c)) {
-            why->why = UREFUSED_BUSY;
-            why->claim = SIZE_MAX; /* the primary key */
-            return USTORE_NOT_APPLIED;
-          }
-          rc = get(c, rk->p, rk->len, cur, &cv, res);
-          if (rc == UNICO_ENOTFOUND) present = 0;
-          else if (rc) return rc;
-        }
         continue;
       }
       if (state == UREC_INTENT && c->missed) {
@@ -679,25 +719,7 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       }
       if (!(state == UREC_PENDING && !mine &&
             since > c->now - c->x->grace_ms)) {
-        /* about to replace it: carry on what it carries, versions
-         * included (a version once seen must never name another record:
-         * when the plan's does not exceed it, the caller plans again over
-         * this tombstone) */
-        int brc;
-        if (r.version >= c->pver) {
-          why->why = UREFUSED_RECORD;
-          why->tomb = 1;
-          why->tomb_sver = cv;
-          why->tomb_version = r.version;
-          ustored_record_free(&r);
-          return USTORE_NOT_APPLIED;
-        }
-        if (r.version > c->floor) c->floor = r.version;
-        ustored_hist_free(&c->base);
-        if (ustored_hist_copy(&c->base, &r.hist))
-          brc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-        else
-          brc = build_intent(c, ival, res);
+        int brc = carry_over(c, &r, cv, ival, why, res);
         if (brc) {
           ustored_record_free(&r);
           return brc;
