@@ -147,13 +147,11 @@ typedef struct option {
   const char *misplaced; /* the usage error for a command without the bit */
 } option;
 
-/* In the order a misplaced option is reported (the first one found). The
- * messages are the CLI's contract as it was written before this table;
- * note that --op-id's leaves out reserve, which takes it. */
+/* In the order a misplaced option is reported (the first one found). */
 static const option OPTIONS[] = {
     {"--store", "URL", 0, set_store, NULL},
     {"--op-id", "ID", OPT_OP_ID, set_op_id,
-     "--op-id applies to insert, update and delete only"},
+     "--op-id applies to insert, update, delete and reserve only"},
     {"--if-version", "N", OPT_IF_VERSION, set_if_version,
      "--if-version applies to update and delete only"},
     {"--hold", "TOKEN", OPT_HOLD, set_hold, "--hold applies to insert and update only"},
@@ -337,8 +335,7 @@ static const command COMMANDS[] = {
      .summary = "set the schema (DDL) of the store",
      .min_args = 1, .max_args = 1,
      .arg_error = "schema apply needs one FILE (or - for standard input)",
-     /* --ddl has always been let through (and ignored) here */
-     .accepts = OPT_DDL, .input = INPUT_FILE, .run = run_schema_apply},
+     .input = INPUT_FILE, .run = run_schema_apply},
     {.name = "schema", .sub = "show", .synopsis = "[--ddl]",
      .summary = "print the schema",
      .arg_error = "schema show takes no arguments",

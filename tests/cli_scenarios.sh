@@ -426,6 +426,7 @@ field error '"usage"'
 out_contains "--bogus"
 expect_exit 1 u --bogus get users u1
 expect_exit 1 u get users u1 --op-id x
+out_contains "insert, update, delete and reserve only"
 expect_exit 1 u get users u1 --if-version 1
 expect_exit 1 u insert users '{"id":"u9"}' --op-id
 expect_exit 2 u get users u9
@@ -496,6 +497,9 @@ cp "$OUT" "$SCRATCH/shown.cql"
 expect_exit 0 u schema apply "$SCRATCH/shown.cql"
 field changed false
 expect_exit 1 u get users u1 --ddl
+# --ddl is schema show's only: apply refuses it, and applies nothing
+expect_exit 1 u schema apply "$SCRATCH/shown.cql" --ddl
+out_contains "schema show only"
 
 scenario "malformed JSON and DDL errors" bad_input
 expect_exit 0 u schema apply "$DDL"
