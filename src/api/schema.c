@@ -396,6 +396,11 @@ static int apply_once(unico *u, const usch *cur, const char *ddl,
     return rc;
   }
   put_back(u, cur, mark_ver, res);
+  /* the schema key moved twice (marker, then back): the cache follows, or
+   * this handle's next writes would be refused once for a stale schema */
+  unico_result tmp = UNICO_RESULT_INIT;
+  uapi_sch_reload(u, &tmp);
+  unico_result_clear(&tmp);
   if (rc) return rc;
   size_t idx = (size_t)bad;
   return uerr(res, UNICO_ESCHEMA, NULL,
