@@ -852,8 +852,13 @@ static int round_run(wcall *w, wround *r, int attempt, unico_result *res) {
   if (r->outcome_later &&
       r->why.why != UREFUSED_SCHEMA && r->why.why != UREFUSED_RACE &&
       r->why.why != UREFUSED_REPEAT &&
-      (uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART)) {
-    /* (an insert's refusal a repeat could explain: see round_seen) */
+      ((uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART) ||
+       r->why.why == UREFUSED_LIMIT)) {
+    /* (an insert's refusal a repeat could explain: see round_seen. A full
+     * group too where the outcome is kept in the commit: the executor
+     * finds a group full from its counter before the transaction whose
+     * outcome condition would have said "a repeat", and a repeat's own
+     * place may be what fills it) */
     rc = replay(w, r, REPLAY_OUTCOME, NULL, NULL, res);
     if (rc != UNICO_ENOTFOUND) return rc;
   }
