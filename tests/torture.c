@@ -1089,9 +1089,30 @@ static void check_lookup(vstats *v, unico *u, const char *con,
   unico_result_clear(&res);
 }
 
+/* Reserve the value of con, then release it: it must be free (nobody's
+ * hold in force, no record holding it). Returns the rc of the first call
+ * that failed, with its message in res. */
+static int reserve_free(unico *u, const char *con, const char *value,
+                        unico_result *res) {
+  json_t *a = json_pack("[s]", value);
+  char *vt = a ? json_dumps(a, JSON_COMPACT) : NULL;
+  json_decref(a);
+  int rc = vt ? unico_reserve(u, TABLE, con, vt, 60000, NULL, res)
+              : UNICO_ENOMEM;
+  free(vt);
+  if (rc == UNICO_OK) {
+    json_t *o = json_loads(res->json ? res->json : "", 0, NULL);
+    const char *t = json_string_value(json_object_get(o, "token"));
+    rc = t ? unico_release_hold(u, t, res) : UNICO_ECORRUPT;
+    json_decref(o);
+  }
+  return rc;
+}
+
 /* Insert probe record free-N taking the email em and the phone ph (NULL:
  * not that one), which no live record holds and no hold may reserve any
- * more; it must succeed (an operation in flight, which a store with
+ * more; each must first be reserved and released (the hold path), then
+ * the insert must succeed (an operation in flight, which a store with
  * injected faults may leave for its grace period, is waited for). Then it
  * is deleted. Violations go to v. */
 static void free_probe(vstats *v, unico *u, int n, const char *em,
@@ -1107,7 +1128,9 @@ static void free_probe(vstats *v, unico *u, int n, const char *em,
   int rc = UNICO_ENOMEM;
   double until = now_s() + 15;
   while (bt && pkt) {
-    rc = unico_insert(u, TABLE, bt, NULL, &res);
+    rc = em ? reserve_free(u, C_EMAIL, em, &res) : UNICO_OK;
+    if (rc == UNICO_OK && ph) rc = reserve_free(u, C_PHONE, ph, &res);
+    if (rc == UNICO_OK) rc = unico_insert(u, TABLE, bt, NULL, &res);
     if (rc == UNICO_OK) rc = unico_delete(u, TABLE, pkt, 0, NULL, &res);
     if (!(rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE ||
           (rc == UNICO_EBUSY && !busy_by_hold(rc, &res))) ||
