@@ -252,6 +252,7 @@ static int outcome_answer(const uint8_t *p, size_t n, const char *op_id,
               "(%s on table %s)",
               op_id, o.kind, o.table);
   } else if (res) {
+    free(res->json); /* (a refused round's planned output may be there) */
     res->json = strdup(o.output);
     json_t *j = json_loads(o.output, 0, NULL);
     if (j) res->version = (uint64_t)json_integer_value(json_object_get(j, "version"));
