@@ -423,6 +423,49 @@ static void test_check_repair(void **state) {
   unico_close(u);
 }
 
+/* A repeat of an insert that applied (the same op id, as after an
+ * unknown outcome) answers its first outcome, also when the group it
+ * joined is now full: its own place is one of those that fill it. On the
+ * transactional stores the first round used to decide "full" from the
+ * counter before the transaction whose outcome condition would have told
+ * it was a repeat, and answered "limit" for a write that had applied. */
+static void test_limit_replay(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  char rec[160], op[32];
+  for (int i = 0; i < LIMIT; i++) {
+    snprintf(rec, sizeof rec,
+             "{\"id\":\"r%d\",\"poll_id\":\"p\",\"name\":\"n%d\","
+             "\"option\":\"o\"}", i, i);
+    snprintf(op, sizeof op, "replay-op-%d", i);
+    assert_int_equal(unico_insert(u, "subs", rec, op, &r), UNICO_OK);
+    assert_int_equal(r.version, 1);
+    unico_result_clear(&r);
+  }
+  /* full now: a new record is refused, a repeat of any member answered */
+  assert_int_equal(unico_insert(u, "subs",
+                                "{\"id\":\"x\",\"poll_id\":\"p\","
+                                "\"name\":\"x\",\"option\":\"o\"}",
+                                "replay-op-x", &r),
+                   UNICO_ELIMIT);
+  unico_result_clear(&r);
+  for (int i = 0; i < LIMIT; i++) {
+    snprintf(rec, sizeof rec,
+             "{\"id\":\"r%d\",\"poll_id\":\"p\",\"name\":\"n%d\","
+             "\"option\":\"o\"}", i, i);
+    snprintf(op, sizeof op, "replay-op-%d", i);
+    int rc = unico_insert(u, "subs", rec, op, &r);
+    if (rc) fprintf(stderr, "repeat of %s: %s\n", op, r.message);
+    assert_int_equal(rc, UNICO_OK);
+    assert_int_equal(r.version, 1);
+    unico_result_clear(&r);
+  }
+  assert_int_equal(unico_check(u, &r), UNICO_OK);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -430,6 +473,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_hold_race),
       cmocka_unit_test(test_build_race),
       cmocka_unit_test(test_check_repair),
+      cmocka_unit_test(test_limit_replay),
   };
   snprintf(dir, sizeof dir, "/tmp/unico-limits-%d", (int)getpid());
   int failed = ucm_run_group("plain", tests, NULL, NULL);
@@ -443,6 +487,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_limit_race),
       cmocka_unit_test(test_hold_race),
       cmocka_unit_test(test_build_race),
+      cmocka_unit_test(test_limit_replay),
   };
   query = "?txn=off";
   failed += ucm_run_group("claims protocol", races, NULL, NULL);

@@ -1,6 +1,7 @@
-/* torture.c - threads and processes race for shared UNIQUE values under a
+/* torture.c - threads and processes race for shared UNIQUE values, for the
+ * last places of LIMIT groups and for values reserved by holds, under a
  * per-thread journal, with and without SIGKILL; verify() then proves the
- * invariants of DESIGN.md section 4 (1, 3 and 5) from the journals and a
+ * invariants of DESIGN.md section 4 (1, 2, 3 and 5) from the journals and a
  * freshly opened store. Public API only. Modes: concurrency, crash, verify.
  *
  * Journal contract (one file per writer thread, "journal-*.log" in DIR; each
@@ -11,13 +12,19 @@
  *     P has, "expect" the body P has if the call applies (null: absent),
  *     "adopt" (janitor only) the state P was verified to have just before.
  *   {"ev":"ack","seq":S,"pk":P,"rc":RC,"err":NAME,"version":V,
- *    "present":B,"body":BODY|null,"busy":N}
+ *    "present":B,"body":BODY|null,"busy":N[,"held":true]}
  *     is written AFTER the call: the outcome and the state (version, body)
  *     the writer now believes P has (a success's resulting version and
  *     body; after a refusal the unchanged belief).
  *   {"ev":"replay","seq":S,"pk":P,"rc":RC,"version":V}
  *     after some successes: the same call repeated with the same op id
  *     (it must return the first outcome and change nothing).
+ *   {"ev":"hold","seq":S,"pk":P,"what":W,"rc":RC}
+ *     a hold taken or given up by the writer of P around its write seq S
+ *     (W: "reserve" of the value the write takes, "release" after it,
+ *     "abandon" for one reserved and left to expire); it changes no
+ *     record, verify counts it. "held" in an ack: the write was refused
+ *     because another writer's live hold reserves a value it takes.
  *   {"ev":"settle","pk":P,"adopt":STATE}   (crash-mode janitor only)
  *     the state P was verified to have after its writer was killed with an
  *     intent unacked; from here on P must keep exactly that state.
@@ -47,7 +54,22 @@
 #define TABLE "users"
 #define C_EMAIL "users_email"
 #define C_PHONE "users_phone_key"
+#define C_TEAM "users_team"
 #define NVALUES 50      /* emails and phones each come from this many */
+/* Limit groups: NTEAMS teams of at most TEAM_LIMIT live records (the
+ * LIMIT in SCHEMA). The writers try to keep far more records live than
+ * the NTEAMS * TEAM_LIMIT places (every other record has a team), so
+ * the groups stay full and each place freed is raced for: an overshoot
+ * shows in the final state, where verify counts the members itself. */
+#define NTEAMS 4
+#define TEAM_LIMIT 3
+/* Holds: now and then a writer reserves the email it is about to write
+ * (for HOLD_TTL_MS, long enough that the write is answered inside it) and
+ * presents the token; it also reserves values it never writes and leaves
+ * them to expire (after at most ABANDON_TTL_MS), so that other writers
+ * meet live holds, then expired ones. */
+#define HOLD_TTL_MS 3000
+#define ABANDON_TTL_MS 250
 #define KPKS 8          /* primary keys owned by one worker thread */
 #define MIN_OPS 20000   /* concurrency mode: the minimum */
 #define MIN_KILLS 50    /* crash mode: the minimum */
@@ -65,8 +87,9 @@ static int g_retry_unknown;
 
 static const char SCHEMA[] =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text, "
-    "stamp text, CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold, "
-    "UNIQUE (phone));";
+    "team text, stamp text, "
+    "CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold, "
+    "UNIQUE (phone), CONSTRAINT users_team LIMIT 3 PER (team));";
 
 enum { K_INSERT, K_UPDATE, K_DELETE };
 static const char *const kind_names[] = {"insert", "update", "delete"};
@@ -124,6 +147,16 @@ static int fmt(char *buf, size_t n, const char *f, ...) {
  * (for remote stores such as dynamodb://HOST:PORT/); NULL: lmdb:DIR/store. */
 static const char *g_store_base;
 static char g_store_name[96];
+
+/* How verify, the probe, repair and the janitor open the store. In crash
+ * mode on a store running the claims protocol (g_claims_store) they wait
+ * VERIFIER_GRACE_MS after the kill and then use it as the grace period:
+ * the killed writers' operations can never finish, so their pending
+ * claims and intents may be fenced at once rather than after 5 s, and a
+ * round stays short. */
+#define VERIFIER_GRACE_MS 300
+static unico_options g_vopts = UNICO_OPTIONS_INIT;
+static int g_claims_store;
 
 /* The URL of the store the run uses. 0, or -1 when it does not fit. */
 static int store_url(char *buf, size_t n, const char *dir) {
@@ -235,18 +268,35 @@ static void wfail(worker *w, const char *f, ...) {
   w->failed = 1;
 }
 
-/* One write, retried on UNICO_EBUSY with the same op id (so applied at most
- * once); *busy counts the retries. Returns the last rc. */
+/* Whether a UNICO_EBUSY answer means a live hold reserves a value the
+ * write takes (a refusal, final until the hold ends) rather than an
+ * operation in flight (retried). The result carries no reason code, so
+ * the message written by report_held() (src/api/write.c) tells. */
+static int busy_by_hold(int rc, const unico_result *res) {
+  return rc == UNICO_EBUSY && res->message[0] &&
+         strstr(res->message, "reserved by a hold") != NULL;
+}
+
+/* One write, presenting the hold token `hold` (NULL: none), retried on
+ * UNICO_EBUSY with the same op id (so applied at most once); *busy counts
+ * the retries. A write refused by a live hold is not retried: the hold
+ * may live for seconds. Returns the last rc. */
 static int call(worker *w, int kind, const char *pktext, const char *argtext,
-                uint64_t from, const char *op, unico_result *res, int *busy) {
+                uint64_t from, const char *op, const char *hold,
+                unico_result *res, int *busy) {
   for (;;) {
     int rc;
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.op_id = op;
+    wo.if_version = from;
+    wo.holds = &hold;
+    wo.nholds = hold ? 1 : 0;
     switch (kind) {
     case K_INSERT:
-      rc = unico_insert(w->u, TABLE, argtext, op, res);
+      rc = unico_insert_with(w->u, TABLE, argtext, &wo, res);
       break;
     case K_UPDATE:
-      rc = unico_update(w->u, TABLE, pktext, argtext, from, op, res);
+      rc = unico_update_with(w->u, TABLE, pktext, argtext, &wo, res);
       break;
     default:
       rc = unico_delete(w->u, TABLE, pktext, from, op, res);
@@ -258,10 +308,73 @@ static int call(worker *w, int kind, const char *pktext, const char *argtext,
       sleep_ms(5);
       continue;
     }
+    if (busy_by_hold(rc, res)) return rc;
     if (rc != UNICO_EBUSY || *busy >= BUSY_RETRIES) return rc;
     (*busy)++;
     sleep_ms(1);
   }
+}
+
+/* A team (limit group) for a record, or NULL for none (1 time in 2). */
+static const char *random_team(rng *r) {
+  static const char *const teams[NTEAMS] = {"red", "green", "blue", "gold"};
+  return rng_below(r, 2) ? teams[rng_below(r, NTEAMS)] : NULL;
+}
+
+/* Journal a hold event (see the top of this file). 0 or -1. */
+static int jhold(int fd, unsigned long seq, const char *pk, const char *what,
+                 int rc) {
+  return jput(fd, json_pack("{s:s,s:I,s:s,s:s,s:i}", "ev", "hold", "seq",
+                            (json_int_t)seq, "pk", pk, "what", what, "rc", rc));
+}
+
+/* Reserve value of constraint con for ttl_ms under op id op (a repeat after
+ * an unknown outcome answers the first time's token). On UNICO_OK *token
+ * gets the hold's token (malloc'd). Returns the rc. */
+static int reserve(worker *w, const char *con, const char *value,
+                   uint64_t ttl_ms, const char *op, char **token) {
+  unico_result res = UNICO_RESULT_INIT;
+  json_t *a = json_pack("[s]", value);
+  char *vt = a ? json_dumps(a, JSON_COMPACT) : NULL;
+  int rc, tries = 0;
+  json_decref(a);
+  *token = NULL;
+  if (!vt) return UNICO_ENOMEM;
+  for (;;) {
+    rc = unico_reserve(w->u, TABLE, con, vt, ttl_ms, op, &res);
+    if (!(g_retry_unknown && tries++ < UNKNOWN_RETRIES &&
+          (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE)))
+      break;
+    unico_result_clear(&res);
+    sleep_ms(5);
+  }
+  if (rc == UNICO_OK) {
+    json_t *o = json_loads(res.json ? res.json : "", 0, NULL);
+    const char *t = json_string_value(json_object_get(o, "token"));
+    *token = t ? strdup(t) : NULL;
+    json_decref(o);
+    if (!*token) rc = UNICO_ENOMEM;
+  } else if (rc != UNICO_ECONFLICT && rc != UNICO_EBUSY) {
+    wfail(w, "reserve %s [\"%s\"] (op %s): rc %d (%s): %s", con, value, op,
+          rc, unico_errname(rc), res.message);
+  }
+  unico_result_clear(&res);
+  free(vt);
+  return rc;
+}
+
+/* Give up the hold with this token. UNICO_ENOTFOUND after a repeat (an
+ * unknown outcome that applied) counts as released. Returns the rc. */
+static int release(worker *w, const char *token) {
+  int rc, tries = 0;
+  for (;;) {
+    rc = unico_release_hold(w->u, token, NULL);
+    if (!(g_retry_unknown && tries++ < UNKNOWN_RETRIES &&
+          (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE)))
+      break;
+    sleep_ms(5);
+  }
+  return rc == UNICO_ENOTFOUND && tries > 1 ? UNICO_OK : rc;
 }
 
 /* One operation on one of the thread's keys, journaled. 0, or -1 after a
@@ -270,8 +383,9 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
   pkstate *p = &ps[rng_below(r, KPKS)];
   char op[128], stamp[24], email[64], phone[32];
   json_t *arg = NULL, *expect = NULL;
-  char *argtext = NULL, *pktext = NULL;
-  int kind, rc = UNICO_OK, ret = -1, busy = 0;
+  char *argtext = NULL, *pktext = NULL, *token = NULL;
+  int kind, rc = UNICO_OK, ret = -1, busy = 0, held = 0;
+  double t_hold = 0; /* when the hold the write presents was asked for */
   uint64_t from = p->version; /* the version the write is conditioned on */
   unico_result res = UNICO_RESULT_INIT;
 
@@ -292,6 +406,8 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
     } else if (arg && ph == 8) {
       json_object_set_new(arg, "phone", json_null());
     }
+    const char *team = random_team(r);
+    if (arg && team) json_object_set_new(arg, "team", json_string(team));
     expect = arg ? json_incref(arg) : NULL;
   } else if (rng_below(r, 55) < 40) {
     kind = K_UPDATE;
@@ -307,6 +423,10 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
     } else if (arg && what >= 80) {
       json_object_set_new(arg, "phone", json_null());
     }
+    if (arg && rng_below(r, 10) < 3) { /* move to another group, or none */
+      const char *team = random_team(r);
+      json_object_set_new(arg, "team", team ? json_string(team) : json_null());
+    }
     expect = arg ? apply_patch(p->body, arg) : NULL;
   } else {
     kind = K_DELETE;
@@ -317,6 +437,30 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
   }
   argtext = arg ? json_dumps(arg, JSON_COMPACT) : NULL;
   pktext = json_str_text(p->pk);
+  /* A value reserved and left to expire: others meet it held, then free
+   * (after the run verify finds every such value free again). */
+  if (rng_below(r, 24) == 0) {
+    char val[64], hop[160], *tok = NULL;
+    int phone_hold = (int)rng_below(r, 2);
+    if (phone_hold) random_phone(r, val, sizeof val);
+    else random_email(r, val, sizeof val);
+    fmt(hop, sizeof hop, "%s-abandon", op);
+    int hrc = reserve(w, phone_hold ? C_PHONE : C_EMAIL, val,
+                      50 + rng_below(r, ABANDON_TTL_MS - 49), hop, &tok);
+    free(tok);
+    if (jhold(fd, seq, p->pk, "abandon", hrc) || w->failed) goto leave;
+  }
+  /* The email the write takes, reserved first: the write presents the
+   * token, and while the hold lives nobody else may take the value. */
+  const char *wemail = kind == K_DELETE ? NULL
+                       : json_string_value(json_object_get(arg, "email"));
+  if (wemail && rng_below(r, 10) == 0) {
+    char hop[160];
+    fmt(hop, sizeof hop, "%s-hold", op);
+    t_hold = now_s();
+    int hrc = reserve(w, C_EMAIL, wemail, HOLD_TTL_MS, hop, &token);
+    if (jhold(fd, seq, p->pk, "reserve", hrc) || w->failed) goto leave;
+  }
   json_t *in = json_pack("{s:s,s:I,s:s,s:s,s:s,s:I,s:O}", "ev", "intent",
                          "seq", (json_int_t)seq, "pk", p->pk, "kind",
                          kind_names[kind], "op", op, "from",
@@ -328,7 +472,11 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
     goto leave;
   }
 
-  rc = call(w, kind, pktext, argtext, from, op, &res, &busy);
+  rc = call(w, kind, pktext, argtext, from, op, token, &res, &busy);
+  held = busy_by_hold(rc, &res);
+  /* Answered while the hold surely lived (the store's clock started it
+   * after t_hold; a margin for the clocks' steps). */
+  int hold_live = token && now_s() < t_hold + HOLD_TTL_MS / 1000.0 - 0.5;
 
   int bad = 0;
   if (rc == UNICO_OK) {
@@ -354,17 +502,38 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
       p->version = res.version;
       p->body = json_incref(expect);
     }
-  } else if (rc == UNICO_ECONFLICT) {
+  } else if (rc == UNICO_ECONFLICT || held) {
     /* Refused: the thread's belief stays. Only the shared values may
-     * conflict, never the thread's own key, and never with itself. */
+     * conflict or be held by another, never the thread's own key, never
+     * with itself, and never the value of the hold the write presents. */
     if (kind == K_DELETE || (strcmp(res.constraint, C_EMAIL) &&
                              strcmp(res.constraint, C_PHONE))) {
-      wfail(w, "%s of %s (op %s): unexpected conflict on %s: %s",
-            kind_names[kind], p->pk, op, res.constraint, res.message);
+      wfail(w, "%s of %s (op %s): unexpected %s on %s: %s", kind_names[kind],
+            p->pk, op, held ? "hold" : "conflict", res.constraint,
+            res.message);
       bad = 1;
-    } else if (res.owner && !strcmp(res.owner, pktext)) {
+    } else if (!held && res.owner && !strcmp(res.owner, pktext)) {
       wfail(w, "%s of %s (op %s): conflict with itself: %s", kind_names[kind],
             p->pk, op, res.message);
+      bad = 1;
+    } else if (hold_live && !strcmp(res.constraint, C_EMAIL)) {
+      wfail(w, "%s of %s (op %s) presented a live hold on its email %s, "
+               "yet was refused on it: %s",
+            kind_names[kind], p->pk, op, wemail, res.message);
+      bad = 1;
+    }
+  } else if (rc == UNICO_ELIMIT) {
+    /* Refused by a full group: only a write that joins a group the record
+     * is not in may be (a delete, a record staying in its group, or
+     * leaving every group never is). */
+    const char *now_team =
+        p->body ? json_string_value(json_object_get(p->body, "team")) : NULL;
+    const char *new_team = json_string_value(json_object_get(expect, "team"));
+    if (strcmp(res.constraint, C_TEAM) || !new_team ||
+        (now_team && !strcmp(now_team, new_team))) {
+      wfail(w, "%s of %s (op %s, team %s -> %s): unexpected limit on %s: %s",
+            kind_names[kind], p->pk, op, now_team ? now_team : "none",
+            new_team ? new_team : "none", res.constraint, res.message);
       bad = 1;
     }
   } else {
@@ -380,6 +549,7 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
                           (json_int_t)p->version, "present", p->present,
                           "body", p->body ? p->body : json_null(), "busy",
                           busy);
+  if (ack && held) json_object_set_new(ack, "held", json_true());
   if (jput(fd, ack)) {
     wfail(w, "cannot journal the ack of %s: %s", op, strerror(errno));
     goto leave;
@@ -390,7 +560,7 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
   if (!bad && rc == UNICO_OK && rng_below(r, 32) == 0) {
     int b2 = 0;
     uint64_t first = res.version;
-    int rc2 = call(w, kind, pktext, argtext, from, op, &res, &b2);
+    int rc2 = call(w, kind, pktext, argtext, from, op, token, &res, &b2);
     if (rc2 != UNICO_OK || res.version != first) {
       wfail(w, "replay of %s %s (op %s) returned rc %d (%s) version %" PRIu64
                ", the first outcome was ok version %" PRIu64 ": %s",
@@ -406,8 +576,29 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
       goto leave;
     }
   }
+  /* The hold after the write: a success took its value, so the hold is
+   * gone (a release answering OK would free the record's own value);
+   * otherwise it is given up, or (once in 8) left to expire. (After a
+   * refusal the hold is still there on the transactional stores, but gone
+   * on the claims protocol, whose refused write frees the hold it took
+   * over: both answers are accepted here.) */
+  if (token && !bad) {
+    int give_up = rc == UNICO_OK ? rng_below(r, 2) == 0 : rng_below(r, 8) != 0;
+    if (give_up) {
+      int hrc = release(w, token);
+      if (rc == UNICO_OK ? hrc != UNICO_ENOTFOUND
+                         : hrc != UNICO_OK && hrc != UNICO_ENOTFOUND) {
+        wfail(w, "release of the hold of op %s after the write (rc %s): "
+                 "rc %d (%s)",
+              op, unico_errname(rc), hrc, unico_errname(hrc));
+        bad = 1;
+      }
+      if (jhold(fd, seq, p->pk, "release", hrc)) bad = 1;
+    }
+  }
   ret = bad ? -1 : 0;
 leave:
+  free(token);
   unico_result_clear(&res);
   json_decref(arg);
   json_decref(expect);
@@ -514,6 +705,8 @@ typedef struct vstats {
   int cat;          /* the check now running: 0 a, 1 b, 2 c (and journals) */
   long by_cat[3];   /* violations per check */
   long replays;
+  long limits, held, holds[3], holds_ok[3]; /* holds: reserve/release/abandon */
+  long groups[NTEAMS], in_groups;           /* live members per team */
   long files, lines, torn, intents, acks, acked_ok, conflicts, errors, busy;
   long by_kind[3];
   long live, emails, phones, lookups;
@@ -647,6 +840,16 @@ static void v_line(vstats *v, const char *file, long lineno, json_t *o) {
     v->replays++; /* its outcome was checked by the worker */
     return;
   }
+  if (!strcmp(ev, "hold")) { /* the worker checked its outcome */
+    static const char *const whats[] = {"reserve", "release", "abandon"};
+    const char *what = json_string_value(json_object_get(o, "what"));
+    for (int k = 0; k < 3; k++)
+      if (what && !strcmp(what, whats[k])) {
+        v->holds[k]++;
+        v->holds_ok[k] += json_integer_value(json_object_get(o, "rc")) == 0;
+      }
+    return;
+  }
   if (!strcmp(ev, "settle")) {
     json_t *adopt = json_object_get(o, "adopt");
     if (!adopt) viol(v, "%s:%ld: settle without a state", file, lineno);
@@ -712,8 +915,12 @@ static void v_line(vstats *v, const char *file, long lineno, json_t *o) {
     set_state(p, ap, av, ab);
     v->acked_ok++;
     if (kind >= 0) v->by_kind[kind]++;
-  } else if (rc == UNICO_ECONFLICT) {
+  } else if (rc == UNICO_ECONFLICT || rc == UNICO_ELIMIT ||
+             (rc == UNICO_EBUSY && json_is_true(json_object_get(o, "held")))) {
+    /* refused: by a unique value, a full group, or another's live hold */
     v->conflicts++;
+    v->limits += rc == UNICO_ELIMIT;
+    v->held += rc == UNICO_EBUSY;
     if (!state_eq(p->present, p->version, p->body, ap, av, ab))
       viol(v, "%s:%ld: pk %s seq %" JSON_INTEGER_FORMAT
               ": a refused write changed the writer's belief",
@@ -882,15 +1089,76 @@ static void check_lookup(vstats *v, unico *u, const char *con,
   unico_result_clear(&res);
 }
 
+/* Reserve the value of con, then release it: it must be free (nobody's
+ * hold in force, no record holding it). Returns the rc of the first call
+ * that failed, with its message in res. */
+static int reserve_free(unico *u, const char *con, const char *value,
+                        unico_result *res) {
+  json_t *a = json_pack("[s]", value);
+  char *vt = a ? json_dumps(a, JSON_COMPACT) : NULL;
+  json_decref(a);
+  int rc = vt ? unico_reserve(u, TABLE, con, vt, 60000, NULL, res)
+              : UNICO_ENOMEM;
+  free(vt);
+  if (rc == UNICO_OK) {
+    json_t *o = json_loads(res->json ? res->json : "", 0, NULL);
+    const char *t = json_string_value(json_object_get(o, "token"));
+    rc = t ? unico_release_hold(u, t, res) : UNICO_ECORRUPT;
+    json_decref(o);
+  }
+  return rc;
+}
+
+/* Insert probe record free-N taking the email em and the phone ph (NULL:
+ * not that one), which no live record holds and no hold may reserve any
+ * more; each must first be reserved and released (the hold path), then
+ * the insert must succeed (an operation in flight, which a store with
+ * injected faults may leave for its grace period, is waited for). Then it
+ * is deleted. Violations go to v. */
+static void free_probe(vstats *v, unico *u, int n, const char *em,
+                       const char *ph) {
+  char pk[32];
+  unico_result res = UNICO_RESULT_INIT;
+  fmt(pk, sizeof pk, "free-%d", n);
+  json_t *b = json_pack("{s:s}", "id", pk);
+  if (b && em) json_object_set_new(b, "email", json_string(em));
+  if (b && ph) json_object_set_new(b, "phone", json_string(ph));
+  char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL, *pkt = json_str_text(pk);
+  json_decref(b);
+  int rc = UNICO_ENOMEM;
+  double until = now_s() + 15;
+  while (bt && pkt) {
+    rc = em ? reserve_free(u, C_EMAIL, em, &res) : UNICO_OK;
+    if (rc == UNICO_OK && ph) rc = reserve_free(u, C_PHONE, ph, &res);
+    if (rc == UNICO_OK) rc = unico_insert(u, TABLE, bt, NULL, &res);
+    if (rc == UNICO_OK) rc = unico_delete(u, TABLE, pkt, 0, NULL, &res);
+    if (!(rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE ||
+          (rc == UNICO_EBUSY && !busy_by_hold(rc, &res))) ||
+        now_s() > until)
+      break;
+    unico_result_clear(&res);
+    sleep_ms(20);
+  }
+  if (rc)
+    viol(v, "free value probe %s (email %s, phone %s): no live record holds "
+            "them and every hold has ended, but rc %d (%s): %s",
+         pk, em ? em : "-", ph ? ph : "-", rc, unico_errname(rc), res.message);
+  unico_result_clear(&res);
+  free(bt);
+  free(pkt);
+}
+
 /* Read the journals of dir and the store at dir/store (opened fresh) and
- * check invariants 1, 3 and 5 (see the top of this file). allow_inflight:
+ * check invariants 1, 2, 3 and 5 (see the top of this file); settled: the
+ * writers ended and every hold's time is up, so also (f) every value
+ * nobody holds is free and no hold is left in force. allow_inflight:
  * the workers were killed, so each pk's last intent may lack its ack. When
  * live_out is not NULL it receives [{pk, present, version, body, pending}]
  * (the stored state) of the pks that are live or have an unacked intent. Prints a summary line per check; returns the violation count
  * (-1 when the store cannot be opened). *acked_out (may be NULL) receives
  * the number of acked operations. */
-static long verify(const char *dir, int allow_inflight, json_t **live_out,
-                   long *acked_out) {
+static long verify(const char *dir, int allow_inflight, int settled,
+                   json_t **live_out, long *acked_out) {
   vstats v;
   char url[4200];
   char **names = NULL;
@@ -915,7 +1183,7 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
     viol(&v, "store path too long");
     goto leave;
   }
-  int rc = unico_open(&u, url, NULL, &res);
+  int rc = unico_open(&u, url, &g_vopts, &res);
   if (rc) {
     viol(&v, "cannot open %s: %s", url, res.message);
     goto leave;
@@ -1004,6 +1272,23 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
           json_object_set_new(phones, ph, json_string(p->pk));
         v.phones++;
       }
+      /* (e) the record's limit group, counted here from what the store
+       * holds, not from the library's counters */
+      const char *tm = json_string_value(json_object_get(gb, "team"));
+      if (tm) {
+        static const char *const teams[NTEAMS] = {"red", "green", "blue",
+                                                  "gold"};
+        int t = 0;
+        while (t < NTEAMS && strcmp(teams[t], tm)) t++;
+        if (t == NTEAMS)
+          viol(&v, "live record %s has team %s, which no writer wrote", p->pk,
+               tm);
+        else if (++v.groups[t] == TEAM_LIMIT + 1)
+          viol(&v, "team %s has more than its limit of %d live records "
+                   "(the %d-th is %s)",
+               tm, TEAM_LIMIT, TEAM_LIMIT + 1, p->pk);
+        v.in_groups++;
+      }
       v.cat = 2;
     }
     json_decref(got);
@@ -1042,6 +1327,22 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
     check_lookup(&v, u, C_PHONE, val, json_string_value(json_object_get(phones, val)));
   }
 
+  /* (f) settled: every writer ended and every hold's time is up, so each
+   * value no live record holds is free: an insert taking it succeeds (a
+   * hold that outlives its time, or a claim or group place a refused or
+   * released write left behind, would refuse it). The probe records are
+   * deleted again. */
+  if (settled) {
+    v.cat = 1;
+    for (int n = 0; n < NVALUES; n++) {
+      char em[64], ph[64];
+      fmt(em, sizeof em, "user%d@example.com", n);
+      fmt(ph, sizeof ph, "+1555000%02d", n);
+      int efree = !json_object_get(emails, em), pfree = !json_object_get(phones, ph);
+      if (efree || pfree) free_probe(&v, u, n, efree ? em : NULL, pfree ? ph : NULL);
+    }
+  }
+
   /* (a) the library's own audit, which must also count exactly the live
    * records and the claims their values need: nothing refused left a
    * claim or a record behind (d). */
@@ -1058,6 +1359,9 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
       v.check_claims =
           (long)json_integer_value(json_object_get(rep, "claims_in_force"));
     v.check_outcomes = (long)json_integer_value(json_object_get(rep, "outcomes"));
+    long live_holds =
+        (long)(json_integer_value(json_object_get(rep, "holds")) -
+               json_integer_value(json_object_get(rep, "expired_holds")));
     if (rc != UNICO_OK || !json_is_true(json_object_get(rep, "ok")))
       viol(&v, "unico_check: rc %d (%s): %s; report %s", rc, unico_errname(rc),
            res.message, res.json ? res.json : "(none)");
@@ -1068,6 +1372,16 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
       viol(&v, "unico_check counts %ld claims; the live records hold %ld "
                "values",
            v.check_claims, v.emails + v.phones);
+    else if (g_claims_store && allow_inflight &&
+             (json_integer_value(json_object_get(rep, "orphans")) ||
+              json_integer_value(json_object_get(rep, "in_flight"))))
+      viol(&v, "unico_check after repair still counts orphans or "
+               "operations in flight of the killed writers; report %s",
+           res.json);
+    else if (settled && live_holds)
+      viol(&v, "unico_check counts %ld holds still in force after every "
+               "hold's time was up; report %s",
+           live_holds, res.json);
     json_decref(rep);
   }
   unico_result_clear(&res);
@@ -1086,11 +1400,24 @@ static long verify(const char *dir, int allow_inflight, json_t **live_out,
          verdict[v.by_cat[2] > 0], (long)v.npks, v.files, v.lines, v.torn, v.acked_ok,
          v.by_kind[K_INSERT], v.by_kind[K_UPDATE], v.by_kind[K_DELETE],
          v.inflight_applied, v.inflight_not);
-  printf("  d) refused writes left nothing (inv. 3): %s, conflicts %ld, busy "
-         "retries %ld, errors %ld, op-id replays %ld (per pk: c, per value "
-         "and record: a)\n",
-         verdict[v.by_cat[0] + v.by_cat[2] > 0], v.conflicts, v.busy,
-         v.errors, v.replays);
+  printf("  d) refused writes left nothing (inv. 3): %s, refusals %ld (full "
+         "group %ld, held %ld), busy retries %ld, errors %ld, op-id replays "
+         "%ld (per pk: c, per value and record: a%s)\n",
+         verdict[v.by_cat[0] + v.by_cat[2] > 0], v.conflicts, v.limits,
+         v.held, v.busy, v.errors, v.replays, settled ? ", f" : "");
+  printf("  e) limit groups (inv. 2): %s, live members per team (limit %d):",
+         verdict[v.by_cat[1] > 0], TEAM_LIMIT);
+  for (int t = 0; t < NTEAMS; t++) printf(" %ld", v.groups[t]);
+  printf("; holds reserved %ld/%ld for a write, %ld/%ld left to expire, "
+         "released %ld/%ld\n",
+         v.holds_ok[0], v.holds[0], v.holds_ok[2], v.holds[2], v.holds_ok[1],
+         v.holds[1]);
+  /* A run that never met a full group or a hold proved nothing about
+   * them (settled: a whole concurrency run, not a crash round). */
+  if (settled && (!v.limits || !v.holds_ok[0] || !v.holds_ok[2]))
+    viol(&v, "the workload never met a full group (%ld) or never held a "
+             "value (%ld, %ld): nothing was raced",
+         v.limits, v.holds_ok[0], v.holds_ok[2]);
 leave:
   if (v.violations > v.printed)
     printf("torture: ... and %ld more violations\n", v.violations - v.printed);
@@ -1254,9 +1581,11 @@ static int mode_concurrency(const char *dir, int threads, int procs, long ops,
   }
   wd_pgid = 0;
   double el = now_s() - t0;
+  /* every hold's time up: verify then finds each value nobody holds free */
+  sleep_ms(HOLD_TTL_MS + 300);
   watchdog(WATCHDOG_S);
   long done = 0;
-  long nv = verify(dir, 0, NULL, &done);
+  long nv = verify(dir, 0, 1, NULL, &done);
   alarm(0);
   printf("torture concurrency: %ld operations answered in %.2f s: %.0f ops/s\n",
          done, el, el > 0 ? (double)done / el : 0.0);
@@ -1364,20 +1693,62 @@ static int janitor(unico *u, const char *dir, int round, json_t *live,
   return ret;
 }
 
-static int mode_crash(const char *dir, int kills, uint64_t seed) {
+/* unico_repair after a round (claims protocol). 0, or -1 when it failed
+ * (printed). */
+static int repair_round(unico *u, int round) {
+  unico_result res = UNICO_RESULT_INIT;
+  int rc = unico_repair(u, &res);
+  json_t *o = json_loads(res.json ? res.json : "", 0, NULL);
+  if (rc)
+    printf("torture: FAIL repair after round %d: rc %d (%s): %s\n", round, rc,
+           unico_errname(rc), res.message);
+  else
+    printf("  repair: orphan claims removed %" JSON_INTEGER_FORMAT
+           ", stale intents aborted %" JSON_INTEGER_FORMAT
+           ", intents settled %" JSON_INTEGER_FORMAT
+           ", expired holds removed %" JSON_INTEGER_FORMAT "\n",
+           json_integer_value(json_object_get(o, "orphan_claims_removed")),
+           json_integer_value(json_object_get(o, "stale_intents_aborted")),
+           json_integer_value(json_object_get(o, "intents_settled")),
+           json_integer_value(json_object_get(o, "expired_holds_removed")));
+  json_decref(o);
+  unico_result_clear(&res);
+  return rc ? -1 : 0;
+}
+
+/* Whether the fresh store at url runs the claims protocol (its check
+ * report counts claims in force apart). 1, 0, or -1 when it cannot say. */
+static int runs_claims(const char *url) {
+  unico *u = NULL;
+  unico_result res = UNICO_RESULT_INIT;
+  int rc = unico_open(&u, url, NULL, &res);
+  if (!rc) rc = unico_check(u, &res);
+  json_t *o = rc ? NULL : json_loads(res.json ? res.json : "", 0, NULL);
+  int claims = o ? json_object_get(o, "claims_in_force") != NULL : -1;
+  if (rc) printf("torture: FAIL check of the fresh store: %s\n", res.message);
+  json_decref(o);
+  unico_result_clear(&res);
+  unico_close(u);
+  return claims;
+}
+
+static int mode_crash(const char *dir, int kills, long kill_min,
+                      long kill_max, uint64_t seed) {
   rng r = {seed};
   char url[4200];
   if (store_url(url, sizeof url, dir)) return 1;
-  printf("torture crash: %d kills, seed %" PRIu64 " (rerun with --seed %" PRIu64
-         "), store %s\n",
-         kills, seed, seed, url);
+  printf("torture crash: %d kills after %ld-%ld ms, seed %" PRIu64
+         " (rerun with --seed %" PRIu64 "), store %s\n",
+         kills, kill_min, kill_max, seed, seed, url);
   if (fresh_dir(dir)) return 1;
+  if ((g_claims_store = runs_claims(url)) < 0) return 1;
+  if (g_claims_store) g_vopts.grace_ms = VERIFIER_GRACE_MS;
   double t0 = now_s();
   for (int round = 1; round <= kills; round++) {
     pid_t pids[MAX_PROCS], pgid = 0;
     int threads[MAX_PROCS], n = 0, bad = 0;
     int procs = 2 + (int)rng_below(&r, 3);
-    long ms = 20 + (long)rng_below(&r, 131);
+    long ms = kill_min + (long)rng_below(&r, (unsigned)(kill_max - kill_min + 1));
     watchdog(WATCHDOG_S);
     for (int p = 0; p < procs; p++) {
       threads[p] = 2 + (int)rng_below(&r, 3);
@@ -1412,19 +1783,26 @@ static int mode_crash(const char *dir, int kills, uint64_t seed) {
 
     unico *u = NULL;
     unico_result res = UNICO_RESULT_INIT;
-    int rc = unico_open(&u, url, NULL, &res);
+    /* (claims protocol: the killed writers' operations are fenced, see
+     * VERIFIER_GRACE_MS) */
+    if (g_claims_store) sleep_ms(VERIFIER_GRACE_MS + 50);
+    int rc = unico_open(&u, url, &g_vopts, &res);
     if (rc) printf("torture: FAIL open %s: %s\n", url, res.message);
     unico_result_clear(&res);
     if (rc || probe(u, round)) bad = 1;
+    /* The claims protocol leaves what the killed writers had taken as
+     * orphans and intents, which no reader counts and repair removes:
+     * after it, check (in verify) must find none left. */
+    if (!rc && g_claims_store && repair_round(u, round)) bad = 1;
     unico_close(u);
     u = NULL;
 
     json_t *live = NULL;
     long done = 0;
-    long nv = verify(dir, 1, &live, &done);
+    long nv = verify(dir, 1, 0, &live, &done);
     long deleted = 0;
     if (!bad && !nv) {
-      rc = unico_open(&u, url, NULL, &res);
+      rc = unico_open(&u, url, &g_vopts, &res);
       unico_result_clear(&res);
       if (rc || janitor(u, dir, round, live, &r, &deleted)) bad = 1;
       unico_close(u);
@@ -1449,7 +1827,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: torture concurrency --dir DIR [--procs 4] [--threads 4] "
           "[--ops 20000] [--seed N]\n"
-          "       torture crash --dir DIR [--kills 50] [--seed N]\n"
+          "       torture crash --dir DIR [--kills 50] [--kill-ms 20:150] "
+          "[--seed N]\n"
           "       torture verify --dir DIR [--inflight]\n"
           "       (concurrency and crash: [--retry-unknown]: repeat a write "
           "whose outcome is\n"
@@ -1467,7 +1846,9 @@ static void usage(FILE *f) {
           "operations\n"
           "  in total, then verify. crash: each of --kills rounds forks 2-4 "
           "processes of\n"
-          "  2-4 threads, SIGKILLs them after 20-150 ms and verifies. verify: "
+          "  2-4 threads, SIGKILLs them after 20-150 ms (--kill-ms) and verifies\n"
+          "  (claims protocol: after unico_repair, which must leave no orphan). "
+          "verify: "
           "check the\n"
           "  journals and store in DIR (--inflight: accept writes in flight "
           "at a kill;\n"
@@ -1501,6 +1882,7 @@ static int has_crash_journals(const char *dir) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : NULL, *dir = NULL;
   long threads = 4, procs = 4, ops = -1, kills = -1, inflight = 0;
+  long kill_min = 20, kill_max = 150;
   uint64_t seed = 0;
   int have_seed = 0;
   if (!mode || !strcmp(mode, "--help") || !strcmp(mode, "-h")) {
@@ -1532,6 +1914,16 @@ int main(int argc, char **argv) {
       bad = parse_long(val, 1, 1000000000L, &ops);
     } else if (!strcmp(a, "--kills")) {
       bad = parse_long(val, 1, 1000000L, &kills);
+    } else if (!strcmp(a, "--kill-ms")) {
+      /* MIN:MAX, the range the kill delay is drawn from */
+      char lo[32], *colon = strchr(val, ':');
+      bad = !colon || (size_t)(colon - val) >= sizeof lo;
+      if (!bad) {
+        memcpy(lo, val, (size_t)(colon - val));
+        lo[colon - val] = 0;
+        bad = parse_long(lo, 1, 600000L, &kill_min) ||
+              parse_long(colon + 1, kill_min, 600000L, &kill_max);
+      }
     } else if (!strcmp(a, "--seed")) {
       char *end;
       errno = 0;
@@ -1585,13 +1977,13 @@ int main(int argc, char **argv) {
       kills = (long)(MIN_KILLS * scale);
       if (kills < MIN_KILLS) kills = MIN_KILLS;
     }
-    return mode_crash(dir, (int)kills, seed);
+    return mode_crash(dir, (int)kills, kill_min, kill_max, seed);
   }
   if (!strcmp(mode, "verify")) {
     int inf = inflight || has_crash_journals(dir);
     printf("torture verify: %s%s\n", dir,
            inf ? " (writes in flight at a kill accepted)" : "");
-    return verify(dir, inf, NULL, NULL) ? 1 : 0;
+    return verify(dir, inf, 0, NULL, NULL) ? 1 : 0;
   }
   fprintf(stderr, "torture: unknown mode %s\n", mode);
   usage(stderr);

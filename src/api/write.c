@@ -252,6 +252,7 @@ static int outcome_answer(const uint8_t *p, size_t n, const char *op_id,
               "(%s on table %s)",
               op_id, o.kind, o.table);
   } else if (res) {
+    free(res->json); /* (a refused round's planned output may be there) */
     res->json = strdup(o.output);
     json_t *j = json_loads(o.output, 0, NULL);
     if (j) res->version = (uint64_t)json_integer_value(json_object_get(j, "version"));
@@ -852,8 +853,13 @@ static int round_run(wcall *w, wround *r, int attempt, unico_result *res) {
   if (r->outcome_later &&
       r->why.why != UREFUSED_SCHEMA && r->why.why != UREFUSED_RACE &&
       r->why.why != UREFUSED_REPEAT &&
-      (uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART)) {
-    /* (an insert's refusal a repeat could explain: see round_seen) */
+      ((uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART) ||
+       r->why.why == UREFUSED_LIMIT)) {
+    /* (an insert's refusal a repeat could explain: see round_seen. A full
+     * group too where the outcome is kept in the commit: the executor
+     * finds a group full from its counter before the transaction whose
+     * outcome condition would have said "a repeat", and a repeat's own
+     * place may be what fills it) */
     rc = replay(w, r, REPLAY_OUTCOME, NULL, NULL, res);
     if (rc != UNICO_ENOTFOUND) return rc;
   }
