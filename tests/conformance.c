@@ -1553,9 +1553,23 @@ static void test_holds(void **state) {
   EXPECT(UNICO_EBUSY,
          unico_insert_with(f->u, "users",
                            "{\"id\":\"x\",\"username\":\"alice\"}", &wo, &f->r));
-  /* the token takes it */
+  /* a write with the token that is refused for another value leaves the
+   * hold as it was (a refused write leaves nothing behind) */
   const char *mine[] = {token};
   wo.holds = mine;
+  INS("users", "{\"id\":\"c1\",\"phone\":\"777\"}");
+  EXPECT(UNICO_ECONFLICT,
+         unico_insert_with(f->u, "users",
+                           "{\"id\":\"x2\",\"username\":\"alice\","
+                           "\"phone\":\"777\"}",
+                           &wo, &f->r));
+  EXPECT_STR(f->r.constraint, "users_phone_key");
+  EXPECT(UNICO_EBUSY,
+         unico_insert(f->u, "users", "{\"id\":\"x\",\"username\":\"alice\"}",
+                      NULL, &f->r));
+  EXPECT_CONTAINS(f->r.message, "hold");
+  EXPECT_CHECK_OK();
+  /* the token takes it */
   EXPECT(UNICO_OK,
          unico_insert_with(f->u, "users",
                            "{\"id\":\"a1\",\"username\":\"alice\"}", &wo, &f->r));

@@ -46,6 +46,8 @@ typedef struct cx {
   ustored_claim me;   /* owner pk and op id of this write */
   ubuf pending;       /* the claim value written at step 1 */
   uint64_t *held;     /* per take: version we hold it at (0: not held) */
+  ubuf *prev;         /* per take over a hold: the hold as it was, which
+                         an undo puts back (a refused write leaves it) */
   int64_t now;
   uint64_t intent;    /* insert: version of our PENDING record */
   int applied;        /* insert found its own live record (a repeat) */
@@ -993,6 +995,15 @@ static void free_claim(cx *c, const uclaim *ck, uint64_t ver) {
 /* Undo step 1 after a refusal: free what we took, leave what we joined,
  * turn our intent into an ABORTED tombstone. Failures leave orphans,
  * which the validity rule already disregards. */
+/* Put the claim at ck back to val (a hold this write took over), where it
+ * is at version ver. */
+static void restore_claim(cx *c, const uclaim *ck, uint64_t ver,
+                          const ubuf *val) {
+  ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, ver, USTORE_PUT, val);
+  cas(c, &o, NULL);
+  ubuf_free(&o.cur);
+}
+
 static void undo(cx *c) {
   if (c->unsettled || c->keep) return; /* (it may be done, or is) */
   if (c->intent && c->fast) {
@@ -1013,6 +1024,7 @@ static void undo(cx *c) {
     if (!c->held[k]) continue;
     const uclaim *ck = &c->p->take.v[k];
     if (ck->kind == UKEY_GROUP) leave_group(c, ck, c->me.op_id);
+    else if (c->prev[k].len) restore_claim(c, ck, c->held[k], &c->prev[k]);
     else free_claim(c, ck, c->held[k]);
   }
   if (c->intent) { /* (the history it carries stays with the key) */
@@ -1690,6 +1702,24 @@ static int classic_path(cx *c, batch *b, int fast, uexec_refused *why,
   return UNICO_OK;
 }
 
+/* The holds this write takes over (a take at a version), as they are
+ * before it does: an undo puts them back. (One read each; only writes that
+ * present a hold's token pay it.) */
+static int read_holds(cx *c, unico_result *res) {
+  for (size_t k = 0; k < c->p->take.n; k++) {
+    const uclaim *ck = &c->p->take.v[k];
+    uint64_t ver = 0;
+    if (ck->kind != UKEY_CLAIM || !ck->ver) continue;
+    int rc = get(c, ck->key, ck->klen, &c->prev[k], &ver, res);
+    if (rc == UNICO_ENOTFOUND || (!rc && ver != ck->ver)) {
+      ubuf_reset(&c->prev[k]); /* moved: the take over will fail */
+      continue;
+    }
+    if (rc) return rc;
+  }
+  return UNICO_OK;
+}
+
 static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
                         unico_result *res) {
   cx c;
@@ -1708,8 +1738,10 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   b.opk = calloc(nt + 1, sizeof *b.opk);
   b.errs = calloc(nt + 1, sizeof *b.errs);
   c.held = calloc(nt + 1, sizeof *c.held);
+  c.prev = calloc(nt + 1, sizeof *c.prev);
   c.leave_ops = calloc(p->release.n + 1, sizeof *c.leave_ops);
-  if (!b.ops || !b.rcs || !b.opk || !b.errs || !c.held || !c.leave_ops) {
+  if (!b.ops || !b.rcs || !b.opk || !b.errs || !c.held || !c.prev ||
+      !c.leave_ops) {
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     goto leave;
   }
@@ -1719,6 +1751,8 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   }
   ustored_claim_encode(&c.pending, UCLAIM_PENDING, c.me.owner, c.me.owner_len,
                        c.me.op_id, c.now);
+  rc = read_holds(&c, res);
+  if (rc) goto leave;
   int fast = wants_fast(&c);
   rc = issue(&c, &b, fast, res);
   if (rc) goto leave;
@@ -1736,6 +1770,8 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
 leave:
   batch_free(&b, nt);
   free(c.held);
+  for (size_t k = 0; c.prev && k < nt; k++) ubuf_free(&c.prev[k]);
+  free(c.prev);
   for (size_t i = 0; c.leave_ops && i < p->release.n; i++)
     ubuf_free(&c.leave_ops[i]);
   free(c.leave_ops);
