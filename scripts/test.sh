@@ -1,26 +1,58 @@
 #!/bin/sh
 # Build unico and run every test: once in a normal build, once built with
 # AddressSanitizer and UndefinedBehaviorSanitizer. Installs what is missing.
+# After each ctest run it prints how many tests were skipped, which and why
+# (only tests labelled `live` may skip: scripts/ctest_summary.py fails the
+# run otherwise), and at the end the time each phase took.
 # Usage: scripts/test.sh [--quick]   (--quick: skip the sanitizer build)
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
 JOBS=$(nproc 2>/dev/null || echo 2)
+TIMES=""
 
-run_suite() { # build-dir, extra cmake args...
+# phase NAME COMMAND...: run it and note how long it took
+phase() {
+  name=$1
+  shift
+  t0=$(date +%s)
+  rc=0
+  "$@" || rc=$?
+  secs=$(($(date +%s) - t0))
+  TIMES="$TIMES$(printf '  %-16s %4d s' "$name" "$secs")
+"
+  echo "== $name: $secs s"
+  return $rc
+}
+
+build() { # build-dir, extra cmake args...
   dir=$1
   shift
-  cmake -S . -B "$dir" "$@" >/dev/null
-  cmake --build "$dir" -j "$JOBS"
-  ctest --test-dir "$dir" --output-on-failure --timeout 1500
+  cmake -S . -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j "$JOBS"
+}
+
+# run the tests of build-dir; then what was skipped, even when some failed
+run_tests() {
+  dir=$1
+  junit="$(pwd)/$dir/ctest-junit.xml"
+  rm -f "$junit"
+  rc=0
+  ctest --test-dir "$dir" --output-on-failure --timeout 1500 \
+    --output-junit "$junit" --test-output-size-passed 4000000 || rc=$?
+  python3 scripts/ctest_summary.py "$dir" "$junit" || rc=1
+  return $rc
 }
 
 echo "== build and test (RelWithDebInfo)"
-run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+phase build build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+phase test run_tests build
 if [ "${1:-}" != "--quick" ]; then
   echo "== build and test with -fsanitize=address,undefined"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DUNICO_SANITIZE=ON
+  phase "sanitizer build" build build-asan -DCMAKE_BUILD_TYPE=Debug -DUNICO_SANITIZE=ON
+  phase "sanitizer test" run_tests build-asan
 fi
+echo "== time per phase"
+printf '%s' "$TIMES"
 echo "== all tests passed"
