@@ -1563,6 +1563,9 @@ static int64_t hold_in_force(fx *f, const char *con, const char *values,
     if (ttl > 60000)
       fail_msg("a hold's round never ended within its ttl (last: %" PRIu64
                " ms)", ttl);
+    fprintf(stderr, "hold: the insert returned after the %" PRIu64
+            " ms hold could have expired (%s); again with a longer ttl\n",
+            ttl, unico_errname(rc));
     if (rc == UNICO_OK) { /* the hold had expired: take the record away */
       json_t *pk = json_at(f->r.json, "pk");
       char *pks = json_dumps(pk, JSON_ENCODE_ANY);
