@@ -22,7 +22,15 @@ for mode in plain log; do
     >"$DIR/$mode.out" 2>&1 &
   pid=$!
   sleep 3
-  kill -9 "$pid"
+  # the kill must land in the middle of the run: a benchmark that already
+  # ended (an error, a crash) was not killed, and proves nothing here
+  if ! kill -9 "$pid" 2>/dev/null; then
+    wait "$pid"
+    echo "FAIL $mode: the benchmark ended (status $?) before the kill"
+    cat "$DIR/$mode.out"
+    fail=1
+    continue
+  fi
   wait "$pid" 2>/dev/null
   n=$(wc -l <"$DIR/$mode.ack" | tr -d ' ')
   if [ "$n" -lt 100 ]; then

@@ -141,15 +141,21 @@ for line in sys.stdin:
     sys.stdout.write("\x1f".join(x.replace("\n", " ") for x in p) + "\n")
     sys.stdout.flush()
 '
+command -v python3 >/dev/null 2>&1 || { echo "FAIL: python3 is needed for the JSON checks"; exit 1; }
 coproc PY { exec python3 -u -c "$PYSRC"; }
 
 # ask FIELD...: send one request to the python process, print its problems
 # one a line.
+# A checker that is gone (python3 missing or dead) answers nothing: that is
+# a problem of its own, never a pass.
 ask() {
   local IFS=$'\x1f'
-  printf '%s\n' "$*" >&"${PY[1]}"
   local reply
-  IFS= read -r reply <&"${PY[0]}"
+  if [ -z "${PY[1]:-}" ] || [ -z "${PY[0]:-}" ] ||
+    ! { printf '%s\n' "$*" >&"${PY[1]}" && IFS= read -r reply <&"${PY[0]}"; } 2>/dev/null; then
+    echo "the JSON checker (python3) did not answer"
+    return 0
+  fi
   [ -n "$reply" ] && printf '%s\n' "$reply" | tr '\037' '\n'
   return 0
 }
@@ -849,8 +855,8 @@ done
 
 # ------------------------------------------------------------- summary
 
-eval "exec ${PY[1]}>&-"
-wait "$PY_PID" 2>/dev/null
+[ -n "${PY[1]:-}" ] && eval "exec ${PY[1]}>&-"
+wait "${PY_PID:-}" 2>/dev/null
 rm -f "$OUT" "$ERR"
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -2,11 +2,16 @@
  * thousands of mutated records, patches, primary keys, lookup values and DDL
  * texts go through the public API; every call must end in a documented code
  * with a message, and afterwards the store must pass unico_check with every
- * acknowledged record intact. Deterministic (seeded); ASan/UBSan watch for
- * crashes and leaks. Usage: fuzz_inputs DIR [ITERATIONS] [SEED] */
+ * acknowledged record intact: each write answered UNICO_OK is remembered
+ * (the record as read back at once, or its absence after a delete), and at
+ * the end every remembered record is read again and must have the same
+ * version and body. Deterministic (seeded); ASan/UBSan watch for crashes
+ * and leaks. Usage: fuzz_inputs DIR [ITERATIONS] [SEED] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "unico.h"
 
@@ -104,6 +109,155 @@ static void expect(int rc, const unico_result *r, const char *what,
   }
 }
 
+/* What was acknowledged, per primary key (the "pk" of a UNICO_OK answer):
+ * the record as unico_get returned it right after the write, or NULL when
+ * the write was a delete. A write is fresh when it had no op id or an op
+ * id no write was answered UNICO_OK under yet: then it certainly ran, and
+ * the read must show exactly its effect (the version it answered; a
+ * delete: no record). A repeat of an applied op id returns the first
+ * outcome without running: then the record must be as it was. */
+typedef struct acked {
+  char *pk;
+  char *record; /* unico_get's res->json, or NULL: deleted */
+} acked;
+
+static acked *acks;
+static size_t nacks, cap_acks;
+static int op_applied[50]; /* op-N answered UNICO_OK at least once */
+
+static acked *ack_slot(const char *pk) {
+  for (size_t i = 0; i < nacks; i++)
+    if (!strcmp(acks[i].pk, pk)) return &acks[i];
+  if (nacks == cap_acks) {
+    cap_acks = cap_acks ? cap_acks * 2 : 256;
+    acks = realloc(acks, cap_acks * sizeof *acks);
+    if (!acks) abort();
+  }
+  acks[nacks] = (acked){strdup(pk), NULL};
+  return &acks[nacks++];
+}
+
+/* The primary key of a write's output {"pk":PK,"version":N}, malloc'd, or
+ * NULL when the output is not of that shape. */
+static char *answer_pk(const char *json) {
+  const char *head = "{\"pk\":";
+  if (!json || strncmp(json, head, strlen(head))) return NULL;
+  const char *start = json + strlen(head), *end = NULL;
+  for (const char *p = start; (p = strstr(p, ",\"version\":")); p++) end = p;
+  if (!end || end == start) return NULL;
+  size_t n = (size_t)(end - start);
+  char *pk = malloc(n + 1);
+  memcpy(pk, start, n);
+  pk[n] = 0;
+  return pk;
+}
+
+/* A fresh insert stores its record as given; a fresh update the record
+ * it found (prev: unico_get's output before it) with the patch's columns
+ * set (null clears one). got: unico_get's output after the write. */
+static void body_matches(const char *what, const char *prev, const char *input,
+                         const char *got) {
+  json_t *want = NULL, *in = json_loads(input, JSON_ALLOW_NUL, NULL);
+  json_t *g = json_loads(got, 0, NULL), *have = json_object_get(g, "record");
+  if (!strcmp(what, "insert")) {
+    want = json_incref(in);
+  } else if (prev) {
+    json_t *p = json_loads(prev, 0, NULL);
+    want = json_deep_copy(json_object_get(p, "record"));
+    json_decref(p);
+    const char *k;
+    json_t *v;
+    json_object_foreach(in, k, v) { /* null clears a column */
+      if (json_is_null(v)) json_object_del(want, k);
+      else json_object_set(want, k, v);
+    }
+  }
+  if (!want || !have || !json_equal(want, have)) {
+    char *w = want ? json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *h = have ? json_dumps(have, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    fprintf(stderr, "%s stored %s; expected %s (input: %s)\n", what,
+            h ? h : "nothing", w ? w : "(no record before it)", input);
+    free(w);
+    free(h);
+    failures++;
+  }
+  json_decref(want);
+  json_decref(in);
+  json_decref(g);
+}
+
+/* After a write answered UNICO_OK under op_id (NULL: none): read its
+ * record back and remember it. */
+static void acknowledged(unico *u, const char *what, int is_delete,
+                         const char *op_id, const unico_result *w,
+                         const char *input) {
+  int slot = op_id ? atoi(op_id + 3) : -1;
+  int fresh = slot < 0 || !op_applied[slot];
+  if (slot >= 0) op_applied[slot] = 1;
+  char *pk = answer_pk(w->json);
+  if (!pk) {
+    fprintf(stderr, "%s: answer without a pk: %s for input: %s\n", what,
+            w->json ? w->json : "(null)", input);
+    failures++;
+    return;
+  }
+  unico_result g = UNICO_RESULT_INIT;
+  int rc = unico_get(u, "users", pk, &g);
+  int bad;
+  if (!fresh) { /* a repeat changes nothing: the record is as it was */
+    const char *before = ack_slot(pk)->record;
+    bad = before ? rc != UNICO_OK || strcmp(before, g.json) : rc != UNICO_ENOTFOUND;
+  } else if (is_delete) {
+    bad = rc != UNICO_ENOTFOUND;
+  } else {
+    bad = rc != UNICO_OK || g.version != w->version;
+  }
+  if (bad) {
+    fprintf(stderr, "%s%s of %s answered version %llu; read back: %s %s\n",
+            fresh ? "" : "repeated ", what, pk,
+            (unsigned long long)w->version, unico_errname(rc),
+            rc ? g.message : g.json);
+    failures++;
+  }
+  acked *a = ack_slot(pk);
+  if (fresh && !is_delete && !bad) body_matches(what, a->record, input, g.json);
+  free(a->record);
+  a->record = rc == UNICO_OK ? strdup(g.json) : NULL;
+  unico_result_clear(&g);
+  free(pk);
+}
+
+/* At the end: every acknowledged record is still there, unchanged (same
+ * version and body), and every acknowledged delete is still absent. */
+static void verify_acknowledged(unico *u) {
+  long live = 0, gone = 0, bad = 0;
+  unico_result g = UNICO_RESULT_INIT;
+  for (size_t i = 0; i < nacks; i++) {
+    int rc = unico_get(u, "users", acks[i].pk, &g);
+    const char *want = acks[i].record;
+    if (want ? rc != UNICO_OK || strcmp(g.json, want) : rc != UNICO_ENOTFOUND) {
+      if (bad++ < 10)
+        fprintf(stderr, "record %s: acknowledged %s, now %s %s\n", acks[i].pk,
+                want ? want : "deleted", unico_errname(rc),
+                rc ? g.message : g.json);
+    }
+    if (want) live++;
+    else gone++;
+    unico_result_clear(&g);
+    free(acks[i].pk);
+    free(acks[i].record);
+  }
+  free(acks);
+  printf("fuzz_inputs: %ld acknowledged records and %ld acknowledged deletes "
+         "read back, %ld differ\n", live, gone, bad);
+  failures += bad != 0;
+  /* the model must have had something to protect */
+  if (live < 20 || gone < 5) {
+    fprintf(stderr, "too few acknowledged writes to verify\n");
+    failures++;
+  }
+}
+
 static const char *DDL =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text, age int,"
     " ok boolean, uid uuid, ts timestamp, score double,"
@@ -138,24 +292,34 @@ int main(int argc, char **argv) {
     case 6: {
       char pk[32];
       snprintf(pk, sizeof pk, "\"u%d\"", (int)(rnd() % 200));
-      rc = unico_delete(u, "users", rnd() % 4 ? pk : in, rnd() % 3,
-                        rnd() % 2 ? opid : NULL, &r);
+      const char *op = rnd() % 2 ? opid : NULL;
+      rc = unico_delete(u, "users", rnd() % 4 ? pk : in, rnd() % 3, op, &r);
       expect(rc, &r, "delete", in);
+      if (rc == UNICO_OK) acknowledged(u, "delete", 1, op, &r, in);
       break;
     }
     case 0:
     case 1:
-      rc = unico_insert(u, "users", in, rnd() % 2 ? opid : NULL, &r);
+    {
+      const char *op = rnd() % 2 ? opid : NULL;
+      rc = unico_insert(u, "users", in, op, &r);
       counts[rc == UNICO_OK ? 0 : rc == UNICO_EINVAL ? 1 : rc == UNICO_ECONFLICT ? 2 : 3]++;
       if (getenv("FUZZ_DEBUG") && rc && rc != UNICO_EINVAL && rc != UNICO_ECONFLICT)
         fprintf(stderr, "other: %s\n", r.message);
       expect(rc, &r, "insert", in);
+      if (rc == UNICO_OK) acknowledged(u, "insert", 0, op, &r, in);
       break;
+    }
     case 2:
-      rc = unico_update(u, "users", rnd() % 2 ? "\"u1\"" : "\"u2\"", in, rnd() % 3,
-                        rnd() % 2 ? opid : NULL, &r);
+    {
+      const char *pk = rnd() % 2 ? "\"u1\"" : "\"u2\"";
+      uint64_t ifv = rnd() % 3;
+      const char *op = rnd() % 2 ? opid : NULL;
+      rc = unico_update(u, "users", pk, in, ifv, op, &r);
       expect(rc, &r, "update", in);
+      if (rc == UNICO_OK) acknowledged(u, "update", 0, op, &r, in);
       break;
+    }
     case 3:
       rc = unico_get(u, "users", in, &r);
       expect(rc, &r, "get", in);
@@ -189,7 +353,8 @@ int main(int argc, char **argv) {
     }
     free(in);
   }
-  /* Everything acknowledged is consistent. */
+  /* Everything acknowledged is intact, and the store consistent. */
+  verify_acknowledged(u);
   int rc = unico_check(u, &r);
   if (rc) {
     fprintf(stderr, "check: %s %s\n", r.message, r.json ? r.json : "");

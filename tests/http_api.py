@@ -670,25 +670,32 @@ def t_stalled(srv=None):
             s.sendall(part)
             stalls.append(s)
     time.sleep(0.2)
-    worst = [0.0]
+    answered = []
     errors = []
 
     def worker(k):
         for i in range(10):
-            t0 = time.time()
-            r = fetch(S, "GET", "/v1/users/u1") if i % 2 else \
-                fetch(S, "POST", "/v1/users", {"id": "st%d-%d" % (k, i), "username": "st%d-%d" % (k, i)})
-            worst[0] = max(worst[0], time.time() - t0)
-            if r.status not in (200, 201):
-                errors.append(r)
+            try:
+                r = fetch(S, "GET", "/v1/users/u1") if i % 2 else \
+                    fetch(S, "POST", "/v1/users", {"id": "st%d-%d" % (k, i), "username": "st%d-%d" % (k, i)})
+            except Exception as e:  # a timeout too: it must not end the thread unseen
+                errors.append(repr(e))
+                continue
+            (answered if r.status in (200, 201) else errors).append(r)
 
     ths = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
     for t in ths:
         t.start()
     for t in ths:
         t.join()
-    check(not errors, "requests beside stalled clients succeed", errors[:3])
-    check(worst[0] < 2.0, "no request waited on a stalled client (worst %.3fs)" % worst[0])
+    check(not errors and len(answered) == 80, "requests beside stalled clients succeed",
+          (len(answered), errors[:3]))
+    # No request waited on a stalled client: a stall ends only when the
+    # server cuts it off (its request and idle timeouts, 30 s), so every
+    # request was answered while all the stalls were still open, unanswered.
+    cut = [s for s in stalls if select.select([s], [], [], 0)[0]]
+    check(not cut, "every request answered while the stalls lasted (%d of %d cut off first)"
+          % (len(cut), len(stalls)))
     for s in stalls:
         s.close()
 
@@ -928,20 +935,25 @@ def t_idle_timeout():
     srv = Server("idle", "--idle-timeout", "1", "--request-timeout", "2", "--max-per-ip", "3")
     try:
         fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
+        # (closed before the socket's 10 s timeout, not before --idle-timeout:
+        # t0 is taken before the last byte leaves, the server's timer after)
         s = socket.create_connection((srv.host, srv.port), timeout=10)
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost")
         t0 = time.time()
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost")
         d = s.recv(100)
-        check(d == b"" and 0.5 < time.time() - t0 < 5, "an idle connection is closed", (d, time.time() - t0))
+        check(d == b"" and time.time() - t0 > 0.5, "an idle connection is closed", (d, time.time() - t0))
         s.close()
         # a body trickling in, byte by byte: cut off at --request-timeout
+        # (before it is whole: 100 bytes, one every 0.5 s, never idle for
+        # 1 s; and not before --request-timeout, counted from its first byte)
         s = socket.create_connection((srv.host, srv.port), timeout=10)
-        s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
         t0 = time.time()
-        closed = False
+        s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
+        closed, sent = False, 0
         try:
-            for _ in range(8):
+            while sent < 99:
                 s.sendall(b" ")
+                sent += 1
                 time.sleep(0.5)
                 r, _, _ = select.select([s], [], [], 0)
                 if r and s.recv(100) == b"":
@@ -949,7 +961,7 @@ def t_idle_timeout():
                     break
         except (BrokenPipeError, ConnectionResetError):
             closed = True
-        check(closed and time.time() - t0 < 3.9, "a slow body is cut off", time.time() - t0)
+        check(closed and time.time() - t0 > 1.5, "a slow body is cut off", (sent, time.time() - t0))
         s.close()
         time.sleep(0.2)
         # --max-per-ip 3: a fourth connection from one address is refused
@@ -991,10 +1003,11 @@ def t_max_connections():
         try:
             held = [socket.create_connection((srv.host, srv.port), timeout=5) for _ in range(4)]
             time.sleep(0.3)
-            t0 = time.time()
+            # at once: while the four are still open (waiting in the backlog,
+            # it would wait for one of them to close: their idle timeout is 30 s)
             extra = socket.create_connection((srv.host, srv.port), timeout=5)
-            check(closed_soon(extra, 1.0) and time.time() - t0 < 1.0,
-                  "event loop %s: a fifth connection is closed at once" % model, time.time() - t0)
+            check(closed_soon(extra, 10.0) and not select.select(held, [], [], 0)[0],
+                  "event loop %s: a fifth connection is closed at once" % model)
             extra.close()
             held.pop().close()
             time.sleep(0.2)

@@ -35,12 +35,17 @@ check() {
   shift
   if "$@"; then pass; else fail "$what"; fi
 }
-# pycheck WHAT ARGS...: the python checker (below) prints its problems.
+# pycheck WHAT ARGS...: the python checker (below) prints its problems and
+# then "checked"; a checker that printed nothing did not run (python3
+# missing or dead), which fails too.
 pycheck() {
   what=$1
   shift
   problems=$(python3 "$DIR/t.py" "$@" 2>&1)
-  if [ -z "$problems" ]; then pass; else fail "$what"; printf '%s\n' "$problems" | head -40; fi
+  if [ "$problems" = checked ]; then pass; else
+    fail "$what"
+    printf '%s\n' "${problems:-the checker (python3) printed nothing}" | grep -v '^checked$' | head -40
+  fi
 }
 
 cat >"$DIR/schema.cql" <<'EOF'
@@ -236,6 +241,7 @@ def main():
         p.append("unknown check %s" % cmd)
     for x in p:
         print(x)
+    print("checked")  # ran to its end: pycheck passes nothing less
 
 main()
 EOF

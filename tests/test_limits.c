@@ -150,6 +150,11 @@ static void test_limit_race(void **state) {
   pthread_t th[THREADS];
   worker ws[THREADS];
   atomic_store(&thread_failures, 0);
+  /* counted per run: the assertions below are about this run's race */
+  atomic_store(&inserted, 0);
+  atomic_store(&refused_limit, 0);
+  atomic_store(&moved, 0);
+  atomic_store(&deleted, 0);
   for (int i = 0; i < THREADS; i++) {
     ws[i] = (worker){u, i, NULL};
     pthread_create(&th[i], NULL, limit_worker, &ws[i]);
@@ -238,27 +243,69 @@ static void test_hold_race(void **state) {
 
 /* ------------------------------------------- builds racing writers */
 
-static atomic_int stop_writers;
+/* The writers of the build race: each inserts codes of its own, all
+ * different, until `repeat` is set; then the even writers insert each
+ * code twice in a row (the second time under another id). A repeat that
+ * is refused counts in dup_refused (it must name the constraint), one
+ * that lands in dup_landed. */
+static atomic_int stop_writers, repeat, writes_landed, dup_refused, dup_landed;
 
 static void *code_writer(void *arg) {
   worker *w = arg;
   unico_result r = UNICO_RESULT_INIT;
+  int prev_ok = 0;
   for (int i = 0; !atomic_load(&stop_writers); i++) {
     char rec[128];
-    /* every code is unique, so the build can succeed; half the writers
-     * repeat a code a moment later, which must fail once UNIQUE is on */
-    snprintf(rec, sizeof rec, "{\"id\":\"b%d-%d\",\"email\":\"c%d-%d@x\"}",
-             w->id, i, w->id, w->id % 2 ? i : i / 2);
+    int again = prev_ok && i % 2 && w->id % 2 == 0 && atomic_load(&repeat);
+    snprintf(rec, sizeof rec, "{\"id\":\"b%d-%d\",\"email\":\"C%d-%d@x\"}",
+             w->id, i, w->id, again ? i - 1 : i);
     int rc = unico_insert(w->u, "codes", rec, NULL, &r);
-    TCHECK(rc == UNICO_OK || rc == UNICO_ECONFLICT || rc == UNICO_EBUSY);
+    TCHECK(rc == UNICO_OK || rc == UNICO_EBUSY || (again && rc == UNICO_ECONFLICT));
+    if (rc == UNICO_OK) atomic_fetch_add(&writes_landed, 1);
+    if (again && rc == UNICO_OK) atomic_fetch_add(&dup_landed, 1);
+    if (again && rc == UNICO_ECONFLICT) {
+      TCHECK(!strcmp(r.constraint, "codes_email_key"));
+      atomic_fetch_add(&dup_refused, 1);
+    }
+    prev_ok = rc == UNICO_OK;
     unico_result_clear(&r);
   }
   return NULL;
 }
 
+/* Wait (up to a minute: only a hang reaches it) until *v exceeds than. */
+static int wait_above(atomic_int *v, int than) {
+  for (int i = 0; i < 60000 && atomic_load(v) <= than; i++) usleep(1000);
+  return atomic_load(v) > than;
+}
+
+/* Apply ddl; a change that lost the race to writers answers UNICO_EBUSY
+ * and is applied again, as a user would (counted in *busy). */
+static int apply_again(unico *u, const char *ddl, unico_result *r, int *busy) {
+  int rc = unico_schema_apply(u, ddl, r);
+  for (int n = 0; rc == UNICO_EBUSY && n < 50; n++) {
+    (*busy)++;
+    unico_result_clear(r);
+    rc = unico_schema_apply(u, ddl, r);
+  }
+  return rc;
+}
+
+static void expect_clean(unico *u, unico_result *r) {
+  unico_result_clear(r);
+  int c = unico_check(u, r);
+  if (c) fprintf(stderr, "check: %s\n%s\n", r->message, r->json ? r->json : "");
+  assert_int_equal(c, UNICO_OK);
+  unico_result_clear(r);
+}
+
 /* Schema changes that build a UNIQUE on a table being written: every
  * writer either lands before the build (and its value is built) or after
- * (and is checked); the store is clean after every change. */
+ * (and is checked); the store is clean after every change. While the
+ * writers' codes are all different, each build is applied; once UNIQUE is
+ * in force, every repeated code is refused by it; with UNIQUE off a
+ * repeated code lands, and adding UNIQUE back is then refused with the
+ * report of the duplicates. */
 static void test_build_race(void **state) {
   (void)state;
   unico *u = open_fresh();
@@ -271,36 +318,66 @@ static void test_build_race(void **state) {
   worker ws[4];
   atomic_store(&stop_writers, 0);
   atomic_store(&thread_failures, 0);
+  atomic_store(&repeat, 0);
+  atomic_store(&writes_landed, 0);
+  atomic_store(&dup_refused, 0);
+  atomic_store(&dup_landed, 0);
   for (int i = 0; i < 4; i++) {
     ws[i] = (worker){u, i, NULL};
     pthread_create(&th[i], NULL, code_writer, &ws[i]);
   }
-  int applied = 0, refused = 0;
-  for (int k = 0; k < 6; k++) {
-    usleep(50 * 1000);
-    int rc = unico_schema_apply(u, k % 2 ? plain : uniq, &r);
-    /* with UNIQUE off, writers 0 and 2 insert repeated codes: adding it
-     * back is refused with the report, unless none landed yet */
-    assert_true(rc == UNICO_OK || rc == UNICO_ESCHEMA || rc == UNICO_EBUSY);
-    if (rc == UNICO_OK) applied++;
-    if (rc == UNICO_ESCHEMA) {
-      refused++;
-      assert_non_null(strstr(r.json ? r.json : "", "duplicates"));
-    }
-    unico_result_clear(&r);
-    int c = unico_check(u, &r);
-    if (c) fprintf(stderr, "check: %s\n%s\n", r.message, r.json ? r.json : "");
-    assert_int_equal(c, UNICO_OK);
-    unico_result_clear(&r);
+  int applied = 0, busy = 0;
+  /* all codes different: UNIQUE built on, dropped, built on again, each
+   * time over records that landed just before */
+  for (int k = 0; k < 5; k++) {
+    assert_true(wait_above(&writes_landed, atomic_load(&writes_landed) + 10));
+    int rc = apply_again(u, k % 2 ? plain : uniq, &r, &busy);
+    if (rc) fprintf(stderr, "change %d: %s %s\n", k, r.message, r.json ? r.json : "");
+    assert_int_equal(rc, UNICO_OK);
+    assert_non_null(strstr(r.json, "\"changed\":true"));
+    applied++;
+    expect_clean(u, &r);
   }
+  /* UNIQUE is on: the repeated codes are refused by it, none lands */
+  atomic_store(&repeat, 1);
+  assert_true(wait_above(&dup_refused, 8));
+  assert_int_equal(atomic_load(&dup_landed), 0);
+  /* UNIQUE off: a repeated code lands; adding it back is refused */
+  assert_int_equal(apply_again(u, plain, &r, &busy), UNICO_OK);
+  applied++;
+  expect_clean(u, &r);
+  assert_true(wait_above(&dup_landed, 0));
+  int rc = apply_again(u, uniq, &r, &busy);
+  if (rc != UNICO_ESCHEMA)
+    fprintf(stderr, "adding UNIQUE over duplicates: %s %s\n", unico_errname(rc),
+            r.json ? r.json : r.message);
+  assert_int_equal(rc, UNICO_ESCHEMA);
+  json_t *rep = json_loads(r.json ? r.json : "", 0, NULL);
+  assert_non_null(rep);
+  json_t *dups = json_object_get(rep, "duplicates");
+  assert_true(json_integer_value(json_object_get(rep, "duplicates_total")) >= 1);
+  assert_int_equal(json_integer_value(json_object_get(rep, "over_limit_total")), 0);
+  assert_true(json_array_size(dups) >= 1);
+  for (size_t i = 0; i < json_array_size(dups); i++) {
+    json_t *d = json_array_get(dups, i);
+    assert_string_equal(json_string_value(json_object_get(d, "constraint")),
+                        "codes_email_key");
+    assert_true(json_integer_value(json_object_get(d, "count")) >= 2);
+  }
+  json_decref(rep);
+  expect_clean(u, &r);
   atomic_store(&stop_writers, 1);
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
   assert_int_equal(atomic_load(&thread_failures), 0);
-  assert_true(applied >= 1);
-  assert_int_equal(unico_check(u, &r), UNICO_OK);
-  fprintf(stderr, "build race: %d changes applied, %d refused\n", applied,
-          refused);
-  unico_result_clear(&r);
+  /* the refused change left UNIQUE off: the repeats go on landing */
+  assert_int_equal(unico_schema_show(u, &r), UNICO_OK);
+  assert_null(strstr(r.json, "UNIQUE"));
+  expect_clean(u, &r);
+  fprintf(stderr,
+          "build race: %d changes applied, 1 refused, %d busy; %d writes, %d "
+          "repeats refused, %d landed\n",
+          applied, busy, atomic_load(&writes_landed), atomic_load(&dup_refused),
+          atomic_load(&dup_landed));
   unico_close(u);
 }
 

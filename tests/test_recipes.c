@@ -923,6 +923,11 @@ static void test_fenced_operation_resumes(void **state) {
   ufound b = run_unico("u-known-b", 1300, &mix, 3, NULL, shape_takeover, 1);
   assert_int_equal(a.duplicates, 0);
   assert_int_equal(b.duplicates, 0);
+  /* and the store is consistent after every run (unico_check) */
+  assert_int_equal(a.bad_checks, 0);
+  assert_int_equal(b.bad_checks, 0);
+  assert_int_equal(a.runs, (int)seeds_or(6000));
+  assert_int_equal(b.runs, (int)seeds_or(1300));
 }
 
 int main(int argc, char **argv) {
