@@ -1,0 +1,60 @@
+# `cmake --install BUILD --prefix P` (GNU install dirs, relative to P):
+#   bin/unico                            the CLI (libunico linked statically)
+#   lib/libunico.so.X.Y.Z, .so.X, .so    the shared library, soname
+#                                        libunico.so.X (X: UNICO_VERSION_MAJOR)
+#   lib/libunico.a                       the static library
+#   include/unico.h, unico_errors.h      the public headers
+#   lib/pkgconfig/unico.pc               `pkg-config --cflags --libs unico`
+#   lib/cmake/unico/                     `find_package(unico CONFIG)`: the
+#                                        imported target unico::unico
+#   share/unico/examples/schema.cql      the example schema of the tour
+# tests/install_consumer.sh builds a program against such a prefix, with
+# pkg-config and with find_package (ctest: install_consumer).
+include(CMakePackageConfigHelpers)
+
+install(TARGETS unico_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS unico_shared EXPORT unicoTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS unico_core ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# Users include unico.h, which includes unico_errors.h beside it.
+install(FILES include/unico.h include/unico_errors.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES examples/schema.cql DESTINATION ${CMAKE_INSTALL_DATADIR}/unico/examples)
+# (The man pages of issue 21 go to ${CMAKE_INSTALL_MANDIR}/man1 here.)
+
+# unico.pc. Requires.private names the pkg-config modules of what the
+# library links (Debian: liblmdb-dev, libjansson-dev, libutf8proc-dev,
+# zlib1g-dev, libcurl4-openssl-dev, libssl-dev; all ship a .pc file), so
+# `pkg-config --static --libs unico` gives a static link's whole list;
+# threads and libm have none: Libs.private. The prefix is the one installed
+# to (`--prefix` may differ from CMAKE_INSTALL_PREFIX at configure time), so
+# the file is made in two steps: everything else now, the prefix at install.
+foreach(_dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_dir}}")
+    set(UNICO_PC_${_dir} "${CMAKE_INSTALL_${_dir}}")
+  else()
+    set(UNICO_PC_${_dir} "\${prefix}/${CMAKE_INSTALL_${_dir}}")
+  endif()
+endforeach()
+set(UNICO_PC_PREFIX "@UNICO_PC_PREFIX@") # filled in at install time
+configure_file(cmake/unico.pc.in ${CMAKE_CURRENT_BINARY_DIR}/unico.pc.in @ONLY)
+install(CODE "
+  set(UNICO_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  configure_file(\"${CMAKE_CURRENT_BINARY_DIR}/unico.pc.in\"
+                 \"${CMAKE_CURRENT_BINARY_DIR}/unico.pc\" @ONLY)")
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/unico.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The CMake package: unicoConfig.cmake, its version file (same major
+# version: the soname's) and the exported target unico::unico (the shared
+# library; its dependencies are private, so the package needs none).
+set(UNICO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/unico)
+install(EXPORT unicoTargets NAMESPACE unico:: DESTINATION ${UNICO_CMAKE_DIR})
+configure_package_config_file(cmake/unicoConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/unicoConfig.cmake
+  INSTALL_DESTINATION ${UNICO_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/unicoConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/unicoConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/unicoConfigVersion.cmake
+  DESTINATION ${UNICO_CMAKE_DIR})
