@@ -8,6 +8,7 @@
 #   lib/cmake/unico/                     `find_package(unico CONFIG)`: the
 #                                        imported target unico::unico
 #   share/unico/examples/schema.cql      the example schema of the tour
+#   share/man/man1/unico.1, unico-serve.1  the man pages (made by scdoc)
 # tests/install_consumer.sh builds a program against such a prefix, with
 # pkg-config and with find_package (ctest: install_consumer).
 include(CMakePackageConfigHelpers)
@@ -20,7 +21,31 @@ install(TARGETS unico_core ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/unico.h include/unico_errors.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES examples/schema.cql DESTINATION ${CMAKE_INSTALL_DATADIR}/unico/examples)
-# (The man pages of issue 21 go to ${CMAKE_INSTALL_MANDIR}/man1 here.)
+# The man pages unico(1) and unico-serve(1): scdoc turns their sources
+# (docs/man/*.1.scd) into build/man/*.1 as part of ALL, and they install into
+# share/man/man1. Without scdoc (scripts/deps.sh installs it) there are no
+# pages, and the test man_pages fails saying so.
+find_program(UNICO_SCDOC scdoc)
+set(UNICO_MAN_PAGES unico.1 unico-serve.1)
+set(UNICO_MAN_DIR ${CMAKE_CURRENT_BINARY_DIR}/man)
+if(UNICO_SCDOC)
+  set(_man_outputs "")
+  foreach(_page ${UNICO_MAN_PAGES})
+    set(_src ${CMAKE_CURRENT_SOURCE_DIR}/docs/man/${_page}.scd)
+    add_custom_command(OUTPUT ${UNICO_MAN_DIR}/${_page}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${UNICO_MAN_DIR}
+      COMMAND sh -c "\"$0\" < \"$1\" > \"$2.tmp\" && mv \"$2.tmp\" \"$2\""
+              ${UNICO_SCDOC} ${_src} ${UNICO_MAN_DIR}/${_page}
+      DEPENDS ${_src}
+      COMMENT "scdoc: man page ${_page}"
+      VERBATIM)
+    list(APPEND _man_outputs ${UNICO_MAN_DIR}/${_page})
+  endforeach()
+  add_custom_target(man ALL DEPENDS ${_man_outputs})
+  install(FILES ${_man_outputs} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+else()
+  message(WARNING "scdoc not found: no man pages (scripts/deps.sh installs it)")
+endif()
 
 # unico.pc. Requires.private names the pkg-config modules of what the
 # library links (Debian: liblmdb-dev, libjansson-dev, libutf8proc-dev,

