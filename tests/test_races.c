@@ -225,12 +225,84 @@ static void test_swap_and_lookup(void **state) {
   unico_result_clear(&res);
 }
 
+/* A hold given up while a write presenting its token is under way: the
+ * write takes the value either way (held by its token, or free), never
+ * answers an error (it planned to take the hold over at its version and
+ * found the key gone: it must plan again, taking the value free). */
+typedef struct holdrace {
+  atomic_int *go;
+  const char *token, *rec;
+  int rc;
+  char msg[1024];
+} holdrace;
+
+static void *hold_release(void *arg) {
+  holdrace *h = arg;
+  unico_result res = UNICO_RESULT_INIT;
+  while (!atomic_load(h->go)) {
+  }
+  h->rc = unico_release_hold(U, h->token, &res);
+  unico_result_clear(&res);
+  return NULL;
+}
+
+static void *hold_insert(void *arg) {
+  holdrace *h = arg;
+  unico_result res = UNICO_RESULT_INIT;
+  const char *mine[] = {h->token};
+  unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+  wo.holds = mine;
+  wo.nholds = 1;
+  while (!atomic_load(h->go)) {
+  }
+  h->rc = unico_insert_with(U, "users", h->rec, &wo, &res);
+  snprintf(h->msg, sizeof h->msg, "%s", res.message);
+  unico_result_clear(&res);
+  return NULL;
+}
+
+static void test_hold_released_midway(void **state) {
+  (void)state;
+  unico_result res = UNICO_RESULT_INIT;
+  int released = 0;
+  for (int i = 0; i < 400; i++) {
+    char value[64], rec[128], token[128];
+    snprintf(value, sizeof value, "[\"held%d@x\"]", i);
+    assert_int_equal(unico_reserve(U, "users", "users_email", value, 60000,
+                                   NULL, &res),
+                     UNICO_OK);
+    json_t *j = json_loads(res.json, 0, NULL);
+    snprintf(token, sizeof token, "%s",
+             json_string_value(json_object_get(j, "token")));
+    json_decref(j);
+    snprintf(rec, sizeof rec, "{\"id\":\"h%d\",\"email\":\"held%d@x\"}", i, i);
+    atomic_int go = 0;
+    holdrace ins = {&go, token, rec, 0, ""}, rel = {&go, token, NULL, 0, ""};
+    pthread_t a, b;
+    pthread_create(&a, NULL, hold_insert, &ins);
+    pthread_create(&b, NULL, hold_release, &rel);
+    atomic_store(&go, 1);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    if (ins.rc != UNICO_OK)
+      fail_msg("round %d: the insert with the token answered %s (%s); the "
+               "release %s",
+               i, unico_errname(ins.rc), ins.msg, unico_errname(rel.rc));
+    released += rel.rc == UNICO_OK;
+  }
+  printf("hold released midway: 400 rounds, %d released before the insert "
+         "took it\n", released);
+  assert_int_equal(unico_check(U, &res), UNICO_OK);
+  unico_result_clear(&res);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_winner),
       cmocka_unit_test(test_no_lost_update),
       cmocka_unit_test(test_swap_and_lookup),
+      cmocka_unit_test(test_hold_released_midway),
   };
   int failed = ucm_run_group("transactions", tests, setup, teardown);
   /* The same races through the claims protocol. */

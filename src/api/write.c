@@ -370,6 +370,18 @@ static int takeovers_add(takeovers *tk, const uclaim *c, uint64_t ver,
   return UNICO_OK;
 }
 
+/* Forget the take over of claim c (its hold is gone). */
+static void takeovers_drop(takeovers *tk, const uclaim *c) {
+  for (size_t i = 0; i < tk->n; i++) {
+    takeover *o = &tk->v[i];
+    if (o->klen != c->klen || memcmp(o->key, c->key, c->klen)) continue;
+    free(o->key);
+    ubuf_free(&o->hkey);
+    tk->v[i] = tk->v[--tk->n];
+    return;
+  }
+}
+
 /* Mark the plan's claims that take over a hold, and drop the holds'
  * index keys in the same transaction. */
 static int takeovers_apply(const takeovers *tk, uplan *p, unico_result *res) {
@@ -817,6 +829,11 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     rc = replay(w, r, REPLAY_HISTORY, NULL, &p->rkey, res);
     if (rc != UNICO_ENOTFOUND) return rc;
     r->retry = 1; /* moved on meanwhile: look again */
+    return UNICO_OK;
+  case UREFUSED_GONE: /* the hold we took over went away: take it free */
+    if (!c) break;
+    takeovers_drop(&w->tk, c);
+    r->retry = 1;
     return UNICO_OK;
   case UREFUSED_BUSY:
     return report_busy(r->t, c, res);

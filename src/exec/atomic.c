@@ -89,6 +89,11 @@ static int explain(const uplan *p, const ustore_op *ops, size_t s_at,
     for (size_t k = 0; k < p->take.n; k++) {
       const ustore_op *o = &ops[op_of[k]];
       if (p->take.v[k].kind != UKEY_CLAIM || !o->failed) continue;
+      if (!o->exists) { /* a hold taken over at its version, gone since */
+        why->why = UREFUSED_GONE;
+        why->claim = k;
+        break;
+      }
       why->why = UREFUSED_CLAIM;
       why->claim = k;
       why->cur_version = o->cur_version;

@@ -39,14 +39,18 @@ enum uexec_refusal {
                            (claims protocol) the write was fenced: retry */
   UREFUSED_BUSY,        /* (claims protocol) a value or a full limit group
                            is held by an operation in flight; see claim */
-  UREFUSED_REPEAT       /* (claims protocol) an insert whose op id already
+  UREFUSED_REPEAT,      /* (claims protocol) an insert whose op id already
                            committed to the record key (its history says;
                            the answer is there) */
+  UREFUSED_GONE         /* the hold a claim takes over (see claim) is gone
+                           since (released, or expired and swept): plan
+                           again, taking the value as free */
 };
 
 typedef struct uexec_refused {
   int why;           /* enum uexec_refusal */
-  size_t claim;      /* UREFUSED_CLAIM, _LIMIT: index into plan->take */
+  size_t claim;      /* UREFUSED_CLAIM, _LIMIT, _GONE: index into
+                        plan->take */
   ustored_claim owner; /* UREFUSED_CLAIM: the claim that holds the value */
   uint64_t cur_version; /* UREFUSED_CLAIM: that claim's store version */
   int64_t count;     /* UREFUSED_LIMIT: the group's count */
