@@ -1090,55 +1090,86 @@ static void check_lookup(vstats *v, unico *u, const char *con,
   unico_result_clear(&res);
 }
 
-/* Reserve the value of con, then release it: it must be free (nobody's
- * hold in force, no record holding it). Returns the rc of the first call
- * that failed, with its message in res. */
+/* Whether a probe's call is to be made again: its outcome is unknown or
+ * the store unavailable (injected faults), or an operation in flight holds
+ * the value (a store with faults may leave one for its grace period).
+ * Every call is retried under its op id, so it applies at most once and a
+ * repeat returns the first answer. */
+static int probe_again(int rc, const unico_result *res, double until) {
+  return (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE ||
+          (rc == UNICO_EBUSY && !busy_by_hold(rc, res))) &&
+         now_s() < until;
+}
+
+/* Reserve the value of con under op id op, then release it: it must be
+ * free (nobody's hold in force, no record holding it). A release repeated
+ * after an unknown answer may find its hold already gone. Returns the rc
+ * of the first call that failed, with its message in res. */
 static int reserve_free(unico *u, const char *con, const char *value,
-                        unico_result *res) {
+                        const char *op, double until, unico_result *res) {
   json_t *a = json_pack("[s]", value);
-  char *vt = a ? json_dumps(a, JSON_COMPACT) : NULL;
+  char *vt = a ? json_dumps(a, JSON_COMPACT) : NULL, *t = NULL;
   json_decref(a);
-  int rc = vt ? unico_reserve(u, TABLE, con, vt, 60000, NULL, res)
-              : UNICO_ENOMEM;
+  int rc = UNICO_ENOMEM;
+  while (vt) {
+    rc = unico_reserve(u, TABLE, con, vt, 60000, op, res);
+    if (!probe_again(rc, res, until)) break;
+    sleep_ms(20);
+  }
   free(vt);
   if (rc == UNICO_OK) {
     json_t *o = json_loads(res->json ? res->json : "", 0, NULL);
-    const char *t = json_string_value(json_object_get(o, "token"));
-    rc = t ? unico_release_hold(u, t, res) : UNICO_ECORRUPT;
+    const char *tok = json_string_value(json_object_get(o, "token"));
+    t = tok ? strdup(tok) : NULL;
     json_decref(o);
+    rc = t ? UNICO_OK : UNICO_ECORRUPT;
   }
+  for (int i = 0; t; i++) {
+    rc = unico_release_hold(u, t, res);
+    if (rc == UNICO_ENOTFOUND && i > 0) rc = UNICO_OK;
+    if (!probe_again(rc, res, until)) break;
+    sleep_ms(20);
+  }
+  free(t);
   return rc;
 }
 
 /* Insert probe record free-N taking the email em and the phone ph (NULL:
  * not that one), which no live record holds and no hold may reserve any
  * more; each must first be reserved and released (the hold path), then
- * the insert must succeed (an operation in flight, which a store with
- * injected faults may leave for its grace period, is waited for). Then it
- * is deleted. Violations go to v. */
+ * the insert must succeed. Then it is deleted. Each step is retried on
+ * its own (probe_again). Violations go to v. */
 static void free_probe(vstats *v, unico *u, int n, const char *em,
                        const char *ph) {
-  char pk[32];
+  char pk[32], op[96];
   unico_result res = UNICO_RESULT_INIT;
+  static unsigned probes; /* (op ids unique across verify runs) */
+  long nonce = (long)(now_s() * 1000) + (long)probes++;
   fmt(pk, sizeof pk, "free-%d", n);
   json_t *b = json_pack("{s:s}", "id", pk);
   if (b && em) json_object_set_new(b, "email", json_string(em));
   if (b && ph) json_object_set_new(b, "phone", json_string(ph));
   char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL, *pkt = json_str_text(pk);
   json_decref(b);
-  int rc = UNICO_ENOMEM;
+  int rc = bt && pkt ? UNICO_OK : UNICO_ENOMEM;
   double until = now_s() + 15;
-  while (bt && pkt) {
-    rc = em ? reserve_free(u, C_EMAIL, em, &res) : UNICO_OK;
-    if (rc == UNICO_OK && ph) rc = reserve_free(u, C_PHONE, ph, &res);
-    if (rc == UNICO_OK) rc = unico_insert(u, TABLE, bt, NULL, &res);
-    if (rc == UNICO_OK) rc = unico_delete(u, TABLE, pkt, 0, NULL, &res);
-    if (!(rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE ||
-          (rc == UNICO_EBUSY && !busy_by_hold(rc, &res))) ||
-        now_s() > until)
-      break;
-    unico_result_clear(&res);
+  fmt(op, sizeof op, "probe-%s-%ld-email", pk, nonce);
+  if (rc == UNICO_OK && em) rc = reserve_free(u, C_EMAIL, em, op, until, &res);
+  fmt(op, sizeof op, "probe-%s-%ld-phone", pk, nonce);
+  if (rc == UNICO_OK && ph) rc = reserve_free(u, C_PHONE, ph, op, until, &res);
+  fmt(op, sizeof op, "probe-%s-%ld-insert", pk, nonce);
+  while (rc == UNICO_OK) {
+    rc = unico_insert(u, TABLE, bt, op, &res);
+    if (!probe_again(rc, &res, until)) break;
     sleep_ms(20);
+    rc = UNICO_OK;
+  }
+  fmt(op, sizeof op, "probe-%s-%ld-delete", pk, nonce);
+  while (rc == UNICO_OK) {
+    rc = unico_delete(u, TABLE, pkt, 0, op, &res);
+    if (!probe_again(rc, &res, until)) break;
+    sleep_ms(20);
+    rc = UNICO_OK;
   }
   if (rc)
     viol(v, "free value probe %s (email %s, phone %s): no live record holds "
