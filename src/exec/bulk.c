@@ -137,12 +137,11 @@ int uexec_bulk_fence(uexec_bulk *b, const uint8_t *k, size_t kl,
     note_intent(b, k, kl);
     if (!ubuf_ok(&b->intents))
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-  } else if (intents_only) {
-  } else if (r.state == UREC_PENDING) {
+  } else if (!intents_only && r.state == UREC_PENDING) {
     ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->x), r.version,
                              &r.hist);
     rc = enqueue(b, k, kl, ver, &nv, 0, res);
-  } else if (r.state == UREC_LIVE) {
+  } else if (!intents_only && r.state == UREC_LIVE) {
     ubuf same = {(uint8_t *)v, vl, vl, 0};
     rc = enqueue(b, k, kl, ver, &same, 0, res);
   }
