@@ -57,7 +57,13 @@ def help_commands(unico):
     code, out = run(unico, "--help")
     if code != 0:
         sys.exit("unico --help exited %d" % code)
-    lines = out.split("\n")
+    return commands_in_help(out)
+
+
+def commands_in_help(text):
+    """The commands of a `unico --help` text ("schema apply", "insert",
+    ...), in order."""
+    lines = text.split("\n")
     if "commands:" not in lines:
         sys.exit('unico --help has no "commands:" section')
     cmds = []

@@ -6,13 +6,10 @@
  * Whatever decodes is then read back (types rendered, cells read) so that
  * ASan sees any pointer left dangling into a freed or short buffer.
  *
- * Built with -DUCQL_FUZZ_REPLAY (and without -fsanitize=fuzzer), main()
- * replays files instead: each argument is a file, a directory of files,
- * or a capture file (*.jsonl, one frame per line as in
- * tests/data/cql-captures), so CI can run the seed corpus without libFuzzer. */
-#if defined(UCQL_FUZZ_REPLAY) && !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 200809L
-#endif
+ * Built with -DUCQL_FUZZ_REPLAY and linked with fuzz/replay.c (whose main
+ * replays files and directories, without libFuzzer), it also replays
+ * capture files (*.jsonl, one frame per line as in tests/data/cql-captures),
+ * so CI runs the seed corpus and the captures in every build. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,13 +83,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef UCQL_FUZZ_REPLAY
-#include <dirent.h>
 #include <stdio.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
-static size_t runs;
+long fuzz_replay_own(const char *path);
 
 static int hexval(int c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -111,10 +106,18 @@ static int opcode_of(const char *s) {
   return -1;
 }
 
-/* Each line of a capture file becomes one frame: header and body. */
-static int replay_jsonl(const char *path) {
+/* replay.c's hook: a capture file (*.jsonl) is replayed a line at a
+ * time, each line one frame (header and body); other files are left to
+ * replay.c (-1). Returns the frames run. */
+long fuzz_replay_own(const char *path) {
+  size_t l = strlen(path);
+  long runs = 0;
+  if (l <= 6 || strcmp(path + l - 6, ".jsonl")) return -1;
   FILE *fp = fopen(path, "r");
-  if (!fp) return -1;
+  if (!fp) {
+    fprintf(stderr, "cannot read %s\n", path);
+    exit(1);
+  }
   json_error_t err;
   json_t *j;
   while ((j = json_loadf(fp, JSON_DISABLE_EOF_CHECK, &err))) {
@@ -145,73 +148,6 @@ static int replay_jsonl(const char *path) {
     json_decref(j);
   }
   fclose(fp);
-  return 0;
-}
-
-static int replay_file(const char *path) {
-  size_t l = strlen(path);
-  if (l > 6 && !strcmp(path + l - 6, ".jsonl")) return replay_jsonl(path);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return -1;
-  uint8_t *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n == cap) {
-      cap = cap ? 2 * cap : 4096;
-      uint8_t *p = realloc(buf, cap);
-      if (!p) exit(1);
-      buf = p;
-    }
-    size_t k = fread(buf + n, 1, cap - n, fp);
-    if (!k) break;
-    n += k;
-  }
-  fclose(fp);
-  LLVMFuzzerTestOneInput(buf, n);
-  runs++;
-  free(buf);
-  return 0;
-}
-
-static int replay(const char *path) {
-  struct stat st;
-  if (stat(path, &st)) return -1;
-  if (!S_ISDIR(st.st_mode)) return replay_file(path);
-  DIR *d = opendir(path);
-  if (!d) return -1;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    size_t l = strlen(path) + strlen(e->d_name) + 2;
-    char *p = malloc(l);
-    if (!p) exit(1);
-    snprintf(p, l, "%s/%s", path, e->d_name);
-    struct stat fst;
-    if (!stat(p, &fst) && S_ISREG(fst.st_mode) && replay_file(p)) {
-      fprintf(stderr, "cannot read %s\n", p);
-      exit(1);
-    }
-    free(p);
-  }
-  closedir(d);
-  return 0;
-}
-
-/* Exit 1 when a path is missing or holds no input: the corpus is part of
- * the repository (tests/data/cql-captures), so its absence is a failure. */
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s FILE|DIR...\n", argv[0]);
-    return 1;
-  }
-  for (int i = 1; i < argc; i++) {
-    size_t before = runs;
-    if (replay(argv[i]) || runs == before) {
-      fprintf(stderr, "fuzz_cql: no inputs at %s\n", argv[i]);
-      return 1;
-    }
-  }
-  printf("fuzz_cql: replayed %zu inputs\n", runs);
-  return 0;
+  return runs;
 }
 #endif

@@ -25,6 +25,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_commands import commands_in_help  # noqa: E402
+
 OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z-]*|-h)\b")
 
 
@@ -37,22 +40,9 @@ def run(unico, *args):
 
 
 def commands(help_text):
-    """The commands of `unico --help` ("schema apply", "insert", ...)."""
-    lines = help_text.split("\n")
-    if "commands:" not in lines:
-        sys.exit('unico --help has no "commands:" section')
-    cmds = []
-    for line in lines[lines.index("commands:") + 1:]:
-        if not line.strip():
-            break
-        if re.match(r"^  \S", line):
-            words = []
-            # two spaces or more part the synopsis from the summary
-            for t in re.split(r"\s{2,}", line.strip())[0].split():
-                if not re.match(r"^[a-z][a-z-]*$", t):
-                    break
-                words.append(t)
-            cmds.append(" ".join(words))
+    """The commands of `unico --help` (cli_commands.py reads them the same
+    way)."""
+    cmds = commands_in_help(help_text)
     if not cmds:
         sys.exit("unico --help lists no command")
     return cmds
