@@ -160,6 +160,10 @@ static int g_claims_store;
 
 /* The URL of the store the run uses. 0, or -1 when it does not fit. */
 static int store_url(char *buf, size_t n, const char *dir) {
+  if (g_store_base && !strncmp(g_store_base, "dynamodb", 8))
+    /* (the run's native tables apart from other runs') */
+    return fmt(buf, n, "%s%s?table_prefix=%s.", g_store_base, g_store_name,
+               g_store_name);
   if (g_store_base) return fmt(buf, n, "%s%s", g_store_base, g_store_name);
   return fmt(buf, n, "lmdb:%s/store", dir);
 }

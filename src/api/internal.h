@@ -39,6 +39,8 @@ usch *uapi_sch_get(unico *u);  /* a new reference to the cached schema */
 void uapi_sch_put(usch *c);    /* drop a reference; accepts NULL */
 int uapi_sch_load(unico *u, usch **out, unico_result *res); /* from store */
 int uapi_sch_reload(unico *u, unico_result *res); /* load and make current */
+/* Hand the tables of s to the executor (exec.h's uexec_tables). */
+int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res);
 void uapi_sleep_ms(int ms);
 
 int uapi_schema_apply(unico *u, const char *ddl, unico_result *res);

@@ -12,6 +12,7 @@
 #include "api/internal.h"
 #include "keys/keyspace.h"
 #include "plan/plan.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 static void sch_unref(usch *c) {
@@ -34,16 +35,7 @@ usch *uapi_sch_get(unico *u) {
 }
 
 void uapi_format_time(int64_t ms, char *buf, size_t cap) {
-  int64_t frac = ms % 1000;
-  if (frac < 0) frac += 1000; /* (before 1970: the second below) */
-  time_t secs = (time_t)((ms - frac) / 1000);
-  struct tm tm;
-  if (!gmtime_r(&secs, &tm)) {
-    snprintf(buf, cap, "%lld ms", (long long)ms);
-    return;
-  }
-  size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, cap - n, ".%03dZ", (int)frac);
+  uclock_format(ms, buf, cap);
 }
 
 void uapi_sleep_ms(int ms) {
@@ -88,6 +80,33 @@ int uapi_table_fingerprint(const char *ddl, const char *table, uint64_t *fp) {
   if (t) *fp = uplan_table_fingerprint(t);
   uschema_free(s);
   return 0;
+}
+
+int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res) {
+  size_t nc = 0, n = s ? s->ntables : 0;
+  for (size_t i = 0; i < n; i++) nc += s->tables[i].ncols;
+  ustore_tabledef *defs = calloc(n ? n : 1, sizeof *defs);
+  ustore_column *cols = calloc(nc ? nc : 1, sizeof *cols);
+  size_t *pks = calloc(nc ? nc : 1, sizeof *pks);
+  int rc;
+  if (!defs || !cols || !pks) {
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    goto leave;
+  }
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) {
+    const utable *t = &s->tables[i];
+    defs[i] = (ustore_tabledef){t->name, t->ncols, &cols[c], t->npk, &pks[c]};
+    for (size_t j = 0; j < t->npk; j++) pks[c + j] = (size_t)t->pk[j];
+    for (size_t j = 0; j < t->ncols; j++, c++)
+      cols[c] = (ustore_column){t->cols[j].name, (int)t->cols[j].type};
+  }
+  rc = uexec_tables(u->x, defs, n, mode, res);
+leave:
+  free(defs);
+  free(cols);
+  free(pks);
+  return rc;
 }
 
 int uapi_sch_load(unico *u, usch **out, unico_result *res) {
@@ -140,6 +159,13 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res) {
       rc = uerr(res, UNICO_ECORRUPT, NULL,
                 "the stored schema does not parse (%d:%d: %s)", pe.line,
                 pe.col, pe.msg);
+      goto leave;
+    }
+    rc = uapi_sch_tables(u, c->s, USTORE_TABLES_SET, res);
+    if (rc) {
+      uschema_free(c->s);
+      free(c->ddl);
+      free(c);
       goto leave;
     }
     *out = c;
@@ -419,6 +445,9 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     return uerr(res, UNICO_EINVAL, NULL, "schema error at line %d, column %d: %s", pe.line,
                 pe.col, pe.msg);
   rc = fits_txn(u, ns, res);
+  /* (native tables: created, or their keys checked, before anything of
+   * the change is written) */
+  if (!rc) rc = uapi_sch_tables(u, ns, USTORE_TABLES_CREATE, res);
   if (!rc && !(ch = malloc(sizeof *ch)))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   for (int attempt = 0; !rc && attempt < 100; attempt++) {

@@ -807,7 +807,7 @@ static void cass_close(ustore *base) {
 static const ustore_vtab CASS_VTAB = {
     USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE, cass_get, cass_cas, cass_txn,
     cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
-    cass_post_many, cass_get_many, NULL};
+    cass_post_many, cass_get_many, NULL, NULL};
 
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
                           ustore_err *e) {

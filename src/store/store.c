@@ -61,6 +61,13 @@ void ustore_post_many(ustore *s, ustore_op *ops, size_t n) {
   free(rcs);
 }
 
+int ustore_tables(ustore *s, const ustore_tabledef *defs, size_t n, int mode,
+                  ustore_err *e) {
+  if (s->vt->version >= 6 && s->vt->tables)
+    return s->vt->tables(s, defs, n, mode, e);
+  return UNICO_OK;
+}
+
 int ustore_get_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
                     ustore_err *errs) {
   if (s->vt->version >= 4 && s->vt->get_many)
@@ -199,6 +206,11 @@ static int co_scan(ustore *s, const void *prefix, size_t plen,
   return in->vt->scan(in, prefix, plen, after, alen, cb, ctx, e);
 }
 
+static int co_tables(ustore *s, const ustore_tabledef *defs, size_t n,
+                     int mode, ustore_err *e) {
+  return ustore_tables(((cas_only *)s)->in, defs, n, mode, e);
+}
+
 static void co_close(ustore *s) {
   if (!s) return;
   ustore *in = ((cas_only *)s)->in;
@@ -232,6 +244,7 @@ int ustore_cas_only(ustore **s, ustore_err *e) {
   c->vt.post_many = NULL;
   c->vt.get_many = NULL;
   c->vt.watch_durable = co_watch;
+  c->vt.tables = co_tables;
   c->base.vt = &c->vt;
   *s = &c->base;
   return UNICO_OK;
