@@ -19,6 +19,11 @@ It checks, with `aws dynamodb` against the same server:
   - a primary key DynamoDB cannot hold (three columns, a boolean) and an
     existing table with another key are refused at schema apply, naming
     the table, and nothing is created;
+  - a table other clients created and filled is adopted by schema apply:
+    an attribute of another type and duplicate values refuse it (named in
+    the message and the report, nothing changed); fixed with awscli, the
+    apply succeeds, the items get their bookkeeping, and uniqueness holds
+    against them;
   - check finds the store consistent.
 Every failed expectation is printed; the exit code is 1 if any failed.
 """
@@ -203,7 +208,76 @@ rc, out, err = unico("schema", "show")
 expect(rc == 0 and "accounts" not in out and "wide" not in out,
        "a refused schema was stored: %s" % out)
 
-# 6. the store is consistent
+# 6. adopting a table other clients filled: type errors and duplicates
+# refuse the apply (nothing changes), fixed with awscli it succeeds, and
+# uniqueness then holds for writes through unico
+aws("create-table", "--table-name", PREFIX + "customers",
+    "--attribute-definitions", "AttributeName=cid,AttributeType=S",
+    "--key-schema", "AttributeName=cid,KeyType=HASH",
+    "--billing-mode", "PAY_PER_REQUEST")
+def put(cid, **cols):
+    item = {"cid": {"S": cid}}
+    item.update(cols)
+    aws("put-item", "--table-name", PREFIX + "customers", "--item",
+        json.dumps(item))
+put("c1", email={"S": "ann@x.org"}, tier={"N": "1"}, note={"S": "theirs"})
+put("c2", email={"S": "ANN@X.ORG"}, tier={"N": "2"})
+put("c3", email={"S": "bob@x.org"}, tier={"S": "gold"})
+for i in range(4, 40):
+    put("c%d" % i, email={"S": "user%d@x.org" % i})
+CUST = DDL + """
+CREATE TABLE customers (cid text PRIMARY KEY, email text, tier int,
+  UNIQUE (email) NORMALIZE casefold);
+"""
+rc, out, err = unico("schema", "apply", "-", stdin=CUST)
+expect(rc != 0 and '"c3"' in err and "tier" in err and "as S" in err
+       and "int" in err,
+       "a wrong attribute type did not refuse the apply naming item, column "
+       "and both types: rc %d %s" % (rc, err))
+aws("update-item", "--table-name", PREFIX + "customers", "--key",
+    json.dumps({"cid": {"S": "c3"}}), "--update-expression", "SET tier = :t",
+    "--expression-attribute-values", json.dumps({":t": {"N": "3"}}))
+rc, out, err = unico("schema", "apply", "-", stdin=CUST)
+expect(rc != 0 and "duplicate" in err, "duplicates did not refuse the apply: "
+       "rc %d %s %s" % (rc, out, err))
+report = out + err
+expect('"c1"' in report and '"c2"' in report,
+       "the duplicate report does not name both items: %s" % report)
+rc, out, err = unico("schema", "show")
+expect(rc == 0 and "customers" not in out,
+       "a refused adoption changed the schema: %s" % out)
+rc, out, err = unico("lookup", "customers", "customers_email_key", "ann@x.org")
+expect(rc != 0, "a refused adoption left a claim: rc %d %s" % (rc, out))
+aws("update-item", "--table-name", PREFIX + "customers", "--key",
+    json.dumps({"cid": {"S": "c2"}}), "--update-expression", "SET email = :e",
+    "--expression-attribute-values", json.dumps({":e": {"S": "cat@x.org"}}))
+rc, out, err = unico("schema", "apply", "-", stdin=CUST)
+expect(rc == 0, "adoption after the fix: rc %d %s %s" % (rc, out, err))
+item = get_item("customers", {"cid": {"S": "c1"}}) or {}
+expect(item.get("unico_v") == {"N": "1"} and "unico_meta" in item
+       and item.get("note") == {"S": "theirs"},
+       "an adopted item was not given its bookkeeping, or lost an attribute: "
+       "%s" % item)
+rc, out, err = unico("insert", "customers",
+                     json.dumps({"cid": "c99", "email": "Ann@X.org"}))
+expect(rc == 3 and '"c1"' in out + err,
+       "a value an adopted item holds was not a conflict naming it: rc %d %s"
+       % (rc, out + err))
+rc, out, err = unico("lookup", "customers", "customers_email_key", "cat@x.org")
+expect(rc == 0 and '"c2"' in out, "lookup of an adopted value: rc %d %s %s"
+       % (rc, out, err))
+rc, out, err = unico("update", "customers", "c2",
+                     json.dumps({"email": "user7@x.org"}))
+expect(rc == 3, "an update to another adopted item's value: rc %d %s"
+       % (rc, out + err))
+rc, out, err = unico("update", "customers", "c2",
+                     json.dumps({"email": "dan@x.org"}))
+expect(rc == 0, "an update of an adopted item: rc %d %s" % (rc, err))
+rc, out, err = unico("insert", "customers",
+                     json.dumps({"cid": "c98", "email": "cat@x.org"}))
+expect(rc == 0, "the value the update freed: rc %d %s" % (rc, err))
+
+# 7. the store is consistent
 rc, out, err = unico("check")
 expect(rc == 0, "check: rc %d %s %s" % (rc, out, err))
 

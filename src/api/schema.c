@@ -43,6 +43,14 @@ void uapi_sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+/* t without its constraints: what a table unico did not know is held to. */
+static utable bare_of(const utable *t) {
+  utable b = *t;
+  b.ncons = 0;
+  b.cons = NULL;
+  return b;
+}
+
 /* A change marked in the store whose process died: take the marker over,
  * move the tables whose constraints it may have half built back to the
  * previous definition, then put the previous schema back. */
@@ -61,6 +69,13 @@ static int roll_back(unico *u, ustored_schema *ss, uint64_t ver,
       const utable *p = &to->tables[i], *n = uschema_table(from, p->name);
       if (n && uapi_cons_differ(n, p))
         rc = uapi_build_table(u, n, p, 0, ss, &mark, res);
+    }
+    /* a table the change adopted: what was built for it goes */
+    for (size_t i = 0; i < from->ntables && !rc; i++) {
+      const utable *n = &from->tables[i];
+      utable b = bare_of(n);
+      if (!uschema_table(to, n->name) && n->ncons)
+        rc = uapi_build_table(u, n, &b, 0, ss, &mark, res);
     }
   }
   uschema_free(from);
@@ -305,12 +320,22 @@ typedef struct change {
   size_t nbuild;
   const utable *settle_o[CHANGE_MAX]; /* their insert intents settled */
   size_t nsettle;
+  /* Tables new to the schema. One that already has records (a native
+   * table other clients filled: adoption) is built from a definition
+   * without constraints (its copy in bare) to the new one. */
+  const utable *adopt[CHANGE_MAX];
+  utable bare[CHANGE_MAX];
+  size_t nadopt;
 } change;
+
 
 static void plan_change(unico *u, const uschema *from, const uschema *to,
                         change *ch) {
   char why[200];
-  ch->nneed = ch->nbuild = ch->nsettle = 0;
+  ch->nneed = ch->nbuild = ch->nsettle = ch->nadopt = 0;
+  for (size_t i = 0; i < to->ntables && ch->nadopt < CHANGE_MAX; i++)
+    if (!uschema_table(from, to->tables[i].name) && to->tables[i].ncons)
+      ch->adopt[ch->nadopt++] = &to->tables[i];
   for (size_t i = 0; i < from->ntables && ch->nneed < CHANGE_MAX; i++) {
     const utable *o = &from->tables[i];
     const utable *n = uschema_table(to, o->name);
@@ -339,10 +364,19 @@ static void plan_change(unico *u, const uschema *from, const uschema *to,
 /* Step 2 of a change, under the marker: the tables that must be empty are
  * (else *bad is the first that is not), intents settled, constraints
  * built; a build that fails puts the tables built before it back. */
-static int make_change(unico *u, const change *ch, ustored_schema *marker,
+static int make_change(unico *u, change *ch, ustored_schema *marker,
                        uint64_t *mark_ver, int *bad, unico_result *res) {
   int rc = UNICO_OK;
   *bad = -1;
+  /* (a new table with records: adopted, its constraints built from them) */
+  for (size_t i = 0; i < ch->nadopt && ch->nbuild < CHANGE_MAX; i++) {
+    int h = table_has_records(u, ch->adopt[i]->name, res);
+    if (h < 0) return h;
+    if (!h) continue;
+    ch->bare[i] = bare_of(ch->adopt[i]);
+    ch->build_o[ch->nbuild] = &ch->bare[i];
+    ch->build_n[ch->nbuild++] = ch->adopt[i];
+  }
   for (size_t i = 0; i < ch->nneed; i++) {
     int h = table_has_records(u, ch->need[i], res);
     if (h < 0) return h;
@@ -397,7 +431,8 @@ static int apply_once(unico *u, const usch *cur, const char *ddl,
   ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
                          (char *)ddl, NULL, 0, uexec_now(u->x)};
   int rc;
-  if (ch->nneed == 0 && ch->nbuild == 0 && ch->nsettle == 0) {
+  if (ch->nneed == 0 && ch->nbuild == 0 && ch->nsettle == 0 &&
+      ch->nadopt == 0) {
     rc = uexec_schema_put(u->x, cur->store_ver, &next, res);
     return rc == UEXEC_NOT_APPLIED ? 1 : rc;
   }

@@ -489,6 +489,32 @@ static int key_elem(int type, json_t *a, ubuf *pk) {
   return rc;
 }
 
+static const char *type_name(int type) {
+  static const char *const n[] = {"?",    "text", "int",       "bigint",
+                                  "boolean", "uuid", "timestamp", "double"};
+  return type >= 1 && type <= 7 ? n[type] : "?";
+}
+
+/* The type of an attribute value: S, N, BOOL, ... */
+static const char *attr_type(json_t *a) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(a, k, v) return k;
+  return "nothing";
+}
+
+/* The key attributes of item as JSON text, for messages (malloc'd). */
+static char *key_text(const uddb_ntab *t, json_t *item) {
+  json_t *k = json_object();
+  for (size_t i = 0; k && i < t->npk; i++) {
+    json_t *a = json_object_get(item, t->cname[t->pk[i]]);
+    if (a) json_object_set(k, t->cname[t->pk[i]], a);
+  }
+  char *s = k ? json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(k);
+  return s;
+}
+
 int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
                      uint64_t *ver, ustore_err *e) {
   const char *vs = json_string_value(
@@ -499,18 +525,25 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
   json_t *body = NULL;
   int rc = UNICO_ECORRUPT, decoded = 0;
   char *end;
+  unsigned long long v = 0;
   memset(&r, 0, sizeof r);
-  if (!vs || !json_is_string(mb)) {
-    seterr(e,
-           "an item of the DynamoDB table %s has no %s or %s: it was not "
-           "written through unico",
-           t->dname, UDDB_ATTR_V, UDDB_ATTR_META);
+  if (!mb) {
+    /* A bare row: written by another client, not yet by unico. A live
+     * record at version 0, holding nothing yet. */
+    ubuf_reset(&meta);
+    ustored_record_encode(&meta, 1 /* UREC_LIVE */, 0, "", "{}", NULL);
+    if (!ubuf_ok(&meta)) goto oom;
+    vs = NULL;
+  } else if (!vs || !json_is_string(mb)) {
+    seterr(e, "an item of the DynamoDB table %s has %s without %s", t->dname,
+           UDDB_ATTR_META, UDDB_ATTR_V);
     goto leave;
   }
   errno = 0;
-  unsigned long long v = strtoull(vs, &end, 10);
-  if (errno || *end || end == vs ||
-      uddb_b64_decode(&meta, json_string_value(mb), json_string_length(mb)) ||
+  if (vs) v = strtoull(vs, &end, 10);
+  if ((vs && (errno || *end || end == vs ||
+              uddb_b64_decode(&meta, json_string_value(mb),
+                              json_string_length(mb)))) ||
       ustored_record_decode(meta.p, meta.len, &r)) {
     seterr(e, "an item of the DynamoDB table %s has a corrupt %s or %s",
            t->dname, UDDB_ATTR_V, UDDB_ATTR_META);
@@ -525,10 +558,13 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
     json_t *jv = attr_value(t->ctype[i], a, &oom);
     if (oom) goto oom;
     if (!jv) {
+      char *ks = key_text(t, item);
+      const char *at = attr_type(a);
       seterr(e,
-             "an item of the DynamoDB table %s holds column \"%s\" as another "
-             "type than the DDL's",
-             t->dname, t->cname[i]);
+             "the item %s of the DynamoDB table %s holds column \"%s\" as "
+             "%s, which is not the DDL's %s",
+             ks ? ks : "?", t->dname, t->cname[i], at, type_name(t->ctype[i]));
+      free(ks);
       goto leave;
     }
     if (json_object_set_new(body, t->cname[i], jv)) goto oom;

@@ -76,8 +76,10 @@ int uddb_record_attrs(const uddb_ntab *t, const void *val, size_t vlen,
 
 /* A native item of table t back as unico sees it: its record key, the
  * stored record (body made of the declared columns) and the version in
- * unico_v. UNICO_ECORRUPT when the item is not one unico can read (no
- * unico_meta: written by another client; an attribute of another type). */
+ * unico_v. An item without unico_meta (a *bare* row, written by another
+ * client) is a live record at version 0 that holds nothing yet, at store
+ * version 0. UNICO_ECORRUPT, naming the item, the column and both types,
+ * when an attribute is not of its column's type. */
 int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
                      uint64_t *ver, ustore_err *e);
 

@@ -655,16 +655,24 @@ static json_t *act_native_put(const rop *r, uint64_t nv) {
                    "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
 }
 
+/* The condition "at version ev": unico_v = ev, or for version 0 a bare
+ * row (the item exists, unico has not written it). */
+#define COND_BARE "attribute_exists(#h) AND attribute_not_exists(#uv)"
+#define COND_VERSION(ev) ((ev) ? "#uv = :ev" : COND_BARE)
+
 /* A Delete or ConditionCheck of the native item: absent, or at r->ev. */
 static json_t *act_native_cond(const rop *r, const char *kind, int absent) {
-  json_t *names = json_pack("{s:s}", absent ? "#h" : "#uv",
-                            absent ? r->t->cname[r->t->pk[0]] : UDDB_ATTR_V);
+  json_t *names = json_pack("{s:s,s:s}", "#h", r->t->cname[r->t->pk[0]],
+                            "#uv", UDDB_ATTR_V);
+  if (names && absent) json_object_del(names, "#uv");
   json_t *a = json_pack("{s:s,s:O,s:s,s:o,s:s}", "TableName", r->t->dname,
                         "Key", r->kj, "ConditionExpression",
-                        absent ? "attribute_not_exists(#h)" : "#uv = :ev",
+                        absent ? "attribute_not_exists(#h)" : COND_VERSION(r->ev),
                         "ExpressionAttributeNames", names,
                         "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
-  if (a && !absent &&
+  if (a && !absent && r->ev)
+    json_object_del(json_object_get(a, "ExpressionAttributeNames"), "#h");
+  if (a && !absent && r->ev &&
       json_object_set_new(a, "ExpressionAttributeValues",
                           json_pack("{s:o}", ":ev", num(r->ev)))) {
     json_decref(a);
@@ -686,6 +694,10 @@ static json_t *act_native_update(const rop *r) {
   json_t *out = NULL;
   char nm[32];
   if (!names || !vals) goto leave;
+  if (!r->ev &&
+      (json_object_set_new(names, "#h", json_string(t->cname[t->pk[0]])) ||
+       json_object_del(vals, ":ev")))
+    goto leave;
   for (size_t i = 0; i < t->ncol; i++) {
     if (t->is_key[i]) continue;
     json_t *a = json_object_get(r->cols, t->cname[i]);
@@ -714,7 +726,7 @@ static json_t *act_native_update(const rop *r) {
   if (ubuf_ok(&expr) && ubuf_ok(&set) && ubuf_ok(&rem))
     out = json_pack("{s:{s:s,s:O,s:s,s:s,s:O,s:O,s:s}}", "Update", "TableName",
                     t->dname, "Key", r->kj, "UpdateExpression",
-                    (char *)expr.p, "ConditionExpression", "#uv = :ev",
+                    (char *)expr.p, "ConditionExpression", COND_VERSION(r->ev),
                     "ExpressionAttributeNames", names,
                     "ExpressionAttributeValues", vals,
                     "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
