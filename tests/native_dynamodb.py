@@ -24,6 +24,9 @@ It checks, with `aws dynamodb` against the same server:
     the message and the report, nothing changed); fixed with awscli, the
     apply succeeds, the items get their bookkeeping, and uniqueness holds
     against them;
+  - rows other clients add later are drift: counted by check, a value two
+    rows hold is a violation, repair claims free values for their rows,
+    and unico updates such rows like its own;
   - check finds the store consistent.
 Every failed expectation is printed; the exit code is 1 if any failed.
 """
@@ -277,7 +280,33 @@ rc, out, err = unico("insert", "customers",
                      json.dumps({"cid": "c98", "email": "cat@x.org"}))
 expect(rc == 0, "the value the update freed: rc %d %s" % (rc, err))
 
-# 7. the store is consistent
+# 7. drift: rows other clients write behind unico's back. check counts
+# them and the values nobody claims (not violations), reports a value two
+# rows hold as a violation; repair claims the free values for their rows;
+# unico writes over such a row like any other
+put("f1", email={"S": "fresh@x.org"})
+put("f2", email={"S": "ANN@x.org"})
+rc, out, err = unico("check")
+rep = json.loads(out or "{}").get("report", json.loads(out or "{}"))
+expect(rc == 7 and rep.get("bare_rows") == 2
+       and rep.get("unclaimed_values") == 1
+       and any(v["kind"] == "duplicate_value" for v in rep.get("violations", [])),
+       "check of drift: rc %d %s" % (rc, out))
+rc, out, err = unico("repair")
+expect(rc == 0 and json.loads(out or "{}").get("rows_claimed") == 1,
+       "repair of drift: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("insert", "customers",
+                     json.dumps({"cid": "c97", "email": "FRESH@x.org"}))
+expect(rc == 3 and '"f1"' in out + err,
+       "a value repair claimed for a foreign row: rc %d %s" % (rc, out + err))
+rc, out, err = unico("update", "customers", "f2",
+                     json.dumps({"email": "eve@x.org"}))
+expect(rc == 0, "unico's update of a foreign row: rc %d %s" % (rc, err))
+item = get_item("customers", {"cid": {"S": "f2"}}) or {}
+expect(item.get("unico_v") == {"N": "1"} and "unico_meta" in item,
+       "the foreign row has no bookkeeping after unico wrote it: %s" % item)
+
+# 8. the store is consistent
 rc, out, err = unico("check")
 expect(rc == 0, "check: rc %d %s %s" % (rc, out, err))
 

@@ -47,6 +47,10 @@ typedef struct chk {
   int64_t grace, retention;
   uint64_t orphans, in_flight, tombstones, free_claims;
   uint64_t claims_out; /* claims among them (orphans, in flight) */
+  /* native tables: rows other clients wrote that unico has not (store
+   * version 0), and the values they hold that nobody claims: drift,
+   * not violations (repair claims them for the row) */
+  uint64_t bare_rows, unclaimed;
   fix *fixes;
   size_t nfixes, fcap;
   unico_result *res;
@@ -201,8 +205,24 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   }
   json_decref(body);
   unico_result_clear(&tmp);
-  /* Claims the record says it holds must be exactly those its values need. */
-  for (size_t i = 0; i < want.n; i++)
+  /* Claims the record says it holds must be exactly those its values
+   * need; a bare row (another client's, store version 0) lists none. */
+  int bare = ver == 0, taken = 0;
+  fix *stamp = NULL;
+  if (bare) {
+    c->bare_rows++;
+    int groups = 0;
+    for (size_t i = 0; i < want.n; i++) groups |= want.v[i].kind == UKEY_GROUP;
+    /* (repair claims its free values for it, listing them in the row; not
+     * in a limited table, whose groups only a build recounts) */
+    if (c->repair && !groups && (stamp = add_fix(c, UEXEC_FIX_STAMP, k, kl, 0))) {
+      ustored_record_encode_hist(&stamp->val, r.state, r.version, r.op_id,
+                                 r.body, &want, r.since_ms, &r.hist);
+      ustored_claim_encode(&stamp->tval, UCLAIM_COMMITTED, k + pkoff,
+                           kl - pkoff, "repair", c->now);
+    }
+  }
+  for (size_t i = 0; !bare && i < want.n; i++)
     if (uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) < 0)
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "the record's value is not listed among its claims");
@@ -228,7 +248,12 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
       is_free = cl.state == UCLAIM_FREE;
       ustored_claim_free(&cl);
     }
-    if (rc == UNICO_ENOTFOUND || is_free) {
+    if ((rc == UNICO_ENOTFOUND || is_free) && bare) {
+      c->unclaimed++;
+      if (stamp && uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
+                               want.v[i].voff, want.v[i].con) == 0)
+        stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
+    } else if (rc == UNICO_ENOTFOUND || is_free) {
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "no claim exists for a value the record holds");
       fix *f = add_fix(c, UEXEC_FIX_RESTORE, want.v[i].key, want.v[i].klen,
@@ -248,15 +273,24 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     } else if (ustored_claim_decode(cv.p, cv.len, &cl)) {
       violation(c, "corrupt_claim", want.v[i].key, want.v[i].klen, "the claim cannot be decoded");
     } else {
-      if (cl.owner_len != kl - pkoff || memcmp(cl.owner, k + pkoff, cl.owner_len))
+      if (cl.owner_len != kl - pkoff || memcmp(cl.owner, k + pkoff, cl.owner_len)) {
         violation(c, "claim_owner_mismatch", want.v[i].key, want.v[i].klen,
                   "the claim names another record than the one holding the value");
+        taken = 1;
+      }
       ustored_claim_free(&cl);
     }
     /* Remember (claim, owner) to find values with two owners. */
     if (push_pair(c, &c->pairs, &c->npairs, &c->cap, want.v[i].key,
                   want.v[i].klen, k, kl))
       break;
+  }
+  if (stamp && taken) { /* another record holds one of its values: left */
+    ubuf_free(&stamp->key);
+    ubuf_free(&stamp->val);
+    ubuf_free(&stamp->tval);
+    uclaims_free(&stamp->take);
+    c->nfixes--;
   }
 leave:
   ustored_record_free(&r);
@@ -492,6 +526,9 @@ int uapi_repair(unico *u, unico_result *res) {
         "skipped_changed", (json_int_t)moved, "before",
         before ? before : json_null());
     before = NULL;
+    if (o && done[UEXEC_FIX_STAMP])
+      json_object_set_new(o, "rows_claimed",
+                          json_integer((json_int_t)done[UEXEC_FIX_STAMP]));
     if (o && (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)) {
       json_object_set_new(o, "stale_intents_aborted",
                           json_integer((json_int_t)done[UEXEC_FIX_INTENT]));
@@ -512,6 +549,8 @@ leave:
     ubuf_free(&c.fixes[i].rkey);
     ubuf_free(&c.fixes[i].hkey);
     ubuf_free(&c.fixes[i].val);
+    ubuf_free(&c.fixes[i].tval);
+    uclaims_free(&c.fixes[i].take);
   }
   free(c.fixes);
   return rc;
@@ -621,6 +660,11 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
                         (json_int_t)c.groups, "outcomes",
                         (json_int_t)c.outcomes, "violations_total",
                         (json_int_t)c.nviol, "violations", c.violations);
+  if (o && c.bare_rows) {
+    json_object_set_new(o, "bare_rows", json_integer((json_int_t)c.bare_rows));
+    json_object_set_new(o, "unclaimed_values",
+                        json_integer((json_int_t)c.unclaimed));
+  }
   if (o && c.claims_mode) {
     json_object_set_new(o, "orphans", json_integer((json_int_t)c.orphans));
     json_object_set_new(o, "in_flight", json_integer((json_int_t)c.in_flight));
