@@ -202,7 +202,8 @@ static void test_url_caps(void **state) {
       {"lmdb:///nonexistent/x?sync=off&wal=on",
        USTORE_CAP_TXN | USTORE_CAP_DEFERS},
       {"lmdb:/nonexistent/x?wal=on&txn=off", USTORE_CAP_DEFERS},
-      {"dynamodb://127.0.0.1:1/t_x", USTORE_CAP_TXN | USTORE_CAP_REMOTE},
+      {"dynamodb://127.0.0.1:1/t_x",
+       USTORE_CAP_TXN | USTORE_CAP_REMOTE | USTORE_CAP_ROWS},
       {"cassandra://127.0.0.1:1/ks?commit=classic", USTORE_CAP_REMOTE},
       {"sim:nosuch", USTORE_CAP_DETERMINISTIC},
   };

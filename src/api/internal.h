@@ -100,7 +100,9 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
                 const char *values_json, unico_result *res);
 int uapi_args_json(unico *u, const char *table, const char *constraint,
                    const char *const *args, size_t nargs, unico_result *res);
-int uapi_check(unico *u, unico_result *res);
+/* settle: first settle what dead writers left (key by key, past the grace
+ * period), as unico_check does; 0: count only (unico_audit). */
+int uapi_check(unico *u, int settle, unico_result *res);
 int uapi_repair(unico *u, unico_result *res);
 int uapi_record_keys(unico *u, const char *table, const char *json,
                      unico_result *res);
