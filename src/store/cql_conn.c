@@ -35,6 +35,7 @@ struct ucql_conn {
   atomic_int refs;
   int fd;
   SSL *ssl;            /* TLS (NULL: plaintext) */
+  int cert_asked;      /* the node asked for a client certificate we lack */
   pthread_mutex_t smu; /* ssl: OpenSSL allows one call on it at a time */
   char peer[128];
   long req_ms;
@@ -191,35 +192,41 @@ static ssize_t io_move(ucql_conn *c, int out, uint8_t *p, size_t n, short *ev,
   if (e == SSL_ERROR_SSL || e == SSL_ERROR_SYSCALL)
     ucql_tls_error(tls, sizeof tls, "");
   pthread_mutex_unlock(&c->smu);
+  /* a node that wants a client certificate we lack refuses us now (TLS
+   * 1.3): with an alert, or by closing, or a reset when we wrote first */
+  const char *hint = c->cert_asked ? " (the node asked for a client "
+                                     "certificate: give tls_cert= and "
+                                     "tls_key=)"
+                                   : "";
   switch (e) {
   case SSL_ERROR_NONE: return r;
   case SSL_ERROR_WANT_READ: *ev = POLLIN; return 0;
   case SSL_ERROR_WANT_WRITE: *ev = POLLOUT; return 0;
   case SSL_ERROR_ZERO_RETURN:
-    snprintf(why, wlen, "%s %s: the server closed the TLS connection", dir,
-             c->peer);
+    snprintf(why, wlen, "%s %s: the server closed the TLS connection%s", dir,
+             c->peer, hint);
     return -1;
   case SSL_ERROR_SYSCALL:
     if (!tls[0] && sys == EINTR) {
       *ev = 0;
       return 0;
     }
-    snprintf(why, wlen, "%s %s: %s", dir, c->peer,
+    snprintf(why, wlen, "%s %s: %s%s", dir, c->peer,
              tls[0] ? tls
              : sys  ? strerror(sys)
-                    : "the server closed the connection");
+                    : "the server closed the connection",
+             hint);
     return -1;
   default: {
     /* e.g. "tlsv13 alert certificate required": the server refused us
      * after the handshake (TLS 1.3 checks the client's certificate then) */
     int client = strstr(tls, "certificate required") ||
-                 strstr(tls, "bad certificate") || strstr(tls, "unknown ca") ||
-                 strstr(tls, "handshake failure");
+                 strstr(tls, "bad certificate") || strstr(tls, "unknown ca");
     snprintf(why, wlen, "%s %s: TLS: %s%s", dir, c->peer,
              tls[0] ? tls : "error",
-             client ? " (the node wants a client certificate it trusts: "
-                      "give tls_cert= and tls_key=)"
-                    : "");
+             c->cert_asked ? hint
+             : client      ? " (the node refused our client certificate)"
+                           : "");
     return -1;
   }
   }
@@ -559,9 +566,10 @@ int ucql_conn_open(ucql_conn **out, const ucql_conn_cfg *cfg, char *err,
   char peer[128];
   snprintf(peer, sizeof peer, "%s:%u", cfg->host, port);
   SSL *ssl = NULL;
+  int cert_asked = 0;
   if (cfg->tls) {
-    if (ucql_tls_connect(cfg->tls, fd, cfg->host, peer, t0 + cto, &ssl, err,
-                         errlen)) {
+    if (ucql_tls_connect(cfg->tls, fd, cfg->host, peer, t0 + cto, &ssl,
+                         &cert_asked, err, errlen)) {
       close(fd);
       return UNICO_EUNAVAILABLE;
     }
@@ -583,6 +591,7 @@ int ucql_conn_open(ucql_conn **out, const ucql_conn_cfg *cfg, char *err,
   atomic_init(&c->refs, 1);
   c->fd = fd;
   c->ssl = ssl;
+  c->cert_asked = cert_asked;
   c->req_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 12000;
   c->nfree = NSTREAMS;
   c->rbuf = (ubuf)UBUF_INIT;

@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,99 @@ static int passphrase_cb(char *buf, int size, int rwflag, void *u) {
   return (int)n;
 }
 
+/* ------------------------------------------------------------------ */
+/* A socket BIO that sends with MSG_NOSIGNAL: OpenSSL's own writes with
+ * write(), and a peer that has gone would raise SIGPIPE and kill the
+ * process (a library must not need the caller to ignore it). */
+
+typedef struct nsbio {
+  int fd, eof;
+} nsbio;
+
+static int ns_create(BIO *b) {
+  nsbio *d = calloc(1, sizeof *d);
+  if (!d) return 0;
+  d->fd = -1;
+  BIO_set_data(b, d);
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+static int ns_destroy(BIO *b) {
+  free(BIO_get_data(b));
+  BIO_set_data(b, NULL);
+  return 1;
+}
+
+static int ns_write(BIO *b, const char *buf, int len) {
+  nsbio *d = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  ssize_t r = send(d->fd, buf, (size_t)len, MSG_NOSIGNAL);
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    BIO_set_retry_write(b);
+  return (int)r;
+}
+
+static int ns_read(BIO *b, char *buf, int len) {
+  nsbio *d = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  ssize_t r = recv(d->fd, buf, (size_t)len, 0);
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    BIO_set_retry_read(b);
+  if (r == 0) d->eof = 1;
+  return (int)r;
+}
+
+static int ns_puts(BIO *b, const char *str) {
+  return ns_write(b, str, (int)strlen(str));
+}
+
+static long ns_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  nsbio *d = BIO_get_data(b);
+  (void)num;
+  switch (cmd) {
+  case BIO_CTRL_FLUSH: return 1;
+  case BIO_CTRL_EOF: return d->eof;
+  case BIO_C_GET_FD:
+    if (ptr) *(int *)ptr = d->fd;
+    return d->fd;
+  default: return 0;
+  }
+}
+
+static BIO_METHOD *g_nsbio;
+static pthread_once_t g_nsbio_once = PTHREAD_ONCE_INIT;
+
+static void nsbio_init(void) {
+  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK |
+                                   BIO_TYPE_DESCRIPTOR,
+                               "unico socket");
+  if (m && BIO_meth_set_write(m, ns_write) && BIO_meth_set_read(m, ns_read) &&
+      BIO_meth_set_puts(m, ns_puts) && BIO_meth_set_ctrl(m, ns_ctrl) &&
+      BIO_meth_set_create(m, ns_create) && BIO_meth_set_destroy(m, ns_destroy))
+    g_nsbio = m;
+  else
+    BIO_meth_free(m);
+}
+
+/* A BIO on fd (not closed with it); NULL when out of memory. */
+static BIO *nsbio_new(int fd) {
+  pthread_once(&g_nsbio_once, nsbio_init);
+  BIO *b = g_nsbio ? BIO_new(g_nsbio) : NULL;
+  if (b) ((nsbio *)BIO_get_data(b))->fd = fd;
+  return b;
+}
+
+/* A server asked for a client certificate and we have none: note it (the
+ * server may refuse us later, after the handshake, in TLS 1.3). */
+static int no_client_cert_cb(SSL *ssl, X509 **x509, EVP_PKEY **pkey) {
+  (void)x509;
+  (void)pkey;
+  int *asked = SSL_get_app_data(ssl);
+  if (asked) *asked = 1;
+  return 0; /* none */
+}
+
 static int bad_file(const char *opt, const char *path, const char *what,
                     char *err, size_t errlen) {
   char why[200];
@@ -75,6 +170,7 @@ int ucql_tls_new(ucql_tls **out, const ucql_tls_cfg *cfg, char *err,
    * connection writes from its own loop, cql_conn.c) */
   SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                                SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_client_cert_cb(t->ctx, no_client_cert_cb);
   if (cfg->ca_file) {
     if (SSL_CTX_load_verify_locations(t->ctx, cfg->ca_file, NULL) != 1) {
       rc = bad_file("tls_ca", cfg->ca_file, "cannot load CA certificates",
@@ -211,15 +307,18 @@ static void handshake_error(const ucql_tls *t, SSL *ssl, int sslerr,
 
 int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
                      const char *peer, int64_t deadline_ms, SSL **out,
-                     char *err, size_t errlen) {
+                     int *cert_asked, char *err, size_t errlen) {
   *out = NULL;
+  *cert_asked = 0;
   ERR_clear_error();
   SSL *ssl = SSL_new(t->ctx);
-  if (!ssl || SSL_set_fd(ssl, fd) != 1) {
+  BIO *bio = ssl ? nsbio_new(fd) : NULL;
+  if (!bio) {
     snprintf(err, errlen, "TLS to %s: out of memory", peer);
     SSL_free(ssl);
     return -1;
   }
+  SSL_set_bio(ssl, bio, bio); /* (ssl owns it now) */
   const char *name = t->server_name ? t->server_name : host;
   int ok = 1;
   /* SNI carries a host name, never an address (RFC 6066) */
@@ -237,6 +336,7 @@ int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
     SSL_free(ssl);
     return -1;
   }
+  SSL_set_app_data(ssl, cert_asked);
   for (;;) {
     ERR_clear_error();
     errno = 0;
@@ -248,6 +348,10 @@ int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
                                            : 0;
     if (!ev) {
       handshake_error(t, ssl, e, peer, name, err, errlen);
+      if (*cert_asked)
+        snprintf(err + strlen(err), errlen - strlen(err), "%s",
+                 " (the node asked for a client certificate: tls_cert=, "
+                 "tls_key=)");
       SSL_free(ssl);
       return -1;
     }
@@ -263,6 +367,7 @@ int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
       return -1;
     }
   }
+  SSL_set_app_data(ssl, NULL);
   *out = ssl;
   return 0;
 }

@@ -42,10 +42,12 @@ int ucql_tls_verifies_host(const ucql_tls *t);
  * peer ("host:port") is for messages. On success *out is the session (the
  * caller SSL_free()s it) and 0 is returned; on failure -1 with err naming
  * the peer and the cause (the verification failure, a timeout, a server
- * that does not speak TLS). */
+ * that does not speak TLS). *cert_asked: the server asked for a client
+ * certificate and none was configured (a TLS 1.3 server that requires one
+ * refuses the connection only after the handshake, at the first request). */
 int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
                      const char *peer, int64_t deadline_ms, SSL **out,
-                     char *err, size_t errlen);
+                     int *cert_asked, char *err, size_t errlen);
 
 /* The first OpenSSL error of this thread's queue (the root cause) as
  * text, or dflt when there is none; the queue is cleared. */
