@@ -12,7 +12,8 @@
 #   - tls_verify_host=0 accepts the other host's certificate and warns on
 #     stderr that host name verification is off, yet still refuses an
 #     untrusted CA; tls_server_name= accepts it without a warning;
-#   - a server demanding a client certificate refuses us without one and
+#   - a server demanding a client certificate (TLS 1.3, and 1.2 where the
+#     handshake itself fails) refuses us without one and
 #     accepts tls_cert/tls_key, also with an encrypted key and its
 #     passphrase (URL or environment), which no output shows; a wrong
 #     passphrase is a bad option (exit 1) that does not show it either;
@@ -66,9 +67,10 @@ start rogue --tls-cert "$C/rogue.pem" --tls-key "$C/rogue.key"
 start expired --tls-cert "$C/expired.pem" --tls-key "$C/expired.key"
 start mtls --tls-cert "$C/server.pem" --tls-key "$C/server.key" --tls-client-ca "$C/ca.pem" \
   --auth "bob:$UPW"
+start mtls12 --tls-cert "$C/server.pem" --tls-key "$C/server.key" --tls-client-ca "$C/ca.pem" --tls12
 start plain
 start drop --tls-cert "$C/server.pem" --tls-key "$C/server.key" --drop 0.3
-for n in good wrong rogue expired mtls plain drop; do
+for n in good wrong rogue expired mtls mtls12 plain drop; do
   for _ in $(seq 100); do [ -s "$D/$n.port" ] && break; sleep 0.1; done
   [ -s "$D/$n.port" ] || { echo "server $n did not start"; cat "$D/$n.log"; exit 1; }
 done
@@ -193,6 +195,15 @@ run --store "$M&tls_cert=$C/client.pem&tls_key=$C/client-enc.key" get users m1
 expect_exit 1 "an encrypted key without its passphrase"
 expect_err "tls_key_password"
 
+# TLS 1.2: the handshake itself fails without a client certificate
+M12="cassandras://localhost:$(port mtls12)/tls_ks?$OPTS&$CA"
+run --store "$M12" get users u1
+expect_exit 7 "TLS 1.2: no client certificate"
+expect_err "TLS handshake with localhost:$(port mtls12) failed" "the node asked for a client certificate"
+run --store "$M12&tls_cert=$C/client.pem&tls_key=$C/client.key" schema apply "$D/schema.cql"
+expect_exit 0 "TLS 1.2 with a client certificate"
+expect_quiet
+
 # -- the wrong protocol on either side ----------------------------------------------
 run --store "cassandra://localhost:$(port good)/tls_ks?$OPTS" get users u1
 expect_exit 7 "plaintext to a TLS port"
@@ -254,8 +265,9 @@ if drop["connections"] <= runs:
 if t["handshakes"] != drop["connections"] or t["failures"]:
     fails.append("a connection without TLS: %r of %d" % (t, drop["connections"]))
 for f in fails: print("FAIL: " + f)
-print("stats: good sni %r; drop: %d connections, %d runs, tls %r, drops %d" % (
-    good["tls"]["sni"][:4], drop["connections"], runs, t, drop["faults"]["drop"]))
+print("stats: good sni %r; drop: %d connections, %d runs, %d TLS handshakes, %d failed, %d drops" % (
+    sorted(set(good["tls"]["sni"])), drop["connections"], runs, t["handshakes"], t["failures"],
+    drop["faults"]["drop"]))
 sys.exit(1 if fails else 0)
 EOF
 

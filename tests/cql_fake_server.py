@@ -7,7 +7,7 @@ Cassandra). Python 3 standard library only.
         [--auth USER:PASS] [--seed N] [--reorder] [--delay-ms N]
         [--drop P] [--timeout P] [--unavailable P] [--unprepared P]
         [--read-faults] [--nodes N] [--dcs DC,DC] [--stats-file PATH] [-v]
-        [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
+        [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM] [--tls12]]
 
 Listens on 127.0.0.1 (--port 0: a free port), writes the port to --port-file
 (atomically: a temporary file renamed) or prints "PORT <n>" on stdout, and
@@ -86,7 +86,9 @@ raised before a request reaches replicas).
 TLS (client encryption, as cassandra.yaml's client_encryption_options):
 --tls-cert and --tls-key make every connection TLS (Python's ssl module:
 TLS 1.2 or 1.3); --tls-client-ca also demands a client certificate signed
-by that CA (require_client_auth). A connection whose handshake fails is
+by that CA (require_client_auth); --tls12 caps the version at TLS 1.2
+(where a missing client certificate fails the handshake itself, while
+TLS 1.3 refuses the connection after it). A connection whose handshake fails is
 closed and counted (stats "tls": handshakes, failures, the SNI names
 received, "-" for none). Not with --reorder (one SSL object may not be
 used by two threads at once).
@@ -945,6 +947,8 @@ class Server:
         if args.tls_cert:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(args.tls_cert, args.tls_key)
+            if args.tls12:
+                ctx.maximum_version = ssl.TLSVersion.TLSv1_2
             if args.tls_client_ca:
                 ctx.verify_mode = ssl.CERT_REQUIRED
                 ctx.load_verify_locations(args.tls_client_ca)
@@ -1833,6 +1837,7 @@ def main(argv=None):
     ap.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     ap.add_argument("--tls-key", help="the private key of --tls-cert (PEM)")
     ap.add_argument("--tls-client-ca", help="demand a client certificate signed by this CA")
+    ap.add_argument("--tls12", action="store_true", help="TLS 1.2 at most (default: 1.3)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key) or (args.tls_client_ca and not args.tls_cert):
