@@ -17,6 +17,7 @@
 #     accepts tls_cert/tls_key, also with an encrypted key and its
 #     passphrase (URL or environment), which no output shows; a wrong
 #     passphrase is a bad option (exit 1) that does not show it either;
+#   - failover passes over nodes that fail TLS to one that verifies;
 #   - plaintext to the TLS port and TLS to a plaintext port fail cleanly
 #     (exit 7, a message saying what to use) instead of hanging;
 #   - TLS options without TLS, a missing CA file: exit 1 naming the option;
@@ -132,6 +133,16 @@ grep -qF '"email":"a@example.com"' "$OUT" && ok || bad "the record read back"
 run --store "$GIP" check
 expect_exit 0 "check over TLS"
 grep -qF '"ok":true' "$OUT" && ok || bad "check finds the store sound"
+
+# failover: nodes that refuse TLS or whose certificate does not verify are
+# passed over for the next host, which is verified as well
+run --store "cassandras://localhost:$(port plain),localhost:$(port rogue),localhost:$(port good)/tls_ks?$OPTS&$CA" \
+  get users u1
+expect_exit 0 "failover past a plaintext node and an untrusted one"
+expect_quiet
+run --store "cassandras://localhost:$(port plain),localhost:$(port rogue)/tls_ks?$OPTS&$CA" get users u1
+expect_exit 7 "no node that verifies"
+expect_err "no Cassandra node reachable"
 
 # -- refused certificates -------------------------------------------------------
 run --store "cassandras://localhost:$(port rogue)/tls_ks?$OPTS&$CA" get users u1
