@@ -6,7 +6,8 @@
 # the PostgreSQL 15 server, gnuplot, perf and wrk)
 set -eu
 cd "$(dirname "$0")/.."
-PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev curl libcurl4-openssl-dev spin"
+# openssl: the command makes the TLS tests' certificates (tests/tls_certs.sh).
+PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev openssl curl libcurl4-openssl-dev spin"
 # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers'
 # runtimes (libclang-rt-dev, only recommended by clang).
 PKGS="$PKGS clang libclang-rt-dev"

@@ -136,7 +136,8 @@ static int setup(void **state) {
   mkdir_p(root);
   if (is_lmdb()) {
     snprintf(f->dir, sizeof f->dir, "%s/%s", root, name);
-  } else if (!strncmp(store_base(), "cassandra://", 12)) {
+  } else if (!strncmp(store_base(), "cassandra://", 12) ||
+             !strncmp(store_base(), "cassandras://", 13)) {
     /* a table name (the base ends in "table="): at most 48 of A-Za-z0-9_ */
     static unsigned seq;
     snprintf(f->dir, sizeof f->dir, "c%ld_%ld_%u", (long)getpid(),

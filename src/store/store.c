@@ -270,6 +270,8 @@ static const struct {
      USTORE_DYNAMODB_OPTIONS, ustore_dynamodb_caps},
     {"cassandra://", "cassandra", ustore_cassandra_open,
      USTORE_CASSANDRA_OPTIONS, ustore_cassandra_caps},
+    {"cassandras://", "cassandra", ustore_cassandras_open,
+     USTORE_CASSANDRA_OPTIONS, ustore_cassandra_caps},
     {"sim:", "sim", ustore_sim_open, USTORE_SIM_OPTIONS, ustore_sim_caps},
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
@@ -308,8 +310,9 @@ static int resolve(const char *url, size_t *b, char **loc, ustore_opts *opts,
     ustore_seterr(e,
                   "unsupported store URL \"%.120s\" (this build knows "
                   "lmdb:PATH, dynamodb://HOST:PORT/TABLE, "
-                  "dynamodbs://HOST:PORT/TABLE and "
-                  "cassandra://HOST[:PORT],.../KEYSPACE)",
+                  "dynamodbs://HOST:PORT/TABLE, "
+                  "cassandra://HOST[:PORT],.../KEYSPACE and "
+                  "cassandras://HOST[:PORT],.../KEYSPACE)",
                   url);
     return UNICO_EUNSUPPORTED;
   }
