@@ -24,6 +24,7 @@ It checks, with `aws dynamodb` against the same server:
     the message and the report, nothing changed); fixed with awscli, the
     apply succeeds, the items get their bookkeeping, and uniqueness holds
     against them;
+  - an adoption killed half-way is rolled back and applies again;
   - rows other clients add later are drift: counted by check, a value two
     rows hold is a violation, repair claims free values for their rows,
     and unico updates such rows like its own;
@@ -79,6 +80,27 @@ def table_names():
 def get_item(table, key):
     return aws("get-item", "--table-name", PREFIX + table, "--consistent-read",
                "--key", json.dumps(key)).get("Item")
+
+
+def fill(table, items):
+    """Put items into a native table fast, as another application would:
+    BatchWriteItem straight over HTTP (DynamoDB Local checks no signature;
+    awscli would take a process per 25 items)."""
+    import urllib.request
+    for i in range(0, len(items), 25):
+        body = json.dumps({"RequestItems": {PREFIX + table: [
+            {"PutRequest": {"Item": it}} for it in items[i:i + 25]]}})
+        req = urllib.request.Request(ENDPOINT + "/", data=body.encode(),
+                                     method="POST", headers={
+            "Content-Type": "application/x-amz-json-1.0",
+            "X-Amz-Target": "DynamoDB_20120810.BatchWriteItem",
+            "Authorization": "AWS4-HMAC-SHA256 Credential=unicotest/20240101/"
+                             "us-east-1/dynamodb/aws4_request, SignedHeaders="
+                             "host, Signature=0"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            left = json.loads(r.read()).get("UnprocessedItems") or {}
+            if left:
+                raise RuntimeError("BatchWriteItem left items: %s" % left)
 
 
 def expect(cond, msg):
@@ -306,7 +328,39 @@ item = get_item("customers", {"cid": {"S": "f2"}}) or {}
 expect(item.get("unico_v") == {"N": "1"} and "unico_meta" in item,
        "the foreign row has no bookkeeping after unico wrote it: %s" % item)
 
-# 8. the store is consistent
+# 8. an adoption killed half-way is rolled back by the next process that
+# reads the schema once the marker is stale (30 s), and applied again
+import signal
+import time
+aws("create-table", "--table-name", PREFIX + "big",
+    "--attribute-definitions", "AttributeName=k,AttributeType=N",
+    "--key-schema", "AttributeName=k,KeyType=HASH",
+    "--billing-mode", "PAY_PER_REQUEST")
+fill("big", [{"k": {"N": str(i)}, "mail": {"S": "m%d@x.org" % i}}
+             for i in range(1500)])
+BIG = CUST + "CREATE TABLE big (k bigint PRIMARY KEY, mail text, UNIQUE (mail));"
+p = subprocess.Popen([UNICO, "--store", URL, "schema", "apply", "-"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+p.stdin.write(BIG)
+p.stdin.close()
+time.sleep(1.5)
+killed = p.poll() is None
+p.send_signal(signal.SIGKILL)
+p.wait()
+expect(killed, "the adoption of 1500 items ended within 1.5 s, before the "
+       "kill (make the table bigger)")
+time.sleep(31)
+rc, out, err = unico("schema", "show")
+expect(rc == 0 and "CREATE TABLE big" not in out,
+       "the killed adoption was not rolled back: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("schema", "apply", "-", stdin=BIG)
+expect(rc == 0, "the adoption applied again: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("insert", "big", json.dumps({"k": 9000, "mail": "m17@x.org"}))
+expect(rc == 3 and "17" in out + err,
+       "a value of the adopted table: rc %d %s" % (rc, out + err))
+
+# 9. the store is consistent
 rc, out, err = unico("check")
 expect(rc == 0, "check: rc %d %s %s" % (rc, out, err))
 
