@@ -634,11 +634,19 @@ static int read_input(const command *c, call *k) {
   return 0;
 }
 
+/* A schema change reading a large table says how far it is, on stderr. */
+static void progress_line(void *ctx, const char *line) {
+  (void)ctx;
+  fprintf(stderr, "unico: schema apply: %s\n", line);
+}
+
 static int open_and_run(const command *c, const call *k) {
   const char *store = k->o->store ? k->o->store : getenv("UNICO_STORE");
   unico_result res = UNICO_RESULT_INIT;
   unico *u = NULL;
-  int code, rc = unico_open(&u, store, NULL, &res);
+  unico_options uo = UNICO_OPTIONS_INIT;
+  uo.progress = progress_line;
+  int code, rc = unico_open(&u, store, &uo, &res);
   if (rc) {
     /* the store's message may quote the URL and its password */
     ucli_redact_message(res.message, sizeof res.message, store);

@@ -77,10 +77,17 @@ typedef struct unico_options {
   /* version 2: claims protocol only: how long another operation's pending
    * claim is taken to be in flight before it may be fenced; 0: 5 s. */
   uint64_t grace_ms;
+  /* version 3: called about every 2 s while a schema change reads a table's
+   * records to build its constraints (a constraint added to a filled
+   * table, or a native table adopted), with a line saying how far it is,
+   * e.g. "table customers: 120000 records read"; from the thread applying
+   * the schema. NULL: none. */
+  void (*progress)(void *ctx, const char *line);
+  void *progress_ctx;
 } unico_options;
 
-#define UNICO_OPTIONS_VERSION 2
-#define UNICO_OPTIONS_INIT {UNICO_OPTIONS_VERSION, 0, 0}
+#define UNICO_OPTIONS_VERSION 3
+#define UNICO_OPTIONS_INIT {UNICO_OPTIONS_VERSION, 0, 0, NULL, NULL}
 
 /* Open a store. url is "lmdb:PATH" (PATH a directory, created if missing;
  * options as "lmdb:PATH?map_size=64GiB&sync=on"), or a bare path; NULL means

@@ -354,8 +354,15 @@ time.sleep(31)
 rc, out, err = unico("schema", "show")
 expect(rc == 0 and "CREATE TABLE big" not in out,
        "the killed adoption was not rolled back: rc %d %s %s" % (rc, out, err))
+t0 = time.monotonic()
 rc, out, err = unico("schema", "apply", "-", stdin=BIG)
+took = time.monotonic() - t0
 expect(rc == 0, "the adoption applied again: rc %d %s %s" % (rc, out, err))
+# (a build that runs for a while says how far it is, every 2 s)
+expect(took < 6 or "unico: schema apply: table big: " in err,
+       "an adoption of %.1f s printed no progress: %r" % (took, err))
+print("adoption of 1500 items: %.1f s, progress lines: %d"
+      % (took, err.count("schema apply: table big")))
 rc, out, err = unico("insert", "big", json.dumps({"k": 9000, "mail": "m17@x.org"}))
 expect(rc == 3 and "17" in out + err,
        "a value of the adopted table: rc %d %s" % (rc, out + err))

@@ -51,7 +51,24 @@ typedef struct bld {
    * write runs inside a scan callback), each batch under the marker */
   uexec_bulk *bulk;
   uint64_t old_fp; /* the fingerprint of the definition being replaced */
+  uint64_t seen, relisted; /* records read, records rewritten (progress) */
+  int64_t last_progress;
 } bld;
+
+#define PROGRESS_MS 2000
+
+/* Tell the caller how far the build is, every PROGRESS_MS. */
+static void progress(bld *b, uint64_t n, const char *what) {
+  if (!b->u->progress) return;
+  int64_t now = uexec_now(b->u->x);
+  if (!b->last_progress) b->last_progress = now;
+  if (now - b->last_progress < PROGRESS_MS) return;
+  b->last_progress = now;
+  char line[320];
+  snprintf(line, sizeof line, "table %s: %" PRIu64 " records %s", b->t->name,
+           n, what);
+  b->u->progress(b->u->progress_ctx, line);
+}
 
 static int kpair_cmp(const void *a, const void *b) {
   const kpair *x = a, *y = b;
@@ -108,6 +125,8 @@ static int collect_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     return 1;
   }
   if (r.state != UREC_LIVE) goto leave;
+  b->seen++;
+  if (!(b->seen & 255)) progress(b, b->seen, "read");
   json_t *body = json_loads(r.body, 0, NULL);
   if (!body) {
     b->err = uerr(b->res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
@@ -319,6 +338,8 @@ static int relist_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   ustored_record_encode_hist(&nv, r.state, r.version, r.op_id, r.body, &want,
                              r.since_ms, &r.hist);
   b->err = uexec_bulk_put(b->bulk, k, kl, ver, &nv, b->res);
+  if (!(++b->relisted & 255))
+    progress(b, b->relisted, "given the keys they hold");
 leave:
   unico_result_clear(&tmp);
   ubuf_free(&nv);

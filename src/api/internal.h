@@ -29,6 +29,8 @@ struct unico {
   usch *cur;
   atomic_uint_fast64_t opseq; /* generated op ids */
   char opprefix[24];
+  void (*progress)(void *ctx, const char *line); /* unico_options v3 */
+  void *progress_ctx;
 };
 
 #define SCHEMA_STALE_MS 30000 /* a schema change this old was abandoned */

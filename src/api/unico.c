@@ -114,6 +114,10 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
   if (!rc) uexec_set_fingerprint(u->x, uapi_table_fingerprint);
   if (!rc && opts && opts->struct_version >= 2)
     uexec_set_grace(u->x, (int64_t)opts->grace_ms);
+  if (!rc && opts && opts->struct_version >= 3) {
+    u->progress = opts->progress;
+    u->progress_ctx = opts->progress_ctx;
+  }
   /* Where a read is a round trip, remember records to skip it. */
   if (!rc && (uexec_traits(u->x) & UEXEC_T_CACHE_RECORDS) &&
       !(u->rc = urcache_new()))
