@@ -35,6 +35,7 @@ Needs jsonschema (Debian: python3-jsonschema, which scripts/deps.sh
 installs); without it this fails, saying so."""
 
 import json
+import os
 import re
 import sys
 import urllib.parse
@@ -232,7 +233,6 @@ def main():
         sys.exit("usage: openapi_check.py DOC DIR")
     spec = Spec(sys.argv[1])
     d = sys.argv[2]
-    import os
     metas = sorted((f for f in os.listdir(d) if f.endswith(".meta")), key=lambda f: int(f.split(".")[0]))
     bad = 0
     for m in metas:
