@@ -25,6 +25,9 @@ path does not list must be 405 `method_not_allowed` with `Allow` naming
 exactly the methods the document lists there; both can also be the
 answers every operation can get before routing (400, 401, 413, 431).
 
+curl_trace(FILE) reads the exchanges of a `curl --trace FILE` run, for
+tests/doc_check.py, which checks those of the documentation's sessions.
+
 As a program (tests/http_curl.sh): openapi_check.py DOC DIR checks the
 responses curl saved in DIR: for each N.meta (the line `STATUS METHOD URL`
 written by curl -w), N.head (curl -D) and N.body (curl -o). It prints how
@@ -226,6 +229,51 @@ def parse_head(text):
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     return status, headers
+
+
+SECTION = re.compile(r"^(=>|<=) (Send header|Send data|Recv header|Recv data), (\d+) bytes")
+
+
+def curl_trace(path):
+    """The exchanges of a `curl --trace FILE` file: a list of (method,
+    target, status, headers, body), one per request answered (a request
+    with no answer is left out); headers have lower-case names."""
+    out, cur, want, sec = [], None, 0, None
+
+    def finish():
+        if cur and cur["head"]:
+            lines = bytes(cur["sent"]).split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+            method, target = lines[0].split(" ")[:2]
+            status, headers = parse_head(bytes(cur["head"]).decode("latin-1"))
+            out.append((method, target, status, headers, bytes(cur["body"])))
+
+    with open(path, encoding="latin-1") as f:
+        for line in f:
+            m = SECTION.match(line)
+            if m:
+                sec, want = m.group(2), int(m.group(3))
+                if sec == "Send header":
+                    finish()
+                    cur = {"sent": bytearray(), "head": bytearray(), "body": bytearray()}
+                elif sec == "Recv header" and cur and cur["head"].startswith(b"HTTP/") and \
+                        line_is_status(cur["head"]) and cur["head"].endswith(b"\r\n\r\n"):
+                    cur["head"] = bytearray()  # an interim answer (100 Continue) before the real one
+                continue
+            if not re.match(r"^[0-9a-f]{4}: ", line) or cur is None or sec is None:
+                sec = None if line.startswith("==") else sec
+                continue
+            n = min(16, want)
+            data = bytes(int(t, 16) for t in line[6:].split()[:n])
+            want -= len(data)
+            key = {"Send header": "sent", "Send data": None, "Recv header": "head", "Recv data": "body"}[sec]
+            if key:
+                cur[key] += data
+    finish()
+    return out
+
+
+def line_is_status(head):
+    return re.match(rb"^HTTP/1\.[01] 1\d\d ", bytes(head)) is not None
 
 
 def main():
