@@ -250,30 +250,29 @@ def curl_trace(path):
     with open(path, encoding="latin-1") as f:
         for line in f:
             m = SECTION.match(line)
+            if not m and line[:2] in ("=>", "<=", "=="):
+                sec = None  # a section of no interest (Info, SSL data)
+                continue
             if m:
                 sec, want = m.group(2), int(m.group(3))
                 if sec == "Send header":
                     finish()
                     cur = {"sent": bytearray(), "head": bytearray(), "body": bytearray()}
-                elif sec == "Recv header" and cur and cur["head"].startswith(b"HTTP/") and \
-                        line_is_status(cur["head"]) and cur["head"].endswith(b"\r\n\r\n"):
-                    cur["head"] = bytearray()  # an interim answer (100 Continue) before the real one
                 continue
             if not re.match(r"^[0-9a-f]{4}: ", line) or cur is None or sec is None:
-                sec = None if line.startswith("==") else sec
                 continue
             n = min(16, want)
             data = bytes(int(t, 16) for t in line[6:].split()[:n])
+            if sec == "Recv header" and line.startswith("0000: ") and data.startswith(b"HTTP/"):
+                # a status line: the answer after an interim one (100
+                # Continue, whose blank line curl does not trace)
+                cur["head"] = bytearray()
             want -= len(data)
             key = {"Send header": "sent", "Send data": None, "Recv header": "head", "Recv data": "body"}[sec]
             if key:
                 cur[key] += data
     finish()
     return out
-
-
-def line_is_status(head):
-    return re.match(rb"^HTTP/1\.[01] 1\d\d ", bytes(head)) is not None
 
 
 def main():
