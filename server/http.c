@@ -130,6 +130,7 @@ static const char *allowed(int route) {
   switch (route) {
   case UR_HEALTHZ:
   case UR_METRICS:
+  case UR_OPENAPI:
   case UR_LOOKUP: return "GET, HEAD";
   case UR_SCHEMA: return "GET, HEAD, PUT";
   case UR_COLLECTION: return "POST";
@@ -144,6 +145,7 @@ static int method_allowed(int route, int method) {
   switch (route) {
   case UR_HEALTHZ:
   case UR_METRICS:
+  case UR_OPENAPI:
   case UR_LOOKUP: return method == UM_GET || method == UM_HEAD;
   case UR_SCHEMA: return method == UM_GET || method == UM_HEAD || method == UM_PUT;
   case UR_COLLECTION: return method == UM_POST;
@@ -169,6 +171,11 @@ static void route_of(ureq *r, const char *url) {
   }
   if (!strcmp(url, "/metrics")) {
     r->route = UR_METRICS;
+    return;
+  }
+  /* (a table named so, a quoted identifier, is /v1/openapi%2Ejson) */
+  if (!strcmp(url, "/v1/openapi.json")) {
+    r->route = UR_OPENAPI;
     return;
   }
   if (strncmp(url, "/v1/", 4) || !url[4]) return;
@@ -711,6 +718,15 @@ static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
     if (!o->body) fail(o, 503, "out_of_memory", "out of memory");
     return;
   }
+  if (r->route == UR_OPENAPI) { /* the document, byte for byte */
+    o->status = 200;
+    o->body = malloc(userv_openapi_len + 1);
+    if (o->body)
+      memcpy(o->body, userv_openapi, userv_openapi_len + 1);
+    else
+      fail(o, 503, "out_of_memory", "out of memory");
+    return;
+  }
   unico_result res = UNICO_RESULT_INIT;
   unico *u = userv_store(s, &res);
   if (!u) {
@@ -787,7 +803,9 @@ static size_t drop_cap(const userv *s) { return 4 * s->cfg.max_body + (1u << 20)
  * 1 when o is the answer. */
 static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
                     const char *method, uint64_t body_len, uresp *o) {
-  if (s->token && r->route != UR_HEALTHZ && !token_ok(s, c)) {
+  /* /healthz for health checkers; the API's description is public like
+   * the source it comes from */
+  if (s->token && r->route != UR_HEALTHZ && r->route != UR_OPENAPI && !token_ok(s, c)) {
     fail(o, 401, "unauthorized",
          "this server needs \"Authorization: Bearer TOKEN\" (see --token-file)");
     o->www_auth = 1;

@@ -2,7 +2,7 @@
 """doc_check.py - run the console sessions of a Markdown page and compare
 their outputs with the page, so that the documentation stays true.
 
-Usage: doc_check.py UNICO_BINARY REPO_ROOT PAGE.md [PAGE.md...]
+Usage: doc_check.py [--openapi DOC] UNICO_BINARY REPO_ROOT PAGE.md [PAGE.md...]
 
 The convention (the README and docs/http.md say it in short above their
 sessions):
@@ -37,6 +37,13 @@ sessions):
   command and waits for it: its output is what the command printed since,
   its status that of the background command.
 
+With --openapi DOC, `curl` on the sessions' PATH is a wrapper that runs
+the real curl with `--trace` to a file of the session, which changes none
+of its output; after the session, every answer curl got is checked
+against DOC (docs/openapi.json) by tests/openapi_check.py, and each one
+the document does not describe is a mismatch. (This needs the Python
+module jsonschema.)
+
 After the pages pass, the check proves it can fail: it runs the first
 session again with one output line changed and requires a mismatch.
 Exit 0 when every session matches; else a diff per mismatch and exit 1.
@@ -58,6 +65,7 @@ EXIT = re.compile(r"^# exit (\d+)\s*$")
 LEFT_OUT = re.compile(r"^(date|content-type|content-length|cache-control):", re.I)
 KILL = re.compile(r"^kill -(\w+) %1; wait %1$")
 CMD_TIMEOUT = 60
+OPENAPI = None  # an openapi_check.Spec with --openapi
 
 
 class Session:
@@ -225,6 +233,16 @@ def run_session(s, unico, root, mutate=False):
     env = {k: v for k, v in os.environ.items()
            if k != "UNICO_STORE" and not k.lower().endswith("_proxy")}
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    traces = os.path.join(work, ".traces")
+    if OPENAPI:
+        real = shutil.which("curl")
+        if not real:
+            sys.exit("doc_check: --openapi needs curl on the PATH")
+        os.mkdir(traces)
+        wrapper = os.path.join(bindir, "curl")
+        with open(wrapper, "w") as f:
+            f.write('#!/bin/sh\nexec %s --trace "%s/$$.trace" "$@"\n' % (real, traces))
+        os.chmod(wrapper, 0o755)
     env["NO_PROXY"] = env["no_proxy"] = "*"
     bound, bg = {}, None
     steps = list(s.steps)
@@ -313,14 +331,37 @@ def run_session(s, unico, root, mutate=False):
     finally:
         if bg:
             bg.stop()
+        if OPENAPI and os.path.isdir(traces):
+            failures += check_traces(s, traces)
         shutil.rmtree(work, ignore_errors=True)
     return failures
 
 
+def check_traces(s, traces):
+    """The answers curl got in a session, checked against OPENAPI."""
+    import openapi_check
+    failures = []
+    for name in sorted(os.listdir(traces)):
+        for method, target, status, headers, body in openapi_check.curl_trace(os.path.join(traces, name)):
+            try:
+                OPENAPI.check(method, target, status, headers, body)
+            except openapi_check.OpenAPIMismatch as e:
+                failures.append("%s:%d: an answer docs/openapi.json does not describe: %s"
+                                % (s.page, s.line, e))
+    return failures
+
+
 def main():
-    if len(sys.argv) < 4:
+    global OPENAPI
+    args = sys.argv[1:]
+    if args[:1] == ["--openapi"] and len(args) > 1:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import openapi_check
+        OPENAPI = openapi_check.Spec(args[1])
+        args = args[2:]
+    if len(args) < 3:
         sys.exit(__doc__)
-    unico, root, pages = sys.argv[1], sys.argv[2], sys.argv[3:]
+    unico, root, pages = args[0], args[1], args[2:]
     sessions = []
     for page in pages:
         found = parse(os.path.join(root, page))
@@ -340,6 +381,8 @@ def main():
         for f in failures:
             print("MISMATCH " + f + "\n")
         failed += len(failures)
+    if OPENAPI:
+        print("%d answers checked against %s" % (OPENAPI.checked, sys.argv[2]))
     if failed:
         print("%d mismatches: the page or the program is wrong" % failed)
         return 1

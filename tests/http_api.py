@@ -8,7 +8,14 @@ Starts servers on free ports with fresh stores under WORKDIR and checks every
 status code of docs/http.md, the limits (body, headers, stalled clients),
 racing writers, the bearer token, /healthz and /metrics, a store that is not
 there yet, and a graceful shutdown that loses no acknowledged write.
-Standard library only."""
+
+Every response it receives is also held to docs/openapi.json
+(tests/openapi_check.py): a status the document does not list for that
+path and method, a body that does not match its schema or a required header
+that is missing fails the test that received it. GET /v1/openapi.json must
+be that file, byte for byte.
+Standard library, and jsonschema (Debian's python3-jsonschema) for the
+document's schemas."""
 
 import http.client
 import json
@@ -24,6 +31,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import openapi_check  # noqa: E402
+
+OPENAPI = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "openapi.json")
+SPEC = openapi_check.Spec(OPENAPI)
 
 BIN = os.path.abspath(sys.argv[1])
 WORK = os.path.abspath(sys.argv[2])
@@ -139,7 +152,10 @@ class Server:
 
 
 class Resp:
-    def __init__(self, status, headers, data):
+    """A response, checked against docs/openapi.json as it is made (an
+    OpenAPIMismatch is an AssertionError: the test that got it fails)."""
+
+    def __init__(self, status, headers, data, method, target):
         self.status = status
         self.headers = {k.lower(): v for k, v in headers}
         self.data = data
@@ -147,6 +163,7 @@ class Resp:
             self.json = json.loads(data) if data else None
         except ValueError:
             self.json = None
+        SPEC.check(method, target, status, self.headers, data)
 
     def __repr__(self):
         return "<%d %r %r>" % (self.status, self.headers, self.data[:300])
@@ -159,7 +176,7 @@ def call(srv, method, path, body=None, headers=None, timeout=20):
         body = json.dumps(body)
     conn.request(method, path, body=body, headers=headers or {})
     r = conn.getresponse()
-    out = Resp(r.status, r.getheaders(), r.read())
+    out = Resp(r.status, r.getheaders(), r.read(), method, path)
     conn.close()
     return out
 
@@ -173,9 +190,9 @@ def fetch(srv, method, path, body=None, headers=None):
                                 headers=dict({"Content-Type": "application/json"}, **(headers or {})))
     try:
         with urllib.request.urlopen(rq, timeout=20) as r:
-            return Resp(r.status, r.getheaders(), r.read())
+            return Resp(r.status, r.getheaders(), r.read(), method, path)
     except urllib.error.HTTPError as e:
-        return Resp(e.code, e.headers.items(), e.read())
+        return Resp(e.code, e.headers.items(), e.read(), method, path)
 
 
 def raw(srv, data, timeout=10):
@@ -184,6 +201,24 @@ def raw(srv, data, timeout=10):
     s.sendall(data)
     out = read_response(s)
     s.close()
+    return checked_raw(data, out)
+
+
+def checked_raw(sent, out):
+    """Check a raw answer (bytes, as read_response read it) to the request
+    whose head is in `sent` against docs/openapi.json; return it."""
+    if not out.startswith(b"HTTP/1."):
+        return out  # closed without an answer: nothing to check
+    head, _, body = out.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if "content-length" in headers:
+        body = body[:int(headers["content-length"])]
+    method, target = sent.decode("latin-1").split(" ", 2)[:2]
+    SPEC.check(method, target, int(lines[0].split(" ", 2)[1]), headers, body)
     return out
 
 
@@ -463,7 +498,7 @@ def t_head_rules():
     s = socket.create_connection((S.host, S.port), timeout=5)
     s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n"
               b'{"id":"q"}')
-    out = read_response(s)
+    out = checked_raw(b"POST /v1/users ", read_response(s))
     s.close()
     check(status_of_raw(out) == 400 and b"Content-Length" in out and b"Connection: close" in out,
           "two Content-Length headers: 400 and close", out)
@@ -540,7 +575,7 @@ def t_limits():
         s.sendall(b"0\r\n\r\n")
     except (BrokenPipeError, ConnectionResetError):
         pass
-    out = read_response(s)
+    out = checked_raw(b"POST /v1/users ", read_response(s))
     s.close()
     check(status_of_raw(out) == 413, "chunked body over --max-body: 413", out[:200])
     # a client that waits for 100 Continue is answered at once
@@ -713,7 +748,12 @@ def t_race(srv=None):
         barrier.wait()
         conn.request("POST", "/v1/users", body)
         r = conn.getresponse()
-        results[k] = (r.status, json.loads(r.read()))
+        data = r.read()
+        try:
+            Resp(r.status, r.getheaders(), data, "POST", "/v1/users")
+            results[k] = (r.status, json.loads(data))
+        except AssertionError as e:
+            results[k] = (r.status, str(e))
         conn.close()
 
     ths = [threading.Thread(target=racer, args=(k,)) for k in range(n)]
@@ -770,7 +810,43 @@ def t_access_log():
     check(" GET /v1/??/x 404 " in log, "non-ASCII path bytes logged as ?", log[-3000:])
 
 
-SHARED = [t_schema, t_insert_get, t_conflict, t_bad_input, t_not_found, t_method_not_allowed,
+def t_openapi():
+    # the server serves docs/openapi.json as built, byte for byte
+    r = call(S, "GET", "/v1/openapi.json")
+    check(r.status == 200 and r.data == SPEC.raw, "GET /v1/openapi.json is docs/openapi.json byte for byte",
+          (r.status, len(r.data), len(SPEC.raw)))
+    check(r.headers.get("content-type") == "application/json", "as application/json", r.headers)
+    check(r.json["openapi"].startswith("3.1"), "an OpenAPI 3.1 document", r.json.get("openapi"))
+    r = call(S, "HEAD", "/v1/openapi.json")
+    check(r.status == 200 and r.data == b"", "HEAD", r)
+    r = call(S, "POST", "/v1/openapi.json", "{}")
+    check(r.status == 405 and r.headers.get("allow") == "GET, HEAD", "POST: 405", r)
+    r = fetch(S, "POST", "/v1/openapi%2Ejson", {"id": "x"})
+    check(r.status == 404 and "openapi.json" in r.json["message"], "%2E: the table openapi.json", r)
+    # The check can fail: answers the document does not describe are refused.
+    bad = [("GET", "/healthz", 418, {"content-type": "application/json"}, b'{"status":"ok","schema_version":1}\n',
+            "not documented"),
+           ("GET", "/healthz", 200, {"content-type": "application/json"}, b'{"status":"ok","schema_version":"1"}\n',
+            "is not of type"),
+           ("POST", "/v1/users", 201, {"content-type": "application/json", "etag": '"1"'},
+            b'{"pk":"u1","version":1}\n', "Location"),
+           ("POST", "/v1/users", 409, {"content-type": "application/json"},
+            b'{"error":"conflict","message":"taken","constraint":"c","value":["x"]}\n', "owner"),
+           ("GET", "/v1/users/u1", 200, {"content-type": "application/json", "etag": '"1"'},
+            b'{"pk":"u1","version":1,"record":{},"extra":1}\n', "extra"),
+           ("PUT", "/v1/users", 405, {"content-type": "application/json", "allow": "POST, PUT"},
+            b'{"error":"method_not_allowed","message":"no"}\n', "Allow"),
+           ("GET", "/nowhere", 200, {"content-type": "application/json"}, b'{}\n', "404")]
+    for method, path, status, headers, body, why in bad:
+        try:
+            SPEC.check(method, path, status, headers, body)
+        except openapi_check.OpenAPIMismatch as e:
+            check(why in str(e), "the mismatch says why (%s)" % why, str(e))
+            continue
+        check(False, "%s %s -> %d does not fit docs/openapi.json: refused" % (method, path, status))
+
+
+SHARED = [t_schema, t_openapi, t_insert_get, t_conflict, t_bad_input, t_not_found, t_method_not_allowed,
           t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_holds, t_count_limits,
           t_head_rules, t_error_utf8,
           t_limits, t_stalled, t_race,
@@ -800,6 +876,8 @@ def t_token():
         check(r.status == 401, "no token, large body: 401 all the same", r)
         r = fetch(srv, "GET", "/healthz")
         check(r.status == 200, "/healthz needs no token", r)
+        r = fetch(srv, "GET", "/v1/openapi.json")
+        check(r.status == 200 and r.data == SPEC.raw, "nor does /v1/openapi.json", r)
         r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA},
                   {"Authorization": "Bearer s3cret-token-0123456789"})
         check(r.status == 200, "right token: 200", r)
@@ -1066,10 +1144,13 @@ def t_slow_heads():
             # a request that arrives whole in time is not cut, idle or not
             c = http.client.HTTPConnection(srv.host, srv.port, timeout=5)
             c.request("GET", "/healthz")
-            c.getresponse().read()
+            r = c.getresponse()
+            Resp(r.status, r.getheaders(), r.read(), "GET", "/healthz")
             time.sleep(1.3)  # idle on a keep-alive connection: not a slow request
             c.request("GET", "/healthz")
-            check(c.getresponse().status == 200, "an idle keep-alive connection lives on")
+            r = c.getresponse()
+            r = Resp(r.status, r.getheaders(), r.read(), "GET", "/healthz")
+            check(r.status == 200, "an idle keep-alive connection lives on")
             c.close()
         finally:
             check(srv.stop() == 0, "exits 0")
@@ -1126,6 +1207,7 @@ def t_shutdown():
     srv = Server("shutdown", "--threads", "4")
     fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
     acked = []
+    mismatches = []  # answers docs/openapi.json does not describe
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -1138,9 +1220,13 @@ def t_shutdown():
             try:
                 conn.request("POST", "/v1/users", json.dumps({"id": pk, "email": pk + "@example.com"}))
                 r = conn.getresponse()
-                r.read()
+                data = r.read()
             except (OSError, http.client.HTTPException):
                 return  # the server went away: this write is not acknowledged
+            try:
+                Resp(r.status, r.getheaders(), data, "POST", "/v1/users")
+            except AssertionError as e:
+                mismatches.append(str(e))
             if r.status == 201:
                 with lock:
                     acked.append(pk)
@@ -1159,12 +1245,7 @@ def t_shutdown():
     srv.proc.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     slow.sendall(body[10:])  # the rest arrives after the signal: still answered
-    answer = b""
-    while b"\r\n\r\n" not in answer:
-        d = slow.recv(4096)
-        if not d:
-            break
-        answer += d
+    answer = read_response(slow)
     slow.close()
     stop.set()
     for t in ths:
@@ -1172,6 +1253,8 @@ def t_shutdown():
     rc = srv.stop()
     check(rc == 0, "SIGTERM: exit 0", (rc, srv.stderr()[-2000:]))
     check(status_of_raw(answer) == 201, "the request in flight at SIGTERM is answered", answer[:200])
+    checked_raw(b"POST /v1/users ", answer)
+    check(not mismatches, "the streamers' answers fit docs/openapi.json", mismatches[:3])
     check(len(acked) > 10, "writes were acknowledged before the signal", len(acked))
     acked.append("inflight")
     log = srv.stderr()
@@ -1236,6 +1319,9 @@ def main():
         if want(t):
             run(t)
     n = len([t for t in SHARED + OWN if want(t)])
+    print("%d responses checked against docs/openapi.json" % SPEC.checked)
+    if not SPEC.checked:
+        FAILS.append("no response checked against docs/openapi.json")
     if FAILS:
         print("%d of %d failed: %s" % (len(FAILS), n, ", ".join(FAILS)))
         sys.exit(1)

@@ -1,13 +1,18 @@
 #!/bin/sh
 # http_curl.sh - `unico serve` with curl: the status codes of docs/http.md a
-# shell script sees, and a clean exit on SIGTERM.
-# usage: tests/http_curl.sh PATH/TO/unico WORKDIR
+# shell script sees, and a clean exit on SIGTERM. Every answer curl gets is
+# kept (WORKDIR/answers) and checked against docs/openapi.json at the end
+# by tests/openapi_check.py, run by PYTHON (one with jsonschema).
+# usage: tests/http_curl.sh PATH/TO/unico WORKDIR PYTHON SRCDIR
 set -u
 UNICO=$1
 WORK=$2
+PY=$3
+SRC=$4
 rm -rf "$WORK"
-mkdir -p "$WORK"
+mkdir -p "$WORK/answers"
 fails=0
+n=0
 
 "$UNICO" serve --store "lmdb:$WORK/data" --listen 127.0.0.1:0 \
   --access-log "$WORK/access.log" >"$WORK/out.txt" 2>"$WORK/err.txt" &
@@ -25,12 +30,25 @@ if [ -z "$URL" ]; then
   exit 1
 fi
 
+# keep CURL-ARGS...: one request; its answer is kept for the OpenAPI check
+# (answers/N.meta: status, method, URL; N.head: the headers; N.body) and
+# copied to $WORK/headers and $WORK/body
+keep() {
+  n=$((n + 1))
+  a="$WORK/answers/$n"
+  : >"$a.body"
+  curl -sS -D "$a.head" -o "$a.body" -w '%{http_code} %{method} %{url_effective}\n' "$@" >"$a.meta"
+  cp "$a.head" "$WORK/headers"
+  cp "$a.body" "$WORK/body"
+}
+
 # expect STATUS TEXT-IN-BODY CURL-ARGS...: one request, its status and body
 expect() {
   want=$1
   grep=$2
   shift 2
-  got=$(curl -sS -o "$WORK/body" -w '%{http_code}' "$@")
+  keep "$@"
+  got=$(cut -d' ' -f1 "$WORK/answers/$n.meta")
   if [ "$got" != "$want" ] || ! grep -q -- "$grep" "$WORK/body"; then
     echo "FAIL: curl $* -> $got $(cat "$WORK/body"), wanted $want with $grep"
     fails=$((fails + 1))
@@ -70,7 +88,7 @@ expect 200 '"pk":"u1"' -X DELETE "$URL/v1/users/u1"
 expect 200 'unico_http_requests_total{method="POST",route="/v1/{table}",status="409"} 1' "$URL/metrics"
 
 # the headers of an insert: 201, ETag and Location
-curl -sS -D "$WORK/headers" -o /dev/null -H "$J" -d '{"id":"u5","email":"e@x"}' "$URL/v1/users"
+keep -H "$J" -d '{"id":"u5","email":"e@x"}' "$URL/v1/users"
 if grep -q '^ETag: "1"' "$WORK/headers" && grep -q '^Location: /v1/users/u5' "$WORK/headers"; then
   echo "ok   ETag and Location"
 else
@@ -85,15 +103,15 @@ expect 400 'lists' -X DELETE -H 'If-Match: "1"' -H 'If-Match: "9"' "$URL/v1/user
 expect 400 '"invalid"' -X DELETE -H 'If-Match: " 1"' "$URL/v1/users/u5"
 
 # a Location clients can follow: a pk "holds" is written %68olds
-curl -sS -D "$WORK/headers" -o /dev/null -H "$J" -d '{"id":"holds"}' "$URL/v1/users"
+keep -H "$J" -d '{"id":"holds"}' "$URL/v1/users"
 loc=$(sed -n 's/^Location: \([^[:space:]]*\).*/\1/p' "$WORK/headers")
 if [ "$loc" = /v1/users/%68olds ]; then echo "ok   Location $loc"; else
   echo "FAIL: Location of pk holds: $loc"; fails=$((fails + 1)); fi
 expect 200 '"pk":"holds"' "$URL$loc"
 
 # a hold is released only through its own table
-tok=$(curl -sS -H "$J" -d '{"constraint":"users_email","value":"h@x","ttl":60}' "$URL/v1/users/holds" |
-  sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
+keep -H "$J" -d '{"constraint":"users_email","value":"h@x","ttl":60}' "$URL/v1/users/holds"
+tok=$(sed -n 's/.*"token":"\([^"]*\)".*/\1/p' "$WORK/body")
 expect 404 'nosuch' -X DELETE "$URL/v1/nosuch/holds/$tok"
 expect 200 '"released":true' -X DELETE "$URL/v1/users/holds/$tok"
 
@@ -109,6 +127,13 @@ else
 fi
 if [ "$(wc -l <"$WORK/access.log")" -lt 20 ]; then
   echo "FAIL: access log"
+  fails=$((fails + 1))
+fi
+# every answer above, held to docs/openapi.json
+if "$PY" "$SRC/tests/openapi_check.py" "$SRC/docs/openapi.json" "$WORK/answers"; then
+  echo "ok   the answers fit docs/openapi.json"
+else
+  echo "FAIL: answers that docs/openapi.json does not describe"
   fails=$((fails + 1))
 fi
 [ $fails = 0 ] && echo "all passed" || echo "$fails failed"
