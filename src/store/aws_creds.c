@@ -1055,7 +1055,10 @@ static void *refresher(void *arg) {
     int64_t now = wall_ms();
     int64_t due = c->refresh_at;
     if (c->fails && c->next_try > due) due = c->next_try;
-    if (c->kick && now - c->last_try >= KICK_MIN_MS) due = now;
+    /* a request without keys: try again now, or KICK_MIN_MS after the
+     * last attempt, whatever the backoff says */
+    if (c->kick && c->last_try + KICK_MIN_MS < due)
+      due = c->last_try + KICK_MIN_MS;
     if (now < due) {
       wait_ms(c, &c->wake, due - now);
       continue;
