@@ -49,6 +49,7 @@ struct uaws_chain {
   /* what the source needs to fetch again */
   char *process;                                /* credential_process */
   char *role_arn, *token_file, *session_name;   /* web identity */
+  char *sts_url;
   char *ecs_url, *ecs_token, *ecs_token_file;   /* ECS */
   char *imds;                                   /* instance metadata base */
   /* the keys and their refresh; all under mu */
@@ -704,27 +705,12 @@ int uaws_endpoint(const char *env_name, const char *prefix, const char *region,
  * call needs no AWS credentials) with the token read from its file now
  * (EKS rotates it). */
 static int fetch_web(uaws_chain *c, uaws_keys **out, char *err, size_t cap) {
-  char url[600], var[64], host[300];
   ubuf form = UBUF_INIT, ans = UBUF_INIT;
   char *token = NULL, *ak = NULL, *sk = NULL, *tok = NULL, *exp = NULL,
        *code = NULL, *msg = NULL;
   long status = 0;
   int rc = -1;
-  const char *u = endpoint_env("STS", var, sizeof var);
-  if (u) {
-    int tls;
-    unsigned port;
-    if (uaws_split_url(u, &tls, host, sizeof host, &port)) {
-      errf(err, cap, "%s=%.200s: expected http(s)://HOST[:PORT]", var, u);
-      return -1;
-    }
-    snprintf(url, sizeof url, "%s", u);
-  } else if (c->region && valid_region(c->region)) {
-    snprintf(url, sizeof url, "https://sts.%s.amazonaws.com%s/", c->region,
-             strncmp(c->region, "cn-", 3) ? "" : ".cn");
-  } else {
-    snprintf(url, sizeof url, "https://sts.amazonaws.com/");
-  }
+  const char *url = c->sts_url;
   if (!(token = read_small_file(c->token_file, "web identity token file", err, cap)))
     return -1;
   ubuf_put(&form, "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=", 60);
@@ -942,8 +928,8 @@ static int fetch_imds(uaws_chain *c, uaws_keys **out, char *err, size_t cap) {
     goto leave;
   }
   if (status != 200 || !ans.len) {
-    errf(err, cap, "EC2 instance metadata at %s refused an IMDSv2 session "
-                       "token (HTTP %ld); IMDSv1 is not used", c->imds, status);
+    errf(err, cap, "EC2 instance metadata at %s refused an IMDSv2 token "
+                   "(HTTP %ld; IMDSv1 is not used)", c->imds, status);
     goto leave;
   }
   token = strdup(trim((char *)ans.p));
@@ -1040,6 +1026,7 @@ static int usable(const uaws_chain *c, const uaws_keys *k, int64_t now) {
 /* Wait on cv for at most ms milliseconds (mu held). */
 static void wait_ms(uaws_chain *c, pthread_cond_t *cv, int64_t ms) {
   struct timespec ts;
+  if (ms > 3600000) ms = 3600000;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   int64_t ns = (int64_t)ts.tv_nsec + (ms % 1000) * 1000000;
   ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
@@ -1119,9 +1106,9 @@ int uaws_chain_keys(uaws_chain *c, uaws_keys **out, char *msg, size_t cap) {
   }
   char t[32] = "";
   if (c->cur) fmt_time(c->cur->expires_ms, t, sizeof t);
-  snprintf(msg, cap, "no valid AWS credentials for %s: those from the %s "
-                     "expired at %s and refreshing them failed: %s",
-           c->what, c->label, t,
+  snprintf(msg, cap, "AWS credentials from the %s expired at %s; refresh "
+                     "failed: %s",
+           c->label, t,
            c->last_err[0] ? c->last_err : "no refresh finished in time");
   pthread_mutex_unlock(&c->mu);
   return UNICO_EUNAVAILABLE;
@@ -1190,6 +1177,25 @@ int uaws_chain_open(uaws_chain **out, const uaws_chain_config *cfg,
     c->token_file = strdup(from_env ? wif : p.token_file);
     c->session_name = strdup(sn && *sn ? sn : dflt);
     if (!c->role_arn || !c->token_file || !c->session_name) goto leave;
+    /* STS: AWS_ENDPOINT_URL_STS (or AWS_ENDPOINT_URL), else the Region's */
+    char url[600], var[64], host[300];
+    const char *u = endpoint_env("STS", var, sizeof var);
+    int tls;
+    unsigned port;
+    if (u && uaws_split_url(u, &tls, host, sizeof host, &port)) {
+      ustore_seterr(e, "%s=%.200s: expected http://HOST[:PORT] or https://HOST[:PORT]",
+                    var, u);
+      rc = UNICO_EUNAVAILABLE;
+      goto leave;
+    }
+    if (u)
+      snprintf(url, sizeof url, "%s", u);
+    else if (c->region && valid_region(c->region))
+      snprintf(url, sizeof url, "https://sts.%s.amazonaws.com%s/", c->region,
+               strncmp(c->region, "cn-", 3) ? "" : ".cn");
+    else
+      snprintf(url, sizeof url, "https://sts.amazonaws.com/");
+    if (!(c->sts_url = strdup(url))) goto leave;
     if (from_env)
       snprintf(c->label, sizeof c->label, "web identity");
     else
@@ -1263,10 +1269,10 @@ int uaws_chain_open(uaws_chain **out, const uaws_chain_config *cfg,
   }
   if (!k && fetch(c, &k, err, sizeof err)) {
     if (c->src == SRC_IMDS)
-      ustore_seterr(e, "no AWS credentials for %s: %s; and none are in the "
-                       "environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), "
-                       "profile [%s] of %s or %s, web identity or ECS",
-                    c->what, err, pname, kpath, cpath);
+      ustore_seterr(e, "no AWS credentials: %s; none in the environment "
+                       "(AWS_ACCESS_KEY_ID), profile %s (%s, %s), web "
+                       "identity or ECS",
+                    err, pname, kpath, cpath);
     else
       ustore_seterr(e, "AWS credentials for %s from the %s: %s", c->what,
                     c->label, err);
@@ -1344,6 +1350,7 @@ void uaws_chain_close(uaws_chain *c) {
   free(c->role_arn);
   free(c->token_file);
   free(c->session_name);
+  free(c->sts_url);
   free(c->ecs_url);
   freestr(c->ecs_token);
   free(c->ecs_token_file);

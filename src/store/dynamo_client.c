@@ -1,6 +1,6 @@
 /* dynamo_client.c - DynamoDB's JSON protocol over libcurl: credentials,
- * SigV4-signed POSTs on pooled keep-alive handles, error names, counters. */
-#include <ctype.h>
+ * SigV4-signed POSTs (keys from the credential chain, aws_creds.c) on pooled
+ * keep-alive handles, error names, counters. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>

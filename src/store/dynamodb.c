@@ -163,8 +163,7 @@ static int send_retry(ddb_store *s, int op, const char *what, const char *json,
     int trc = uddb_call(s->c, op, json, len, attempt > 0, r);
     last_conflict = 0;
     if (trc == UDDB_NO_CREDENTIALS) { /* nothing sent; the chain says why */
-      seterr(e, "%s on DynamoDB at %s: %s", what, uddb_client_endpoint(s->c),
-             r->message);
+      seterr(e, "DynamoDB at %s: %s", uddb_client_endpoint(s->c), r->message);
       return maybe_applied ? UNICO_EUNKNOWN : UNICO_EUNAVAILABLE;
     }
     if (trc == 0 && r->status >= 200 && r->status < 300) {
