@@ -1,7 +1,7 @@
 /* test_aws_creds.c - the parts of the AWS credential chain
  * (src/store/aws_creds.c) that need no server: the Region's endpoint
  * (dynamodb:///TABLE?region=eu-west-1 is https://dynamodb.eu-west-1.
- * amazonaws.com) and its overrides, the Region from the environment and
+ * amazonaws.com, also through ustore_open) and its overrides, the Region from the environment and
  * the config file, endpoint URLs, ISO 8601 expirations, STS's XML, and the
  * chain's file sources (profiles in the credentials and config files,
  * credential_process) with their precedence. The sources behind servers
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "store/aws_creds.h"
+#include "store/store.h"
 #include "unico_errors.h"
 
 static char g_dir[] = "/tmp/unico-aws-creds-XXXXXX";
@@ -102,6 +103,36 @@ static void test_regional_endpoint(void **state) {
                                  sizeof host, &port, &e),
                    -1);
   assert_non_null(strstr(e.msg, "AWS_ENDPOINT_URL_DYNAMODB"));
+}
+
+/* The store URL without a host goes to the Region's endpoint: seen in the
+ * message of an open that finds no credentials (so nothing is sent). */
+static void test_store_url_regional(void **state) {
+  (void)state;
+  ustore *s = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&s, "dynamodb:///unico_x?region=eu-west-1", &e),
+                   UNICO_EUNAVAILABLE);
+  assert_null(s);
+  if (!strstr(e.msg, "DynamoDB at dynamodb.eu-west-1.amazonaws.com:443"))
+    fail_msg("%s", e.msg);
+  setenv("AWS_REGION", "cn-northwest-1", 1); /* the environment's Region */
+  assert_int_equal(ustore_open(&s, "dynamodbs:///unico_x", &e), UNICO_EUNAVAILABLE);
+  if (!strstr(e.msg, "DynamoDB at dynamodb.cn-northwest-1.amazonaws.com.cn:443"))
+    fail_msg("%s", e.msg);
+  setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000", 1);
+  assert_int_equal(ustore_open(&s, "dynamodb:///unico_x", &e), UNICO_EUNAVAILABLE);
+  if (!strstr(e.msg, "DynamoDB at 127.0.0.1:8000")) fail_msg("%s", e.msg);
+  /* a host given is used whatever the environment says */
+  assert_int_equal(ustore_open(&s, "dynamodb://127.0.0.1:8001/unico_x", &e),
+                   UNICO_EUNAVAILABLE);
+  if (!strstr(e.msg, "DynamoDB at 127.0.0.1:8001")) fail_msg("%s", e.msg);
+  /* no Region anywhere: a usage error; a Region that is not a name too */
+  unsetenv("AWS_REGION");
+  unsetenv("AWS_ENDPOINT_URL_DYNAMODB");
+  assert_int_equal(ustore_open(&s, "dynamodb:///unico_x", &e), UNICO_EINVAL);
+  assert_non_null(strstr(e.msg, "no Region"));
+  assert_int_equal(ustore_open(&s, "dynamodb:///unico_x?region=a.b", &e), UNICO_EINVAL);
 }
 
 static void test_split_url(void **state) {
@@ -317,6 +348,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_regional_endpoint, setup),
+      cmocka_unit_test_setup(test_store_url_regional, setup),
       cmocka_unit_test_setup(test_split_url, setup),
       cmocka_unit_test_setup(test_region, setup),
       cmocka_unit_test_setup(test_parse_time, setup),

@@ -62,7 +62,7 @@ struct uaws_chain {
   uaws_keys *cur;
   int64_t refresh_at, usable_until, next_try, last_try;
   int fails;
-  uint64_t gen, refreshes;
+  uint64_t gen; /* attempts of the refresh thread */
   char last_err[256];
 };
 
@@ -1068,7 +1068,6 @@ static void *refresher(void *arg) {
       publish(c, k);
       c->fails = 0;
       c->last_err[0] = 0;
-      c->refreshes++;
       if (!k->expires_ms) c->refresh_at = INT64_MAX; /* static from now on */
     } else {
       int64_t back = RETRY_MIN_MS;
@@ -1116,12 +1115,6 @@ int uaws_chain_keys(uaws_chain *c, uaws_keys **out, char *msg, size_t cap) {
 
 const char *uaws_chain_source(const uaws_chain *c) { return c->label; }
 
-uint64_t uaws_chain_refreshes(uaws_chain *c) {
-  pthread_mutex_lock(&c->mu);
-  uint64_t n = c->refreshes;
-  pthread_mutex_unlock(&c->mu);
-  return n;
-}
 
 /* ------------------------------------------------------------------ */
 /* open: find the source */

@@ -76,8 +76,6 @@ void uaws_keys_release(uaws_keys *k); /* accepts NULL */
  * "profile default", "credential_process of profile default", "ECS
  * container endpoint", "EC2 instance metadata". */
 const char *uaws_chain_source(const uaws_chain *c);
-/* Successful refreshes since open (for tests and metrics). */
-uint64_t uaws_chain_refreshes(uaws_chain *c);
 
 /* ------------------------------------------------------------------ */
 /* Region and endpoints */
