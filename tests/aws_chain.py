@@ -465,7 +465,8 @@ def t_region_endpoint():
 
 class Serve:
     def __init__(self, env, store):
-        self.log = open(os.path.join(WORK, "serve-%d.log" % os.getpid()), "w+")
+        SEQ[0] += 1
+        self.log = open(os.path.join(WORK, "serve-%d.log" % SEQ[0]), "w+")
         self.proc = subprocess.Popen([BIN, "serve", "--store", store, "--listen", "127.0.0.1:0"],
                                      env=env, stdout=subprocess.PIPE, stderr=self.log)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
@@ -494,6 +495,7 @@ class Serve:
             self.proc.wait()
         self.log.seek(0)
         OUTPUTS.append(("serve stderr", self.log.read()))
+        check(self.proc.returncode == 0, "unico serve exits 0", self.proc.returncode)
 
 
 def t_refresh(kind):
@@ -584,6 +586,9 @@ def t_refresh_ecs():
 
 
 def t_no_secrets():
+    # (and, in a sanitizer build, no report of one)
+    reports = [what for what, text in OUTPUTS if "Sanitizer" in text or "runtime error:" in text]
+    check(not reports, "no sanitizer report in any output", reports[:3])
     leaks = []
     for what, text in OUTPUTS:
         for sec in SECRETS:
