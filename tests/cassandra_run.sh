@@ -9,7 +9,11 @@
 #   cassandra_run.sh fake STATEDIR COMMAND [ARG...]
 #       against tests/cql_fake_server.py, a stand-in CQL v4 server started on
 #       a free loopback port and stopped by its pid afterwards (faults from
-#       UNICO_FAKE_CQL_FLAGS, e.g. "--drop 0.01 --reorder").
+#       UNICO_FAKE_CQL_FLAGS, e.g. "--drop 0.01 --reorder"). With
+#       UNICO_FAKE_CQL_TLS=1 the server serves TLS with a certificate made
+#       in STATEDIR/certs by tests/tls_certs.sh (the openssl command), and
+#       the URL is cassandras://127.0.0.1:PORT/...&tls_ca=... (the address
+#       verified against the certificate's).
 #
 # COMMAND runs with UNICO_TEST_STORE_BASE set to a URL ending in "table=",
 # so the conformance suite and torture append a table name; the keyspace
@@ -38,9 +42,17 @@ live)
 fake)
   command -v python3 >/dev/null 2>&1 || { echo "cassandra_run: python3 is needed" >&2; exit 1; }
   rm -f "$state/port"
+  scheme=cassandra
+  tls_flags=""
+  if [ "${UNICO_FAKE_CQL_TLS:-0}" = 1 ]; then
+    sh "$here/tls_certs.sh" "$state/certs" || exit 1
+    scheme=cassandras
+    tls_flags="--tls-cert $state/certs/server.pem --tls-key $state/certs/server.key"
+    opts="$opts&tls_ca=$state/certs/ca.pem"
+  fi
   # shellcheck disable=SC2086
   python3 "$here/cql_fake_server.py" --port 0 --port-file "$state/port" \
-    ${UNICO_FAKE_CQL_FLAGS:-} 2>"$state/server.log" &
+    $tls_flags ${UNICO_FAKE_CQL_FLAGS:-} 2>"$state/server.log" &
   pid=$!
   trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT INT TERM
   i=0
@@ -54,7 +66,7 @@ fake)
     sleep 0.1
   done
   port=$(cat "$state/port")
-  UNICO_TEST_STORE_BASE="cassandra://127.0.0.1:$port/unico_test?$opts&table="
+  UNICO_TEST_STORE_BASE="$scheme://127.0.0.1:$port/unico_test?$opts&table="
   export UNICO_TEST_STORE_BASE
   set +e
   "$@"

@@ -7,6 +7,7 @@ Cassandra). Python 3 standard library only.
         [--auth USER:PASS] [--seed N] [--reorder] [--delay-ms N]
         [--drop P] [--timeout P] [--unavailable P] [--unprepared P]
         [--read-faults] [--nodes N] [--dcs DC,DC] [--stats-file PATH] [-v]
+        [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM] [--tls12]]
 
 Listens on 127.0.0.1 (--port 0: a free port), writes the port to --port-file
 (atomically: a temporary file renamed) or prints "PORT <n>" on stdout, and
@@ -82,6 +83,16 @@ DELETE; with --read-faults also per SELECT) with one PRNG seeded by --seed
 Validation errors come before faults (as in Cassandra, where Invalid is
 raised before a request reaches replicas).
 
+TLS (client encryption, as cassandra.yaml's client_encryption_options):
+--tls-cert and --tls-key make every connection TLS (Python's ssl module:
+TLS 1.2 or 1.3); --tls-client-ca also demands a client certificate signed
+by that CA (require_client_auth); --tls12 caps the version at TLS 1.2
+(where a missing client certificate fails the handshake itself, while
+TLS 1.3 refuses the connection after it). A connection whose handshake fails is
+closed and counted (stats "tls": handshakes, failures, the SNI names
+received, "-" for none). Not with --reorder (one SSL object may not be
+used by two threads at once).
+
 A malformed frame (bad version, length, opcode or body) gets ERROR 0x000A
 and the connection is closed; one line per connection error on stderr.
 --stats-file PATH gets JSON counts (requests by opcode and statement kind,
@@ -99,6 +110,7 @@ import random
 import re
 import signal
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -929,7 +941,23 @@ class Server:
                       "statements": {}, "lwt": {"applied": 0, "not_applied": 0},
                       "faults": {"drop": 0, "timeout": 0, "timeout_applied": 0,
                                  "unavailable": 0, "unprepared": 0, "delayed": 0},
-                      "errors": {}, "connection_errors": 0}
+                      "errors": {}, "connection_errors": 0,
+                      "tls": {"handshakes": 0, "failures": 0, "sni": []}}
+        self.tls_ctx = None
+        if args.tls_cert:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(args.tls_cert, args.tls_key)
+            if args.tls12:
+                ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+            if args.tls_client_ca:
+                ctx.verify_mode = ssl.CERT_REQUIRED
+                ctx.load_verify_locations(args.tls_client_ca)
+
+            def sni(_sslobj, name, _ctx):
+                with self.stats_lock:
+                    self.stats["tls"]["sni"].append(name or "-")
+            ctx.sni_callback = sni
+            self.tls_ctx = ctx
         self.dcs = [d for d in (args.dcs or "").split(",") if d]
         self.stopping = False
         self.conn_ids = 0
@@ -1546,9 +1574,25 @@ class Conn(threading.Thread):
             buf += chunk
         return bytes(buf)
 
+    def tls_handshake(self):
+        """Wrap the socket in TLS; False (logged, counted) when that fails."""
+        try:
+            self.sock.settimeout(10)
+            self.sock = self.srv.tls_ctx.wrap_socket(self.sock, server_side=True)
+            self.sock.settimeout(None)
+        except (ssl.SSLError, OSError) as e:
+            with self.srv.stats_lock:
+                self.srv.stats["tls"]["failures"] += 1
+            self.srv.log("conn %d (%s): TLS handshake failed: %s" % (self.cid, self.peer, e))
+            return False
+        with self.srv.stats_lock:
+            self.srv.stats["tls"]["handshakes"] += 1
+        return True
+
     def run(self):
         try:
-            self.loop()
+            if self.srv.tls_ctx is None or self.tls_handshake():
+                self.loop()
         except Exception as e:  # never let one connection take the server down
             self.srv.count_conn_error()
             self.srv.log("conn %d (%s): internal error: %r" % (self.cid, self.peer, e))
@@ -1790,8 +1834,16 @@ def main(argv=None):
     ap.add_argument("--dcs", help="datacenter names NetworkTopologyStrategy accepts "
                     "(default: any)")
     ap.add_argument("--stats-file", help="JSON counts written at exit")
+    ap.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="the private key of --tls-cert (PEM)")
+    ap.add_argument("--tls-client-ca", help="demand a client certificate signed by this CA")
+    ap.add_argument("--tls12", action="store_true", help="TLS 1.2 at most (default: 1.3)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    if bool(args.tls_cert) != bool(args.tls_key) or (args.tls_client_ca and not args.tls_cert):
+        ap.error("--tls-cert and --tls-key go together (and --tls-client-ca needs them)")
+    if args.tls_cert and args.reorder:
+        ap.error("--reorder is not available with TLS")
     srv = Server(args)
     srv.stopping = bool(_STOP)
     try:

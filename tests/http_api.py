@@ -866,7 +866,7 @@ def t_secrets():
     base = os.path.join(WORK, "secrets")
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
-    secrets = ["hunter2-pw", "s3cr3t-pw"]
+    secrets = ["hunter2-pw", "s3cr3t-pw", "k3y-pass-pw"]
 
     def no_secret(what, text):
         for sec in secrets:
@@ -882,13 +882,15 @@ def t_secrets():
             check(False, "stdout is valid JSON", line)
 
     # a store not there yet (nothing listens on port 1): serve starts, 503s
-    url = 'cassandra://127.0.0.1:1/ks?user=bob&password=s3cr3t-pw&replication=x"y'
+    # (over TLS: the key's passphrase is a secret too)
+    url = ('cassandras://127.0.0.1:1/ks?user=bob&password=s3cr3t-pw&tls_key_password=k3y-pass-pw'
+           '&replication=x"y')
     srv = Server("secrets-unavail", store=url, expect_start=False)
     try:
         line, info = first_json_line(srv)
         no_secret("stdout", line.decode())
-        check(info["store"] == 'cassandra://127.0.0.1:1/ks?user=bob&password=***&replication=x"y',
-              "the store, masked", info)
+        check(info["store"] == 'cassandras://127.0.0.1:1/ks?user=bob&password=***&tls_key_password=***'
+              '&replication=x"y', "the store, masked", info)
         srv.url = info["listen"]
         hp = urllib.parse.urlsplit(srv.url)
         srv.host, srv.port = hp.hostname, hp.port
@@ -904,7 +906,13 @@ def t_secrets():
     check("password=***" in srv.stderr(), "stderr names the store, masked", srv.stderr())
 
     # refused URLs: the library's message quotes the URL, or names an option
+    # (a key that cannot be read with its passphrase: a bad option)
+    bad_key = os.path.join(base, "bad-key.pem")
+    with open(bad_key, "w") as f:
+        f.write("not a key\n")
     for name, url in [("secrets-userinfo", "cassandra://bob:hunter2-pw@127.0.0.1:1/ks?password=s3cr3t-pw"),
+                      ("secrets-tls-key", "cassandras://127.0.0.1:1/ks?tls_cert=%s&tls_key=%s"
+                       "&tls_key_password=k3y-pass-pw" % (bad_key, bad_key)),
                       ("secrets-lmdb", 'lmdb:' + os.path.join(base, 'a"b') + "?password=s3cr3t-pw")]:
         srv = Server(name, store=url, expect_start=False)
         rc = srv.proc.wait(30)

@@ -55,6 +55,13 @@ static void test_url_options(void **state) {
   expect_url("lmdb:/d?password=a\"b&&wal=on", "lmdb:/d?password=***&&wal=on");
   expect_url("cassandra://u:p@h/ks?password=q",
              "cassandra://u:***@h/ks?password=***");
+  /* the TLS options: the key's passphrase is a secret, its paths are not */
+  expect_url("cassandras://h/ks?tls_ca=/etc/ca.pem&tls_cert=/c.pem&tls_key=/k.pem&"
+             "tls_key_password=pa&ss&tls_verify_host=0",
+             "cassandras://h/ks?tls_ca=/etc/ca.pem&tls_cert=/c.pem&tls_key=/k.pem&"
+             "tls_key_password=***&ss&tls_verify_host=0");
+  expect_url("cassandras://h/ks?TLS_KEY_PASSWORD=x&other_password=y&_password=z",
+             "cassandras://h/ks?TLS_KEY_PASSWORD=***&other_password=***&_password=z");
 }
 
 static void test_message(void **state) {
@@ -73,6 +80,10 @@ static void test_message(void **state) {
   snprintf(msg, sizeof msg, "store URL \"cassandra://bob:hunter2@h/ks?password=s3c");
   ucli_redact_message(msg, sizeof msg, url);
   assert_string_equal(msg, "store URL \"cassandra://bob:***@h/ks?password=***");
+  /* the key's passphrase, wherever a message quotes it */
+  snprintf(msg, sizeof msg, "cannot read tls_key=/k.pem with pass-Phr4se");
+  ucli_redact_message(msg, sizeof msg, "cassandras://h/ks?tls_key=/k.pem&tls_key_password=pass-Phr4se");
+  assert_string_equal(msg, "cannot read tls_key=/k.pem with ***");
   /* a message that names no secret is left as it is */
   snprintf(msg, sizeof msg, "no Cassandra node reachable: connection refused");
   ucli_redact_message(msg, sizeof msg, url);

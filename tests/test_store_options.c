@@ -159,6 +159,16 @@ static void test_every_store(void **state) {
       {"cassandra://127.0.0.1:1/ks?allow_weak", "\"allow_weak\" has no"},
       {"cassandra://127.0.0.1:1/ks?password=x&password=y", "twice"},
       {"cassandra://127.0.0.1:1/ks?bogus=1", "\"bogus\""},
+      /* TLS: its options need TLS, and their files are read at open */
+      {"cassandra://127.0.0.1:1/ks?tls_ca=/nonexistent.pem", "tls_ca needs TLS"},
+      {"cassandras://127.0.0.1:1/ks?tls=0", "cassandras:// URL is always TLS"},
+      {"cassandras://127.0.0.1:1/ks?tls=2", "tls=2: expected"},
+      {"cassandra://127.0.0.1:1/ks?tls=1&tls_verify_host=no", "tls_verify_host=no"},
+      {"cassandras://127.0.0.1:1/ks?tls_ca=/nonexistent.pem", "tls_ca=/nonexistent.pem"},
+      {"cassandras://127.0.0.1:1/ks?tls_key=/k.pem", "tls_cert and tls_key go together"},
+      {"cassandras://127.0.0.1:1/ks?tls_cert=/nonexistent.pem&tls_key=/k.pem&"
+       "tls_key_password=s3cr3t", "tls_cert=/nonexistent.pem"},
+      {"cassandras://127.0.0.1:1/ks?tls_server_name=", "tls_server_name"},
       {"sim:opts?bogus=1", "\"bogus\""},
       {"sim:opts?commit", "\"commit\" has no value"},
       {"sim:opts?commit=fast", "commit=fast: expected parallel or classic"},
@@ -172,6 +182,7 @@ static void test_every_store(void **state) {
     assert_int_equal(rc, UNICO_EINVAL);
     assert_null(s);
     assert_non_null(strstr(e.msg, bad[i].named));
+    assert_null(strstr(e.msg, "s3cr3t"));
   }
   /* the options of every store, read by ustore_open_with() itself */
   ustore *s = NULL;
@@ -202,8 +213,10 @@ static void test_url_caps(void **state) {
       {"lmdb:///nonexistent/x?sync=off&wal=on",
        USTORE_CAP_TXN | USTORE_CAP_DEFERS},
       {"lmdb:/nonexistent/x?wal=on&txn=off", USTORE_CAP_DEFERS},
-      {"dynamodb://127.0.0.1:1/t_x", USTORE_CAP_TXN | USTORE_CAP_REMOTE},
+      {"dynamodb://127.0.0.1:1/t_x",
+       USTORE_CAP_TXN | USTORE_CAP_REMOTE | USTORE_CAP_ROWS},
       {"cassandra://127.0.0.1:1/ks?commit=classic", USTORE_CAP_REMOTE},
+      {"cassandras://127.0.0.1:1/ks?tls_verify_host=0", USTORE_CAP_REMOTE},
       {"sim:nosuch", USTORE_CAP_DETERMINISTIC},
   };
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {

@@ -313,7 +313,9 @@ static int relist_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   int same = want.n == r.claims.n;
   for (size_t i = 0; same && i < want.n; i++)
     same = uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) >= 0;
-  if (same) goto leave;
+  /* (store version 0: a row of a native table another client wrote, which
+   * unico has not written yet; written now, it gets its bookkeeping) */
+  if (same && ver != 0) goto leave;
   ustored_record_encode_hist(&nv, r.state, r.version, r.op_id, r.body, &want,
                              r.since_ms, &r.hist);
   b->err = uexec_bulk_put(b->bulk, k, kl, ver, &nv, b->res);

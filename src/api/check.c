@@ -47,6 +47,10 @@ typedef struct chk {
   int64_t grace, retention;
   uint64_t orphans, in_flight, tombstones, free_claims;
   uint64_t claims_out; /* claims among them (orphans, in flight) */
+  /* native tables: rows other clients wrote that unico has not (store
+   * version 0), and the values they hold that nobody claims: drift,
+   * not violations (repair claims them for the row) */
+  uint64_t bare_rows, unclaimed;
   fix *fixes;
   size_t nfixes, fcap;
   unico_result *res;
@@ -201,8 +205,24 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   }
   json_decref(body);
   unico_result_clear(&tmp);
-  /* Claims the record says it holds must be exactly those its values need. */
-  for (size_t i = 0; i < want.n; i++)
+  /* Claims the record says it holds must be exactly those its values
+   * need; a bare row (another client's, store version 0) lists none. */
+  int bare = ver == 0, taken = 0;
+  fix *stamp = NULL;
+  if (bare) {
+    c->bare_rows++;
+    int groups = 0;
+    for (size_t i = 0; i < want.n; i++) groups |= want.v[i].kind == UKEY_GROUP;
+    /* (repair claims its free values for it, listing them in the row; not
+     * in a limited table, whose groups only a build recounts) */
+    if (c->repair && !groups && (stamp = add_fix(c, UEXEC_FIX_STAMP, k, kl, 0))) {
+      ustored_record_encode_hist(&stamp->val, r.state, r.version, r.op_id,
+                                 r.body, &want, r.since_ms, &r.hist);
+      ustored_claim_encode(&stamp->tval, UCLAIM_COMMITTED, k + pkoff,
+                           kl - pkoff, "repair", c->now);
+    }
+  }
+  for (size_t i = 0; !bare && i < want.n; i++)
     if (uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) < 0)
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "the record's value is not listed among its claims");
@@ -228,7 +248,12 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
       is_free = cl.state == UCLAIM_FREE;
       ustored_claim_free(&cl);
     }
-    if (rc == UNICO_ENOTFOUND || is_free) {
+    if ((rc == UNICO_ENOTFOUND || is_free) && bare) {
+      c->unclaimed++;
+      if (stamp && uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
+                               want.v[i].voff, want.v[i].con) == 0)
+        stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
+    } else if (rc == UNICO_ENOTFOUND || is_free) {
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "no claim exists for a value the record holds");
       fix *f = add_fix(c, UEXEC_FIX_RESTORE, want.v[i].key, want.v[i].klen,
@@ -248,15 +273,24 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     } else if (ustored_claim_decode(cv.p, cv.len, &cl)) {
       violation(c, "corrupt_claim", want.v[i].key, want.v[i].klen, "the claim cannot be decoded");
     } else {
-      if (cl.owner_len != kl - pkoff || memcmp(cl.owner, k + pkoff, cl.owner_len))
+      if (cl.owner_len != kl - pkoff || memcmp(cl.owner, k + pkoff, cl.owner_len)) {
         violation(c, "claim_owner_mismatch", want.v[i].key, want.v[i].klen,
                   "the claim names another record than the one holding the value");
+        taken = 1;
+      }
       ustored_claim_free(&cl);
     }
     /* Remember (claim, owner) to find values with two owners. */
     if (push_pair(c, &c->pairs, &c->npairs, &c->cap, want.v[i].key,
                   want.v[i].klen, k, kl))
       break;
+  }
+  if (stamp && taken) { /* another record holds one of its values: left */
+    ubuf_free(&stamp->key);
+    ubuf_free(&stamp->val);
+    ubuf_free(&stamp->tval);
+    uclaims_free(&stamp->take);
+    c->nfixes--;
   }
 leave:
   ustored_record_free(&r);
@@ -456,9 +490,66 @@ static int scan_kind(chk *c, const char *kind, uexec_scan_cb cb) {
 
 static int audit(unico *u, int repair, chk *out, unico_result *res);
 
-int uapi_check(unico *u, unico_result *res) {
+static void fixes_free(chk *c) {
+  for (size_t i = 0; i < c->nfixes; i++) {
+    ubuf_free(&c->fixes[i].key);
+    ubuf_free(&c->fixes[i].rkey);
+    ubuf_free(&c->fixes[i].hkey);
+    ubuf_free(&c->fixes[i].val);
+    ubuf_free(&c->fixes[i].tval);
+    uclaims_free(&c->fixes[i].take);
+  }
+  free(c->fixes);
+  c->fixes = NULL;
+  c->nfixes = 0;
+}
+
+/* Key by key: settle what writers that died left behind, past the grace
+ * period (orphan claims, pending records, insert intents), as repair
+ * would, each under the conditions it was found with (one that moved
+ * since is left: a live writer's). *settled: how many. */
+static int settle_leftovers(unico *u, uint64_t *settled, unico_result *res) {
   chk c;
-  return audit(u, 0, &c, res);
+  unico_result tmp = UNICO_RESULT_INIT;
+  int rc = audit(u, 1, &c, &tmp);
+  if (rc == UNICO_ECORRUPT) rc = UNICO_OK; /* (the report after counts) */
+  if (rc) {
+    uerr(res, rc, NULL, "%s", tmp.message);
+  }
+  unico_result_clear(&tmp);
+  for (size_t i = 0; i < c.nfixes && !rc; i++) {
+    int k = c.fixes[i].kind;
+    if (k != UEXEC_FIX_ORPHAN && k != UEXEC_FIX_INTENT && k != UEXEC_FIX_SETTLE)
+      continue;
+    int r = uexec_fix_apply(u->x, &c.fixes[i], res);
+    if (r == UNICO_OK) (*settled)++;
+    else if (r != UEXEC_NOT_APPLIED) rc = r;
+  }
+  fixes_free(&c);
+  return rc;
+}
+
+int uapi_check(unico *u, int settle, unico_result *res) {
+  chk c;
+  uint64_t settled = 0;
+  int claims = (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) != 0;
+  if (settle && claims) {
+    int rc = settle_leftovers(u, &settled, res);
+    if (rc) return rc;
+  }
+  int rc = audit(u, 0, &c, res);
+  if (claims && res && res->json) {
+    json_t *o = json_loads(res->json, 0, NULL);
+    if (o && !json_object_set_new(o, "settled", json_integer((json_int_t)settled))) {
+      char *s = json_dumps(o, JSON_COMPACT);
+      if (s) {
+        free(res->json);
+        res->json = s;
+      }
+    }
+    json_decref(o);
+  }
+  return rc;
 }
 
 int uapi_repair(unico *u, unico_result *res) {
@@ -492,6 +583,9 @@ int uapi_repair(unico *u, unico_result *res) {
         "skipped_changed", (json_int_t)moved, "before",
         before ? before : json_null());
     before = NULL;
+    if (o && done[UEXEC_FIX_STAMP])
+      json_object_set_new(o, "rows_claimed",
+                          json_integer((json_int_t)done[UEXEC_FIX_STAMP]));
     if (o && (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)) {
       json_object_set_new(o, "stale_intents_aborted",
                           json_integer((json_int_t)done[UEXEC_FIX_INTENT]));
@@ -507,13 +601,7 @@ int uapi_repair(unico *u, unico_result *res) {
   }
   json_decref(before);
 leave:
-  for (size_t i = 0; i < c.nfixes; i++) {
-    ubuf_free(&c.fixes[i].key);
-    ubuf_free(&c.fixes[i].rkey);
-    ubuf_free(&c.fixes[i].hkey);
-    ubuf_free(&c.fixes[i].val);
-  }
-  free(c.fixes);
+  fixes_free(&c);
   return rc;
 }
 
@@ -621,6 +709,11 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
                         (json_int_t)c.groups, "outcomes",
                         (json_int_t)c.outcomes, "violations_total",
                         (json_int_t)c.nviol, "violations", c.violations);
+  if (o && c.bare_rows) {
+    json_object_set_new(o, "bare_rows", json_integer((json_int_t)c.bare_rows));
+    json_object_set_new(o, "unclaimed_values",
+                        json_integer((json_int_t)c.unclaimed));
+  }
   if (o && c.claims_mode) {
     json_object_set_new(o, "orphans", json_integer((json_int_t)c.orphans));
     json_object_set_new(o, "in_flight", json_integer((json_int_t)c.in_flight));

@@ -39,6 +39,8 @@ usch *uapi_sch_get(unico *u);  /* a new reference to the cached schema */
 void uapi_sch_put(usch *c);    /* drop a reference; accepts NULL */
 int uapi_sch_load(unico *u, usch **out, unico_result *res); /* from store */
 int uapi_sch_reload(unico *u, unico_result *res); /* load and make current */
+/* Hand the tables of s to the executor (exec.h's uexec_tables). */
+int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res);
 void uapi_sleep_ms(int ms);
 
 int uapi_schema_apply(unico *u, const char *ddl, unico_result *res);
@@ -98,7 +100,9 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
                 const char *values_json, unico_result *res);
 int uapi_args_json(unico *u, const char *table, const char *constraint,
                    const char *const *args, size_t nargs, unico_result *res);
-int uapi_check(unico *u, unico_result *res);
+/* settle: first settle what dead writers left (key by key, past the grace
+ * period), as unico_check does; 0: count only (unico_audit). */
+int uapi_check(unico *u, int settle, unico_result *res);
 int uapi_repair(unico *u, unico_result *res);
 int uapi_record_keys(unico *u, const char *table, const char *json,
                      unico_result *res);

@@ -12,6 +12,7 @@
 #include "api/internal.h"
 #include "keys/keyspace.h"
 #include "plan/plan.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 static void sch_unref(usch *c) {
@@ -34,21 +35,20 @@ usch *uapi_sch_get(unico *u) {
 }
 
 void uapi_format_time(int64_t ms, char *buf, size_t cap) {
-  int64_t frac = ms % 1000;
-  if (frac < 0) frac += 1000; /* (before 1970: the second below) */
-  time_t secs = (time_t)((ms - frac) / 1000);
-  struct tm tm;
-  if (!gmtime_r(&secs, &tm)) {
-    snprintf(buf, cap, "%lld ms", (long long)ms);
-    return;
-  }
-  size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, cap - n, ".%03dZ", (int)frac);
+  uclock_format(ms, buf, cap);
 }
 
 void uapi_sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
+}
+
+/* t without its constraints: what a table unico did not know is held to. */
+static utable bare_of(const utable *t) {
+  utable b = *t;
+  b.ncons = 0;
+  b.cons = NULL;
+  return b;
 }
 
 /* A change marked in the store whose process died: take the marker over,
@@ -70,6 +70,13 @@ static int roll_back(unico *u, ustored_schema *ss, uint64_t ver,
       if (n && uapi_cons_differ(n, p))
         rc = uapi_build_table(u, n, p, 0, ss, &mark, res);
     }
+    /* a table the change adopted: what was built for it goes */
+    for (size_t i = 0; i < from->ntables && !rc; i++) {
+      const utable *n = &from->tables[i];
+      utable b = bare_of(n);
+      if (!uschema_table(to, n->name) && n->ncons)
+        rc = uapi_build_table(u, n, &b, 0, ss, &mark, res);
+    }
   }
   uschema_free(from);
   uschema_free(to);
@@ -88,6 +95,33 @@ int uapi_table_fingerprint(const char *ddl, const char *table, uint64_t *fp) {
   if (t) *fp = uplan_table_fingerprint(t);
   uschema_free(s);
   return 0;
+}
+
+int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res) {
+  size_t nc = 0, n = s ? s->ntables : 0;
+  for (size_t i = 0; i < n; i++) nc += s->tables[i].ncols;
+  ustore_tabledef *defs = calloc(n ? n : 1, sizeof *defs);
+  ustore_column *cols = calloc(nc ? nc : 1, sizeof *cols);
+  size_t *pks = calloc(nc ? nc : 1, sizeof *pks);
+  int rc;
+  if (!defs || !cols || !pks) {
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    goto leave;
+  }
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) {
+    const utable *t = &s->tables[i];
+    defs[i] = (ustore_tabledef){t->name, t->ncols, &cols[c], t->npk, &pks[c]};
+    for (size_t j = 0; j < t->npk; j++) pks[c + j] = (size_t)t->pk[j];
+    for (size_t j = 0; j < t->ncols; j++, c++)
+      cols[c] = (ustore_column){t->cols[j].name, (int)t->cols[j].type};
+  }
+  rc = uexec_tables(u->x, defs, n, mode, res);
+leave:
+  free(defs);
+  free(cols);
+  free(pks);
+  return rc;
 }
 
 int uapi_sch_load(unico *u, usch **out, unico_result *res) {
@@ -140,6 +174,13 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res) {
       rc = uerr(res, UNICO_ECORRUPT, NULL,
                 "the stored schema does not parse (%d:%d: %s)", pe.line,
                 pe.col, pe.msg);
+      goto leave;
+    }
+    rc = uapi_sch_tables(u, c->s, USTORE_TABLES_SET, res);
+    if (rc) {
+      uschema_free(c->s);
+      free(c->ddl);
+      free(c);
       goto leave;
     }
     *out = c;
@@ -279,12 +320,22 @@ typedef struct change {
   size_t nbuild;
   const utable *settle_o[CHANGE_MAX]; /* their insert intents settled */
   size_t nsettle;
+  /* Tables new to the schema. One that already has records (a native
+   * table other clients filled: adoption) is built from a definition
+   * without constraints (its copy in bare) to the new one. */
+  const utable *adopt[CHANGE_MAX];
+  utable bare[CHANGE_MAX];
+  size_t nadopt;
 } change;
+
 
 static void plan_change(unico *u, const uschema *from, const uschema *to,
                         change *ch) {
   char why[200];
-  ch->nneed = ch->nbuild = ch->nsettle = 0;
+  ch->nneed = ch->nbuild = ch->nsettle = ch->nadopt = 0;
+  for (size_t i = 0; i < to->ntables && ch->nadopt < CHANGE_MAX; i++)
+    if (!uschema_table(from, to->tables[i].name) && to->tables[i].ncons)
+      ch->adopt[ch->nadopt++] = &to->tables[i];
   for (size_t i = 0; i < from->ntables && ch->nneed < CHANGE_MAX; i++) {
     const utable *o = &from->tables[i];
     const utable *n = uschema_table(to, o->name);
@@ -313,10 +364,19 @@ static void plan_change(unico *u, const uschema *from, const uschema *to,
 /* Step 2 of a change, under the marker: the tables that must be empty are
  * (else *bad is the first that is not), intents settled, constraints
  * built; a build that fails puts the tables built before it back. */
-static int make_change(unico *u, const change *ch, ustored_schema *marker,
+static int make_change(unico *u, change *ch, ustored_schema *marker,
                        uint64_t *mark_ver, int *bad, unico_result *res) {
   int rc = UNICO_OK;
   *bad = -1;
+  /* (a new table with records: adopted, its constraints built from them) */
+  for (size_t i = 0; i < ch->nadopt && ch->nbuild < CHANGE_MAX; i++) {
+    int h = table_has_records(u, ch->adopt[i]->name, res);
+    if (h < 0) return h;
+    if (!h) continue;
+    ch->bare[i] = bare_of(ch->adopt[i]);
+    ch->build_o[ch->nbuild] = &ch->bare[i];
+    ch->build_n[ch->nbuild++] = ch->adopt[i];
+  }
   for (size_t i = 0; i < ch->nneed; i++) {
     int h = table_has_records(u, ch->need[i], res);
     if (h < 0) return h;
@@ -371,7 +431,8 @@ static int apply_once(unico *u, const usch *cur, const char *ddl,
   ustored_schema next = {USCHEMA_READY, cur->schema_version + 1,
                          (char *)ddl, NULL, 0, uexec_now(u->x)};
   int rc;
-  if (ch->nneed == 0 && ch->nbuild == 0 && ch->nsettle == 0) {
+  if (ch->nneed == 0 && ch->nbuild == 0 && ch->nsettle == 0 &&
+      ch->nadopt == 0) {
     rc = uexec_schema_put(u->x, cur->store_ver, &next, res);
     return rc == UEXEC_NOT_APPLIED ? 1 : rc;
   }
@@ -419,6 +480,9 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     return uerr(res, UNICO_EINVAL, NULL, "schema error at line %d, column %d: %s", pe.line,
                 pe.col, pe.msg);
   rc = fits_txn(u, ns, res);
+  /* (native tables: created, or their keys checked, before anything of
+   * the change is written) */
+  if (!rc) rc = uapi_sch_tables(u, ns, USTORE_TABLES_CREATE, res);
   if (!rc && !(ch = malloc(sizeof *ch)))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   for (int attempt = 0; !rc && attempt < 100; attempt++) {

@@ -299,10 +299,10 @@ int unico_args_json(unico *u, const char *table, const char *constraint,
                 uapi_args_json(u, table, constraint, args, nargs, res));
 }
 
-int unico_check(unico *u, unico_result *res) {
+static int check(unico *u, int settle, unico_result *res) {
   begin(res);
   NEED(u);
-  int rc = uapi_check(u, res);
+  int rc = uapi_check(u, settle, res);
   /* The report stays in res->json when violations were found. */
   char *report = res ? res->json : NULL;
   if (res) res->json = NULL;
@@ -310,6 +310,10 @@ int unico_check(unico *u, unico_result *res) {
   if (report) res->json = report;
   return rc;
 }
+
+int unico_check(unico *u, unico_result *res) { return check(u, 1, res); }
+
+int unico_audit(unico *u, unico_result *res) { return check(u, 0, res); }
 
 int unico_repair(unico *u, unico_result *res) {
   begin(res);

@@ -127,8 +127,9 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
   const size_t r_at = i;
   /* (an insert over a tombstone expects it; a delete leaves one, so that
    * the key's versions go on counting) */
-  ops[i++] = uexec_op(&p->rkey, p->rver ? USTORE_VERSION : USTORE_ABSENT, p->rver,
-                  USTORE_PUT, &p->rval);
+  ops[i++] = uexec_op(&p->rkey,
+                      p->rver || p->rbare ? USTORE_VERSION : USTORE_ABSENT,
+                      p->rver, USTORE_PUT, &p->rval);
   /* Claims to take must be absent (or the hold taken over); groups joined
    * must have room, at the version read. */
   for (size_t k = 0; k < p->take.n; k++) {

@@ -241,6 +241,14 @@ int uexec_fix_apply(uexec *x, const uexec_fix *f, unico_result *res) {
   return x->proto->fix(x, f, res);
 }
 
+int uexec_tables(uexec *x, const ustore_tabledef *defs, size_t n, int mode,
+                 unico_result *res) {
+  ustore_err e = {{0}};
+  int rc = ustore_tables(x->st, defs, n, mode, &e);
+  if (rc) return uexec_store_err(res, rc, "the native tables", &e);
+  return UNICO_OK;
+}
+
 size_t uexec_max_txn(uexec *x) {
   return x->st->vt->version >= 2 ? x->st->vt->max_txn : 0;
 }

@@ -261,6 +261,13 @@ size_t uexec_max_key(uexec *x);
 /* The store's name ("lmdb", "dynamodb", ...). */
 const char *uexec_store_name(uexec *x);
 /* The most ops one transaction may carry (0: no limit). */
+/* The DDL tables, for a store that keeps records in the users' native
+ * tables (USTORE_CAP_ROWS; other stores ignore them): handed down at every
+ * schema load (USTORE_TABLES_SET) and before a schema is applied
+ * (USTORE_TABLES_CREATE: the native tables are created, or checked when
+ * they exist). */
+int uexec_tables(uexec *x, const ustore_tabledef *defs, size_t n, int mode,
+                 unico_result *res);
 size_t uexec_max_txn(uexec *x);
 
 /* ------------------------------------------------------------------ */
@@ -325,6 +332,11 @@ enum uexec_fix_kind {
   UEXEC_FIX_TOMB,       /* key by key: an old tombstone: val (shrunk) */
   UEXEC_FIX_FREE,       /* key by key: a FREE claim past use: removed */
   UEXEC_FIX_SETTLE,     /* key by key: a stale insert intent: settled */
+  UEXEC_FIX_STAMP,      /* a native table's bare row (store version 0)
+                           holding values nobody claims: val (the record
+                           listing its claims) written at version 0, with
+                           tval under each key of take (at its .ver, 0:
+                           absent), in one transaction (atomic only) */
   UEXEC_FIX_KINDS
 };
 
@@ -336,6 +348,8 @@ typedef struct uexec_fix {
   uint64_t rver; /* its version as read (0: absent) */
   ubuf hkey;     /* a hold's index to remove with it (empty: none) */
   ubuf val;      /* the value to write (by kind) */
+  uclaims take;  /* UEXEC_FIX_STAMP: the claims to write */
+  ubuf tval;     /* UEXEC_FIX_STAMP: the claim written under each */
 } uexec_fix;
 
 /* Make fix f: UNICO_OK, UEXEC_NOT_APPLIED when what it was found under

@@ -1,6 +1,7 @@
 /* repair.c - the fixes an audit finds (api/check.c), made by each
  * protocol under the conditions they were found with: a key changed since
  * is left alone (UEXEC_NOT_APPLIED), so a repair never undoes a write. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/exec.h"
@@ -9,15 +10,37 @@
 
 /* Atomic: one transaction per fix, holding the key's version, the
  * record's version when the fix depends on it, and a hold's index. */
+static int atomic_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
+  ustore_op *ops = calloc(f->take.n + 1, sizeof *ops);
+  size_t n = 0;
+  if (!ops) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  ops[n++] = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_PUT, &f->val);
+  for (size_t i = 0; i < f->take.n; i++) {
+    const uclaim *c = &f->take.v[i];
+    ubuf k = {c->key, c->klen, c->klen, 0};
+    ops[n++] = uexec_op(&k, c->ver ? USTORE_VERSION : USTORE_ABSENT, c->ver,
+                        USTORE_PUT, &f->tval);
+  }
+  int rc = uexec_txn(x, ops, n, res);
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  free(ops);
+  return rc;
+}
+
 int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res) {
   ustore_op ops[3];
   size_t n = 0;
+  if (f->kind == UEXEC_FIX_STAMP) return atomic_stamp(x, f, res);
   if (f->kind == UEXEC_FIX_RESTORE)
     ops[n++] = uexec_op(&f->key, USTORE_ABSENT, 0, USTORE_PUT, &f->val);
   else
     ops[n++] = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_DEL, NULL);
+  /* (a restored claim's record exists: at version 0 it is a native
+   * table's bare row) */
   if (f->rkey.len)
-    ops[n++] = uexec_op(&f->rkey, f->rver ? USTORE_VERSION : USTORE_ABSENT,
+    ops[n++] = uexec_op(&f->rkey,
+                        f->rver || f->kind == UEXEC_FIX_RESTORE ? USTORE_VERSION
+                                                                : USTORE_ABSENT,
                         f->rver, USTORE_CHECK, NULL);
   if (f->hkey.len)
     ops[n++] = uexec_op(&f->hkey, USTORE_ANY, 0, USTORE_DEL, NULL);
@@ -72,6 +95,8 @@ int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res) {
     o = uexec_op(&f->key, f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
                  USTORE_PUT, &f->val);
     break;
+  case UEXEC_FIX_STAMP: /* (bare rows are native tables' only: atomic) */
+    return UEXEC_NOT_APPLIED;
   default: /* UEXEC_FIX_INDEX, UEXEC_FIX_FREE: past use, removed */
     o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_DEL, NULL);
     break;

@@ -94,6 +94,7 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   ukey_schema(&p->skey);
   ukey_record(&p->rkey, table, pk->p, pk->len);
   p->rver = old ? w->old_sver : 0;
+  p->rbare = old && w->old_sver == 0;
   if (kind != UPLAN_DELETE) {
     rc = uplan_claims(t, body, &need, res);
     if (rc) goto leave;

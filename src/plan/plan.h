@@ -38,6 +38,10 @@ typedef struct uplan {
   ubuf rkey;           /* the record key */
   uint64_t rver;       /* update/delete: the record's store version as read
                           (insert: the tombstone's it replaces, or 0) */
+  int rbare;           /* update/delete of a record read at store version 0:
+                          a native table's row another client wrote, which
+                          must still be there, at version 0 (rver 0 alone
+                          means "absent") */
   uint64_t version;    /* the record version rval carries */
   ubuf rval;           /* insert/update: the new stored record */
   uclaims take;        /* claims to take: each must be absent */

@@ -42,7 +42,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include "store/cql_conn.h"
+#include "store/cql_tls.h"
 #include "store/cassandra.h"
 #include "store/options.h"
 #include "store/store.h"
@@ -75,6 +78,7 @@ typedef struct cass {
   uint16_t cl, serial;
   char user[128], password[128];
   long connect_ms, request_ms;
+  ucql_tls *tls; /* NULL: plaintext */
   pthread_mutex_t mu; /* conn, cur_host, stmts */
   ucql_conn *conn;
   size_t cur_host;
@@ -106,7 +110,7 @@ void ustore_cassandra_stats_get(ustore *base, ustore_cassandra_stats *out) {
 /* A connection, made (with failover across the hosts) when there is none
  * or the last one broke. Returned with a reference the caller drops. */
 static int get_conn(cass *s, ucql_conn **out, ustore_err *e) {
-  char err[300] = "";
+  char err[sizeof e->msg] = "";
   pthread_mutex_lock(&s->mu);
   if (s->conn && ucql_conn_broken(s->conn)) {
     ucql_conn_unref(s->conn);
@@ -116,7 +120,7 @@ static int get_conn(cass *s, ucql_conn **out, ustore_err *e) {
   for (size_t tries = 0; !s->conn && tries < s->nhosts; tries++) {
     ucql_conn_cfg cfg = {s->hosts[s->cur_host].host, s->hosts[s->cur_host].port,
                          s->connect_ms, s->request_ms,
-                         s->user[0] ? s->user : NULL, s->password};
+                         s->user[0] ? s->user : NULL, s->password, s->tls};
     if (ucql_conn_open(&s->conn, &cfg, err, sizeof err) == UNICO_OK) break;
     s->conn = NULL;
     s->cur_host = (s->cur_host + 1) % s->nhosts;
@@ -800,6 +804,8 @@ static void cass_close(ustore *base) {
     ucql_conn_drain(s->conn, 2000);
     ucql_conn_unref(s->conn);
   }
+  ucql_tls_free(s->tls);
+  OPENSSL_cleanse(s->password, sizeof s->password);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
@@ -807,7 +813,7 @@ static void cass_close(ustore *base) {
 static const ustore_vtab CASS_VTAB = {
     USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE, cass_get, cass_cas, cass_txn,
     cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
-    cass_post_many, cass_get_many, NULL};
+    cass_post_many, cass_get_many, NULL, NULL};
 
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
                           ustore_err *e) {
@@ -1034,10 +1040,51 @@ static int bad_option(const char *name, const char *v, const char *want,
   return UNICO_EINVAL;
 }
 
+/* The TLS options (docs/cassandra.md): s->tls made when tls (the scheme
+ * cassandras://) or tls=1 says so. The key's passphrase comes from the
+ * URL or UNICO_CASSANDRA_TLS_KEY_PASSWORD, is used to read the key, and
+ * is never shown. */
+static int tls_options(cass *s, const ustore_opts *o, int tls, ustore_err *e) {
+  static const char *const NAMES[] = {"tls_ca", "tls_cert", "tls_key",
+                                      "tls_key_password", "tls_verify_host",
+                                      "tls_server_name"};
+  long on = tls, verify_host = 1;
+  int rc;
+  if ((rc = ustore_opt_long(o, "tls", 0, 1, &on, e)) ||
+      (rc = ustore_opt_long(o, "tls_verify_host", 0, 1, &verify_host, e)))
+    return rc;
+  if (tls && !on) {
+    seterr(e, "cassandra store option tls=0: a cassandras:// URL is always "
+              "TLS (use cassandra:// for plaintext)");
+    return UNICO_EINVAL;
+  }
+  if (!on) {
+    for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++)
+      if (ustore_opts_get(o, NAMES[i])) {
+        seterr(e, "cassandra store option %s needs TLS: use cassandras:// "
+                  "or add tls=1", NAMES[i]);
+        return UNICO_EINVAL;
+      }
+    return UNICO_OK;
+  }
+  const char *pw = ustore_opts_get(o, "tls_key_password");
+  if (!pw) pw = getenv("UNICO_CASSANDRA_TLS_KEY_PASSWORD");
+  const char *name = ustore_opts_get(o, "tls_server_name");
+  if (name && !*name) return bad_option("tls_server_name", name, "a host name", e);
+  ucql_tls_cfg cfg = {ustore_opts_get(o, "tls_ca"), ustore_opts_get(o, "tls_cert"),
+                      ustore_opts_get(o, "tls_key"), pw && *pw ? pw : NULL, name,
+                      (int)verify_host};
+  char err[sizeof e->msg];
+  rc = ucql_tls_new(&s->tls, &cfg, err, sizeof err);
+  if (rc) seterr(e, "%s", err);
+  return rc;
+}
+
 /* The options (docs/cassandra.md) into s, repl (a buffer of 300) and
- * *allow_weak. An error names the option; a password is not shown. */
+ * *allow_weak; tls: the scheme was cassandras://. An error names the
+ * option; a password is not shown. */
 static int cass_options(cass *s, const ustore_opts *o, char *repl,
-                        long *allow_weak, ustore_err *e) {
+                        long *allow_weak, int tls, ustore_err *e) {
   const char *v;
   int rc;
   if ((v = ustore_opts_get(o, "consistency")) &&
@@ -1072,11 +1119,11 @@ static int cass_options(cass *s, const ustore_opts *o, char *repl,
       return bad_option("replication", v, "N or DC:N,... (shorter)", e);
     snprintf(repl, 300, "%s", v);
   }
-  return UNICO_OK;
+  return tls_options(s, o, tls, e);
 }
 
-int ustore_cassandra_open(ustore **out, const char *loc,
-                          const ustore_opts *opts, ustore_err *e) {
+static int cass_open(ustore **out, const char *loc, const ustore_opts *opts,
+                     int tls, ustore_err *e) {
   *out = NULL;
   cass *s = calloc(1, sizeof *s);
   if (!s) return UNICO_ENOMEM;
@@ -1085,18 +1132,19 @@ int ustore_cassandra_open(ustore **out, const char *loc,
   s->cl = UCQL_QUORUM;
   s->serial = UCQL_SERIAL;
   snprintf(s->table, sizeof s->table, "unico");
+  const char *scheme = tls ? "cassandras" : "cassandra";
   char repl[300] = "";
   long allow_weak = 0;
   int rc = UNICO_EINVAL;
   const char *rest = loc, *slash = strchr(rest, '/');
   if (!slash || slash == rest) {
-    seterr(e, "store URL \"cassandra://%.300s\": %s", loc, USAGE);
+    seterr(e, "store URL \"%s://%.300s\": %s", scheme, loc, USAGE);
     goto fail;
   }
   /* hosts */
   char hosts[1024];
   if ((size_t)(slash - rest) >= sizeof hosts) {
-    seterr(e, "store URL \"cassandra://%.300s\": too many hosts", loc);
+    seterr(e, "store URL \"%s://%.300s\": too many hosts", scheme, loc);
     goto fail;
   }
   memcpy(hosts, rest, (size_t)(slash - rest));
@@ -1104,7 +1152,7 @@ int ustore_cassandra_open(ustore **out, const char *loc,
   for (char *sv = NULL, *h = strtok_r(hosts, ",", &sv); h;
        h = strtok_r(NULL, ",", &sv)) {
     if (s->nhosts == MAX_HOSTS) {
-      seterr(e, "store URL \"cassandra://%.300s\": at most %d hosts", loc,
+      seterr(e, "store URL \"%s://%.300s\": at most %d hosts", scheme, loc,
              MAX_HOSTS);
       goto fail;
     }
@@ -1143,7 +1191,7 @@ int ustore_cassandra_open(ustore **out, const char *loc,
   }
   memcpy(s->ks, ks, kl);
   s->ks[kl] = 0;
-  rc = cass_options(s, opts, repl, &allow_weak, e);
+  rc = cass_options(s, opts, repl, &allow_weak, tls, e);
   if (rc) goto fail;
   if (!s->user[0] && getenv("UNICO_CASSANDRA_USER"))
     snprintf(s->user, sizeof s->user, "%s", getenv("UNICO_CASSANDRA_USER"));
@@ -1169,11 +1217,21 @@ int ustore_cassandra_open(ustore **out, const char *loc,
   return UNICO_OK;
 bad_host:
   seterr(e,
-         "store URL \"cassandra://%.300s\": a host is not HOST, HOST:PORT "
+         "store URL \"%s://%.300s\": a host is not HOST, HOST:PORT "
          "or [V6]:PORT",
-         loc);
+         scheme, loc);
   rc = UNICO_EINVAL;
 fail:
   cass_close(&s->base);
   return rc;
+}
+
+int ustore_cassandra_open(ustore **out, const char *loc,
+                          const ustore_opts *opts, ustore_err *e) {
+  return cass_open(out, loc, opts, 0, e);
+}
+
+int ustore_cassandras_open(ustore **out, const char *loc,
+                           const ustore_opts *opts, ustore_err *e) {
+  return cass_open(out, loc, opts, 1, e);
 }

@@ -1,6 +1,7 @@
 /* cassandra.h - Cassandra or ScyllaDB through the CQL native protocol v4
  * and lightweight transactions (src/store/cassandra.c, docs/cassandra.md):
- * "cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS]". */
+ * "cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS]", and
+ * "cassandras://..." for TLS (cql_tls.h). */
 #ifndef UNICO_STORE_CASSANDRA_H
 #define UNICO_STORE_CASSANDRA_H
 
@@ -10,11 +11,15 @@
 
 #define USTORE_CASSANDRA_OPTIONS                                          \
   "consistency, serial, user, password, connect_timeout_ms, "             \
-  "request_timeout_ms, table, replication, allow_weak"
+  "request_timeout_ms, table, replication, allow_weak, tls, tls_ca, "      \
+  "tls_cert, tls_key, tls_key_password, tls_verify_host, tls_server_name"
 
-/* loc is HOST[:PORT][,...]/KEYSPACE. */
+/* loc is HOST[:PORT][,...]/KEYSPACE. cassandra:// is plaintext unless the
+ * option tls=1 says otherwise; cassandras:// is always TLS. */
 int ustore_cassandra_open(ustore **out, const char *loc,
                           const struct ustore_opts *opts, ustore_err *e);
+int ustore_cassandras_open(ustore **out, const char *loc,
+                           const struct ustore_opts *opts, ustore_err *e);
 /* The caps of a store opened with these options, into *caps
  * (ustore_url_caps()); UNICO_EINVAL when an option's value is bad. */
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,

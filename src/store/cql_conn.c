@@ -15,8 +15,10 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/err.h>
 
 #include "store/cql_conn.h"
+#include "store/cql_tls.h"
 #include "unico_errors.h"
 
 #define NSTREAMS 1024 /* v4 allows 32768; this is plenty in flight */
@@ -32,6 +34,9 @@ typedef struct slot {
 struct ucql_conn {
   atomic_int refs;
   int fd;
+  SSL *ssl;            /* TLS (NULL: plaintext) */
+  int cert_asked;      /* the node asked for a client certificate we lack */
+  pthread_mutex_t smu; /* ssl: OpenSSL allows one call on it at a time */
   char peer[128];
   long req_ms;
   pthread_mutex_t mu; /* slots, reading, broken */
@@ -80,11 +85,16 @@ void ucql_conn_ref(ucql_conn *c) { atomic_fetch_add(&c->refs, 1); }
 
 void ucql_conn_unref(ucql_conn *c) {
   if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+  if (c->ssl) {
+    if (!c->broken) SSL_shutdown(c->ssl); /* close_notify, not awaited */
+    SSL_free(c->ssl);
+  }
   if (c->fd >= 0) close(c->fd);
   for (int i = 0; i < NSTREAMS; i++) ucql_msg_free(&c->slots[i].msg);
   ubuf_free(&c->rbuf);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->wmu);
+  pthread_mutex_destroy(&c->smu);
   pthread_cond_destroy(&c->cv);
   free(c);
 }
@@ -148,6 +158,80 @@ static int connect_to(const char *host, unsigned port, long timeout_ms,
   return fd;
 }
 
+/* One send or receive on the socket, plaintext or TLS: > 0 the bytes
+ * moved; 0 when it would block, with *ev the poll events to wait for
+ * (0: try again at once); -1 on failure (why filled). A TLS call may need
+ * the other direction (a key update), hence *ev. The TLS calls are
+ * serialized (smu): a reader and a writer share one SSL. */
+static ssize_t io_move(ucql_conn *c, int out, uint8_t *p, size_t n, short *ev,
+                       char *why, size_t wlen) {
+  const char *dir = out ? "writing to" : "reading from";
+  *ev = out ? POLLOUT : POLLIN;
+  if (!c->ssl) {
+    ssize_t r = out ? send(c->fd, p, n, MSG_NOSIGNAL) : recv(c->fd, p, n, 0);
+    if (r > 0) return r;
+    if (r < 0 && errno == EINTR) {
+      *ev = 0;
+      return 0;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    snprintf(why, wlen, "%s %s: %s", dir, c->peer,
+             r == 0 ? (out ? "connection closed"
+                           : "the server closed the connection")
+                    : strerror(errno));
+    return -1;
+  }
+  int len = n > (1u << 30) ? 1 << 30 : (int)n;
+  pthread_mutex_lock(&c->smu);
+  ERR_clear_error();
+  errno = 0;
+  int r = out ? SSL_write(c->ssl, p, len) : SSL_read(c->ssl, p, len);
+  int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r);
+  int sys = errno;
+  char tls[200] = "";
+  if (e == SSL_ERROR_SSL || e == SSL_ERROR_SYSCALL)
+    ucql_tls_error(tls, sizeof tls, "");
+  pthread_mutex_unlock(&c->smu);
+  /* a node that wants a client certificate we lack refuses us now (TLS
+   * 1.3): with an alert, or by closing, or a reset when we wrote first */
+  const char *hint = c->cert_asked ? " (the node asked for a client "
+                                     "certificate: give tls_cert= and "
+                                     "tls_key=)"
+                                   : "";
+  switch (e) {
+  case SSL_ERROR_NONE: return r;
+  case SSL_ERROR_WANT_READ: *ev = POLLIN; return 0;
+  case SSL_ERROR_WANT_WRITE: *ev = POLLOUT; return 0;
+  case SSL_ERROR_ZERO_RETURN:
+    snprintf(why, wlen, "%s %s: the server closed the TLS connection%s", dir,
+             c->peer, hint);
+    return -1;
+  case SSL_ERROR_SYSCALL:
+    if (!tls[0] && sys == EINTR) {
+      *ev = 0;
+      return 0;
+    }
+    snprintf(why, wlen, "%s %s: %s%s", dir, c->peer,
+             tls[0] ? tls
+             : sys  ? strerror(sys)
+                    : "the server closed the connection",
+             hint);
+    return -1;
+  default: {
+    /* e.g. "tlsv13 alert certificate required": the server refused us
+     * after the handshake (TLS 1.3 checks the client's certificate then) */
+    int client = strstr(tls, "certificate required") ||
+                 strstr(tls, "bad certificate") || strstr(tls, "unknown ca");
+    snprintf(why, wlen, "%s %s: TLS: %s%s", dir, c->peer,
+             tls[0] ? tls : "error",
+             c->cert_asked ? hint
+             : client      ? " (the node refused our client certificate)"
+                           : "");
+    return -1;
+  }
+  }
+}
+
 /* Write all of buf before the deadline. Returns the bytes written; *ok 0
  * on failure. */
 static size_t write_all(ucql_conn *c, const uint8_t *p, size_t n,
@@ -155,21 +239,23 @@ static size_t write_all(ucql_conn *c, const uint8_t *p, size_t n,
   size_t off = 0;
   *ok = 1;
   while (off < n) {
-    ssize_t w = send(c->fd, p + off, n - off, MSG_NOSIGNAL);
+    short ev;
+    ssize_t w = io_move(c, 1, (uint8_t *)p + off, n - off, &ev, err, errlen);
     if (w > 0) {
       off += (size_t)w;
       continue;
     }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int64_t left = deadline - mono_ms();
-      struct pollfd pf = {c->fd, POLLOUT, 0};
-      if (left > 0 && poll(&pf, 1, (int)left) >= 0) continue;
-      snprintf(err, errlen, "writing to %s: timed out", c->peer);
-    } else {
-      snprintf(err, errlen, "writing to %s: %s", c->peer,
-               w == 0 ? "connection closed" : strerror(errno));
+    if (w < 0) {
+      *ok = 0;
+      break;
     }
+    if (!ev) continue;
+    int64_t left = deadline - mono_ms();
+    struct pollfd pf = {c->fd, ev, 0};
+    if (left > 0 && poll(&pf, 1, (int)(left > 50 ? 50 : left)) >= 0) continue;
+    if (left > 0 && errno == EINTR) continue;
+    snprintf(err, errlen, "writing to %s: %s", c->peer,
+             left > 0 ? strerror(errno) : "timed out");
     *ok = 0;
     break;
   }
@@ -177,30 +263,39 @@ static size_t write_all(ucql_conn *c, const uint8_t *p, size_t n,
 }
 
 /* (reader, mu NOT held) Read what the socket has within wait_ms into
- * rbuf. 1 when bytes came, 0 on timeout, -1 on failure (why filled). */
+ * rbuf. 1 when bytes came, 0 on timeout, -1 on failure (why filled).
+ * Plaintext waits first (a recv would only say EAGAIN); TLS reads first,
+ * for OpenSSL may hold bytes it took off the socket already, which poll
+ * does not see. */
 static int read_some(ucql_conn *c, int wait_ms, char *why, size_t wlen) {
-  struct pollfd pf = {c->fd, POLLIN, 0};
-  int pr = poll(&pf, 1, wait_ms);
-  if (pr < 0 && errno == EINTR) return 0;
-  if (pr < 0) {
-    snprintf(why, wlen, "reading from %s: %s", c->peer, strerror(errno));
-    return -1;
-  }
-  if (pr == 0) return 0;
   if (ubuf_reserve(&c->rbuf, READ_CHUNK)) {
     snprintf(why, wlen, "out of memory");
     return -1;
   }
-  ssize_t r = recv(c->fd, c->rbuf.p + c->rbuf.len, READ_CHUNK, 0);
-  if (r > 0) {
-    c->rbuf.len += (size_t)r;
-    return 1;
+  int tls = c->ssl != NULL;
+  short ev = POLLIN;
+  for (int i = 0; i < 2; i++) {
+    if (i > 0 || !tls) { /* wait for the socket */
+      if (!ev) return 0; /* (interrupted: the caller comes back) */
+      struct pollfd pf = {c->fd, ev, 0};
+      int pr = poll(&pf, 1, wait_ms);
+      if (pr < 0 && errno == EINTR) return 0;
+      if (pr < 0) {
+        snprintf(why, wlen, "reading from %s: %s", c->peer, strerror(errno));
+        return -1;
+      }
+      if (pr == 0) return 0;
+    }
+    ssize_t r = io_move(c, 0, c->rbuf.p + c->rbuf.len, READ_CHUNK, &ev, why,
+                        wlen);
+    if (r > 0) {
+      c->rbuf.len += (size_t)r;
+      return 1;
+    }
+    if (r < 0) return -1;
+    if (!tls) return 0;
   }
-  if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-    return 0;
-  snprintf(why, wlen, "reading from %s: %s", c->peer,
-           r == 0 ? "the server closed the connection" : strerror(errno));
-  return -1;
+  return 0;
 }
 
 /* (mu held) Hand every whole frame in rbuf to its stream. -1 (broken) on a
@@ -465,22 +560,45 @@ int ucql_conn_open(ucql_conn **out, const ucql_conn_cfg *cfg, char *err,
   *out = NULL;
   unsigned port = cfg->port ? cfg->port : 9042;
   long cto = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 5000;
+  int64_t t0 = mono_ms();
   int fd = connect_to(cfg->host, port, cto, err, errlen);
   if (fd < 0) return UNICO_EUNAVAILABLE;
+  char peer[128];
+  snprintf(peer, sizeof peer, "%s:%u", cfg->host, port);
+  SSL *ssl = NULL;
+  int cert_asked = 0;
+  if (cfg->tls) {
+    if (ucql_tls_connect(cfg->tls, fd, cfg->host, peer, t0 + cto, &ssl,
+                         &cert_asked, err, errlen)) {
+      close(fd);
+      return UNICO_EUNAVAILABLE;
+    }
+    if (!ucql_tls_verifies_host(cfg->tls))
+      fprintf(stderr,
+              "unico: warning: TLS to %s: host name verification is off "
+              "(tls_verify_host=0): any certificate the trusted CA signed is "
+              "accepted for this node; use it only for an IP-only test "
+              "cluster\n",
+              peer);
+  }
   ucql_conn *c = calloc(1, sizeof *c);
   if (!c) {
+    SSL_free(ssl);
     close(fd);
     snprintf(err, errlen, "out of memory");
     return UNICO_ENOMEM;
   }
   atomic_init(&c->refs, 1);
   c->fd = fd;
+  c->ssl = ssl;
+  c->cert_asked = cert_asked;
   c->req_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 12000;
   c->nfree = NSTREAMS;
   c->rbuf = (ubuf)UBUF_INIT;
-  snprintf(c->peer, sizeof c->peer, "%s:%u", cfg->host, port);
+  snprintf(c->peer, sizeof c->peer, "%s", peer);
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->wmu, NULL);
+  pthread_mutex_init(&c->smu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -495,7 +613,13 @@ int ucql_conn_open(ucql_conn **out, const ucql_conn_cfg *cfg, char *err,
   k.opcode = UCQL_OP_STARTUP;
   k.cql = "3.0.0";
   int rc = UNICO_EUNAVAILABLE;
-  if (one_call(c, &k, err, errlen)) goto fail;
+  if (one_call(c, &k, err, errlen)) {
+    if (!c->ssl) /* a node that wants TLS drops a plaintext STARTUP */
+      snprintf(err + strlen(err), errlen - strlen(err),
+               " (if the node requires client encryption, use "
+               "cassandras:// or tls=1)");
+    goto fail;
+  }
   if (k.resp.h.opcode == UCQL_OP_ERROR) {
     snprintf(err, errlen, "%s refused the connection: %s", c->peer,
              k.resp.err.message ? k.resp.err.message : "error");

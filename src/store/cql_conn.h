@@ -25,11 +25,16 @@ typedef struct ucql_conn_cfg {
   long request_timeout_ms; /* 12000 when 0 */
   const char *user;        /* SASL PLAIN when the server asks; NULL: none */
   const char *password;
+  const struct ucql_tls *tls; /* TLS with these settings (cql_tls.h); NULL:
+                               * plaintext */
 } ucql_conn_cfg;
 
-/* Connect and finish the handshake. UNICO_OK; UNICO_EUNAVAILABLE when the
- * node cannot be reached or refuses us (bad credentials, no protocol v4,
- * authentication required but no user given), with err filled. */
+/* Connect and finish the handshake (TLS first when cfg->tls; it is bounded
+ * by the connect timeout too). UNICO_OK; UNICO_EUNAVAILABLE when the node
+ * cannot be reached or refuses us (a certificate that does not verify, bad
+ * credentials, no protocol v4, authentication required but no user
+ * given), with err filled. A TLS connection that does not verify the host
+ * name says so on stderr, every time one is made. */
 int ucql_conn_open(ucql_conn **out, const ucql_conn_cfg *cfg, char *err,
                    size_t errlen);
 /* The caller's reference goes; the connection is freed with the last. */

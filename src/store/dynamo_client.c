@@ -26,7 +26,8 @@
 static const char *const OP_NAMES[UDDB_NOPS] = {
     "GetItem",    "TransactWriteItems", "Scan",
     "UpdateItem", "PutItem",            "DeleteItem",
-    "DescribeTable", "CreateTable",     "UpdateTimeToLive"};
+    "DescribeTable", "CreateTable",     "UpdateTimeToLive",
+    "TransactGetItems"};
 
 /* Counters: one set per client and one for the process. */
 enum {
@@ -349,6 +350,7 @@ static void stats_of(counters *k, ustore_dynamodb_stats *out) {
   out->requests = v[C_REQUESTS];
   out->retries = v[C_RETRIES];
   out->get_item = v[C_OP0 + UDDB_GET_ITEM];
+  out->transact_get_items = v[C_OP0 + UDDB_TRANSACT_GET_ITEMS];
   out->transact_write_items = v[C_OP0 + UDDB_TRANSACT_WRITE_ITEMS];
   out->scan = v[C_OP0 + UDDB_SCAN];
   out->update_item = v[C_OP0 + UDDB_UPDATE_ITEM];

@@ -29,6 +29,7 @@
  * request by itself, once, when a reused keep-alive connection answers
  * nothing; the token makes that safe too.) */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,7 +41,9 @@
 
 #include "store/aws_creds.h"
 #include "store/dynamo_client.h"
+#include "store/dynamo_rows.h"
 #include "store/dynamodb.h"
+#include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
 #include "unico_errors.h"
@@ -58,6 +61,11 @@ typedef struct ddb_store {
   uddb_client *c;
   char table[256];
   long retry_ms;
+  char prefix[200];         /* table_prefix: of the native tables' names */
+  pthread_mutex_t cat_lock; /* guards cat, old */
+  uddb_catalog *cat;        /* the DDL tables (NULL: none handed down) */
+  uddb_catalog **old;       /* catalogs replaced, freed at close (a call */
+  size_t nold;              /* may still hold one of their tables) */
 } ddb_store;
 
 #define seterr ustore_seterr
@@ -247,9 +255,8 @@ static int answer_error(ddb_store *s, const uddb_resp *r, const char *what,
 /* ------------------------------------------------------------------ */
 /* get */
 
-static int ddb_get(ustore *base, const void *key, size_t klen, ubuf *val,
-                   uint64_t *version, ustore_err *e) {
-  ddb_store *s = (ddb_store *)base;
+static int plain_get(ddb_store *s, const void *key, size_t klen, ubuf *val,
+                     uint64_t *version, ustore_err *e) {
   uddb_resp r = {0};
   int rc;
   if (klen == 0 || klen > DDB_MAX_KEY) return UNICO_ENOTFOUND; /* unstorable */
@@ -279,7 +286,8 @@ static int ddb_get(ustore *base, const void *key, size_t klen, ubuf *val,
 
 /* The TransactItems entry of op, or NULL when it needs none (a check
  * without a condition); *err set when out of memory. */
-static json_t *txn_item(ddb_store *s, const ustore_op *op, int *err) {
+static json_t *txn_item_nv(ddb_store *s, const ustore_op *op, uint64_t nv,
+                           int *err) {
   json_t *vals = json_object(), *body = json_object();
   const char *cond = NULL, *kind;
   *err = 0;
@@ -303,23 +311,25 @@ static json_t *txn_item(ddb_store *s, const ustore_op *op, int *err) {
     goto oom;
   if (op->action == USTORE_PUT) {
     kind = "Update";
-    if (json_object_set_new(vals, ":zero", num(0)) ||
-        json_object_set_new(vals, ":one", num(1)))
+    const char *vexpr = nv ? "v = :nv" : "v = if_not_exists(v, :zero) + :one";
+    if (nv ? json_object_set_new(vals, ":nv", num(nv))
+           : (json_object_set_new(vals, ":zero", num(0)) ||
+              json_object_set_new(vals, ":one", num(1))))
       goto oom;
+    char expr[96];
     if (op->vlen) {
       ubuf b = UBUF_INIT;
       uddb_b64_encode(&b, op->val, op->vlen);
       json_t *bv = ubuf_ok(&b) ? json_pack("{s:s%}", "B", (char *)b.p, b.len) : NULL;
       ubuf_free(&b);
+      snprintf(expr, sizeof expr, "SET b = :b, %s", vexpr);
       if (json_object_set_new(vals, ":b", bv) ||
-          json_object_set_new(body, "UpdateExpression",
-                              json_string("SET b = :b, v = if_not_exists(v, "
-                                          ":zero) + :one")))
+          json_object_set_new(body, "UpdateExpression", json_string(expr)))
         goto oom;
-    } else if (json_object_set_new(
-                   body, "UpdateExpression",
-                   json_string("SET v = if_not_exists(v, :zero) + :one REMOVE b"))) {
-      goto oom;
+    } else {
+      snprintf(expr, sizeof expr, "SET %s REMOVE b", vexpr);
+      if (json_object_set_new(body, "UpdateExpression", json_string(expr)))
+        goto oom;
     }
   } else {
     kind = op->action == USTORE_DEL ? "Delete" : "ConditionCheck";
@@ -338,6 +348,10 @@ oom:
   json_decref(vals);
   json_decref(body);
   return NULL;
+}
+
+static json_t *txn_item(ddb_store *s, const ustore_op *op, int *err) {
+  return txn_item_nv(s, op, 0, err);
 }
 
 /* Mark the ops a TransactionCanceledException names. map[j] is the op of
@@ -379,8 +393,7 @@ static int txn_refused(ddb_store *s, const uddb_resp *r, ustore_op *ops,
   return invalid ? UNICO_EINVAL : UNICO_EUNAVAILABLE;
 }
 
-static int ddb_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
-  ddb_store *s = (ddb_store *)base;
+static int plain_txn(ddb_store *s, ustore_op *ops, size_t n, ustore_err *e) {
   json_t *items = NULL;
   size_t *map = NULL;
   char *req = NULL;
@@ -444,12 +457,13 @@ leave:
   return rc;
 }
 
-static int ddb_cas(ustore *base, ustore_op *op, ustore_err *e) {
-  return ddb_txn(base, op, 1, e);
-}
 
 /* ------------------------------------------------------------------ */
 /* scan */
+
+static int native_scan(ddb_store *s, const void *prefix, size_t plen,
+                       const void *after, size_t alen, ustore_scanbuf *sb,
+                       ustore_err *e);
 
 static int ddb_scan(ustore *base, const void *prefix, size_t plen,
                     const void *after, size_t alen, ustore_scan_cb cb,
@@ -513,6 +527,8 @@ static int ddb_scan(ustore *base, const void *prefix, size_t plen,
     if (rc || !start) break;
   }
   if (rc) goto leave;
+  rc = native_scan(s, prefix, plen, after, alen, &sb, e);
+  if (rc) goto leave;
   rc = ustore_scanbuf_deliver(&sb, cb, ctx);
 leave:
   json_decref(start);
@@ -523,19 +539,780 @@ leave:
 }
 
 /* ------------------------------------------------------------------ */
+/* records in the users' native tables (dynamo_rows.h, docs/dynamodb.md)
+ *
+ * A record key is a native item while its record is live, and an item of
+ * unico's table while it is anything else (a tombstone): never both, since
+ * every write that moves it from one to the other does both halves in one
+ * TransactWriteItems. Conditions keep their meaning across the two:
+ *   absent       the native item and unico's item are both absent
+ *   version n    whichever of the two exists is at version n
+ * A write at version n is first tried on the native item; when that item
+ * is absent (the record is a tombstone), it is sent again against unico's
+ * item (2 requests, only for an insert over a tombstone). */
+
+static void sleep_ms(long ms);
+
+static uddb_catalog *cat_get(ddb_store *s) {
+  pthread_mutex_lock(&s->cat_lock);
+  uddb_catalog *c = s->cat;
+  pthread_mutex_unlock(&s->cat_lock);
+  return c;
+}
+
+/* 1: a record key of a table in the catalog (*t, *kj set); 0: any other
+ * key; or an error. */
+static int rec_key(ddb_store *s, const void *key, size_t klen,
+                   const uddb_ntab **t, json_t **kj, ustore_err *e) {
+  uddb_catalog *c = cat_get(s);
+  *t = NULL;
+  *kj = NULL;
+  return c ? uddb_record_key(c, key, klen, t, kj, e) : 0;
+}
+
+static json_t *b_attr(const ubuf *b) {
+  ubuf x = UBUF_INIT;
+  uddb_b64_encode(&x, b->p, b->len);
+  json_t *j = ubuf_ok(&x) ? json_pack("{s:s%}", "B", x.p ? (char *)x.p : "",
+                                      x.len)
+                          : NULL;
+  ubuf_free(&x);
+  return j;
+}
+
+/* Read a record key: the native item and unico's item in one
+ * TransactGetItems. *native: which one was found. */
+static int native_get(ddb_store *s, const uddb_ntab *t, json_t *kj,
+                      const void *key, size_t klen, ubuf *val,
+                      uint64_t *version, int *native, ustore_err *e) {
+  uddb_resp r = {0};
+  ubuf kb = UBUF_INIT, tmp = UBUF_INIT;
+  uint64_t v = 0;
+  int rc;
+  *native = 0;
+  char *req = dump(json_pack(
+      "{s:[{s:{s:s,s:O}},{s:{s:s,s:o}}]}", "TransactItems", "Get",
+      "TableName", t->dname, "Key", kj, "Get", "TableName", s->table, "Key",
+      key_attr(key, klen)));
+  if (!req) return UNICO_ENOMEM;
+  rc = send_retry(s, UDDB_TRANSACT_GET_ITEMS, "reading a record", req, 0, &r,
+                  e);
+  if (rc == SENT_ANSWER) {
+    rc = answer_error(s, &r, "reading a record", e);
+  } else if (rc == SENT_OK) {
+    json_t *resp = json_object_get(r.body, "Responses");
+    json_t *ni = json_object_get(json_array_get(resp, 0), "Item");
+    json_t *ui = json_object_get(json_array_get(resp, 1), "Item");
+    if (json_array_size(resp) != 2) {
+      seterr(e, "DynamoDB answered a read of 2 items with %zu",
+             json_array_size(resp));
+      rc = UNICO_EUNAVAILABLE;
+    } else if (ni) {
+      rc = uddb_item_record(t, ni, &kb, val ? val : &tmp, &v, e);
+      if (!rc && version) *version = v;
+      *native = 1;
+    } else if (ui) {
+      if (item_decode(ui, version, val)) {
+        seterr(e, "a DynamoDB item of table %s has no valid v or b attribute",
+               s->table);
+        rc = UNICO_ECORRUPT;
+      }
+    } else {
+      rc = UNICO_ENOTFOUND;
+    }
+  }
+  uddb_resp_free(&r);
+  ubuf_free(&kb);
+  ubuf_free(&tmp);
+  free(req);
+  return rc;
+}
+
+enum { F_PLAIN = 0, F_BOTH, F_NATIVE, F_TOMB };
+enum { SIDE_UNICO = 0, SIDE_NATIVE = 1 };
+
+typedef struct rop {
+  const uddb_ntab *t; /* NULL: not a record key (F_PLAIN) */
+  json_t *kj;
+  int form;
+  int expect;   /* the condition sent (ANY and PRESENT resolved by a read) */
+  uint64_t ev;
+  int resolved; /* expect came from a read: a failure is tried again */
+  int skip;     /* nothing to send */
+  int live;     /* the value written is a live record */
+  json_t *cols; /* live: its non-key attributes */
+  ubuf meta;    /* live: the stored record without body */
+} rop;
+
+/* The native item whole, at version nv, on condition that it is absent. */
+static json_t *act_native_put(const rop *r, uint64_t nv) {
+  json_t *item = json_deep_copy(r->kj);
+  if (!item || json_object_update(item, r->cols) ||
+      json_object_set_new(item, UDDB_ATTR_V, num(nv)) ||
+      json_object_set_new(item, UDDB_ATTR_META, b_attr(&r->meta))) {
+    json_decref(item);
+    return NULL;
+  }
+  return json_pack("{s:{s:s,s:o,s:s,s:{s:s},s:s}}", "Put", "TableName",
+                   r->t->dname, "Item", item, "ConditionExpression",
+                   "attribute_not_exists(#h)", "ExpressionAttributeNames",
+                   "#h", r->t->cname[r->t->pk[0]],
+                   "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
+}
+
+/* The condition "at version ev": unico_v = ev, or for version 0 a bare
+ * row (the item exists, unico has not written it). */
+#define COND_BARE "attribute_exists(#h) AND attribute_not_exists(#uv)"
+#define COND_VERSION(ev) ((ev) ? "#uv = :ev" : COND_BARE)
+
+/* A Delete or ConditionCheck of the native item: absent, or at r->ev. */
+static json_t *act_native_cond(const rop *r, const char *kind, int absent) {
+  json_t *names = json_pack("{s:s,s:s}", "#h", r->t->cname[r->t->pk[0]],
+                            "#uv", UDDB_ATTR_V);
+  if (names && absent) json_object_del(names, "#uv");
+  json_t *a = json_pack("{s:s,s:O,s:s,s:o,s:s}", "TableName", r->t->dname,
+                        "Key", r->kj, "ConditionExpression",
+                        absent ? "attribute_not_exists(#h)" : COND_VERSION(r->ev),
+                        "ExpressionAttributeNames", names,
+                        "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
+  if (a && !absent && r->ev)
+    json_object_del(json_object_get(a, "ExpressionAttributeNames"), "#h");
+  if (a && !absent && r->ev &&
+      json_object_set_new(a, "ExpressionAttributeValues",
+                          json_pack("{s:o}", ":ev", num(r->ev)))) {
+    json_decref(a);
+    return NULL;
+  }
+  return a ? json_pack("{s:o}", kind, a) : NULL;
+}
+
+/* The native item at r->ev updated to the record: the columns it sets,
+ * the declared columns it does not set removed, every other attribute of
+ * the item (columns unico does not know) left as it is. */
+static json_t *act_native_update(const rop *r) {
+  const uddb_ntab *t = r->t;
+  json_t *names = json_pack("{s:s,s:s}", "#uv", UDDB_ATTR_V, "#um",
+                            UDDB_ATTR_META);
+  json_t *vals = json_pack("{s:o,s:o,s:o}", ":ev", num(r->ev), ":nv",
+                           num(r->ev + 1), ":m", b_attr(&r->meta));
+  ubuf set = UBUF_INIT, rem = UBUF_INIT;
+  json_t *out = NULL;
+  char nm[32];
+  if (!names || !vals) goto leave;
+  if (!r->ev &&
+      (json_object_set_new(names, "#h", json_string(t->cname[t->pk[0]])) ||
+       json_object_del(vals, ":ev")))
+    goto leave;
+  for (size_t i = 0; i < t->ncol; i++) {
+    if (t->is_key[i]) continue;
+    json_t *a = json_object_get(r->cols, t->cname[i]);
+    ubuf *b = a ? &set : &rem;
+    snprintf(nm, sizeof nm, "#c%zu", i);
+    if (b->len) ubuf_put(b, ", ", 2);
+    ubuf_put(b, nm, strlen(nm));
+    if (json_object_set_new(names, nm, json_string(t->cname[i]))) goto leave;
+    if (a) {
+      snprintf(nm, sizeof nm, ":c%zu", i);
+      ubuf_put(b, " = ", 3);
+      ubuf_put(b, nm, strlen(nm));
+      if (json_object_set(vals, nm, a)) goto leave;
+    }
+  }
+  ubuf expr = UBUF_INIT;
+  ubuf_put(&expr, "SET ", 4);
+  ubuf_put(&expr, set.p, set.len);
+  if (set.len) ubuf_put(&expr, ", ", 2);
+  ubuf_put(&expr, "#uv = :nv, #um = :m", 19);
+  if (rem.len) {
+    ubuf_put(&expr, " REMOVE ", 8);
+    ubuf_put(&expr, rem.p, rem.len);
+  }
+  ubuf_putc(&expr, 0);
+  if (ubuf_ok(&expr) && ubuf_ok(&set) && ubuf_ok(&rem))
+    out = json_pack("{s:{s:s,s:O,s:s,s:s,s:O,s:O,s:s}}", "Update", "TableName",
+                    t->dname, "Key", r->kj, "UpdateExpression",
+                    (char *)expr.p, "ConditionExpression", COND_VERSION(r->ev),
+                    "ExpressionAttributeNames", names,
+                    "ExpressionAttributeValues", vals,
+                    "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
+  ubuf_free(&expr);
+leave:
+  ubuf_free(&set);
+  ubuf_free(&rem);
+  json_decref(names);
+  json_decref(vals);
+  return out;
+}
+
+/* An action on unico's own item of op's key with the given condition. */
+static json_t *act_unico(ddb_store *s, const ustore_op *op, int expect,
+                         uint64_t ev, int action, uint64_t nv) {
+  ustore_op o = ustore_op_make(op->key, op->klen, expect, ev, action, op->val,
+                               op->vlen);
+  int err;
+  json_t *j = txn_item_nv(s, &o, nv, &err);
+  return j;
+}
+
+/* Resolve a record op whose condition is ANY or PRESENT by reading where
+ * the key is now. 0, 1 when it cannot apply (PRESENT on an absent key), or
+ * an error. */
+static int resolve_rop(ddb_store *s, const ustore_op *op, rop *r,
+                       ustore_err *e) {
+  uint64_t v = 0;
+  int native = 0;
+  r->resolved = 1;
+  int rc = native_get(s, r->t, r->kj, op->key, op->klen, NULL, &v, &native,
+                      e);
+  if (rc == UNICO_ENOTFOUND) {
+    if (op->expect == USTORE_PRESENT) return 1;
+    r->expect = USTORE_ABSENT;
+    r->form = F_BOTH;
+    return 0;
+  }
+  if (rc) return rc;
+  r->expect = USTORE_VERSION;
+  r->ev = v;
+  r->form = native ? F_NATIVE : F_TOMB;
+  return 0;
+}
+
+/* Append the actions of op (record op r) to items, noting op index i and
+ * the side of each. */
+static int rop_actions(ddb_store *s, const ustore_op *op, const rop *r,
+                       size_t i, json_t *items, size_t *map, int *side) {
+  json_t *a[2] = {NULL, NULL};
+  int sd[2] = {SIDE_NATIVE, SIDE_UNICO}, na = 0;
+  int act = op->action;
+  switch (r->form) {
+  case F_BOTH:
+    if (act == USTORE_PUT && r->live) {
+      a[0] = act_native_put(r, 1);
+      a[1] = act_unico(s, op, USTORE_ABSENT, 0, USTORE_CHECK, 0);
+    } else {
+      a[0] = act_native_cond(r, "ConditionCheck", 1);
+      a[1] = act_unico(s, op, USTORE_ABSENT, 0,
+                       act == USTORE_PUT ? USTORE_PUT : USTORE_CHECK, 0);
+    }
+    na = 2;
+    break;
+  case F_NATIVE:
+    if (act == USTORE_PUT && r->live) {
+      a[0] = act_native_update(r);
+      na = 1;
+    } else if (act == USTORE_PUT) {
+      a[0] = act_native_cond(r, "Delete", 0);
+      a[1] = act_unico(s, op, USTORE_ANY, 0, USTORE_PUT, r->ev + 1);
+      na = 2;
+    } else {
+      a[0] = act_native_cond(r, act == USTORE_DEL ? "Delete" : "ConditionCheck",
+                             0);
+      na = 1;
+    }
+    break;
+  case F_TOMB:
+    sd[0] = SIDE_UNICO;
+    sd[1] = SIDE_NATIVE;
+    if (act == USTORE_PUT && r->live) {
+      a[0] = act_unico(s, op, USTORE_VERSION, r->ev, USTORE_DEL, 0);
+      a[1] = act_native_put(r, r->ev + 1);
+      na = 2;
+    } else {
+      a[0] = act_unico(s, op, USTORE_VERSION, r->ev, act, 0);
+      na = 1;
+    }
+    break;
+  default:
+    return -1;
+  }
+  int bad = 0;
+  for (int k = 0; k < na; k++) {
+    if (!a[k]) {
+      bad = 1;
+      continue;
+    }
+    size_t j = json_array_size(items);
+    map[j] = i;
+    side[j] = sd[k];
+    if (json_array_append_new(items, a[k])) bad = 1;
+    a[k] = NULL;
+  }
+  return bad ? -1 : 0;
+}
+
+static void rops_free(rop *r, size_t n) {
+  for (size_t i = 0; r && i < n; i++) {
+    json_decref(r[i].kj);
+    json_decref(r[i].cols);
+    ubuf_free(&r[i].meta);
+  }
+  free(r);
+}
+
+/* Read a cancellation: mark the failed ops. *again: some op must be sent
+ * in another form, or was resolved by a read that is stale now. */
+static int native_refused(ddb_store *s, const uddb_resp *resp, ustore_op *ops,
+                          rop *r, const size_t *map, const int *side,
+                          size_t nitems, int *again, ustore_err *e) {
+  json_t *reasons = json_object_get(resp->body, "CancellationReasons"), *x;
+  size_t j;
+  int any = 0, invalid = 0;
+  ubuf kb = UBUF_INIT;
+  *again = 0;
+  if (json_array_size(reasons) != nitems) {
+    seterr(e,
+           "DynamoDB cancelled a transaction of %zu actions but gave %zu "
+           "reasons: %s",
+           nitems, json_array_size(reasons), resp->message);
+    return UNICO_EUNAVAILABLE;
+  }
+  json_array_foreach(reasons, j, x) {
+    const char *code = json_string_value(json_object_get(x, "Code"));
+    if (!code || !strcmp(code, "None")) continue;
+    if (strcmp(code, "ConditionalCheckFailed")) {
+      invalid = 1;
+      continue;
+    }
+    size_t i = map[j];
+    ustore_op *op = &ops[i];
+    json_t *item = json_object_get(x, "Item");
+    if (r[i].resolved) *again = 1;
+    if (side[j] == SIDE_NATIVE && r[i].form == F_NATIVE && !item) {
+      r[i].form = F_TOMB; /* not a live record: its tombstone, then */
+      *again = 1;
+      continue;
+    }
+    op->failed = 1;
+    any = 1;
+    if (!item) continue;
+    op->exists = 1;
+    int rc = side[j] == SIDE_NATIVE
+                 ? uddb_item_record(r[i].t, item, &kb, &op->cur,
+                                    &op->cur_version, e)
+                 : (item_decode(item, &op->cur_version, &op->cur)
+                        ? UNICO_ECORRUPT
+                        : UNICO_OK);
+    if (rc) {
+      if (side[j] != SIDE_NATIVE)
+        seterr(e, "a DynamoDB item of table %s has no valid v or b attribute",
+               s->table);
+      ubuf_free(&kb);
+      return rc;
+    }
+  }
+  ubuf_free(&kb);
+  if (invalid) {
+    seterr(e, "DynamoDB cancelled the transaction: %s", resp->message);
+    return UNICO_EINVAL;
+  }
+  if (any || *again) return USTORE_NOT_APPLIED;
+  seterr(e, "DynamoDB cancelled the transaction: %s", resp->message);
+  return UNICO_EUNAVAILABLE;
+}
+
+#define NATIVE_ROUNDS 6
+
+/* ddb_txn for a transaction that touches record keys. */
+static int native_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
+                      ustore_err *e) {
+  size_t *map = calloc(2 * n + 1, sizeof *map);
+  int *side = calloc(2 * n + 1, sizeof *side);
+  int rc = UNICO_OK;
+  if (!map || !side) {
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!r[i].t) continue;
+    r[i].expect = ops[i].expect;
+    r[i].ev = ops[i].expect_version;
+    r[i].form = r[i].expect == USTORE_ABSENT ? F_BOTH : F_NATIVE;
+    r[i].live = ops[i].action == USTORE_PUT &&
+                uddb_record_state(ops[i].val, ops[i].vlen) == 1 /* UREC_LIVE */;
+    if (r[i].live &&
+        (rc = uddb_record_attrs(r[i].t, ops[i].val, ops[i].vlen, &r[i].cols,
+                                &r[i].meta, e)))
+      goto leave;
+  }
+  for (int round = 0;; round++) {
+    json_t *items = json_array();
+    uddb_resp resp = {0};
+    char token[37];
+    char *req = NULL;
+    int again = 0, bad = !items;
+    for (size_t i = 0; i < n; i++) {
+      ops[i].failed = ops[i].exists = 0;
+      ops[i].cur_version = 0;
+      ubuf_reset(&ops[i].cur);
+    }
+    for (size_t i = 0; !bad && i < n; i++) {
+      if (!r[i].t) {
+        int err;
+        json_t *it = txn_item(s, &ops[i], &err);
+        if (err) bad = 1;
+        if (!it) continue;
+        map[json_array_size(items)] = i;
+        side[json_array_size(items)] = SIDE_UNICO;
+        if (json_array_append_new(items, it)) bad = 1;
+        continue;
+      }
+      if (ops[i].expect == USTORE_ANY || ops[i].expect == USTORE_PRESENT) {
+        if (ops[i].action == USTORE_CHECK && ops[i].expect == USTORE_ANY)
+          continue;
+        rc = resolve_rop(s, &ops[i], &r[i], e);
+        if (rc == 1) { /* PRESENT, and it is not */
+          ops[i].failed = 1;
+          json_decref(items);
+          rc = USTORE_NOT_APPLIED;
+          goto leave;
+        }
+        if (rc) {
+          json_decref(items);
+          goto leave;
+        }
+      }
+      if (rop_actions(s, &ops[i], &r[i], i, items, map, side)) bad = 1;
+    }
+    if (bad) {
+      json_decref(items);
+      rc = UNICO_ENOMEM;
+      goto leave;
+    }
+    size_t nitems = json_array_size(items);
+    if (nitems > DDB_MAX_TXN) {
+      json_decref(items);
+      seterr(e,
+             "a transaction of %zu actions (records in native tables take "
+             "two for an insert or a delete) exceeds DynamoDB's limit of %d",
+             nitems, DDB_MAX_TXN);
+      rc = UNICO_EINVAL;
+      goto leave;
+    }
+    if (nitems == 0) {
+      json_decref(items);
+      rc = UNICO_OK;
+      goto leave;
+    }
+    if (uddb_token(token)) {
+      json_decref(items);
+      seterr(e, "no random bytes for a ClientRequestToken");
+      rc = UNICO_EUNAVAILABLE;
+      goto leave;
+    }
+    req = dump(json_pack("{s:o,s:s}", "TransactItems", items,
+                         "ClientRequestToken", token));
+    if (!req) {
+      rc = UNICO_ENOMEM;
+      goto leave;
+    }
+    rc = send_retry(s, UDDB_TRANSACT_WRITE_ITEMS, "writing", req, 1, &resp, e);
+    free(req);
+    if (rc == SENT_ANSWER) {
+      if (!strcmp(resp.error, "TransactionCanceledException"))
+        rc = native_refused(s, &resp, ops, r, map, side, nitems, &again, e);
+      else
+        rc = answer_error(s, &resp, "writing", e);
+    }
+    uddb_resp_free(&resp);
+    if (rc != USTORE_NOT_APPLIED || !again || round + 1 >= NATIVE_ROUNDS)
+      break;
+  }
+leave:
+  if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
+  free(map);
+  free(side);
+  return rc;
+}
+
+/* Rows of the native tables whose record keys may start with prefix (and
+ * sort after `after`), added to sb. A native table that does not exist
+ * holds no rows. */
+static int native_scan(ddb_store *s, const void *prefix, size_t plen,
+                       const void *after, size_t alen, ustore_scanbuf *sb,
+                       ustore_err *e) {
+  uddb_catalog *c = cat_get(s);
+  ubuf rp = UBUF_INIT, key = UBUF_INIT, val = UBUF_INIT;
+  int rc = UNICO_OK;
+  for (size_t ti = 0; c && ti < c->n && !rc; ti++) {
+    const uddb_ntab *t = &c->t[ti];
+    ubuf_reset(&rp);
+    ukey_records(&rp, t->name);
+    if (!ubuf_ok(&rp)) {
+      rc = UNICO_ENOMEM;
+      break;
+    }
+    size_t m = plen < rp.len ? plen : rp.len;
+    if (m && memcmp(prefix, rp.p, m)) continue;
+    json_t *start = NULL;
+    for (int done = 0; !done && !rc;) {
+      uddb_resp r = {0};
+      json_t *q = json_pack("{s:s,s:b}", "TableName", t->dname,
+                            "ConsistentRead", 1);
+      if (q && start && json_object_set(q, "ExclusiveStartKey", start)) {
+        json_decref(q);
+        q = NULL;
+      }
+      char *req = dump(q);
+      if (!req) {
+        rc = UNICO_ENOMEM;
+        break;
+      }
+      rc = send_retry(s, UDDB_SCAN, "scanning a native table", req, 0, &r, e);
+      free(req);
+      if (rc == SENT_ANSWER) {
+        if (!strcmp(r.error, "ResourceNotFoundException")) done = 1, rc = 0;
+        else rc = answer_error(s, &r, "scanning a native table", e);
+      }
+      json_t *items = json_object_get(r.body, "Items"), *x;
+      size_t i;
+      json_array_foreach(items, i, x) {
+        uint64_t ver = 0;
+        if (done || rc) break;
+        rc = uddb_item_record(t, x, &key, &val, &ver, e);
+        if (rc) break;
+        if (key.len < plen || (plen && memcmp(key.p, prefix, plen))) continue;
+        if (after && ustore_key_cmp(key.p, key.len, after, alen) <= 0)
+          continue;
+        rc = ustore_scanbuf_add(sb, key.p, key.len, val.p, val.len, ver);
+      }
+      json_decref(start);
+      start = done ? NULL
+                   : json_incref(json_object_get(r.body, "LastEvaluatedKey"));
+      uddb_resp_free(&r);
+      if (!start) done = 1;
+    }
+    json_decref(start);
+  }
+  if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
+  ubuf_free(&rp);
+  ubuf_free(&key);
+  ubuf_free(&val);
+  return rc;
+}
+
+/* DescribeTable of a native table: UNICO_OK with *tab (new reference),
+ * UNICO_ENOTFOUND, or an error. */
+static int describe_native(ddb_store *s, const uddb_ntab *t, json_t **tab,
+                           ustore_err *e) {
+  uddb_resp r = {0};
+  char *req = dump(json_pack("{s:s}", "TableName", t->dname));
+  int rc;
+  *tab = NULL;
+  if (!req) return UNICO_ENOMEM;
+  rc = send_retry(s, UDDB_DESCRIBE_TABLE, "describing a native table", req, 0,
+                  &r, e);
+  if (rc == SENT_ANSWER)
+    rc = !strcmp(r.error, "ResourceNotFoundException")
+             ? UNICO_ENOTFOUND
+             : answer_error(s, &r, "describing a native table", e);
+  else if (rc == SENT_OK && !(*tab = json_incref(json_object_get(r.body, "Table"))))
+    rc = UNICO_EUNAVAILABLE, seterr(e, "DescribeTable of %s answered no Table",
+                                    t->dname);
+  uddb_resp_free(&r);
+  free(req);
+  return rc;
+}
+
+/* "(id S HASH, at S RANGE)" of a table description, or of the DDL's. */
+static void key_text(char *b, size_t cap, const char *const *names,
+                     const char *const *types, size_t n) {
+  size_t off = 0;
+  b[0] = 0;
+  for (size_t i = 0; i < n && off < cap; i++)
+    off += (size_t)snprintf(b + off, cap - off, "%s%s %s %s", i ? ", " : "(",
+                            names[i] ? names[i] : "?",
+                            types[i] ? types[i] : "?", i ? "RANGE" : "HASH");
+  if (off < cap) snprintf(b + off, cap - off, ")");
+}
+
+/* The existing native table's key must be the DDL's primary key. */
+static int check_native_key(const uddb_ntab *t, json_t *tab, ustore_err *e) {
+  json_t *ks = json_object_get(tab, "KeySchema");
+  json_t *ad = json_object_get(tab, "AttributeDefinitions");
+  const char *hn[2] = {NULL, NULL}, *ht[2] = {NULL, NULL};
+  const char *dn[2] = {NULL, NULL}, *dt[2] = {NULL, NULL};
+  size_t i, j, nk = json_array_size(ks);
+  json_t *k, *a;
+  json_array_foreach(ks, i, k) {
+    const char *kt = json_string_value(json_object_get(k, "KeyType"));
+    size_t at = kt && !strcmp(kt, "RANGE") ? 1 : 0;
+    if (i < 2) hn[at] = json_string_value(json_object_get(k, "AttributeName"));
+  }
+  for (i = 0; i < 2; i++)
+    json_array_foreach(ad, j, a) {
+      const char *an = json_string_value(json_object_get(a, "AttributeName"));
+      if (hn[i] && an && !strcmp(an, hn[i]))
+        ht[i] = json_string_value(json_object_get(a, "AttributeType"));
+    }
+  int ok = nk == t->npk;
+  for (i = 0; i < t->npk; i++) {
+    dn[i] = t->cname[t->pk[i]];
+    dt[i] = uddb_key_type(t, i);
+    if (!hn[i] || !ht[i] || strcmp(hn[i], dn[i]) || strcmp(ht[i], dt[i]))
+      ok = 0;
+  }
+  if (ok) return UNICO_OK;
+  char have[300], want[300];
+  key_text(have, sizeof have, hn, ht, nk < 2 ? nk : 2);
+  key_text(want, sizeof want, dn, dt, t->npk);
+  seterr(e,
+         "table %s: the DynamoDB table %s has the key %s, but the DDL's "
+         "primary key makes it %s",
+         t->name, t->dname, have, want);
+  return UNICO_ESCHEMA;
+}
+
+/* Make sure the native table of t exists with the DDL's key, and is
+ * ACTIVE: created (on demand billing) when it is absent. */
+static int ensure_native(ddb_store *s, const uddb_ntab *t, ustore_err *e) {
+  json_t *tab = NULL;
+  int rc = describe_native(s, t, &tab, e);
+  if (rc == UNICO_ENOTFOUND) {
+    json_t *ad = json_array(), *ks = json_array();
+    for (size_t i = 0; ad && ks && i < t->npk; i++) {
+      json_array_append_new(ad, json_pack("{s:s,s:s}", "AttributeName",
+                                          t->cname[t->pk[i]], "AttributeType",
+                                          uddb_key_type(t, i)));
+      json_array_append_new(ks, json_pack("{s:s,s:s}", "AttributeName",
+                                          t->cname[t->pk[i]], "KeyType",
+                                          i ? "RANGE" : "HASH"));
+    }
+    uddb_resp r = {0};
+    char *req = dump(json_pack("{s:s,s:o,s:o,s:s}", "TableName", t->dname,
+                               "AttributeDefinitions", ad, "KeySchema", ks,
+                               "BillingMode", "PAY_PER_REQUEST"));
+    if (!req) return UNICO_ENOMEM;
+    rc = send_retry(s, UDDB_CREATE_TABLE, "creating a native table", req, 0,
+                    &r, e);
+    if (rc == SENT_ANSWER && !strcmp(r.error, "ResourceInUseException"))
+      rc = UNICO_OK; /* another process is creating it */
+    else if (rc == SENT_ANSWER)
+      rc = answer_error(s, &r, "creating a native table", e);
+    uddb_resp_free(&r);
+    free(req);
+    if (rc) return rc;
+  } else if (rc) {
+    return rc;
+  }
+  int64_t until = uddb_now_ms() + DDB_CREATE_WAIT_MS;
+  for (;;) {
+    if (tab) {
+      const char *st = json_string_value(json_object_get(tab, "TableStatus"));
+      rc = check_native_key(t, tab, e);
+      int active = st && !strcmp(st, "ACTIVE");
+      json_decref(tab);
+      tab = NULL;
+      if (rc || active) return rc;
+    }
+    if (uddb_now_ms() > until) {
+      seterr(e, "the DynamoDB table %s is not ACTIVE after %d s", t->dname,
+             DDB_CREATE_WAIT_MS / 1000);
+      return UNICO_EUNAVAILABLE;
+    }
+    sleep_ms(200);
+    rc = describe_native(s, t, &tab, e);
+    if (rc && rc != UNICO_ENOTFOUND) return rc;
+  }
+}
+
+static int ddb_tables(ustore *base, const ustore_tabledef *defs, size_t n,
+                      int mode, ustore_err *e) {
+  ddb_store *s = (ddb_store *)base;
+  uddb_catalog *nc = NULL;
+  int rc = uddb_catalog_make(defs, n, s->prefix, &nc, e);
+  for (size_t i = 0; !rc && mode == USTORE_TABLES_CREATE && i < nc->n; i++)
+    rc = ensure_native(s, &nc->t[i], e);
+  if (rc) {
+    uddb_catalog_free(nc);
+    return rc;
+  }
+  pthread_mutex_lock(&s->cat_lock);
+  uddb_catalog **old = s->cat ? realloc(s->old, (s->nold + 1) * sizeof *old)
+                              : s->old;
+  if ((s->cat && !old) || uddb_catalog_keep(nc, s->cat)) {
+    rc = UNICO_ENOMEM;
+    seterr(e, "out of memory");
+  } else {
+    if (s->cat) old[s->nold++] = s->cat;
+    s->old = old;
+    s->cat = nc;
+    nc = NULL;
+  }
+  if (rc && old) s->old = old;
+  pthread_mutex_unlock(&s->cat_lock);
+  uddb_catalog_free(nc);
+  return rc;
+}
+
+static int ddb_get(ustore *base, const void *key, size_t klen, ubuf *val,
+                   uint64_t *version, ustore_err *e) {
+  ddb_store *s = (ddb_store *)base;
+  const uddb_ntab *t;
+  json_t *kj;
+  int native;
+  if (klen == 0 || klen > DDB_MAX_KEY) return UNICO_ENOTFOUND; /* unstorable */
+  int rc = rec_key(s, key, klen, &t, &kj, e);
+  if (rc == 0) return plain_get(s, key, klen, val, version, e);
+  if (rc < 0 || rc > 1) return rc;
+  rc = native_get(s, t, kj, key, klen, val, version, &native, e);
+  json_decref(kj);
+  return rc;
+}
+
+static int ddb_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
+  ddb_store *s = (ddb_store *)base;
+  rop *r = NULL;
+  int any = 0, rc = UNICO_OK;
+  if (n > DDB_MAX_TXN) return plain_txn(s, ops, n, e); /* (refuses it) */
+  for (size_t i = 0; i < n && rc == UNICO_OK; i++) {
+    const uddb_ntab *t;
+    json_t *kj;
+    if (ops[i].klen == 0 || ops[i].klen > DDB_MAX_KEY) break; /* (refused) */
+    int k = rec_key(s, ops[i].key, ops[i].klen, &t, &kj, e);
+    if (k == 0) continue;
+    if (k != 1) {
+      rc = k;
+      break;
+    }
+    if (!r && !(r = calloc(n, sizeof *r))) {
+      json_decref(kj);
+      rc = UNICO_ENOMEM;
+      seterr(e, "out of memory");
+      break;
+    }
+    any = 1;
+    r[i].t = t;
+    r[i].kj = kj;
+  }
+  if (rc == UNICO_OK)
+    rc = any ? native_txn(s, ops, r, n, e) : plain_txn(s, ops, n, e);
+  rops_free(r, any ? n : 0);
+  return rc;
+}
+
+static int ddb_cas(ustore *base, ustore_op *op, ustore_err *e) {
+  return ddb_txn(base, op, 1, e);
+}
+
+/* ------------------------------------------------------------------ */
 /* open, close */
 
 static void ddb_close(ustore *base) {
   ddb_store *s = (ddb_store *)base;
   if (!s) return;
   uddb_client_close(s->c);
+  uddb_catalog_free(s->cat);
+  for (size_t i = 0; i < s->nold; i++) uddb_catalog_free(s->old[i]);
+  free(s->old);
+  pthread_mutex_destroy(&s->cat_lock);
   free(s);
 }
 
 static const ustore_vtab DDB_VTAB = {
-    USTORE_VTAB_VERSION, "dynamodb", USTORE_CAP_TXN | USTORE_CAP_REMOTE, ddb_get, ddb_cas,
-    ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL, NULL,
-    NULL, NULL, NULL};
+    USTORE_VTAB_VERSION, "dynamodb",
+    USTORE_CAP_TXN | USTORE_CAP_REMOTE | USTORE_CAP_ROWS, ddb_get, ddb_cas,
+    ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL,
+    NULL, NULL, NULL, NULL, ddb_tables};
 
 int ustore_dynamodb_caps(const struct ustore_opts *opts, unsigned *caps,
                          ustore_err *e) {
@@ -756,9 +1533,23 @@ static int ddb_open(ustore **out, const char *loc, int tls,
       return UNICO_EINVAL;
     port = eport;
   }
+  const char *tp = ustore_opts_get(opts, "table_prefix");
+  size_t tpl = tp ? strlen(tp) : 0;
+  for (size_t i = 0; i < tpl; i++)
+    if (!((tp[i] >= 'a' && tp[i] <= 'z') || (tp[i] >= 'A' && tp[i] <= 'Z') ||
+          (tp[i] >= '0' && tp[i] <= '9') || tp[i] == '_' || tp[i] == '-' ||
+          tp[i] == '.'))
+      tpl = 1000;
+  if (tpl > 200) {
+    seterr(e, "dynamodb store option table_prefix=%.100s: expected up to 200 "
+              "characters of A-Z a-z 0-9 _ - .", tp);
+    return UNICO_EINVAL;
+  }
   s = calloc(1, sizeof *s);
   if (!s) return UNICO_ENOMEM;
   s->base.vt = &DDB_VTAB;
+  if (tp) memcpy(s->prefix, tp, tpl);
+  pthread_mutex_init(&s->cat_lock, NULL);
   memcpy(s->table, tab, tlen);
   s->table[tlen] = 0;
   s->retry_ms = retry_ms;

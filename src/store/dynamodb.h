@@ -8,7 +8,7 @@
 
 #include "store/store.h"
 
-#define USTORE_DYNAMODB_OPTIONS "region, timeout_ms, retry_ms"
+#define USTORE_DYNAMODB_OPTIONS "region, timeout_ms, retry_ms, table_prefix"
 
 /* loc is HOST[:PORT]/TABLE: over HTTP, and over HTTPS. */
 int ustore_dynamodb_open(ustore **out, const char *loc,
@@ -28,6 +28,8 @@ typedef struct ustore_dynamodb_stats {
   uint64_t requests, retries;
   uint64_t get_item, transact_write_items, scan, update_item, put_item,
       delete_item, table_admin; /* DescribeTable, CreateTable, UpdateTimeToLive */
+  uint64_t transact_get_items; /* record reads: the native item and the
+                                  tombstone beside it, in one request */
   uint64_t conflicts;     /* TransactionConflict cancellations and errors */
   uint64_t throttles;     /* throttling and capacity errors */
   uint64_t server_errors; /* HTTP 5xx */

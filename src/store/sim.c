@@ -600,7 +600,7 @@ static void sv_close(ustore *st) {
 static const ustore_vtab sim_vtab = {
     USTORE_VTAB_VERSION, "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
     sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
-    NULL, NULL, NULL};
+    NULL, NULL, NULL, NULL};
 
 int ustore_sim_caps(const struct ustore_opts *opts, unsigned *caps,
                     ustore_err *e) {

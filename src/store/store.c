@@ -61,6 +61,13 @@ void ustore_post_many(ustore *s, ustore_op *ops, size_t n) {
   free(rcs);
 }
 
+int ustore_tables(ustore *s, const ustore_tabledef *defs, size_t n, int mode,
+                  ustore_err *e) {
+  if (s->vt->version >= 6 && s->vt->tables)
+    return s->vt->tables(s, defs, n, mode, e);
+  return UNICO_OK;
+}
+
 int ustore_get_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
                     ustore_err *errs) {
   if (s->vt->version >= 4 && s->vt->get_many)
@@ -199,6 +206,11 @@ static int co_scan(ustore *s, const void *prefix, size_t plen,
   return in->vt->scan(in, prefix, plen, after, alen, cb, ctx, e);
 }
 
+static int co_tables(ustore *s, const ustore_tabledef *defs, size_t n,
+                     int mode, ustore_err *e) {
+  return ustore_tables(((cas_only *)s)->in, defs, n, mode, e);
+}
+
 static void co_close(ustore *s) {
   if (!s) return;
   ustore *in = ((cas_only *)s)->in;
@@ -232,6 +244,7 @@ int ustore_cas_only(ustore **s, ustore_err *e) {
   c->vt.post_many = NULL;
   c->vt.get_many = NULL;
   c->vt.watch_durable = co_watch;
+  c->vt.tables = co_tables;
   c->base.vt = &c->vt;
   *s = &c->base;
   return UNICO_OK;
@@ -256,6 +269,8 @@ static const struct {
     {"dynamodbs://", "dynamodb", ustore_dynamodbs_open,
      USTORE_DYNAMODB_OPTIONS, ustore_dynamodb_caps},
     {"cassandra://", "cassandra", ustore_cassandra_open,
+     USTORE_CASSANDRA_OPTIONS, ustore_cassandra_caps},
+    {"cassandras://", "cassandra", ustore_cassandras_open,
      USTORE_CASSANDRA_OPTIONS, ustore_cassandra_caps},
     {"sim:", "sim", ustore_sim_open, USTORE_SIM_OPTIONS, ustore_sim_caps},
 };
@@ -295,8 +310,9 @@ static int resolve(const char *url, size_t *b, char **loc, ustore_opts *opts,
     ustore_seterr(e,
                   "unsupported store URL \"%.120s\" (this build knows "
                   "lmdb:PATH, dynamodb://HOST:PORT/TABLE, "
-                  "dynamodbs://HOST:PORT/TABLE and "
-                  "cassandra://HOST[:PORT],.../KEYSPACE)",
+                  "dynamodbs://HOST:PORT/TABLE, "
+                  "cassandra://HOST[:PORT],.../KEYSPACE and "
+                  "cassandras://HOST[:PORT],.../KEYSPACE)",
                   url);
     return UNICO_EUNSUPPORTED;
   }

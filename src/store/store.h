@@ -84,7 +84,35 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
  * something): a caller that parks answers until then (an event loop) is
  * worth its while (LMDB in log mode). */
 #define USTORE_CAP_DEFERS 0x8u
-#define USTORE_VTAB_VERSION 5
+/* Records live in the users' own native tables (docs/native-tables.md):
+ * the store maps record keys ("r", table, pk...) and stored records to
+ * rows of the table named in its catalog (tables() below); every other key
+ * stays in the store's own table. */
+#define USTORE_CAP_ROWS 0x10u
+#define USTORE_VTAB_VERSION 6
+
+/* A plain description of one DDL table, for stores that keep records in
+ * native tables: no schema module, only names, types and the key. Column
+ * types are schema/schema.h's ucol_type numbers (1 text, 2 int, 3 bigint,
+ * 4 boolean, 5 uuid, 6 timestamp, 7 double). */
+typedef struct ustore_column {
+  const char *name;
+  int type;
+} ustore_column;
+typedef struct ustore_tabledef {
+  const char *name;
+  size_t ncol;
+  const ustore_column *col;
+  size_t npk;
+  const size_t *pk; /* the primary key's columns, indexes into col */
+} ustore_tabledef;
+
+/* tables(): what to do with the native tables of the catalog. */
+enum ustore_tables_mode {
+  USTORE_TABLES_SET = 0,   /* only learn the catalog (a schema loaded) */
+  USTORE_TABLES_CREATE = 1 /* also create the missing native tables and
+                              check the existing ones' keys (schema apply) */
+};
 
 typedef struct ustore_vtab {
   int version;       /* USTORE_VTAB_VERSION the backend was written for */
@@ -146,6 +174,14 @@ typedef struct ustore_vtab {
    * Callers embed the watch in a struct of their own to carry context.
    * [NULL: a store that never defers; every ticket is 0.] */
   int (*watch_durable)(ustore *s, struct ustore_watch *w);
+  /* version 6, optional (only stores with USTORE_CAP_ROWS): the catalog of
+   * DDL tables, handed down whenever a schema is loaded or applied (mode
+   * enum ustore_tables_mode). The store copies what it keeps. A table it
+   * cannot hold natively (DynamoDB: more than two key columns) or whose
+   * existing native table does not match is UNICO_ESCHEMA, naming it.
+   * [NULL: UNICO_OK, nothing to do] */
+  int (*tables)(ustore *s, const ustore_tabledef *defs, size_t n, int mode,
+                ustore_err *e);
 } ustore_vtab;
 
 /* Deferred durability. A store that makes writes durable with a sync of
@@ -179,6 +215,8 @@ void ustore_sleep(ustore *s, int64_t ms);
 int ustore_cas_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
                     ustore_err *errs);
 void ustore_post_many(ustore *s, ustore_op *ops, size_t n);
+int ustore_tables(ustore *s, const ustore_tabledef *defs, size_t n, int mode,
+                  ustore_err *e);
 int ustore_get_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
                     ustore_err *errs);
 

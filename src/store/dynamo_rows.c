@@ -1,0 +1,600 @@
+/* dynamo_rows.c - records as native DynamoDB items (dynamo_rows.h). */
+#include "store/dynamo_rows.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/stored.h"
+#include "keys/keyspace.h"
+#include "keys/tuple.h"
+#include "store/dynamo_client.h"
+#include "util/clock.h"
+
+/* ucol_type numbers (store.h; schema/schema.h has the enum) */
+enum { C_TEXT = 1, C_INT, C_BIGINT, C_BOOL, C_UUID, C_TIMESTAMP, C_DOUBLE };
+
+#define seterr ustore_seterr
+
+/* Years 0 to 9999, the range of the fixed-width ISO form. */
+#define TS_MIN_MS INT64_C(-62167219200000)
+#define TS_MAX_MS INT64_C(253402300799999)
+
+/* ------------------------------------------------------------------ */
+/* catalog */
+
+static void ntab_free(uddb_ntab *t) {
+  for (size_t i = 0; t->cname && i < t->ncol; i++) free(t->cname[i]);
+  free(t->cname);
+  free(t->ctype);
+  free(t->is_key);
+  free(t->name);
+  free(t->dname);
+}
+
+void uddb_catalog_free(uddb_catalog *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->n; i++) ntab_free(&c->t[i]);
+  free(c->t);
+  free(c);
+}
+
+static int ntab_copy(uddb_ntab *d, const uddb_ntab *s) {
+  memset(d, 0, sizeof *d);
+  d->name = strdup(s->name);
+  d->dname = strdup(s->dname);
+  d->cname = calloc(s->ncol ? s->ncol : 1, sizeof *d->cname);
+  d->ctype = calloc(s->ncol ? s->ncol : 1, sizeof *d->ctype);
+  d->is_key = calloc(s->ncol ? s->ncol : 1, sizeof *d->is_key);
+  if (!d->name || !d->dname || !d->cname || !d->ctype || !d->is_key) return -1;
+  d->ncol = s->ncol;
+  for (size_t i = 0; i < s->ncol; i++)
+    if (!(d->cname[i] = strdup(s->cname[i]))) return -1;
+  memcpy(d->ctype, s->ctype, s->ncol * sizeof *d->ctype);
+  memcpy(d->is_key, s->is_key, s->ncol * sizeof *d->is_key);
+  d->npk = s->npk;
+  memcpy(d->pk, s->pk, sizeof d->pk);
+  return 0;
+}
+
+int uddb_catalog_keep(uddb_catalog *c, const uddb_catalog *old) {
+  for (size_t i = 0; old && i < old->n; i++) {
+    if (uddb_catalog_find(c, old->t[i].name)) continue;
+    uddb_ntab *t = realloc(c->t, (c->n + 1) * sizeof *t);
+    if (!t) return -1;
+    c->t = t;
+    int rc = ntab_copy(&c->t[c->n], &old->t[i]);
+    c->n++; /* (freed with c, even half copied) */
+    if (rc) return -1;
+  }
+  return 0;
+}
+
+const uddb_ntab *uddb_catalog_find(const uddb_catalog *c, const char *name) {
+  for (size_t i = 0; c && i < c->n; i++)
+    if (!strcmp(c->t[i].name, name)) return &c->t[i];
+  return NULL;
+}
+
+const char *uddb_key_type(const uddb_ntab *t, size_t i) {
+  int ty = t->ctype[t->pk[i]];
+  return ty == C_INT || ty == C_BIGINT || ty == C_DOUBLE ? "N" : "S";
+}
+
+static int valid_name(const char *s) {
+  size_t n = strlen(s);
+  if (n < 3 || n > 255) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-' &&
+        s[i] != '.')
+      return 0;
+  return 1;
+}
+
+static int check_def(const ustore_tabledef *d, const char *dname,
+                     ustore_err *e) {
+  if (!valid_name(dname)) {
+    seterr(e,
+           "table %s: the DynamoDB table name \"%.300s\" is not valid (3 to "
+           "255 characters of A-Z a-z 0-9 _ - .); choose a longer name or a "
+           "table_prefix",
+           d->name, dname);
+    return UNICO_ESCHEMA;
+  }
+  if (d->npk < 1 || d->npk > 2) {
+    seterr(e,
+           "table %s: DynamoDB keys have at most two attributes (hash and "
+           "range); the primary key has %zu columns",
+           d->name, d->npk);
+    return UNICO_ESCHEMA;
+  }
+  for (size_t i = 0; i < d->npk; i++) {
+    const ustore_column *c = &d->col[d->pk[i]];
+    if (c->type == C_BOOL) {
+      seterr(e,
+             "table %s: primary key column \"%s\" is boolean, which cannot "
+             "be a DynamoDB key attribute (S, N or B only)",
+             d->name, c->name);
+      return UNICO_ESCHEMA;
+    }
+  }
+  for (size_t i = 0; i < d->ncol; i++)
+    if (!strncmp(d->col[i].name, "unico_", 6)) {
+      seterr(e,
+             "table %s: column \"%s\": names starting with unico_ are "
+             "unico's own attributes in a native table",
+             d->name, d->col[i].name);
+      return UNICO_ESCHEMA;
+    }
+  return UNICO_OK;
+}
+
+int uddb_catalog_make(const ustore_tabledef *defs, size_t n,
+                      const char *prefix, uddb_catalog **out, ustore_err *e) {
+  uddb_catalog *c = calloc(1, sizeof *c);
+  int rc = UNICO_OK;
+  *out = NULL;
+  if (!c || !(c->t = calloc(n ? n : 1, sizeof *c->t))) goto oom;
+  for (size_t i = 0; i < n; i++) {
+    const ustore_tabledef *d = &defs[i];
+    uddb_ntab *t = &c->t[i];
+    size_t dl = strlen(prefix) + strlen(d->name) + 1;
+    c->n = i + 1;
+    t->name = strdup(d->name);
+    t->dname = malloc(dl);
+    t->cname = calloc(d->ncol ? d->ncol : 1, sizeof *t->cname);
+    t->ctype = calloc(d->ncol ? d->ncol : 1, sizeof *t->ctype);
+    t->is_key = calloc(d->ncol ? d->ncol : 1, sizeof *t->is_key);
+    if (!t->name || !t->dname || !t->cname || !t->ctype || !t->is_key)
+      goto oom;
+    snprintf(t->dname, dl, "%s%s", prefix, d->name);
+    if ((rc = check_def(d, t->dname, e))) goto fail;
+    t->ncol = d->ncol;
+    for (size_t j = 0; j < d->ncol; j++) {
+      if (!(t->cname[j] = strdup(d->col[j].name))) goto oom;
+      t->ctype[j] = d->col[j].type;
+    }
+    t->npk = d->npk;
+    for (size_t j = 0; j < d->npk; j++) {
+      t->pk[j] = d->pk[j];
+      t->is_key[d->pk[j]] = 1;
+    }
+  }
+  *out = c;
+  return UNICO_OK;
+oom:
+  seterr(e, "out of memory");
+  rc = UNICO_ENOMEM;
+fail:
+  uddb_catalog_free(c);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* values */
+
+static json_t *attr(const char *type, const char *s) {
+  return json_pack("{s:s}", type, s);
+}
+
+/* An N attribute of a double: the shortest form that reads back the same,
+ * NULL with *bad when DynamoDB cannot hold it. */
+static json_t *double_attr(double d, int *bad) {
+  char b[40];
+  double a = fabs(d);
+  if (!isfinite(d) || (a != 0 && (a < 1e-130 || a >= 1e126))) {
+    *bad = 1;
+    return NULL;
+  }
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(b, sizeof b, "%.*g", prec, d);
+    if (strtod(b, NULL) == d) break;
+  }
+  return attr("N", b);
+}
+
+static json_t *ts_attr(int64_t ms, int *bad) {
+  char b[40];
+  if (ms < TS_MIN_MS || ms > TS_MAX_MS) {
+    *bad = 1;
+    return NULL;
+  }
+  uclock_format(ms, b, sizeof b);
+  return attr("S", b);
+}
+
+static json_t *int_attr(int64_t v) {
+  char b[32];
+  snprintf(b, sizeof b, "%" PRId64, v);
+  return attr("N", b);
+}
+
+/* The typed attribute of body value v of column (name, type); NULL with e
+ * set and *rc the error. */
+static json_t *value_attr(const char *name, int type, json_t *v, int *rc,
+                          ustore_err *e) {
+  int bad = 0;
+  json_t *a = NULL;
+  switch (type) {
+  case C_TEXT:
+    if (json_is_string(v)) a = json_pack("{s:s%}", "S", json_string_value(v),
+                                         json_string_length(v));
+    else bad = 2;
+    break;
+  case C_INT:
+  case C_BIGINT:
+    if (json_is_integer(v)) a = int_attr(json_integer_value(v));
+    else bad = 2;
+    break;
+  case C_BOOL:
+    if (json_is_boolean(v)) a = json_pack("{s:b}", "BOOL", json_is_true(v));
+    else bad = 2;
+    break;
+  case C_UUID:
+    if (json_is_string(v) && json_string_length(v) == 36) {
+      char u[37];
+      const char *s = json_string_value(v);
+      for (int i = 0; i < 36; i++) u[i] = (char)tolower((unsigned char)s[i]);
+      u[36] = 0;
+      a = attr("S", u);
+    } else {
+      bad = 2;
+    }
+    break;
+  case C_TIMESTAMP: {
+    int64_t ms;
+    if (json_is_integer(v)) ms = json_integer_value(v);
+    else if (!json_is_string(v) || uclock_parse_rfc3339(json_string_value(v), &ms))
+      bad = 2;
+    if (!bad) a = ts_attr(ms, &bad);
+    break;
+  }
+  case C_DOUBLE:
+    if (json_is_number(v)) a = double_attr(json_number_value(v), &bad);
+    else bad = 2;
+    break;
+  default:
+    bad = 2;
+  }
+  if (bad == 1) {
+    seterr(e,
+           "column \"%s\": the value is outside what DynamoDB can hold (%s)",
+           name,
+           type == C_TIMESTAMP ? "timestamps of years 0 to 9999"
+                               : "numbers of magnitude 1E-130 to 9.9E125");
+    *rc = UNICO_EINVAL;
+    return NULL;
+  }
+  if (bad) {
+    seterr(e, "column \"%s\": a stored record holds a value of another type",
+           name);
+    *rc = UNICO_ECORRUPT;
+    return NULL;
+  }
+  if (!a) {
+    seterr(e, "out of memory");
+    *rc = UNICO_ENOMEM;
+  }
+  return a;
+}
+
+/* The body value of attribute a of column (type); NULL when a is of
+ * another type (or out of memory: *oom). */
+static json_t *attr_value(int type, json_t *a, int *oom) {
+  const char *s = json_string_value(json_object_get(a, "S"));
+  const char *n = json_string_value(json_object_get(a, "N"));
+  json_t *b = json_object_get(a, "BOOL");
+  json_t *v = NULL;
+  char *end;
+  switch (type) {
+  case C_TEXT:
+  case C_UUID:
+    if (!s) return NULL;
+    v = json_stringn(s, json_string_length(json_object_get(a, "S")));
+    break;
+  case C_TIMESTAMP: {
+    int64_t ms;
+    if (s && !uclock_parse_rfc3339(s, &ms)) v = json_string(s);
+    else if (!n) return NULL;
+    else {
+      errno = 0;
+      long long x = strtoll(n, &end, 10);
+      if (errno || *end) return NULL;
+      v = json_integer(x);
+    }
+    break;
+  }
+  case C_INT:
+  case C_BIGINT: {
+    if (!n) return NULL;
+    errno = 0;
+    long long x = strtoll(n, &end, 10);
+    if (errno || *end || end == n) return NULL;
+    if (type == C_INT && (x < INT32_MIN || x > INT32_MAX)) return NULL;
+    v = json_integer(x);
+    break;
+  }
+  case C_BOOL:
+    if (!json_is_boolean(b)) return NULL;
+    v = json_boolean(json_is_true(b));
+    break;
+  case C_DOUBLE: {
+    if (!n) return NULL;
+    errno = 0;
+    double d = strtod(n, &end);
+    if (*end || end == n) return NULL;
+    v = json_real(d);
+    break;
+  }
+  default:
+    return NULL;
+  }
+  if (!v) *oom = 1;
+  return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* keys */
+
+/* The key attribute of tuple element it for key column (type). */
+static json_t *elem_attr(int type, const utup_item *it, int *bad) {
+  ubuf b = UBUF_INIT;
+  json_t *a = NULL;
+  switch (it->type) {
+  case UTUP_TEXT:
+    if (type != C_TEXT && type != C_UUID) break;
+    utup_item_copy(it, &b);
+    a = json_pack("{s:s%}", "S", b.p ? (char *)b.p : "", b.len);
+    break;
+  case UTUP_INT:
+    if (type == C_TIMESTAMP) a = ts_attr(it->i, bad);
+    else if (type == C_INT || type == C_BIGINT) a = int_attr(it->i);
+    break;
+  case UTUP_DOUBLE:
+    if (type == C_DOUBLE) a = double_attr(it->d, bad);
+    break;
+  default:
+    break;
+  }
+  ubuf_free(&b);
+  return a;
+}
+
+int uddb_record_key(const uddb_catalog *c, const void *key, size_t klen,
+                    const uddb_ntab **t, json_t **keyj, ustore_err *e) {
+  char name[256];
+  size_t rest;
+  *t = NULL;
+  *keyj = NULL;
+  if (ukey_split_table(key, klen, "r", name, sizeof name, &rest)) return 0;
+  const uddb_ntab *nt = uddb_catalog_find(c, name);
+  if (!nt) return 0; /* (kept in unico's table, as on every store) */
+  utup_reader r;
+  utup_item it;
+  json_t *k = json_object();
+  size_t i = 0;
+  int bad = 0, got;
+  if (!k) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  utup_reader_init(&r, (const uint8_t *)key + rest, klen - rest);
+  while ((got = utup_next(&r, &it)) != 0) {
+    json_t *a = got < 0 || i >= nt->npk
+                    ? NULL
+                    : elem_attr(nt->ctype[nt->pk[i]], &it, &bad);
+    if (!a || json_object_set_new(k, nt->cname[nt->pk[i]], a)) break;
+    i++;
+  }
+  if (got != 0 || i != nt->npk) {
+    json_decref(k);
+    if (!bad) return 0; /* not a record's key (an empty owner): none there */
+    seterr(e, "a primary key of table %s holds a value DynamoDB cannot hold "
+              "(timestamps of years 0 to 9999, numbers of magnitude 1E-130 "
+              "to 9.9E125)", nt->name);
+    return UNICO_EINVAL;
+  }
+  *t = nt;
+  *keyj = k;
+  return 1;
+}
+
+int uddb_record_state(const void *val, size_t vlen) {
+  return ustored_record_state(val, vlen);
+}
+
+/* ------------------------------------------------------------------ */
+/* records <-> items */
+
+int uddb_record_attrs(const uddb_ntab *t, const void *val, size_t vlen,
+                      json_t **cols, ubuf *meta, ustore_err *e) {
+  ustored_record r;
+  json_t *body = NULL, *o = NULL;
+  int rc = UNICO_OK;
+  *cols = NULL;
+  if (ustored_record_decode(val, vlen, &r)) {
+    seterr(e, "a record of table %s to write is not a stored record",
+           t->name);
+    return UNICO_EINVAL;
+  }
+  body = json_loads(r.body ? r.body : "{}", 0, NULL);
+  o = json_object();
+  if (!json_is_object(body) || !o) {
+    seterr(e, "a record of table %s to write has a body that is not an "
+              "object", t->name);
+    rc = UNICO_EINVAL;
+    goto leave;
+  }
+  for (size_t i = 0; i < t->ncol; i++) {
+    json_t *v = json_object_get(body, t->cname[i]);
+    if (t->is_key[i] || !v || json_is_null(v)) continue;
+    json_t *a = value_attr(t->cname[i], t->ctype[i], v, &rc, e);
+    if (!a) goto leave;
+    if (json_object_set_new(o, t->cname[i], a)) {
+      seterr(e, "out of memory");
+      rc = UNICO_ENOMEM;
+      goto leave;
+    }
+  }
+  free(r.body);
+  r.body = NULL;
+  ubuf_reset(meta);
+  ustored_record_reencode(meta, &r);
+  if (!ubuf_ok(meta)) {
+    seterr(e, "out of memory");
+    rc = UNICO_ENOMEM;
+    goto leave;
+  }
+  *cols = o;
+  o = NULL;
+leave:
+  json_decref(o);
+  json_decref(body);
+  ustored_record_free(&r);
+  return rc;
+}
+
+/* The tuple element of key attribute a of column (type) appended to pk. */
+static int key_elem(int type, json_t *a, ubuf *pk) {
+  json_t *jv;
+  int oom = 0;
+  if (!(jv = attr_value(type, a, &oom))) return -1;
+  int rc = 0;
+  switch (type) {
+  case C_TEXT:
+  case C_UUID:
+    utup_text(pk, json_string_value(jv), json_string_length(jv));
+    break;
+  case C_INT:
+  case C_BIGINT:
+    utup_int(pk, json_integer_value(jv));
+    break;
+  case C_TIMESTAMP: {
+    int64_t ms = json_is_integer(jv) ? json_integer_value(jv) : 0;
+    if (json_is_string(jv)) uclock_parse_rfc3339(json_string_value(jv), &ms);
+    utup_int(pk, ms);
+    break;
+  }
+  case C_DOUBLE:
+    utup_double(pk, json_real_value(jv));
+    break;
+  default:
+    rc = -1;
+  }
+  json_decref(jv);
+  return rc;
+}
+
+static const char *type_name(int type) {
+  static const char *const n[] = {"?",    "text", "int",       "bigint",
+                                  "boolean", "uuid", "timestamp", "double"};
+  return type >= 1 && type <= 7 ? n[type] : "?";
+}
+
+/* The type of an attribute value: S, N, BOOL, ... */
+static const char *attr_type(json_t *a) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(a, k, v) return k;
+  return "nothing";
+}
+
+/* The key attributes of item as JSON text, for messages (malloc'd). */
+static char *key_text(const uddb_ntab *t, json_t *item) {
+  json_t *k = json_object();
+  for (size_t i = 0; k && i < t->npk; i++) {
+    json_t *a = json_object_get(item, t->cname[t->pk[i]]);
+    if (a) json_object_set(k, t->cname[t->pk[i]], a);
+  }
+  char *s = k ? json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(k);
+  return s;
+}
+
+int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
+                     uint64_t *ver, ustore_err *e) {
+  const char *vs = json_string_value(
+      json_object_get(json_object_get(item, UDDB_ATTR_V), "N"));
+  json_t *mb = json_object_get(json_object_get(item, UDDB_ATTR_META), "B");
+  ubuf meta = UBUF_INIT, pk = UBUF_INIT;
+  ustored_record r;
+  json_t *body = NULL;
+  int rc = UNICO_ECORRUPT, decoded = 0;
+  char *end;
+  unsigned long long v = 0;
+  memset(&r, 0, sizeof r);
+  if (!mb) {
+    /* A bare row: written by another client, not yet by unico. A live
+     * record at version 0, holding nothing yet. */
+    ubuf_reset(&meta);
+    ustored_record_encode(&meta, 1 /* UREC_LIVE */, 0, "", "{}", NULL);
+    if (!ubuf_ok(&meta)) goto oom;
+    vs = NULL;
+  } else if (!vs || !json_is_string(mb)) {
+    seterr(e, "an item of the DynamoDB table %s has %s without %s", t->dname,
+           UDDB_ATTR_META, UDDB_ATTR_V);
+    goto leave;
+  }
+  errno = 0;
+  if (vs) v = strtoull(vs, &end, 10);
+  if ((vs && (errno || *end || end == vs ||
+              uddb_b64_decode(&meta, json_string_value(mb),
+                              json_string_length(mb)))) ||
+      ustored_record_decode(meta.p, meta.len, &r)) {
+    seterr(e, "an item of the DynamoDB table %s has a corrupt %s or %s",
+           t->dname, UDDB_ATTR_V, UDDB_ATTR_META);
+    goto leave;
+  }
+  decoded = 1;
+  if (!(body = json_object())) goto oom;
+  for (size_t i = 0; i < t->ncol; i++) {
+    json_t *a = json_object_get(item, t->cname[i]);
+    int oom = 0;
+    if (!a) continue;
+    json_t *jv = attr_value(t->ctype[i], a, &oom);
+    if (oom) goto oom;
+    if (!jv) {
+      char *ks = key_text(t, item);
+      const char *at = attr_type(a);
+      seterr(e,
+             "the item %s of the DynamoDB table %s holds column \"%s\" as "
+             "%s, which is not the DDL's %s",
+             ks ? ks : "?", t->dname, t->cname[i], at, type_name(t->ctype[i]));
+      free(ks);
+      goto leave;
+    }
+    if (json_object_set_new(body, t->cname[i], jv)) goto oom;
+  }
+  for (size_t i = 0; i < t->npk; i++) {
+    json_t *a = json_object_get(item, t->cname[t->pk[i]]);
+    if (!a || key_elem(t->ctype[t->pk[i]], a, &pk)) {
+      seterr(e, "an item of the DynamoDB table %s has a key unico cannot read",
+             t->dname);
+      goto leave;
+    }
+  }
+  free(r.body);
+  r.body = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+  if (!r.body) goto oom;
+  ubuf_reset(key);
+  ukey_record(key, t->name, pk.p, pk.len);
+  ubuf_reset(val);
+  ustored_record_reencode(val, &r);
+  if (!ubuf_ok(key) || !ubuf_ok(val)) goto oom;
+  *ver = v;
+  rc = UNICO_OK;
+  goto leave;
+oom:
+  seterr(e, "out of memory");
+  rc = UNICO_ENOMEM;
+leave:
+  if (decoded) ustored_record_free(&r);
+  json_decref(body);
+  ubuf_free(&meta);
+  ubuf_free(&pk);
+  return rc;
+}

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""native_dynamodb.py - records in native DynamoDB tables, read and written
+by an independent client (Debian's awscli) beside unico.
+
+Run under tests/dynamodb_local.sh (which sets UNICO_TEST_STORE_BASE to a
+DynamoDB Local endpoint and dummy credentials):
+
+    native_dynamodb.py UNICO_BINARY
+
+It checks, with `aws dynamodb` against the same server:
+  - schema apply creates one DynamoDB table per DDL table, keyed by the DDL
+    primary key (hash, or hash and range), with the key types S or N;
+  - a record written by unico is an item whose attributes are the record's
+    columns in native types (S, N, BOOL; uuid lower case; timestamps ISO
+    8601 UTC with milliseconds), plus only unico_v and unico_meta;
+  - an attribute another client added survives unico's updates, and a
+    column unico clears is removed;
+  - a deleted record leaves no item in the native table;
+  - a primary key DynamoDB cannot hold (three columns, a boolean) and an
+    existing table with another key are refused at schema apply, naming
+    the table, and nothing is created;
+  - a table other clients created and filled is adopted by schema apply:
+    an attribute of another type and duplicate values refuse it (named in
+    the message and the report, nothing changed); fixed with awscli, the
+    apply succeeds, the items get their bookkeeping, and uniqueness holds
+    against them;
+  - rows other clients add later are drift: counted by check, a value two
+    rows hold is a violation, repair claims free values for their rows,
+    and unico updates such rows like its own;
+  - check finds the store consistent.
+Every failed expectation is printed; the exit code is 1 if any failed.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+UNICO = sys.argv[1] if len(sys.argv) > 1 else "build/unico"
+BASE = os.environ.get("UNICO_TEST_STORE_BASE", "")
+if not BASE.startswith("dynamodb://"):
+    sys.exit("native_dynamodb: UNICO_TEST_STORE_BASE must be a dynamodb:// URL "
+             "(run under tests/dynamodb_local.sh)")
+AWS = shutil.which("aws", path="/usr/bin:/usr/local/bin")
+if not AWS:
+    sys.exit("native_dynamodb: awscli is not installed (scripts/deps.sh "
+             "installs Debian's awscli)")
+ENDPOINT = "http://" + BASE[len("dynamodb://"):].split("/")[0]
+RUN = "n%d" % os.getpid()
+PREFIX = RUN + "_"
+URL = "%sunico_%s?table_prefix=%s" % (BASE, RUN, PREFIX)
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg)
+
+
+def unico(*args, stdin=None):
+    p = subprocess.run([UNICO, "--store", URL] + list(args), input=stdin,
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def aws(*args):
+    p = subprocess.run([AWS, "--endpoint-url", ENDPOINT, "--output", "json",
+                        "dynamodb"] + list(args), capture_output=True,
+                       text=True, timeout=120)
+    if p.returncode:
+        raise RuntimeError("aws %s: %s" % (" ".join(args), p.stderr))
+    return json.loads(p.stdout) if p.stdout.strip() else {}
+
+
+def table_names():
+    return aws("list-tables").get("TableNames", [])
+
+
+def get_item(table, key):
+    return aws("get-item", "--table-name", PREFIX + table, "--consistent-read",
+               "--key", json.dumps(key)).get("Item")
+
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+DDL = """
+CREATE TABLE users (
+  id text PRIMARY KEY, email text, age int, active boolean, uid uuid,
+  joined timestamp, score double, big bigint,
+  UNIQUE (email) NORMALIZE casefold
+);
+CREATE TABLE visits (
+  user_id text, at timestamp, page text,
+  PRIMARY KEY (user_id, at)
+);
+"""
+
+rc, out, err = unico("schema", "apply", "-", stdin=DDL)
+expect(rc == 0, "schema apply: rc %d %s" % (rc, err))
+
+# 1. one native table per DDL table, keyed by the DDL primary key
+for table, want in (("users", [("id", "HASH", "S")]),
+                    ("visits", [("user_id", "HASH", "S"),
+                                ("at", "RANGE", "S")])):
+    d = aws("describe-table", "--table-name", PREFIX + table)["Table"]
+    types = {a["AttributeName"]: a["AttributeType"]
+             for a in d["AttributeDefinitions"]}
+    got = [(k["AttributeName"], k["KeyType"], types.get(k["AttributeName"]))
+           for k in d["KeySchema"]]
+    expect(got == want, "%s: key schema %s, want %s" % (table, got, want))
+
+# 2. a record is an item of native attributes
+rec = {"id": "u1", "email": "Alice@Example.org", "age": 41, "active": True,
+       "uid": "123E4567-E89B-12D3-A456-426614174ABC",
+       "joined": "2024-05-01T14:00:00+02:00", "score": 2.5,
+       "big": 9007199254740993}
+rc, out, err = unico("insert", "users", json.dumps(rec))
+expect(rc == 0, "insert: rc %d %s" % (rc, err))
+item = get_item("users", {"id": {"S": "u1"}})
+if item is None:
+    fail("the record u1 is not an item of %susers" % PREFIX)
+    item = {}
+want = {"id": {"S": "u1"}, "email": {"S": "Alice@Example.org"},
+        "age": {"N": "41"}, "active": {"BOOL": True},
+        "uid": {"S": "123e4567-e89b-12d3-a456-426614174abc"},
+        "joined": {"S": "2024-05-01T12:00:00.000Z"}, "score": {"N": "2.5"},
+        "big": {"N": "9007199254740993"}, "unico_v": {"N": "1"}}
+for k, v in want.items():
+    expect(item.get(k) == v, "item attribute %s is %s, want %s"
+           % (k, item.get(k), v))
+extra = set(item) - set(want) - {"unico_meta"}
+expect(not extra, "item has attributes beyond the record's and unico_*: %s"
+       % sorted(extra))
+expect("B" in item.get("unico_meta", {}), "unico_meta is not binary: %s"
+       % item.get("unico_meta"))
+
+rc, out, err = unico("insert", "visits",
+                     json.dumps({"user_id": "u1", "at": 1714564800000,
+                                 "page": "/home"}))
+expect(rc == 0, "insert visit: rc %d %s" % (rc, err))
+v = get_item("visits", {"user_id": {"S": "u1"},
+                        "at": {"S": "2024-05-01T12:00:00.000Z"}})
+expect(v is not None and v.get("page") == {"S": "/home"},
+       "the visit is not an item keyed by hash and range: %s" % v)
+rc, out, err = unico("get", "visits", "u1", "2024-05-01T12:00:00Z")
+expect(rc == 0 and '"/home"' in out, "get visit: rc %d %s %s" % (rc, out, err))
+
+# 3. attributes of other clients survive unico's updates; a cleared column
+# is removed
+aws("update-item", "--table-name", PREFIX + "users", "--key",
+    json.dumps({"id": {"S": "u1"}}), "--update-expression", "SET nickname = :n",
+    "--expression-attribute-values", json.dumps({":n": {"S": "al"}}))
+rc, out, err = unico("update", "users", "u1",
+                     json.dumps({"email": "alice@new.example", "age": None}))
+expect(rc == 0, "update: rc %d %s" % (rc, err))
+item = get_item("users", {"id": {"S": "u1"}}) or {}
+expect(item.get("nickname") == {"S": "al"},
+       "an attribute unico does not know was lost: %s" % item.get("nickname"))
+expect(item.get("email") == {"S": "alice@new.example"},
+       "email after update: %s" % item.get("email"))
+expect("age" not in item, "a cleared column is still there: %s"
+       % item.get("age"))
+expect(item.get("unico_v") == {"N": "2"}, "unico_v after update: %s"
+       % item.get("unico_v"))
+rc, out, err = unico("get", "users", "u1")
+expect(rc == 0 and "nickname" not in out,
+       "get shows a column the DDL does not have: %s" % out)
+# the unique constraint holds against the native record
+rc, out, err = unico("insert", "users",
+                     json.dumps({"id": "u2", "email": "ALICE@new.example"}))
+expect(rc == 3, "a taken email (other case) was not a conflict: rc %d %s"
+       % (rc, out + err))
+
+# 4. a deleted record leaves no item behind
+rc, out, err = unico("delete", "users", "u1")
+expect(rc == 0, "delete: rc %d %s" % (rc, err))
+expect(get_item("users", {"id": {"S": "u1"}}) is None,
+       "a deleted record is still an item of the native table")
+rc, out, err = unico("insert", "users",
+                     json.dumps({"id": "u1", "email": "alice@new.example"}))
+expect(rc == 0, "insert over the deleted record: rc %d %s" % (rc, err))
+rc, out, err = unico("get", "users", "u1")
+expect(rc == 0 and json.loads(out or "{}").get("version") == 3,
+       "the key's versions go on counting across the delete: %s" % out)
+
+# 5. keys DynamoDB cannot hold, and a table with another key, are refused
+before = set(table_names())
+for ddl, words in (
+        ("CREATE TABLE wide (a text, b text, c text, PRIMARY KEY (a, b, c));",
+         ["wide", "at most two"]),
+        ("CREATE TABLE flags (f boolean PRIMARY KEY);", ["flags", "boolean"])):
+    rc, out, err = unico("schema", "apply", "-", stdin=DDL + ddl)
+    expect(rc == 1 and all(w in err for w in words),
+           "schema apply of %r: rc %d, stderr %r" % (ddl, rc, err))
+aws("create-table", "--table-name", PREFIX + "accounts",
+    "--attribute-definitions", "AttributeName=id,AttributeType=N",
+    "--key-schema", "AttributeName=id,KeyType=HASH",
+    "--billing-mode", "PAY_PER_REQUEST")
+rc, out, err = unico("schema", "apply", "-",
+                     stdin=DDL + "CREATE TABLE accounts (id text PRIMARY KEY);")
+expect(rc == 1 and "accounts" in err and "(id N HASH)" in err
+       and "(id S HASH)" in err,
+       "a table with another key type: rc %d, stderr %r" % (rc, err))
+after = set(table_names())
+expect(after - before == {PREFIX + "accounts"},
+       "refused applies created tables: %s" % sorted(after - before))
+rc, out, err = unico("schema", "show")
+expect(rc == 0 and "accounts" not in out and "wide" not in out,
+       "a refused schema was stored: %s" % out)
+
+# 6. adopting a table other clients filled: type errors and duplicates
+# refuse the apply (nothing changes), fixed with awscli it succeeds, and
+# uniqueness then holds for writes through unico
+aws("create-table", "--table-name", PREFIX + "customers",
+    "--attribute-definitions", "AttributeName=cid,AttributeType=S",
+    "--key-schema", "AttributeName=cid,KeyType=HASH",
+    "--billing-mode", "PAY_PER_REQUEST")
+def put(cid, **cols):
+    item = {"cid": {"S": cid}}
+    item.update(cols)
+    aws("put-item", "--table-name", PREFIX + "customers", "--item",
+        json.dumps(item))
+put("c1", email={"S": "ann@x.org"}, tier={"N": "1"}, note={"S": "theirs"})
+put("c2", email={"S": "ANN@X.ORG"}, tier={"N": "2"})
+put("c3", email={"S": "bob@x.org"}, tier={"S": "gold"})
+for i in range(4, 40):
+    put("c%d" % i, email={"S": "user%d@x.org" % i})
+CUST = DDL + """
+CREATE TABLE customers (cid text PRIMARY KEY, email text, tier int,
+  UNIQUE (email) NORMALIZE casefold);
+"""
+rc, out, err = unico("schema", "apply", "-", stdin=CUST)
+expect(rc != 0 and '"c3"' in err and "tier" in err and "as S" in err
+       and "int" in err,
+       "a wrong attribute type did not refuse the apply naming item, column "
+       "and both types: rc %d %s" % (rc, err))
+aws("update-item", "--table-name", PREFIX + "customers", "--key",
+    json.dumps({"cid": {"S": "c3"}}), "--update-expression", "SET tier = :t",
+    "--expression-attribute-values", json.dumps({":t": {"N": "3"}}))
+rc, out, err = unico("schema", "apply", "-", stdin=CUST)
+expect(rc != 0 and "duplicate" in err, "duplicates did not refuse the apply: "
+       "rc %d %s %s" % (rc, out, err))
+report = out + err
+expect('"c1"' in report and '"c2"' in report,
+       "the duplicate report does not name both items: %s" % report)
+rc, out, err = unico("schema", "show")
+expect(rc == 0 and "customers" not in out,
+       "a refused adoption changed the schema: %s" % out)
+rc, out, err = unico("lookup", "customers", "customers_email_key", "ann@x.org")
+expect(rc != 0, "a refused adoption left a claim: rc %d %s" % (rc, out))
+aws("update-item", "--table-name", PREFIX + "customers", "--key",
+    json.dumps({"cid": {"S": "c2"}}), "--update-expression", "SET email = :e",
+    "--expression-attribute-values", json.dumps({":e": {"S": "cat@x.org"}}))
+rc, out, err = unico("schema", "apply", "-", stdin=CUST)
+expect(rc == 0, "adoption after the fix: rc %d %s %s" % (rc, out, err))
+item = get_item("customers", {"cid": {"S": "c1"}}) or {}
+expect(item.get("unico_v") == {"N": "1"} and "unico_meta" in item
+       and item.get("note") == {"S": "theirs"},
+       "an adopted item was not given its bookkeeping, or lost an attribute: "
+       "%s" % item)
+rc, out, err = unico("insert", "customers",
+                     json.dumps({"cid": "c99", "email": "Ann@X.org"}))
+expect(rc == 3 and '"c1"' in out + err,
+       "a value an adopted item holds was not a conflict naming it: rc %d %s"
+       % (rc, out + err))
+rc, out, err = unico("lookup", "customers", "customers_email_key", "cat@x.org")
+expect(rc == 0 and '"c2"' in out, "lookup of an adopted value: rc %d %s %s"
+       % (rc, out, err))
+rc, out, err = unico("update", "customers", "c2",
+                     json.dumps({"email": "user7@x.org"}))
+expect(rc == 3, "an update to another adopted item's value: rc %d %s"
+       % (rc, out + err))
+rc, out, err = unico("update", "customers", "c2",
+                     json.dumps({"email": "dan@x.org"}))
+expect(rc == 0, "an update of an adopted item: rc %d %s" % (rc, err))
+rc, out, err = unico("insert", "customers",
+                     json.dumps({"cid": "c98", "email": "cat@x.org"}))
+expect(rc == 0, "the value the update freed: rc %d %s" % (rc, err))
+
+# 7. drift: rows other clients write behind unico's back. check counts
+# them and the values nobody claims (not violations), reports a value two
+# rows hold as a violation; repair claims the free values for their rows;
+# unico writes over such a row like any other
+put("f1", email={"S": "fresh@x.org"})
+put("f2", email={"S": "ANN@x.org"})
+rc, out, err = unico("check")
+rep = json.loads(out or "{}").get("report", json.loads(out or "{}"))
+expect(rc == 7 and rep.get("bare_rows") == 2
+       and rep.get("unclaimed_values") == 1
+       and any(v["kind"] == "duplicate_value" for v in rep.get("violations", [])),
+       "check of drift: rc %d %s" % (rc, out))
+rc, out, err = unico("repair")
+expect(rc == 0 and json.loads(out or "{}").get("rows_claimed") == 1,
+       "repair of drift: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("insert", "customers",
+                     json.dumps({"cid": "c97", "email": "FRESH@x.org"}))
+expect(rc == 3 and '"f1"' in out + err,
+       "a value repair claimed for a foreign row: rc %d %s" % (rc, out + err))
+rc, out, err = unico("update", "customers", "f2",
+                     json.dumps({"email": "eve@x.org"}))
+expect(rc == 0, "unico's update of a foreign row: rc %d %s" % (rc, err))
+item = get_item("customers", {"cid": {"S": "f2"}}) or {}
+expect(item.get("unico_v") == {"N": "1"} and "unico_meta" in item,
+       "the foreign row has no bookkeeping after unico wrote it: %s" % item)
+
+# 8. the store is consistent
+rc, out, err = unico("check")
+expect(rc == 0, "check: rc %d %s %s" % (rc, out, err))
+
+if failures:
+    print("native_dynamodb: %d failed" % len(failures))
+    sys.exit(1)
+print("native_dynamodb: all passed")
