@@ -275,9 +275,12 @@ def base_env(**kw):
 
 
 def table_url(name, query=""):
+    """A fresh store: its own table, and its own native tables (the DDL's
+    users table is a DynamoDB table of that name, after table_prefix)."""
     SEQ[0] += 1
-    return "dynamodb://127.0.0.1:%d/unico_chain_%s_%d_%d%s" % (PROXY.port, re.sub(r"\W", "_", name),
-                                                              os.getpid(), SEQ[0], query)
+    return "dynamodb://127.0.0.1:%d/unico_chain_%s_%d_%d?table_prefix=c%d_%d_%s" % (
+        PROXY.port, re.sub(r"\W", "_", name), os.getpid(), SEQ[0], os.getpid(), SEQ[0],
+        query.lstrip("?&") and "&" + query.lstrip("?&"))
 
 
 def cli(env, store, *args, stdin=None):
@@ -445,7 +448,9 @@ def t_region_endpoint():
     seen = insert_works("region", env, {"AKIAREGION000001"}, "")  # placeholder URL replaced below
     # the host-less form: AWS_ENDPOINT_URL_DYNAMODB points it at the proxy
     SEQ[0] += 1
-    url = "dynamodb:///unico_chain_regional_%d_%d?region=eu-west-1" % (os.getpid(), SEQ[0])
+    pfx = "table_prefix=r%d_%d_" % (os.getpid(), SEQ[0])
+    url = "dynamodb:///unico_chain_regional_%d_%d?region=eu-west-1&%s" % (os.getpid(), SEQ[0], pfx)
+    bare = url.split("?")[0] + "?" + pfx  # no region option
     since = len(PROXY.seen)
     rc, out, err = cli(env, url, "schema", "apply", "-", stdin=SCHEMA.encode())
     check(rc == 0, "region: dynamodb:///TABLE?region=eu-west-1 with AWS_ENDPOINT_URL_DYNAMODB works", out + err)
@@ -455,11 +460,11 @@ def t_region_endpoint():
     # the Region from the config file's profile
     conf = write_file("config-region", "[default]\nregion = ap-southeast-2\n")
     since = len(PROXY.seen)
-    rc, out, err = cli(dict(env, AWS_CONFIG_FILE=conf, AWS_REGION=""), url.split("?")[0], "schema", "show")
+    rc, out, err = cli(dict(env, AWS_CONFIG_FILE=conf, AWS_REGION=""), bare, "schema", "show")
     check(rc == 0 and all(s["region"] == "ap-southeast-2" for s in PROXY.seen[since:]),
           "region: from the config file when the URL and the environment name none", out + err)
     # no Region anywhere: a usage error
-    rc, out, err = cli(dict(env, AWS_REGION=""), url.split("?")[0], "schema", "show")
+    rc, out, err = cli(dict(env, AWS_REGION=""), bare, "schema", "show")
     check(rc == 1 and "Region" in out, "region: none anywhere is invalid (exit 1)", out + err)
 
 
