@@ -106,8 +106,30 @@ static int replace_all(char *s, size_t cap, const char *from, const char *to) {
   return 0;
 }
 
+/* The environment variables whose values are secrets: AWS keys and tokens
+ * the credential chain reads (src/store/aws_creds.h). */
+static const char *const SECRET_ENV[] = {
+    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+};
+
+/* Mask the values of SECRET_ENV in msg. -1 when out of memory. */
+static int redact_env(char *msg, size_t cap) {
+  for (size_t i = 0; i < sizeof SECRET_ENV / sizeof SECRET_ENV[0]; i++) {
+    const char *v = getenv(SECRET_ENV[i]);
+    if (v && strlen(v) >= 4 && replace_all(msg, cap, v, MASK)) return -1;
+  }
+  return 0;
+}
+
 void ucli_redact_message(char *msg, size_t cap, const char *url) {
-  if (!msg || !cap || !url || !*url) return;
+  if (!msg || !cap) return;
+  msg[cap - 1] = 0;
+  if (redact_env(msg, cap)) {
+    snprintf(msg, cap, "(message withheld: out of memory while masking secrets)");
+    return;
+  }
+  if (!url || !*url) return;
   msg[cap - 1] = 0;
   span *v = NULL;
   size_t n = 0;

@@ -19,8 +19,11 @@ char *ucli_redact_url(const char *url);
  * ucli_redact_url masks in url: url itself wherever it appears becomes its
  * masked form, then each secret url carries becomes *** wherever it
  * appears (a message may quote a single option), including a secret's
- * first bytes at the end of a message cut short. The result is cut to
- * cap. Out of memory, msg is replaced by a short notice. */
+ * first bytes at the end of a message cut short. The values of the
+ * environment's AWS secrets (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+ * AWS_CONTAINER_AUTHORIZATION_TOKEN; 4 bytes or more) become *** too,
+ * whatever url is (NULL included). The result is cut to cap. Out of
+ * memory, msg is replaced by a short notice. */
 void ucli_redact_message(char *msg, size_t cap, const char *url);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "redact.h"
 #include "report.h"
 
 /* The length of the well-formed UTF-8 sequence at p (RFC 3629: no
@@ -67,9 +68,12 @@ json_t *ucli_error_object(int rc, const char *name, int with_code,
   if (!o) return NULL;
   json_object_set_new(o, "error", json_string(name ? name : unico_errname(rc)));
   if (with_code) json_object_set_new(o, "code", json_integer(unico_exit_code(rc)));
-  json_object_set_new(o, "message", ucli_json_text(res && res->message[0]
-                                                       ? res->message
-                                                       : unico_strerror(rc)));
+  /* the environment's AWS secrets never reach stdout (redact.h) */
+  char msg[sizeof res->message];
+  snprintf(msg, sizeof msg, "%s",
+           res && res->message[0] ? res->message : unico_strerror(rc));
+  ucli_redact_message(msg, sizeof msg, NULL);
+  json_object_set_new(o, "message", ucli_json_text(msg));
   if (!res) return o;
   if (res->constraint[0])
     json_object_set_new(o, "constraint", ucli_json_text(res->constraint));
@@ -106,9 +110,12 @@ static const char *label(int rc, const unico_result *res, int at_open) {
 
 static int report_error(const char *who, int rc, const unico_result *res,
                         int at_open) {
+  char msg[sizeof res->message];
   print_object(ucli_error_object(rc, NULL, 1, res));
-  fprintf(stderr, "%s: %s: %s\n", who, label(rc, res, at_open),
-          res && res->message[0] ? res->message : unico_strerror(rc));
+  snprintf(msg, sizeof msg, "%s",
+           res && res->message[0] ? res->message : unico_strerror(rc));
+  ucli_redact_message(msg, sizeof msg, NULL);
+  fprintf(stderr, "%s: %s: %s\n", who, label(rc, res, at_open), msg);
   return unico_exit_code(rc);
 }
 

@@ -169,9 +169,18 @@ run)
   trap 'exit 143' TERM
   start "$state"
   port=$(cat "$state/port")
-  # DynamoDB Local takes any key; never send a developer's real ones to it.
+  # DynamoDB Local takes any key; never send a developer's real ones to it,
+  # and keep the rest of the credential chain (web identity, the profiles
+  # in ~/.aws, ECS, instance metadata) and the endpoint overrides out.
   export AWS_ACCESS_KEY_ID=unicotest AWS_SECRET_ACCESS_KEY=unicotest
-  unset AWS_SESSION_TOKEN AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE
+  unset AWS_SESSION_TOKEN AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE \
+    AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN AWS_ROLE_SESSION_NAME \
+    AWS_CONTAINER_CREDENTIALS_RELATIVE_URI AWS_CONTAINER_CREDENTIALS_FULL_URI \
+    AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE \
+    AWS_EC2_METADATA_SERVICE_ENDPOINT AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE \
+    AWS_ENDPOINT_URL AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_STS \
+    AWS_DEFAULT_REGION
+  export AWS_CONFIG_FILE="$state/no-aws-config" AWS_EC2_METADATA_DISABLED=true
   export AWS_REGION=us-east-1
   export UNICO_TEST_STORE_BASE="dynamodb://127.0.0.1:$port/"
   set +e

@@ -1006,6 +1006,40 @@ def t_secrets():
         no_secret(name + " CLI stdout", cli.stdout.decode())
         no_secret(name + " CLI stderr", cli.stderr.decode())
 
+    # a DynamoDB store not there yet, with AWS keys in the environment: the
+    # secret key and session token appear nowhere (503s, /metrics, stdout,
+    # stderr), nor in the CLI's error
+    aws = {"AWS_ACCESS_KEY_ID": "AKIAHTTPAPITEST", "AWS_SECRET_ACCESS_KEY": "aws-key-s3cr3t-pw",
+           "AWS_SESSION_TOKEN": "aws-token-s3cr3t-pw", "AWS_EC2_METADATA_DISABLED": "true"}
+    saved = {k: os.environ.get(k) for k in aws}
+    os.environ.update(aws)
+    secrets += ["aws-key-s3cr3t-pw", "aws-token-s3cr3t-pw"]
+    try:
+        url = "dynamodb://127.0.0.1:1/unico_secrets"
+        srv = Server("secrets-dynamodb", store=url, expect_start=False)
+        try:
+            line, info = first_json_line(srv)
+            no_secret("dynamodb stdout", line.decode())
+            srv.url = info["listen"]
+            hp = urllib.parse.urlsplit(srv.url)
+            srv.host, srv.port = hp.hostname, hp.port
+            for method, path, body in [("GET", "/healthz", None), ("POST", "/v1/users", {"id": "x"}),
+                                       ("GET", "/metrics", None)]:
+                r = fetch(srv, method, path, body)
+                no_secret("dynamodb %s %s" % (method, path), r.data.decode())
+        finally:
+            check(srv.stop() == 0, "exits 0")
+        no_secret("dynamodb stderr", srv.stderr())
+        cli = subprocess.run([BIN, "--store", url, "get", "users", "x"], capture_output=True)
+        check(cli.returncode == 7, "dynamodb: the CLI exits 7", cli)
+        no_secret("dynamodb CLI", cli.stdout.decode() + cli.stderr.decode())
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
     # a store that opens, with a '"' in its path: stdout stays JSON
     url = "lmdb:" + os.path.join(base, 'da"ta') + os.environ.get("UNICO_TEST_STORE_QUERY", "")
     srv = Server("secrets-quote", store=url, expect_start=False)

@@ -1,6 +1,7 @@
 /* test_redact.c - store URLs and messages shown without their secrets
  * (cli/redact.c): the password of user:password@, the secret query
- * options, a message quoting the URL, a single value, or a cut URL. */
+ * options, a message quoting the URL, a single value, or a cut URL; the
+ * AWS secrets of the environment in any message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,32 @@ static void test_message(void **state) {
   assert_string_equal(msg, "lmdb:/d: cannot open");
 }
 
+/* The AWS secrets of the environment (the credential chain's) are masked
+ * in any message, with or without a URL. */
+static void test_message_env_secrets(void **state) {
+  (void)state;
+  char msg[256];
+  setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENG", 1);
+  setenv("AWS_SESSION_TOKEN", "IQoJb3JpZ2luX2VjEJr", 1);
+  setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "ecsAuth123", 1);
+  setenv("AWS_ACCESS_KEY_ID", "AKIAKEEPME", 1); /* not a secret */
+  snprintf(msg, sizeof msg, "k=AKIAKEEPME s=wJalrXUtnFEMIK7MDENG t=IQoJb3JpZ2luX2VjEJr a=ecsAuth123");
+  ucli_redact_message(msg, sizeof msg, "dynamodb://h:8000/t");
+  assert_string_equal(msg, "k=AKIAKEEPME s=*** t=*** a=***");
+  snprintf(msg, sizeof msg, "x wJalrXUtnFEMIK7MDENG");
+  ucli_redact_message(msg, sizeof msg, NULL);
+  assert_string_equal(msg, "x ***");
+  /* values too short to be keys are left alone */
+  setenv("AWS_SESSION_TOKEN", "a", 1);
+  snprintf(msg, sizeof msg, "a table");
+  ucli_redact_message(msg, sizeof msg, NULL);
+  assert_string_equal(msg, "a table");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+  unsetenv("AWS_SESSION_TOKEN");
+  unsetenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  unsetenv("AWS_ACCESS_KEY_ID");
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -108,6 +135,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_url_userinfo),
       cmocka_unit_test(test_url_options),
       cmocka_unit_test(test_message),
+      cmocka_unit_test(test_message_env_secrets),
   };
   return ucm_done(ucm_run_group("redact", tests, NULL, NULL));
 }

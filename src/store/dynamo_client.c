@@ -1,6 +1,6 @@
 /* dynamo_client.c - DynamoDB's JSON protocol over libcurl: credentials,
- * SigV4-signed POSTs on pooled keep-alive handles, error names, counters. */
-#include <ctype.h>
+ * SigV4-signed POSTs (keys from the credential chain, aws_creds.c) on pooled
+ * keep-alive handles, error names, counters. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include "store/aws_creds.h"
 #include "store/dynamo_client.h"
 #include "store/sigv4.h"
 #include "unico_errors.h"
@@ -52,7 +53,7 @@ struct uddb_client {
   char *endpoint; /* for messages: "host:port" always */
   char *url;      /* "http(s)://hostport/" */
   char *region;
-  char *access_key, *secret_key, *session_token;
+  uaws_chain *creds; /* the AWS credential chain (aws_creds.c) */
   long timeout_ms;
   pthread_mutex_t lock; /* guards pool */
   int lock_init;
@@ -77,82 +78,6 @@ int64_t uddb_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ------------------------------------------------------------------ */
-/* credentials */
-
-static char *trim(char *s) {
-  while (isspace((unsigned char)*s)) s++;
-  size_t n = strlen(s);
-  while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
-  return s;
-}
-
-/* Read profile's keys from an INI-style credentials file. 0 when the file
- * was read (keys set when present), -1 when it cannot be opened. */
-static int read_credentials_file(uddb_client *c, const char *path,
-                                 const char *profile) {
-  FILE *f = fopen(path, "r");
-  char line[2048];
-  int in = 0;
-  if (!f) return -1;
-  while (fgets(line, sizeof line, f)) {
-    char *s = trim(line);
-    if (*s == '#' || *s == ';' || !*s) continue;
-    if (*s == '[') {
-      char *end = strchr(s, ']');
-      if (end) *end = 0;
-      in = !strcmp(trim(s + 1), profile);
-      continue;
-    }
-    char *eq = strchr(s, '=');
-    if (!in || !eq) continue;
-    *eq = 0;
-    char *k = trim(s), *v = trim(eq + 1);
-    char **dst = !strcmp(k, "aws_access_key_id")       ? &c->access_key
-                 : !strcmp(k, "aws_secret_access_key") ? &c->secret_key
-                 : !strcmp(k, "aws_session_token")     ? &c->session_token
-                                                       : NULL;
-    if (dst && *v) {
-      free(*dst);
-      *dst = strdup(v);
-    }
-  }
-  fclose(f);
-  return 0;
-}
-
-static int load_credentials(uddb_client *c, ustore_err *e) {
-  const char *ak = getenv("AWS_ACCESS_KEY_ID");
-  const char *sk = getenv("AWS_SECRET_ACCESS_KEY");
-  const char *tok = getenv("AWS_SESSION_TOKEN");
-  char path[4096];
-  if (ak && *ak && sk && *sk) {
-    c->access_key = strdup(ak);
-    c->secret_key = strdup(sk);
-    if (tok && *tok) c->session_token = strdup(tok);
-    if (!c->access_key || !c->secret_key || (tok && *tok && !c->session_token))
-      return UNICO_ENOMEM;
-    return UNICO_OK;
-  }
-  const char *file = getenv("AWS_SHARED_CREDENTIALS_FILE");
-  const char *profile = getenv("AWS_PROFILE");
-  if (!profile || !*profile) profile = "default";
-  if (file && *file) {
-    snprintf(path, sizeof path, "%s", file);
-  } else {
-    const char *home = getenv("HOME");
-    snprintf(path, sizeof path, "%s/.aws/credentials", home ? home : "");
-  }
-  int readable = read_credentials_file(c, path, profile) == 0;
-  if (c->access_key && c->secret_key) return UNICO_OK;
-  seterr(e,
-         "no AWS credentials for DynamoDB at %s: set AWS_ACCESS_KEY_ID and "
-         "AWS_SECRET_ACCESS_KEY, or put profile [%s] in %s%s "
-         "(AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE)",
-         c->endpoint, profile, path, readable ? "" : " (not readable)");
-  return UNICO_EUNAVAILABLE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -181,10 +106,9 @@ int uddb_client_open(uddb_client **out, const uddb_config *cfg, ustore_err *e) {
   c->endpoint = strdup(buf);
   snprintf(buf, sizeof buf, "%s://%s/", cfg->tls ? "https" : "http", c->hostport);
   c->url = strdup(buf);
-  const char *region = cfg->region;
-  if (!region || !*region) region = getenv("AWS_REGION");
-  if (!region || !*region) region = getenv("AWS_DEFAULT_REGION");
-  if (!region || !*region) region = "us-east-1";
+  char region[128];
+  if (uaws_region(cfg->region, region, sizeof region))
+    snprintf(region, sizeof region, "us-east-1");
   c->region = strdup(region);
   c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 10000;
   if (!c->host || !c->hostport || !c->endpoint || !c->url || !c->region)
@@ -192,7 +116,9 @@ int uddb_client_open(uddb_client **out, const uddb_config *cfg, ustore_err *e) {
   if (pthread_mutex_init(&c->lock, NULL)) goto leave;
   c->lock_init = 1;
   for (int i = 0; i < C_N; i++) atomic_init(&c->count.v[i], 0);
-  rc = load_credentials(c, e);
+  snprintf(buf, sizeof buf, "DynamoDB at %s", c->endpoint);
+  uaws_chain_config cc = {c->region, buf, c->timeout_ms};
+  rc = uaws_chain_open(&c->creds, &cc, e);
 leave:
   if (rc) {
     if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
@@ -201,11 +127,6 @@ leave:
   }
   *out = c;
   return UNICO_OK;
-}
-
-static void freestr(char *s) {
-  if (s) OPENSSL_cleanse(s, strlen(s));
-  free(s);
 }
 
 void uddb_client_close(uddb_client *c) {
@@ -217,9 +138,7 @@ void uddb_client_close(uddb_client *c) {
   free(c->endpoint);
   free(c->url);
   free(c->region);
-  freestr(c->access_key);
-  freestr(c->secret_key);
-  freestr(c->session_token);
+  uaws_chain_close(c->creds);
   free(c);
 }
 
@@ -310,8 +229,13 @@ int uddb_call(uddb_client *c, int op, const char *json, size_t len, int retry,
        hdr_host = UBUF_INIT, body = UBUF_INIT;
   struct curl_slist *hl = NULL;
   CURL *h = NULL;
+  uaws_keys *k = NULL;
   int rc = -1;
   memset(r, 0, sizeof *r);
+  /* this request's keys: a refresh may replace them meanwhile */
+  if (uaws_chain_keys(c->creds, &k, r->message, sizeof r->message))
+    return UDDB_NO_CREDENTIALS;
+  const char *token = k->session_token;
   bump(c, C_REQUESTS);
   bump(c, C_OP0 + op);
   if (retry) bump(c, C_RETRIES);
@@ -325,9 +249,9 @@ int uddb_call(uddb_client *c, int op, const char *json, size_t len, int retry,
                        {"host", c->hostport},
                        {"x-amz-date", amz_date},
                        {"x-amz-target", target},
-                       {"x-amz-security-token", c->session_token}};
-  usig_request req = {"POST", "/", NULL, sh, c->session_token ? 5 : 4, json, len};
-  usig_credentials cred = {c->access_key, c->secret_key};
+                       {"x-amz-security-token", token}};
+  usig_request req = {"POST", "/", NULL, sh, token ? 5 : 4, json, len};
+  usig_credentials cred = {k->access_key, k->secret_key};
   usig_scope scope = {amz_date, c->region, "dynamodb"};
   if (usig_sign(&req, &cred, &scope, &authz, NULL, NULL)) {
     snprintf(r->message, sizeof r->message, "signing the request failed");
@@ -339,9 +263,9 @@ int uddb_call(uddb_client *c, int op, const char *json, size_t len, int retry,
   ubuf_put(&hdr_host, c->hostport, strlen(c->hostport));
   snprintf(h_date, sizeof h_date, "X-Amz-Date: %s", amz_date);
   snprintf(h_target, sizeof h_target, "X-Amz-Target: %s", target);
-  if (c->session_token) {
+  if (token) {
     ubuf_put(&hdr_tok, "X-Amz-Security-Token: ", 22);
-    ubuf_put(&hdr_tok, c->session_token, strlen(c->session_token));
+    ubuf_put(&hdr_tok, token, strlen(token));
   }
   if (!ubuf_ok(&hdr_authz) || !ubuf_ok(&hdr_host) || !ubuf_ok(&hdr_tok)) {
     snprintf(r->message, sizeof r->message, "out of memory");
@@ -353,7 +277,7 @@ int uddb_call(uddb_client *c, int op, const char *json, size_t len, int retry,
                          h_target,
                          (const char *)hdr_authz.p,
                          "Expect:", /* no 100-continue round trip */
-                         c->session_token ? (const char *)hdr_tok.p : NULL};
+                         token ? (const char *)hdr_tok.p : NULL};
   for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
     if (!lines[i]) continue;
     struct curl_slist *n = curl_slist_append(hl, lines[i]);
@@ -405,6 +329,8 @@ leave:
     handle_give(c, h);
   }
   curl_slist_free_all(hl);
+  if (hdr_tok.p) OPENSSL_cleanse(hdr_tok.p, hdr_tok.len);
+  uaws_keys_release(k);
   ubuf_free(&authz);
   ubuf_free(&hdr_authz);
   ubuf_free(&hdr_tok);

@@ -39,12 +39,13 @@ enum uddb_op {
   UDDB_NOPS
 };
 
-/* Create a client. Reads the credentials now: AWS_ACCESS_KEY_ID and
- * AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), else the profile
- * AWS_PROFILE (default "default") of the shared credentials file
- * (AWS_SHARED_CREDENTIALS_FILE, default ~/.aws/credentials). Missing
- * credentials are UNICO_EUNAVAILABLE with a message naming where they were
- * looked for. Sends nothing. */
+/* Create a client. Finds the credentials now, through the AWS default
+ * credential chain (aws_creds.h: environment, web identity, profile,
+ * ECS, instance metadata), which refreshes temporary ones ahead of their
+ * expiry. Missing credentials are UNICO_EUNAVAILABLE with a message naming
+ * where they were looked for. Sends nothing to DynamoDB. The Region: the
+ * given one, else AWS_REGION, AWS_DEFAULT_REGION, the config file's, else
+ * us-east-1. */
 int uddb_client_open(uddb_client **out, const uddb_config *cfg, ustore_err *e);
 /* Accepts NULL. */
 void uddb_client_close(uddb_client *c);
@@ -64,9 +65,11 @@ typedef struct uddb_resp {
 
 /* One attempt of operation op (enum uddb_op) with the JSON request json.
  * 0 when an HTTP response arrived (of any status: see r->status and
- * r->error), -1 when none did (r->message, r->sent). retry marks a repeat
- * of an earlier attempt, for the counters. json is only read during the
- * call. */
+ * r->error), -1 when none did (r->message, r->sent), UDDB_NO_CREDENTIALS
+ * when nothing was sent because no valid credentials are at hand (expired
+ * and not refreshed: r->message says why). retry marks a repeat of an
+ * earlier attempt, for the counters. json is only read during the call. */
+#define UDDB_NO_CREDENTIALS (-2)
 int uddb_call(uddb_client *c, int op, const char *json, size_t len, int retry,
               uddb_resp *r);
 void uddb_resp_free(uddb_resp *r);

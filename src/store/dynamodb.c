@@ -39,6 +39,7 @@
 
 #include <jansson.h>
 
+#include "store/aws_creds.h"
 #include "store/dynamo_client.h"
 #include "store/dynamo_rows.h"
 #include "store/dynamodb.h"
@@ -169,6 +170,10 @@ static int send_retry(ddb_store *s, int op, const char *what, const char *json,
     if (attempt) uddb_resp_free(r);
     int trc = uddb_call(s->c, op, json, len, attempt > 0, r);
     last_conflict = 0;
+    if (trc == UDDB_NO_CREDENTIALS) { /* nothing sent; the chain says why */
+      seterr(e, "DynamoDB at %s: %s", uddb_client_endpoint(s->c), r->message);
+      return maybe_applied ? UNICO_EUNKNOWN : UNICO_EUNAVAILABLE;
+    }
     if (trc == 0 && r->status >= 200 && r->status < 300) {
       /* A write is done whatever its body says; a read needs its body, so
        * one that is not JSON is asked again. */
@@ -1464,30 +1469,34 @@ static int ddb_open(ustore **out, const char *loc, int tls,
   const char *slash = strchr(rest, '/');
   const char *hend, *pstart = NULL;
   if (!slash) goto usage;
-  if (*rest == '[') {
-    const char *rb = memchr(rest, ']', (size_t)(slash - rest));
-    if (!rb) goto usage;
-    hend = rb;
-    rest++;
-    if (rb + 1 < slash) {
-      if (rb[1] != ':') goto usage;
-      pstart = rb + 2;
+  /* dynamodb:///TABLE: no host, the Region's endpoint (decided below) */
+  int regional = slash == rest;
+  if (!regional) {
+    if (*rest == '[') {
+      const char *rb = memchr(rest, ']', (size_t)(slash - rest));
+      if (!rb) goto usage;
+      hend = rb;
+      rest++;
+      if (rb + 1 < slash) {
+        if (rb[1] != ':') goto usage;
+        pstart = rb + 2;
+      }
+    } else {
+      const char *colon = memchr(rest, ':', (size_t)(slash - rest));
+      hend = colon ? colon : slash;
+      if (colon) pstart = colon + 1;
     }
-  } else {
-    const char *colon = memchr(rest, ':', (size_t)(slash - rest));
-    hend = colon ? colon : slash;
-    if (colon) pstart = colon + 1;
-  }
-  if (hend == rest || (size_t)(hend - rest) >= sizeof host) goto usage;
-  memcpy(host, rest, (size_t)(hend - rest));
-  host[hend - rest] = 0;
-  if (pstart) {
-    char pb[16];
-    size_t pl = (size_t)(slash - pstart);
-    if (pl == 0 || pl >= sizeof pb) goto usage;
-    memcpy(pb, pstart, pl);
-    pb[pl] = 0;
-    if (ustore_parse_long(pb, 1, 65535, &port)) goto usage;
+    if (hend == rest || (size_t)(hend - rest) >= sizeof host) goto usage;
+    memcpy(host, rest, (size_t)(hend - rest));
+    host[hend - rest] = 0;
+    if (pstart) {
+      char pb[16];
+      size_t pl = (size_t)(slash - pstart);
+      if (pl == 0 || pl >= sizeof pb) goto usage;
+      memcpy(pb, pstart, pl);
+      pb[pl] = 0;
+      if (ustore_parse_long(pb, 1, 65535, &port)) goto usage;
+    }
   }
   /* TABLE */
   const char *tab = slash + 1;
@@ -1509,6 +1518,21 @@ static int ddb_open(ustore **out, const char *loc, int tls,
   if ((rc = ustore_opt_long(opts, "timeout_ms", 1, 600000, &timeout_ms, e)) ||
       (rc = ustore_opt_long(opts, "retry_ms", 0, 3600000, &retry_ms, e)))
     return rc;
+  if (regional) { /* https://dynamodb.REGION.amazonaws.com, or the override */
+    char found[64];
+    unsigned eport = 0;
+    if (uaws_region(region, found, sizeof found)) {
+      seterr(e, "%s:///%.255s names no host, and no Region is set: add "
+                "?region=NAME, or set AWS_REGION, or region in the profile of "
+                "the AWS config file", scheme[tls], tab);
+      return UNICO_EINVAL;
+    }
+    snprintf(region, sizeof region, "%s", found);
+    if (uaws_endpoint("DYNAMODB", "dynamodb", region, &cfg.tls, host,
+                      sizeof host, &eport, e))
+      return UNICO_EINVAL;
+    port = eport;
+  }
   const char *tp = ustore_opts_get(opts, "table_prefix");
   size_t tpl = tp ? strlen(tp) : 0;
   for (size_t i = 0; i < tpl; i++)
@@ -1546,7 +1570,8 @@ leave:
   return UNICO_OK;
 usage:
   seterr(e, "bad DynamoDB URL \"%s://%.300s\": expected "
-            "dynamodb://HOST[:PORT]/TABLE or dynamodbs://HOST[:PORT]/TABLE",
+            "dynamodb://HOST[:PORT]/TABLE, dynamodbs://HOST[:PORT]/TABLE or "
+            "dynamodb:///TABLE (the Region's endpoint)",
          scheme[tls], loc);
   return UNICO_EINVAL;
 }
