@@ -42,8 +42,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/cass_rows.h"
 #include "store/cql_conn.h"
 #include "store/cassandra.h"
+#include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
 #include "unico_errors.h"
@@ -75,10 +77,17 @@ typedef struct cass {
   uint16_t cl, serial;
   char user[128], password[128];
   long connect_ms, request_ms;
-  pthread_mutex_t mu; /* conn, cur_host, stmts */
+  pthread_mutex_t mu; /* conn, cur_host, stmts, cat */
   ucql_conn *conn;
   size_t cur_host;
   stmt st[NST];
+  /* layout=native (docs/cassandra.md, "Native tables"): records of the
+   * catalog's tables are rows of the users' own tables */
+  int native;
+  char prefix[64];      /* table_prefix */
+  ucass_catalog *cat;   /* the DDL tables (NULL: none handed down) */
+  ucass_catalog **old;  /* catalogs replaced (a request in flight may */
+  size_t nold;          /* still hold one of their tables) */
 } cass;
 
 /* What every cassandra store of the process has sent (one benchmark
@@ -201,6 +210,9 @@ typedef struct req {
   int st;
   ucql_value vals[4];
   uint8_t nums[2][8];
+  /* a record of a native table: a QUERY of nt's statement with nb */
+  const ucass_ntab *nt;
+  ucass_binds nb;
 } req;
 
 static void put_be64(uint8_t *p, uint64_t v) {
@@ -255,6 +267,7 @@ static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
     if (rc) break;
     /* statements this store has not prepared yet */
     for (size_t i = 0; i < n && !rc; i++) {
+      if (reqs[i].nt) continue; /* (a QUERY) */
       pthread_mutex_lock(&s->mu);
       int ready = s->st[reqs[i].st].ready;
       pthread_mutex_unlock(&s->mu);
@@ -269,10 +282,12 @@ static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
       /* (not yet sent, or sent and certainly not executed) */
       if (reqs[i].call.rc != UNICO_EUNAVAILABLE || reqs[i].call.sent) continue;
       ucql_msg_free(&reqs[i].call.resp);
-      pthread_mutex_lock(&s->mu);
-      reqs[i].call.id = s->st[reqs[i].st].id;
-      reqs[i].call.idlen = s->st[reqs[i].st].idlen;
-      pthread_mutex_unlock(&s->mu);
+      if (!reqs[i].nt) {
+        pthread_mutex_lock(&s->mu);
+        reqs[i].call.id = s->st[reqs[i].st].id;
+        reqs[i].call.idlen = s->st[reqs[i].st].idlen;
+        pthread_mutex_unlock(&s->mu);
+      }
       batch[m] = reqs[i].call;
       idx[m++] = i;
     }
@@ -323,7 +338,46 @@ leave:
 }
 
 static void reqs_free(req *reqs, size_t n) {
-  for (size_t i = 0; i < n; i++) ucql_msg_free(&reqs[i].call.resp);
+  for (size_t i = 0; i < n; i++) {
+    ucql_msg_free(&reqs[i].call.resp);
+    ucass_binds_free(&reqs[i].nb);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* records in the users' native tables (cass_rows.h) */
+
+static ucass_catalog *cat_get(cass *s) {
+  pthread_mutex_lock(&s->mu);
+  ucass_catalog *c = s->cat;
+  pthread_mutex_unlock(&s->mu);
+  return c;
+}
+
+/* Is key a record of a native table? 0: no; 1: yes, r made a QUERY of
+ * nt's statement nst with the key's values bound (more may follow); or an
+ * error. (Catalogs are kept until close, so nt stays valid.) */
+static int native_req(cass *s, req *r, const void *key, size_t klen, int st,
+                      int nst, ustore_err *e) {
+  const ucass_ntab *nt;
+  if (!s->native) return 0;
+  ucass_catalog *c = cat_get(s);
+  if (!c) return 0;
+  ucass_binds b;
+  b.n = 0;
+  int rc = ucass_record_key(c, key, klen, &nt, &b, e);
+  if (rc != 1) return rc;
+  req_init(s, r, st);
+  r->nt = nt;
+  r->nb = b;
+  r->call.opcode = UCQL_OP_QUERY;
+  r->call.cql = nt->cql[nst];
+  return 1;
+}
+
+static void native_bind_done(req *r) {
+  r->call.params.values = r->nb.v;
+  r->call.params.nvalues = r->nb.n;
 }
 
 /* The answer of a write: UNICO_OK (applied), USTORE_NOT_APPLIED (the
@@ -386,6 +440,14 @@ static void get_answer(req *r, ubuf *val, uint64_t *ver, int *rc,
     *rc = UNICO_ENOTFOUND;
     return;
   }
+  if (r->nt) {
+    ubuf tmp = UBUF_INIT;
+    uint64_t x = 0;
+    *rc = ucass_row_record(r->nt, rows, 0, NULL, val ? val : &tmp, &x, e);
+    if (!*rc && ver) *ver = x;
+    ubuf_free(&tmp);
+    return;
+  }
   const ucql_value *v = cell(r, "v"), *n = cell(r, "ver");
   int64_t x;
   if (!v || !n || ucql_cell_bigint(n, &x)) {
@@ -405,13 +467,28 @@ static void get_answer(req *r, ubuf *val, uint64_t *ver, int *rc,
  * Cassandra itself refuses an empty partition key). */
 static int key_ok(size_t klen) { return klen > 0 && klen <= CASS_MAX_KEY; }
 
+/* A read of key: of the native table it is a record of, or of the
+ * store's own table. */
+static int build_get(cass *s, req *r, const void *key, size_t klen,
+                     ustore_err *e) {
+  int n = native_req(s, r, key, klen, ST_GET, UCASS_SEL, e);
+  if (n == 1) {
+    native_bind_done(r);
+    return UNICO_OK;
+  }
+  if (n) return n;
+  req_init(s, r, ST_GET);
+  req_val(r, key, klen);
+  return UNICO_OK;
+}
+
 static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
                     uint64_t *version, ustore_err *e) {
   cass *s = (cass *)base;
   if (!key_ok(klen)) return UNICO_ENOTFOUND; /* cannot be stored */
   req r;
-  req_init(s, &r, ST_GET);
-  req_val(&r, key, klen);
+  int brc = build_get(s, &r, key, klen, e);
+  if (brc) return brc;
   count(&g_stats.reads, 1);
   int rc = run(s, &r, 1, e);
   if (!rc) get_answer(&r, val, version, &rc, e);
@@ -424,12 +501,21 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   cass *s = (cass *)base;
   req *reqs = calloc(n ? n : 1, sizeof *reqs);
   if (!reqs) return UNICO_ENOMEM;
+  ustore_err scratch;
+  int *brc = calloc(n ? n : 1, sizeof *brc);
+  if (!brc) {
+    free(reqs);
+    return UNICO_ENOMEM;
+  }
   for (size_t i = 0; i < n; i++) {
-    req_init(s, &reqs[i], ST_GET);
-    req_val(&reqs[i], ops[i].key, ops[i].klen);
+    brc[i] = build_get(s, &reqs[i], ops[i].key, ops[i].klen,
+                       errs ? &errs[i] : &scratch);
+    if (brc[i]) { /* (asked of the own table all the same, answer dropped) */
+      req_init(s, &reqs[i], ST_GET);
+      req_val(&reqs[i], ops[i].key, ops[i].klen);
+    }
   }
   count(&g_stats.reads, n);
-  ustore_err scratch;
   int rc = run(s, reqs, n, &scratch);
   for (size_t i = 0; i < n; i++) {
     ustore_err *e = errs ? &errs[i] : &scratch;
@@ -441,12 +527,14 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
       ops[i].exists = 0;
       continue;
     }
-    if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
+    if (brc[i]) rcs[i] = brc[i];
+    else if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
     else get_answer(&reqs[i], &ops[i].cur, &ops[i].cur_version, &rcs[i], e);
     ops[i].exists = rcs[i] == UNICO_OK;
   }
   reqs_free(reqs, n);
   free(reqs);
+  free(brc);
   return UNICO_OK;
 }
 
@@ -462,6 +550,58 @@ static int simple_stmt(const ustore_op *op) {
       (op->expect == USTORE_ANY || op->expect == USTORE_PRESENT))
     return ST_DELX;
   return -1;
+}
+
+/* The write of op by statement st in the native table its key is a
+ * record of: 0 (not one), 1 (r made), or an error. */
+static int native_write(cass *s, req *r, const ustore_op *op, int st,
+                        ustore_err *e) {
+  static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
+                               [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
+  int nst = NST_OF[st];
+  if (op->expect_version == 0 && st == ST_UPD) nst = UCASS_UPD0;
+  if (op->expect_version == 0 && st == ST_DELV) nst = UCASS_DEL0;
+  int rc = native_req(s, r, op->key, op->klen, st, nst, e);
+  if (rc != 1) return rc;
+  ucass_binds pk = r->nb, b;
+  b.n = 0;
+  uint8_t x[8];
+  int err = UNICO_OK;
+  switch (nst) {
+  case UCASS_INS:
+    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen, 1, 0, &b, e);
+    break;
+  case UCASS_UPD:
+  case UCASS_UPD0:
+    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
+                            op->expect_version + 1, op->expect_version, &b, e);
+    break;
+  case UCASS_DELV: /* the key, then the version */
+    r->nb.v[r->nb.n].len = (int32_t)ucql_bytes_bigint(x, (int64_t)op->expect_version);
+    if (!(r->nb.own[r->nb.n] = malloc(8))) {
+      err = UNICO_ENOMEM;
+      break;
+    }
+    memcpy(r->nb.own[r->nb.n], x, 8);
+    r->nb.v[r->nb.n].p = r->nb.own[r->nb.n];
+    r->nb.n++;
+    break;
+  default: /* UCASS_DEL0, UCASS_DELX: the key */
+    break;
+  }
+  if (nst == UCASS_INS || nst == UCASS_UPD || nst == UCASS_UPD0) {
+    ucass_binds_free(&r->nb); /* (pk's bytes: b has copies) */
+    r->nb = b;
+  }
+  if (err) {
+    ucass_binds_free(&r->nb);
+    memset(r, 0, sizeof *r);
+    r->nt = NULL;
+    if (err == UNICO_ENOMEM) seterr(e, "out of memory");
+    return err;
+  }
+  native_bind_done(r);
+  return 1;
 }
 
 static void build_write(cass *s, req *r, const ustore_op *op, int st) {
@@ -529,7 +669,13 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
                                  op->action, op->val, op->vlen);
     req r;
     int st = simple_stmt(&w);
-    build_write(s, &r, &w, st);
+    int nw = native_write(s, &r, &w, st, e);
+    if (nw < 0) {
+      rc = nw;
+      ubuf_free(&w.cur);
+      break;
+    }
+    if (!nw) build_write(s, &r, &w, st);
     count(&g_stats.lwts, 1);
     rc = run(s, &r, 1, e);
     if (!rc) rc = write_answer(&r, e);
@@ -556,17 +702,28 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   }
   ustore_err scratch;
   size_t m = 0;
+  int *pre = calloc(n ? n : 1, sizeof *pre); /* binding errors */
+  if (!pre) {
+    free(reqs);
+    free(of);
+    return UNICO_ENOMEM;
+  }
   for (size_t i = 0; i < n; i++) {
     ops[i].failed = 0;
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    build_write(s, &reqs[m], &ops[i], st);
+    int nw = native_write(s, &reqs[m], &ops[i], st, errs ? &errs[i] : &scratch);
+    if (nw < 0) {
+      pre[i] = nw;
+      continue;
+    }
+    if (!nw) build_write(s, &reqs[m], &ops[i], st);
     of[m++] = i;
   }
   count(&g_stats.lwts, m);
   int rc = run(s, reqs, m, &scratch);
   if (rc) {
-    for (size_t i = 0; i < n; i++) rcs[i] = rc;
+    for (size_t i = 0; i < n; i++) rcs[i] = pre[i] ? pre[i] : rc;
     goto leave;
   }
   /* Answers; an UPDATE / DELETE ... IF ver = n that did not apply names
@@ -585,24 +742,35 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     if (st == ST_DELX) {
       if (op->expect == USTORE_ANY) rcs[i] = UNICO_OK; /* nothing to delete */
       else set_failed(op, 0, 0, NULL);
+    } else if (st == ST_INS && reqs[j].nt && reqs[j].call.resp.rows.ncols > 1) {
+      /* the row that exists came back: the current value */
+      uint64_t x = 0;
+      int d = ucass_row_record(reqs[j].nt, &reqs[j].call.resp.rows, 0, NULL,
+                               &op->cur, &x, e);
+      if (d) rcs[i] = d;
+      else {
+        op->failed = 1;
+        op->exists = 1;
+        op->cur_version = x;
+      }
     } else if (st == ST_INS) {
       const ucql_value *v = cell(&reqs[j], "v"), *nv = cell(&reqs[j], "ver");
       int64_t x = 0;
-      if (nv && !ucql_cell_bigint(nv, &x)) {
+      if (!reqs[j].nt && nv && !ucql_cell_bigint(nv, &x)) {
         set_failed(op, 1, (uint64_t)x, v);
       } else if (reads && rof) { /* (no row came back: read it) */
-        req_init(s, &reads[nr], ST_GET);
-        req_val(&reads[nr], op->key, op->klen);
-        rof[nr++] = i;
+        int g = build_get(s, &reads[nr], op->key, op->klen, e);
+        if (g) rcs[i] = g;
+        else rof[nr++] = i;
       } else {
         rcs[i] = UNICO_ENOMEM;
       }
-    } else if (!cell(&reqs[j], "ver")) {
+    } else if (!cell(&reqs[j], reqs[j].nt ? UCASS_COL_V : "ver")) {
       set_failed(op, 0, 0, NULL); /* the row does not exist */
     } else if (reads && rof) {
-      req_init(s, &reads[nr], ST_GET);
-      req_val(&reads[nr], op->key, op->klen);
-      rof[nr++] = i;
+      int g = build_get(s, &reads[nr], op->key, op->klen, e);
+      if (g) rcs[i] = g;
+      else rof[nr++] = i;
     } else {
       rcs[i] = UNICO_ENOMEM;
     }
@@ -634,7 +802,9 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   /* the rarer conditions, one by one */
   for (size_t i = 0; i < n; i++) {
     ustore_err *e = errs ? &errs[i] : &scratch;
-    if (!key_ok(ops[i].klen)) {
+    if (pre[i]) {
+      rcs[i] = pre[i];
+    } else if (!key_ok(ops[i].klen)) {
       seterr(e, "a key of %zu bytes cannot be stored in Cassandra (1 to %d)",
              ops[i].klen, CASS_MAX_KEY);
       rcs[i] = UNICO_EINVAL;
@@ -646,6 +816,7 @@ leave:
   reqs_free(reqs, m);
   free(reqs);
   free(of);
+  free(pre);
   return UNICO_OK;
 }
 
@@ -664,15 +835,19 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    pthread_mutex_lock(&s->mu);
-    int ready = s->st[st].ready;
-    pthread_mutex_unlock(&s->mu);
-    if (!ready && prepare(s, c, st, &scratch)) goto fallback;
-    build_write(s, &reqs[m], &ops[i], st);
-    pthread_mutex_lock(&s->mu);
-    reqs[m].call.id = s->st[st].id;
-    reqs[m].call.idlen = s->st[st].idlen;
-    pthread_mutex_unlock(&s->mu);
+    int nw = native_write(s, &reqs[m], &ops[i], st, &scratch);
+    if (nw < 0) continue; /* (dropped, as a write that failed) */
+    if (!nw) {
+      pthread_mutex_lock(&s->mu);
+      int ready = s->st[st].ready;
+      pthread_mutex_unlock(&s->mu);
+      if (!ready && prepare(s, c, st, &scratch)) goto fallback;
+      build_write(s, &reqs[m], &ops[i], st);
+      pthread_mutex_lock(&s->mu);
+      reqs[m].call.id = s->st[st].id;
+      reqs[m].call.idlen = s->st[st].idlen;
+      pthread_mutex_unlock(&s->mu);
+    }
     calls[m] = reqs[m].call;
     m++;
   }
@@ -688,6 +863,7 @@ fallback:
     int rc;
     cass_cas_many(base, &ops[i], 1, &rc, &scratch);
   }
+  for (size_t i = 0; reqs && i < m; i++) ucass_binds_free(&reqs[i].nb);
   free(reqs);
   free(calls);
 }
@@ -709,6 +885,84 @@ static int cass_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
 
 /* ------------------------------------------------------------------ */
 /* scan */
+
+/* Rows of the native tables whose record keys may start with prefix (and
+ * sort after `after`), added to sb: each table read whole, page by page
+ * (the server's paging state), at the write consistency. */
+static int native_scan(cass *s, const void *prefix, size_t plen,
+                       const void *after, size_t alen, ustore_scanbuf *sb,
+                       ustore_err *e) {
+  ucass_catalog *cat = s->native ? cat_get(s) : NULL;
+  ubuf rp = UBUF_INIT, key = UBUF_INIT, val = UBUF_INIT;
+  int rc = UNICO_OK;
+  for (size_t ti = 0; cat && ti < cat->n && !rc; ti++) {
+    const ucass_ntab *t = &cat->t[ti];
+    ubuf_reset(&rp);
+    ukey_records(&rp, t->name);
+    if (!ubuf_ok(&rp)) {
+      rc = UNICO_ENOMEM;
+      break;
+    }
+    size_t mlen = plen < rp.len ? plen : rp.len;
+    if (mlen && memcmp(prefix, rp.p, mlen)) continue;
+    uint8_t *paging = NULL;
+    size_t pl = 0;
+    for (;;) {
+      ucql_conn *c = NULL;
+      rc = get_conn(s, &c, e);
+      if (rc) break;
+      ucql_call k;
+      memset(&k, 0, sizeof k);
+      k.opcode = UCQL_OP_QUERY;
+      k.cql = t->cql[UCASS_SCAN];
+      k.params.consistency = s->cl;
+      k.params.page_size = SCAN_PAGE;
+      k.params.paging_state = paging;
+      k.params.paging_len = pl;
+      count(&g_stats.round_trips, 1);
+      ucql_conn_run(c, &k, 1);
+      ucql_conn_unref(c);
+      if (k.rc) {
+        seterr(e, "scanning %s: %s", t->qname, k.err);
+        rc = UNICO_EUNAVAILABLE;
+      } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
+        error_rc(&k.resp, "scanning a native table", e);
+        rc = UNICO_EUNAVAILABLE;
+      } else if (k.resp.result_kind != UCQL_RESULT_ROWS) {
+        seterr(e, "scanning %s: unexpected answer", t->qname);
+        rc = UNICO_EUNAVAILABLE;
+      }
+      const ucql_rows *rows = &k.resp.rows;
+      for (int32_t r = 0; !rc && r < rows->nrows; r++) {
+        uint64_t ver;
+        rc = ucass_row_record(t, rows, r, &key, &val, &ver, e);
+        if (rc) break;
+        if (key.len < plen || (plen && memcmp(key.p, prefix, plen))) continue;
+        if (after && ustore_key_cmp(key.p, key.len, after, alen) <= 0) continue;
+        rc = ustore_scanbuf_add(sb, key.p, key.len, val.p, val.len, ver);
+      }
+      free(paging);
+      paging = NULL;
+      pl = 0;
+      if (!rc && rows->has_more && rows->paging_state) {
+        if (!(paging = malloc(rows->paging_len ? rows->paging_len : 1)))
+          rc = UNICO_ENOMEM;
+        else {
+          memcpy(paging, rows->paging_state, rows->paging_len);
+          pl = rows->paging_len;
+        }
+      }
+      ucql_calls_clear(&k, 1);
+      if (rc || !paging) break;
+    }
+    free(paging);
+  }
+  if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
+  ubuf_free(&rp);
+  ubuf_free(&key);
+  ubuf_free(&val);
+  return rc;
+}
 
 static int cass_scan(ustore *base, const void *prefix, size_t plen,
                      const void *after, size_t alen, ustore_scan_cb cb,
@@ -788,14 +1042,205 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
     if (rc || !paging) break;
   }
   free(paging);
+  if (rc == UNICO_OK) rc = native_scan(s, prefix, plen, after, alen, &sb, e);
   if (rc == UNICO_OK) rc = ustore_scanbuf_deliver(&sb, cb, ctx);
   ustore_scanbuf_free(&sb);
+  return rc;
+}
+
+static int query(cass *s, const char *cql, const ucql_value *vals, size_t nv,
+                 uint16_t cl, ucql_call *k, ustore_err *e);
+
+/* ------------------------------------------------------------------ */
+/* tables(): the native tables of the catalog */
+
+/* Create t's native table, or check the one that exists (key columns,
+ * their kinds and order; each declared column's type) and add the
+ * columns it lacks. UNICO_ESCHEMA names the table, column and types. */
+static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
+  ucql_call k;
+  ucql_value kv[2] = {{(const uint8_t *)s->ks, (int32_t)strlen(s->ks)},
+                      {(const uint8_t *)t->cname_native,
+                       (int32_t)strlen(t->cname_native)}};
+  static const char *const BOOK[3][2] = {{UCASS_COL_V, "bigint"},
+                                         {UCASS_COL_STATE, "tinyint"},
+                                         {UCASS_COL_META, "blob"}};
+  ubuf add = UBUF_INIT;
+  char *cql = NULL;
+  int rc = query(s,
+                 "SELECT column_name, kind, position, type FROM "
+                 "system_schema.columns WHERE keyspace_name = ? AND "
+                 "table_name = ?",
+                 kv, 2, s->cl, &k, e);
+  if (rc) return rc;
+  const ucql_rows *rows = &k.resp.rows;
+  int32_t nrows = k.resp.result_kind == UCQL_RESULT_ROWS ? rows->nrows : 0;
+  int ci = ucql_rows_col(rows, "column_name"), ki = ucql_rows_col(rows, "kind"),
+      pi = ucql_rows_col(rows, "position"), ti = ucql_rows_col(rows, "type");
+  if (nrows > 0 && (ci < 0 || ki < 0 || pi < 0 || ti < 0)) {
+    seterr(e, "reading system_schema.columns: a column is missing");
+    rc = UNICO_EUNAVAILABLE;
+    goto leave;
+  }
+#define CELL(r, c) (&rows->cells[(size_t)(r) * (size_t)rows->ncols + (size_t)(c)])
+  if (nrows == 0) { /* create it */
+    ubuf q = UBUF_INIT;
+    ubuf_put(&q, "CREATE TABLE IF NOT EXISTS ", 27);
+    ubuf_put(&q, t->qname, strlen(t->qname));
+    ubuf_put(&q, " (", 2);
+    for (size_t i = 0; i < t->ncol; i++) {
+      char col[200];
+      int n = snprintf(col, sizeof col, "\"%s\" %s, ", t->cname[i],
+                       ucass_type_name(t->ctype[i]));
+      ubuf_put(&q, col, (size_t)n);
+    }
+    const char *tail = "unico_v bigint, unico_state tinyint, unico_meta blob, "
+                       "PRIMARY KEY ((";
+    ubuf_put(&q, tail, strlen(tail));
+    for (size_t i = 0; i < t->npk; i++) {
+      char col[200];
+      int n = snprintf(col, sizeof col, "%s\"%s\"%s", i > 1 ? ", " : "",
+                       t->cname[t->pk[i]], i == 0 ? ")" : "");
+      if (i == 1) ubuf_put(&q, ", ", 2);
+      ubuf_put(&q, col, (size_t)n);
+    }
+    ubuf_put(&q, "))", 3); /* (and the NUL) */
+    if (!ubuf_ok(&q)) {
+      ubuf_free(&q);
+      rc = UNICO_ENOMEM;
+      seterr(e, "out of memory");
+      goto leave;
+    }
+    ucql_call k2;
+    rc = query(s, (const char *)q.p, NULL, 0, s->cl, &k2, e);
+    ucql_calls_clear(&k2, 1);
+    ubuf_free(&q);
+    goto leave;
+  }
+  /* it exists: the key as declared */
+  for (size_t i = 0; i < t->npk; i++) {
+    const char *want = i == 0 ? "partition_key" : "clustering";
+    int32_t wpos = i == 0 ? 0 : (int32_t)(i - 1), found = -1;
+    for (int32_t r = 0; r < nrows && found < 0; r++) {
+      const ucql_value *n = CELL(r, ci);
+      if ((size_t)n->len == strlen(t->cname[t->pk[i]]) &&
+          !memcmp(n->p, t->cname[t->pk[i]], (size_t)n->len))
+        found = r;
+    }
+    int32_t pos = -2;
+    const ucql_value *kd = found >= 0 ? CELL(found, ki) : NULL;
+    if (found >= 0) ucql_cell_int(CELL(found, pi), &pos);
+    if (!kd || (size_t)kd->len != strlen(want) ||
+        memcmp(kd->p, want, strlen(want)) || pos != wpos) {
+      seterr(e,
+             "table %s: the Cassandra table %s exists with another primary "
+             "key: column \"%s\" must be its %s column number %d",
+             t->name, t->qname, t->cname[t->pk[i]],
+             i == 0 ? "partition key" : "clustering", (int)wpos + 1);
+      rc = UNICO_ESCHEMA;
+      goto leave;
+    }
+  }
+  int32_t nkeys = 0;
+  for (int32_t r = 0; r < nrows; r++) {
+    const ucql_value *kd = CELL(r, ki);
+    if (kd->len > 0 && (!memcmp(kd->p, "partition_key", 13) ||
+                        !memcmp(kd->p, "clustering", 10)))
+      nkeys++;
+  }
+  if ((size_t)nkeys != t->npk) {
+    seterr(e,
+           "table %s: the Cassandra table %s exists with a primary key of %d "
+           "columns, the DDL's has %zu",
+           t->name, t->qname, (int)nkeys, t->npk);
+    rc = UNICO_ESCHEMA;
+    goto leave;
+  }
+  /* each column's type; the ones it lacks are added */
+  for (size_t i = 0; i < t->ncol + 3; i++) {
+    const char *name = i < t->ncol ? t->cname[i] : BOOK[i - t->ncol][0];
+    const char *type = i < t->ncol ? ucass_type_name(t->ctype[i])
+                                   : BOOK[i - t->ncol][1];
+    int32_t found = -1;
+    for (int32_t r = 0; r < nrows && found < 0; r++) {
+      const ucql_value *n = CELL(r, ci);
+      if ((size_t)n->len == strlen(name) && !memcmp(n->p, name, (size_t)n->len))
+        found = r;
+    }
+    if (found < 0) {
+      char col[200];
+      int n = snprintf(col, sizeof col, "%s\"%s\" %s", add.len ? ", " : "",
+                       name, type);
+      ubuf_put(&add, col, (size_t)n);
+      continue;
+    }
+    const ucql_value *ty = CELL(found, ti);
+    if (ty->len < 0 || (size_t)ty->len != strlen(type) ||
+        memcmp(ty->p, type, strlen(type))) {
+      seterr(e,
+             "table %s: column \"%s\" of the Cassandra table %s is %.*s, not "
+             "the %s the DDL declares",
+             t->name, name, t->qname, ty->len > 0 ? (int)ty->len : 0,
+             ty->len > 0 ? (const char *)ty->p : "", type);
+      rc = UNICO_ESCHEMA;
+      goto leave;
+    }
+  }
+#undef CELL
+  if (add.len) {
+    ubuf_putc(&add, 0);
+    if (!ubuf_ok(&add) ||
+        asprintf(&cql, "ALTER TABLE %s ADD (%s)", t->qname, (char *)add.p) < 0) {
+      cql = NULL;
+      rc = UNICO_ENOMEM;
+      seterr(e, "out of memory");
+      goto leave;
+    }
+    ucql_call k2;
+    rc = query(s, cql, NULL, 0, s->cl, &k2, e);
+    ucql_calls_clear(&k2, 1);
+  }
+leave:
+  ucql_calls_clear(&k, 1);
+  ubuf_free(&add);
+  free(cql);
+  return rc;
+}
+
+static int cass_tables(ustore *base, const ustore_tabledef *defs, size_t n,
+                       int mode, ustore_err *e) {
+  cass *s = (cass *)base;
+  ucass_catalog *nc = NULL;
+  if (!s->native) return UNICO_OK;
+  int rc = ucass_catalog_make(defs, n, s->ks, s->prefix, &nc, e);
+  for (size_t i = 0; !rc && mode == USTORE_TABLES_CREATE && i < nc->n; i++)
+    rc = ensure_native(s, &nc->t[i], e);
+  if (rc) {
+    ucass_catalog_free(nc);
+    return rc;
+  }
+  pthread_mutex_lock(&s->mu);
+  ucass_catalog **old = realloc(s->old, (s->nold + 1) * sizeof *old);
+  if (!old) {
+    rc = UNICO_ENOMEM;
+    seterr(e, "out of memory");
+  } else {
+    s->old = old;
+    if (s->cat) old[s->nold++] = s->cat;
+    s->cat = nc;
+    nc = NULL;
+  }
+  pthread_mutex_unlock(&s->mu);
+  ucass_catalog_free(nc);
   return rc;
 }
 
 static void cass_close(ustore *base) {
   cass *s = (cass *)base;
   if (!s) return;
+  ucass_catalog_free(s->cat);
+  for (size_t i = 0; i < s->nold; i++) ucass_catalog_free(s->old[i]);
+  free(s->old);
   if (s->conn) { /* writes posted last (a finish) get their answers */
     ucql_conn_drain(s->conn, 2000);
     ucql_conn_unref(s->conn);
@@ -808,12 +1253,30 @@ static const ustore_vtab CASS_VTAB = {
     USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE, cass_get, cass_cas, cass_txn,
     cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
     cass_post_many, cass_get_many, NULL, NULL};
+/* layout=native: records in the users' own tables */
+static const ustore_vtab CASS_VTAB_NATIVE = {
+    USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
+    cass_get, cass_cas, cass_txn, cass_scan, cass_close, CASS_MAX_KEY, 0,
+    NULL, NULL, cass_cas_many, cass_post_many, cass_get_many, NULL,
+    cass_tables};
+
+/* layout=opaque (the default, for now) or native: 0 / 1, -1 when bad. */
+static int layout_of(const struct ustore_opts *opts) {
+  const char *v = ustore_opts_get(opts, "layout");
+  if (!v || !strcmp(v, "opaque")) return 0;
+  if (!strcmp(v, "native")) return 1;
+  return -1;
+}
 
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
                           ustore_err *e) {
-  (void)opts; /* (none changes them) */
-  (void)e;
-  *caps = CASS_VTAB.caps;
+  int l = layout_of(opts);
+  if (l < 0) {
+    seterr(e, "cassandra store option layout=%.100s: expected opaque or "
+              "native", ustore_opts_get(opts, "layout"));
+    return UNICO_EINVAL;
+  }
+  *caps = l ? CASS_VTAB_NATIVE.caps : CASS_VTAB.caps;
   return UNICO_OK;
 }
 
@@ -1066,6 +1529,16 @@ static int cass_options(cass *s, const ustore_opts *o, char *repl,
     if (!valid_name(v, strlen(v)))
       return bad_option("table", v, "1 to 48 characters of A-Z a-z 0-9 _", e);
     snprintf(s->table, sizeof s->table, "%s", v);
+  }
+  if ((s->native = layout_of(o)) < 0)
+    return bad_option("layout", ustore_opts_get(o, "layout"),
+                      "opaque or native", e);
+  if (s->native) s->base.vt = &CASS_VTAB_NATIVE;
+  if ((v = ustore_opts_get(o, "table_prefix"))) {
+    if (strlen(v) > 40 || (*v && !valid_name(v, strlen(v))))
+      return bad_option("table_prefix", v,
+                        "up to 40 characters of A-Z a-z 0-9 _", e);
+    snprintf(s->prefix, sizeof s->prefix, "%s", v);
   }
   if ((v = ustore_opts_get(o, "replication"))) {
     if (strlen(v) >= 300)
