@@ -481,7 +481,7 @@ class Stmt:
 
     @property
     def is_read(self):
-        return self.kind in ("select", "select_ks", "select_cols")
+        return self.kind in ("select", "select_ks", "select_cols", "select_sys")
 
 
 class Parser:
@@ -623,6 +623,8 @@ class Parser:
             st.kind = "select_ks"
         if st.ks == "system_schema" and st.table == "columns":
             st.kind = "select_cols"
+        if st.ks == "system" and st.table in ("local", "peers", "peers_v2"):
+            st.kind = "select_sys"
         if self.accept_kw("where"):
             self.where_clause(st)
         if self.accept_kw("limit"):
@@ -1128,6 +1130,45 @@ class Server:
                              ", ".join(missing)))
         return t.make_key([got[c] for c in t.pks])
 
+    def select_sys(self, st):
+        """system.local (this one node) and system.peers / peers_v2 (no
+        other node), for drivers' control connections."""
+        T_INET = b"\x00\x10"
+        if st.table == "local":
+            spec = [("key", T_VARCHAR, b"local"), ("bootstrapped", T_VARCHAR, b"COMPLETED"),
+                    ("broadcast_address", T_INET, b"\x7f\x00\x00\x01"),
+                    ("cluster_name", T_VARCHAR, b"cql_fake_server"),
+                    ("cql_version", T_VARCHAR, b"3.4.5"),
+                    ("data_center", T_VARCHAR,
+                     (self.dcs[0] if self.dcs else "datacenter1").encode()),
+                    ("host_id", T_UUID, hashlib.md5(b"fake-host").digest()),
+                    ("listen_address", T_INET, b"\x7f\x00\x00\x01"),
+                    ("native_protocol_version", T_VARCHAR, b"4"),
+                    ("partitioner", T_VARCHAR,
+                     b"org.apache.cassandra.dht.Murmur3Partitioner"),
+                    ("rack", T_VARCHAR, b"rack1"),
+                    ("release_version", T_VARCHAR, b"4.0.7"),
+                    ("rpc_address", T_INET, b"\x7f\x00\x00\x01"),
+                    ("rpc_port", T_INT, struct.pack(">i", 9042)),
+                    ("schema_version", T_UUID, hashlib.md5(b"fake-schema").digest())]
+            nrows = 1
+        else:
+            spec = [("peer", T_INET, None), ("data_center", T_VARCHAR, None),
+                    ("host_id", T_UUID, None), ("preferred_ip", T_INET, None),
+                    ("rack", T_VARCHAR, None), ("release_version", T_VARCHAR, None),
+                    ("rpc_address", T_INET, None), ("schema_version", T_UUID, None)]
+            if st.table == "peers_v2":
+                spec += [("peer_port", T_INT, None), ("native_address", T_INET, None),
+                         ("native_port", T_INT, None), ("preferred_port", T_INT, None)]
+            nrows = 0
+        byname = {n: (t, v) for n, t, v in spec}
+        cols = st.cols if st.cols is not None else [n for n, _, _ in spec]
+        for c in cols:
+            if c not in byname:
+                self._undefined(c, "system", st.table)
+        rows = [[byname[c][1] for c in cols]] * nrows
+        return rows_body("system", st.table, [(c, byname[c][0]) for c in cols], rows)
+
     def select_cols(self, st, values, prm):
         """system_schema.columns WHERE keyspace_name = ? AND table_name = ?"""
         spec = {"keyspace_name": T_VARCHAR, "table_name": T_VARCHAR,
@@ -1223,6 +1264,8 @@ class Server:
                 return self.select_ks(st, values, prm), 0, []
             if kind == "select_cols":
                 return self.select_cols(st, values, prm), 0, []
+            if kind == "select_sys":
+                return self.select_sys(st), 0, []
             if kind in ("create_ks", "create_table", "drop_ks", "drop_table", "use",
                         "alter_table"):
                 return self.ddl(conn, st, ks)

@@ -355,14 +355,16 @@ static int bind_elem(ucass_binds *b, int type, const utup_item *it) {
   return rc;
 }
 
-int ucass_record_key(const ucass_catalog *c, const void *key, size_t klen,
-                     const ucass_ntab **t, ucass_binds *b, ustore_err *e) {
+int ucass_key_table(const void *key, size_t klen, char *name, size_t cap) {
+  size_t rest;
+  return ukey_split_table(key, klen, "r", name, cap, &rest) ? -1 : 0;
+}
+
+int ucass_record_key(const ucass_ntab *nt, const void *key, size_t klen,
+                     ucass_binds *b, ustore_err *e) {
   char name[256];
   size_t rest;
-  *t = NULL;
   if (ukey_split_table(key, klen, "r", name, sizeof name, &rest)) return 0;
-  const ucass_ntab *nt = ucass_catalog_find(c, name);
-  if (!nt) return 0; /* (kept in unico's table, as on every store) */
   utup_reader r;
   utup_item it;
   size_t i = 0, first = b->n;
@@ -393,7 +395,6 @@ int ucass_record_key(const ucass_catalog *c, const void *key, size_t klen,
     while (b->n > first) free(b->own[--b->n]);
     return 0; /* not a key a record of the table can have: none there */
   }
-  *t = nt;
   return 1;
 }
 

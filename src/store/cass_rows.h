@@ -83,11 +83,14 @@ typedef struct ucass_binds {
 } ucass_binds;
 void ucass_binds_free(ucass_binds *b);
 
-/* Is key a record key ("r", table, pk...) of a table of c? 0: no (also
- * when its elements are not the table's key). 1: yes, of *t, with the
- * key's values appended to b in key order. */
-int ucass_record_key(const ucass_catalog *c, const void *key, size_t klen,
-                     const ucass_ntab **t, ucass_binds *b, ustore_err *e);
+/* Is key, a record key of table nt, one nt can hold? 0: no (its elements
+ * are not the table's key). 1: yes, with the key's values appended to b
+ * in key order. */
+int ucass_record_key(const ucass_ntab *nt, const void *key, size_t klen,
+                     ucass_binds *b, ustore_err *e);
+/* The table name of a record key ("r", table, ...) into name; -1 when key
+ * is not a record key. */
+int ucass_key_table(const void *key, size_t klen, char *name, size_t cap);
 
 /* The values of statement st (UCASS_INS or UCASS_UPD / UPD0) for writing
  * stored record val at store version ver into t, the key's values pk

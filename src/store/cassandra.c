@@ -347,11 +347,50 @@ static void reqs_free(req *reqs, size_t n) {
 /* ------------------------------------------------------------------ */
 /* records in the users' native tables (cass_rows.h) */
 
-static ucass_catalog *cat_get(cass *s) {
+/* The native table of DDL table `name`: of the catalog last handed down,
+ * else of the newest earlier one that had it (a handle keeps knowing the
+ * tables of schemas it loaded before: schema apply hands down the new
+ * catalog, then loads the current schema). NULL: none. Catalogs are kept
+ * until close, so the table stays valid. */
+static const ucass_ntab *native_find(cass *s, const char *name) {
+  const ucass_ntab *t = NULL;
   pthread_mutex_lock(&s->mu);
-  ucass_catalog *c = s->cat;
+  t = ucass_catalog_find(s->cat, name);
+  for (size_t i = s->nold; !t && i > 0; i--)
+    t = ucass_catalog_find(s->old[i - 1], name);
   pthread_mutex_unlock(&s->mu);
-  return c;
+  return t;
+}
+
+/* Every native table native_find() can give, once by name, into *out
+ * (malloc'd; caller frees). -1 out of memory. */
+static int native_all(cass *s, const ucass_ntab ***out, size_t *n) {
+  size_t cap = 0, m = 0;
+  const ucass_ntab **v = NULL;
+  int rc = 0;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i <= s->nold && !rc; i++) {
+    const ucass_catalog *c = i == 0 ? s->cat : s->old[s->nold - i];
+    for (size_t j = 0; c && j < c->n && !rc; j++) {
+      size_t k = 0;
+      while (k < m && strcmp(v[k]->name, c->t[j].name)) k++;
+      if (k < m) continue;
+      if (m == cap) {
+        const ucass_ntab **nv = realloc(v, (cap ? cap * 2 : 8) * sizeof *v);
+        if (!nv) {
+          rc = -1;
+          break;
+        }
+        v = nv;
+        cap = cap ? cap * 2 : 8;
+      }
+      v[m++] = &c->t[j];
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  *out = v;
+  *n = m;
+  return rc;
 }
 
 /* Is key a record of a native table? 0: no; 1: yes, r made a QUERY of
@@ -359,13 +398,13 @@ static ucass_catalog *cat_get(cass *s) {
  * error. (Catalogs are kept until close, so nt stays valid.) */
 static int native_req(cass *s, req *r, const void *key, size_t klen, int st,
                       int nst, ustore_err *e) {
-  const ucass_ntab *nt;
-  if (!s->native) return 0;
-  ucass_catalog *c = cat_get(s);
-  if (!c) return 0;
+  char name[256];
+  if (!s->native || ucass_key_table(key, klen, name, sizeof name)) return 0;
+  const ucass_ntab *nt = native_find(s, name);
+  if (!nt) return 0; /* (kept in unico's table, as on every store) */
   ucass_binds b;
   b.n = 0;
-  int rc = ucass_record_key(c, key, klen, &nt, &b, e);
+  int rc = ucass_record_key(nt, key, klen, &b, e);
   if (rc != 1) return rc;
   req_init(s, r, st);
   r->nt = nt;
@@ -892,11 +931,13 @@ static int cass_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
 static int native_scan(cass *s, const void *prefix, size_t plen,
                        const void *after, size_t alen, ustore_scanbuf *sb,
                        ustore_err *e) {
-  ucass_catalog *cat = s->native ? cat_get(s) : NULL;
+  const ucass_ntab **all = NULL;
+  size_t nall = 0;
   ubuf rp = UBUF_INIT, key = UBUF_INIT, val = UBUF_INIT;
   int rc = UNICO_OK;
-  for (size_t ti = 0; cat && ti < cat->n && !rc; ti++) {
-    const ucass_ntab *t = &cat->t[ti];
+  if (s->native && native_all(s, &all, &nall)) rc = UNICO_ENOMEM;
+  for (size_t ti = 0; ti < nall && !rc; ti++) {
+    const ucass_ntab *t = all[ti];
     ubuf_reset(&rp);
     ukey_records(&rp, t->name);
     if (!ubuf_ok(&rp)) {
@@ -958,6 +999,7 @@ static int native_scan(cass *s, const void *prefix, size_t plen,
     free(paging);
   }
   if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
+  free(all);
   ubuf_free(&rp);
   ubuf_free(&key);
   ubuf_free(&val);
