@@ -100,11 +100,10 @@ static int is_dynamodb(void) {
   return strncmp(store_base(), "dynamodb", 8) == 0;
 }
 
-/* Records in native tables (DynamoDB; Cassandra with layout=native): uuids
- * and timestamps read back in their canonical spelling. */
+/* Records in native tables (DynamoDB, Cassandra): uuids and timestamps
+ * read back in their canonical spelling. */
 static int is_native(void) {
-  return is_dynamodb() || (!strncmp(store_base(), "cassandra://", 12) &&
-                           strstr(store_base(), "layout=native"));
+  return is_dynamodb() || !strncmp(store_base(), "cassandra://", 12);
 }
 
 static int rm_cb(const char *path, const struct stat *sb, int flag,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""native_cassandra.py - records in native Cassandra tables (layout=native),
+"""native_cassandra.py - records in native Cassandra tables,
 read and written by an independent client (Debian's python3-cassandra, the
 DataStax driver) beside unico.
 
@@ -51,7 +51,7 @@ HOST, PORT = parts.hostname, parts.port or 9042
 KS = parts.path.strip("/")
 RUN = "n%d" % os.getpid()
 PREFIX = RUN + "_"
-URL = "%s%s&layout=native&table_prefix=%s" % (BASE, RUN, PREFIX)
+URL = "%s%s&table_prefix=%s" % (BASE, RUN, PREFIX)
 failures = []
 
 

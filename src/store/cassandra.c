@@ -1,5 +1,11 @@
-/* cassandra.c - the Cassandra / ScyllaDB store: the ustore interface on one
- * table, through lightweight transactions (docs/cassandra.md).
+/* cassandra.c - the Cassandra / ScyllaDB store: the ustore interface on
+ * the users' own tables and one table of unico's, through lightweight
+ * transactions (docs/cassandra.md).
+ *
+ * Records of the catalog's tables (tables()) are rows of the users' native
+ * tables, one row per record key in every state (cass_rows.h: the
+ * statements on them, the same five kinds as below, with unico_v as the
+ * version). Every other key is a row of unico's own table:
  *
  *   CREATE TABLE ks.unico (k blob PRIMARY KEY, v blob, ver bigint)
  *
@@ -81,9 +87,8 @@ typedef struct cass {
   ucql_conn *conn;
   size_t cur_host;
   stmt st[NST];
-  /* layout=native (docs/cassandra.md, "Native tables"): records of the
-   * catalog's tables are rows of the users' own tables */
-  int native;
+  /* records of the catalog's tables are rows of the users' own tables
+   * (docs/cassandra.md, "Native tables") */
   char prefix[64];      /* table_prefix */
   ucass_catalog *cat;   /* the DDL tables (NULL: none handed down) */
   ucass_catalog **old;  /* catalogs replaced (a request in flight may */
@@ -399,7 +404,7 @@ static int native_all(cass *s, const ucass_ntab ***out, size_t *n) {
 static int native_req(cass *s, req *r, const void *key, size_t klen, int st,
                       int nst, ustore_err *e) {
   char name[256];
-  if (!s->native || ucass_key_table(key, klen, name, sizeof name)) return 0;
+  if (ucass_key_table(key, klen, name, sizeof name)) return 0;
   const ucass_ntab *nt = native_find(s, name);
   if (!nt) return 0; /* (kept in unico's table, as on every store) */
   ucass_binds b;
@@ -935,7 +940,7 @@ static int native_scan(cass *s, const void *prefix, size_t plen,
   size_t nall = 0;
   ubuf rp = UBUF_INIT, key = UBUF_INIT, val = UBUF_INIT;
   int rc = UNICO_OK;
-  if (s->native && native_all(s, &all, &nall)) rc = UNICO_ENOMEM;
+  if (native_all(s, &all, &nall)) rc = UNICO_ENOMEM;
   for (size_t ti = 0; ti < nall && !rc; ti++) {
     const ucass_ntab *t = all[ti];
     ubuf_reset(&rp);
@@ -1253,7 +1258,6 @@ static int cass_tables(ustore *base, const ustore_tabledef *defs, size_t n,
                        int mode, ustore_err *e) {
   cass *s = (cass *)base;
   ucass_catalog *nc = NULL;
-  if (!s->native) return UNICO_OK;
   int rc = ucass_catalog_make(defs, n, s->ks, s->prefix, &nc, e);
   for (size_t i = 0; !rc && mode == USTORE_TABLES_CREATE && i < nc->n; i++)
     rc = ensure_native(s, &nc->t[i], e);
@@ -1292,33 +1296,16 @@ static void cass_close(ustore *base) {
 }
 
 static const ustore_vtab CASS_VTAB = {
-    USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE, cass_get, cass_cas, cass_txn,
-    cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
-    cass_post_many, cass_get_many, NULL, NULL};
-/* layout=native: records in the users' own tables */
-static const ustore_vtab CASS_VTAB_NATIVE = {
     USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
     cass_get, cass_cas, cass_txn, cass_scan, cass_close, CASS_MAX_KEY, 0,
     NULL, NULL, cass_cas_many, cass_post_many, cass_get_many, NULL,
     cass_tables};
 
-/* layout=opaque (the default, for now) or native: 0 / 1, -1 when bad. */
-static int layout_of(const struct ustore_opts *opts) {
-  const char *v = ustore_opts_get(opts, "layout");
-  if (!v || !strcmp(v, "opaque")) return 0;
-  if (!strcmp(v, "native")) return 1;
-  return -1;
-}
-
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
                           ustore_err *e) {
-  int l = layout_of(opts);
-  if (l < 0) {
-    seterr(e, "cassandra store option layout=%.100s: expected opaque or "
-              "native", ustore_opts_get(opts, "layout"));
-    return UNICO_EINVAL;
-  }
-  *caps = l ? CASS_VTAB_NATIVE.caps : CASS_VTAB.caps;
+  (void)opts; /* (none changes them) */
+  (void)e;
+  *caps = CASS_VTAB.caps;
   return UNICO_OK;
 }
 
@@ -1572,10 +1559,6 @@ static int cass_options(cass *s, const ustore_opts *o, char *repl,
       return bad_option("table", v, "1 to 48 characters of A-Z a-z 0-9 _", e);
     snprintf(s->table, sizeof s->table, "%s", v);
   }
-  if ((s->native = layout_of(o)) < 0)
-    return bad_option("layout", ustore_opts_get(o, "layout"),
-                      "opaque or native", e);
-  if (s->native) s->base.vt = &CASS_VTAB_NATIVE;
   if ((v = ustore_opts_get(o, "table_prefix"))) {
     if (strlen(v) > 40 || (*v && !valid_name(v, strlen(v))))
       return bad_option("table_prefix", v,

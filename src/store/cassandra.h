@@ -10,8 +10,7 @@
 
 #define USTORE_CASSANDRA_OPTIONS                                          \
   "consistency, serial, user, password, connect_timeout_ms, "             \
-  "request_timeout_ms, table, replication, allow_weak, layout, "          \
-  "table_prefix"
+  "request_timeout_ms, table, replication, allow_weak, table_prefix"
 
 /* loc is HOST[:PORT][,...]/KEYSPACE. */
 int ustore_cassandra_open(ustore **out, const char *loc,
