@@ -1101,6 +1101,8 @@ static int query(cass *s, const char *cql, const ucql_value *vals, size_t nv,
 /* ------------------------------------------------------------------ */
 /* tables(): the native tables of the catalog */
 
+static int native_settle(cass *s, const ucass_ntab *t, ustore_err *e);
+
 /* Create t's native table, or check the one that exists (key columns,
  * their kinds and order; each declared column's type) and add the
  * columns it lacks. UNICO_ESCHEMA names the table, column and types. */
@@ -1162,6 +1164,7 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     rc = query(s, (const char *)q.p, NULL, 0, s->cl, &k2, e);
     ucql_calls_clear(&k2, 1);
     ubuf_free(&q);
+    if (!rc) rc = native_settle(s, t, e);
     goto leave;
   }
   /* it exists: the key as declared */
@@ -1246,10 +1249,34 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     ucql_call k2;
     rc = query(s, cql, NULL, 0, s->cl, &k2, e);
     ucql_calls_clear(&k2, 1);
+    if (!rc) rc = native_settle(s, t, e);
   }
 leave:
   ucql_calls_clear(&k, 1);
   ubuf_free(&add);
+  free(cql);
+  return rc;
+}
+
+/* After DDL on t: its statements run (every column known) on the node
+ * we talk to; a fresh table or column may take a moment to get there, as
+ * for the statements prepared at open. */
+static int native_settle(cass *s, const ucass_ntab *t, ustore_err *e) {
+  char *cql = NULL;
+  int rc = UNICO_EUNAVAILABLE;
+  if (asprintf(&cql, "%s LIMIT 1", t->cql[UCASS_SCAN]) < 0) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  for (int i = 0; i < 50 && rc; i++) {
+    ucql_call k;
+    if (i) {
+      struct timespec ts = {0, 200 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    rc = query(s, cql, NULL, 0, s->cl, &k, e);
+    ucql_calls_clear(&k, 1);
+  }
   free(cql);
   return rc;
 }
