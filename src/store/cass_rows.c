@@ -4,8 +4,6 @@
 #include "store/cass_rows.h"
 
 #include <ctype.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,13 +477,11 @@ leave:
 /* The body value of a cell of column (type); NULL when the cell is not of
  * the type (*bad) or out of memory. */
 static json_t *cell_json(int type, const ucql_value *v, int *bad) {
-  int8_t i8;
   int32_t i32;
   int64_t i64;
   double d;
   int bo;
   char u[40];
-  (void)i8;
   switch (type) {
   case C_TEXT: return json_stringn((const char *)v->p, (size_t)v->len);
   case C_INT:
