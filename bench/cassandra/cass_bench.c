@@ -48,8 +48,10 @@ static void run(const char *base, int k, int n, int with_op_id, series *out) {
   unico *u = NULL;
   unico_result r = UNICO_RESULT_INIT;
   const char *sep = strchr(base, '?') ? "&" : "?";
-  snprintf(url, sizeof url, "%s%stable=bench_%ld_%d_%d", base, sep,
-           (long)getpid(), k, with_op_id);
+  /* (each run its own table and its own native tables) */
+  snprintf(url, sizeof url, "%s%stable=bench_%ld_%d_%d&table_prefix=b%ld_%d_%d_",
+           base, sep, (long)getpid(), k, with_op_id, (long)getpid(), k,
+           with_op_id);
   if (unico_open(&u, url, NULL, &r)) die(url, r.message);
   if (unico_schema_apply(u, SCHEMAS[k - 1], &r)) die("schema", r.message);
   for (int op = 0; op < NOPS; op++) {

@@ -1,5 +1,11 @@
-/* cassandra.c - the Cassandra / ScyllaDB store: the ustore interface on one
- * table, through lightweight transactions (docs/cassandra.md).
+/* cassandra.c - the Cassandra / ScyllaDB store: the ustore interface on
+ * the users' own tables and one table of unico's, through lightweight
+ * transactions (docs/cassandra.md).
+ *
+ * Records of the catalog's tables (tables()) are rows of the users' native
+ * tables, one row per record key in every state (cass_rows.h: the
+ * statements on them, the same five kinds as below, with unico_v as the
+ * version). Every other key is a row of unico's own table:
  *
  *   CREATE TABLE ks.unico (k blob PRIMARY KEY, v blob, ver bigint)
  *
@@ -44,9 +50,11 @@
 
 #include <openssl/crypto.h>
 
+#include "store/cass_rows.h"
 #include "store/cql_conn.h"
 #include "store/cql_tls.h"
 #include "store/cassandra.h"
+#include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
 #include "unico_errors.h"
@@ -79,10 +87,16 @@ typedef struct cass {
   char user[128], password[128];
   long connect_ms, request_ms;
   ucql_tls *tls; /* NULL: plaintext */
-  pthread_mutex_t mu; /* conn, cur_host, stmts */
+  pthread_mutex_t mu; /* conn, cur_host, stmts, cat */
   ucql_conn *conn;
   size_t cur_host;
   stmt st[NST];
+  /* records of the catalog's tables are rows of the users' own tables
+   * (docs/cassandra.md, "Native tables") */
+  char prefix[64];      /* table_prefix */
+  ucass_catalog *cat;   /* the DDL tables (NULL: none handed down) */
+  ucass_catalog **old;  /* catalogs replaced (a request in flight may */
+  size_t nold;          /* still hold one of their tables) */
 } cass;
 
 /* What every cassandra store of the process has sent (one benchmark
@@ -205,6 +219,9 @@ typedef struct req {
   int st;
   ucql_value vals[4];
   uint8_t nums[2][8];
+  /* a record of a native table: a QUERY of nt's statement with nb */
+  const ucass_ntab *nt;
+  ucass_binds nb;
 } req;
 
 static void put_be64(uint8_t *p, uint64_t v) {
@@ -259,6 +276,7 @@ static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
     if (rc) break;
     /* statements this store has not prepared yet */
     for (size_t i = 0; i < n && !rc; i++) {
+      if (reqs[i].nt) continue; /* (a QUERY) */
       pthread_mutex_lock(&s->mu);
       int ready = s->st[reqs[i].st].ready;
       pthread_mutex_unlock(&s->mu);
@@ -273,10 +291,12 @@ static int run(cass *s, req *reqs, size_t n, ustore_err *e) {
       /* (not yet sent, or sent and certainly not executed) */
       if (reqs[i].call.rc != UNICO_EUNAVAILABLE || reqs[i].call.sent) continue;
       ucql_msg_free(&reqs[i].call.resp);
-      pthread_mutex_lock(&s->mu);
-      reqs[i].call.id = s->st[reqs[i].st].id;
-      reqs[i].call.idlen = s->st[reqs[i].st].idlen;
-      pthread_mutex_unlock(&s->mu);
+      if (!reqs[i].nt) {
+        pthread_mutex_lock(&s->mu);
+        reqs[i].call.id = s->st[reqs[i].st].id;
+        reqs[i].call.idlen = s->st[reqs[i].st].idlen;
+        pthread_mutex_unlock(&s->mu);
+      }
       batch[m] = reqs[i].call;
       idx[m++] = i;
     }
@@ -327,7 +347,85 @@ leave:
 }
 
 static void reqs_free(req *reqs, size_t n) {
-  for (size_t i = 0; i < n; i++) ucql_msg_free(&reqs[i].call.resp);
+  for (size_t i = 0; i < n; i++) {
+    ucql_msg_free(&reqs[i].call.resp);
+    ucass_binds_free(&reqs[i].nb);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* records in the users' native tables (cass_rows.h) */
+
+/* The native table of DDL table `name`: of the catalog last handed down,
+ * else of the newest earlier one that had it (a handle keeps knowing the
+ * tables of schemas it loaded before: schema apply hands down the new
+ * catalog, then loads the current schema). NULL: none. Catalogs are kept
+ * until close, so the table stays valid. */
+static const ucass_ntab *native_find(cass *s, const char *name) {
+  const ucass_ntab *t = NULL;
+  pthread_mutex_lock(&s->mu);
+  t = ucass_catalog_find(s->cat, name);
+  for (size_t i = s->nold; !t && i > 0; i--)
+    t = ucass_catalog_find(s->old[i - 1], name);
+  pthread_mutex_unlock(&s->mu);
+  return t;
+}
+
+/* Every native table native_find() can give, once by name, into *out
+ * (malloc'd; caller frees). -1 out of memory. */
+static int native_all(cass *s, const ucass_ntab ***out, size_t *n) {
+  size_t cap = 0, m = 0;
+  const ucass_ntab **v = NULL;
+  int rc = 0;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i <= s->nold && !rc; i++) {
+    const ucass_catalog *c = i == 0 ? s->cat : s->old[s->nold - i];
+    for (size_t j = 0; c && j < c->n && !rc; j++) {
+      size_t k = 0;
+      while (k < m && strcmp(v[k]->name, c->t[j].name)) k++;
+      if (k < m) continue;
+      if (m == cap) {
+        const ucass_ntab **nv = realloc(v, (cap ? cap * 2 : 8) * sizeof *v);
+        if (!nv) {
+          rc = -1;
+          break;
+        }
+        v = nv;
+        cap = cap ? cap * 2 : 8;
+      }
+      v[m++] = &c->t[j];
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  *out = v;
+  *n = m;
+  return rc;
+}
+
+/* Is key a record of a native table? 0: no; 1: yes, r made a QUERY of
+ * nt's statement nst with the key's values bound (more may follow); or an
+ * error. (Catalogs are kept until close, so nt stays valid.) */
+static int native_req(cass *s, req *r, const void *key, size_t klen, int st,
+                      int nst, ustore_err *e) {
+  char name[256];
+  if (ucass_key_table(key, klen, name, sizeof name)) return 0;
+  const ucass_ntab *nt = native_find(s, name);
+  if (!nt) return 0; /* (kept in unico's table, as on every store) */
+  ucass_binds b;
+  b.n = 0;
+  int rc = ucass_record_key(nt, key, klen, &b, e);
+  if (rc != 1) return rc;
+  req_init(s, r, st);
+  r->nt = nt;
+  r->nb = b;
+  r->call.opcode = UCQL_OP_QUERY;
+  r->call.cql = nt->cql[nst];
+  return 1;
+}
+
+static void native_bind_done(req *r) {
+  r->call.params.values = r->nb.v;
+  r->call.params.nvalues = r->nb.n;
 }
 
 /* The answer of a write: UNICO_OK (applied), USTORE_NOT_APPLIED (the
@@ -390,6 +488,14 @@ static void get_answer(req *r, ubuf *val, uint64_t *ver, int *rc,
     *rc = UNICO_ENOTFOUND;
     return;
   }
+  if (r->nt) {
+    ubuf tmp = UBUF_INIT;
+    uint64_t x = 0;
+    *rc = ucass_row_record(r->nt, rows, 0, NULL, val ? val : &tmp, &x, e);
+    if (!*rc && ver) *ver = x;
+    ubuf_free(&tmp);
+    return;
+  }
   const ucql_value *v = cell(r, "v"), *n = cell(r, "ver");
   int64_t x;
   if (!v || !n || ucql_cell_bigint(n, &x)) {
@@ -409,13 +515,28 @@ static void get_answer(req *r, ubuf *val, uint64_t *ver, int *rc,
  * Cassandra itself refuses an empty partition key). */
 static int key_ok(size_t klen) { return klen > 0 && klen <= CASS_MAX_KEY; }
 
+/* A read of key: of the native table it is a record of, or of the
+ * store's own table. */
+static int build_get(cass *s, req *r, const void *key, size_t klen,
+                     ustore_err *e) {
+  int n = native_req(s, r, key, klen, ST_GET, UCASS_SEL, e);
+  if (n == 1) {
+    native_bind_done(r);
+    return UNICO_OK;
+  }
+  if (n) return n;
+  req_init(s, r, ST_GET);
+  req_val(r, key, klen);
+  return UNICO_OK;
+}
+
 static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
                     uint64_t *version, ustore_err *e) {
   cass *s = (cass *)base;
   if (!key_ok(klen)) return UNICO_ENOTFOUND; /* cannot be stored */
   req r;
-  req_init(s, &r, ST_GET);
-  req_val(&r, key, klen);
+  int brc = build_get(s, &r, key, klen, e);
+  if (brc) return brc;
   count(&g_stats.reads, 1);
   int rc = run(s, &r, 1, e);
   if (!rc) get_answer(&r, val, version, &rc, e);
@@ -428,12 +549,21 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   cass *s = (cass *)base;
   req *reqs = calloc(n ? n : 1, sizeof *reqs);
   if (!reqs) return UNICO_ENOMEM;
+  ustore_err scratch;
+  int *brc = calloc(n ? n : 1, sizeof *brc);
+  if (!brc) {
+    free(reqs);
+    return UNICO_ENOMEM;
+  }
   for (size_t i = 0; i < n; i++) {
-    req_init(s, &reqs[i], ST_GET);
-    req_val(&reqs[i], ops[i].key, ops[i].klen);
+    brc[i] = build_get(s, &reqs[i], ops[i].key, ops[i].klen,
+                       errs ? &errs[i] : &scratch);
+    if (brc[i]) { /* (asked of the own table all the same, answer dropped) */
+      req_init(s, &reqs[i], ST_GET);
+      req_val(&reqs[i], ops[i].key, ops[i].klen);
+    }
   }
   count(&g_stats.reads, n);
-  ustore_err scratch;
   int rc = run(s, reqs, n, &scratch);
   for (size_t i = 0; i < n; i++) {
     ustore_err *e = errs ? &errs[i] : &scratch;
@@ -445,12 +575,14 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
       ops[i].exists = 0;
       continue;
     }
-    if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
+    if (brc[i]) rcs[i] = brc[i];
+    else if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
     else get_answer(&reqs[i], &ops[i].cur, &ops[i].cur_version, &rcs[i], e);
     ops[i].exists = rcs[i] == UNICO_OK;
   }
   reqs_free(reqs, n);
   free(reqs);
+  free(brc);
   return UNICO_OK;
 }
 
@@ -466,6 +598,58 @@ static int simple_stmt(const ustore_op *op) {
       (op->expect == USTORE_ANY || op->expect == USTORE_PRESENT))
     return ST_DELX;
   return -1;
+}
+
+/* The write of op by statement st in the native table its key is a
+ * record of: 0 (not one), 1 (r made), or an error. */
+static int native_write(cass *s, req *r, const ustore_op *op, int st,
+                        ustore_err *e) {
+  static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
+                               [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
+  int nst = NST_OF[st];
+  if (op->expect_version == 0 && st == ST_UPD) nst = UCASS_UPD0;
+  if (op->expect_version == 0 && st == ST_DELV) nst = UCASS_DEL0;
+  int rc = native_req(s, r, op->key, op->klen, st, nst, e);
+  if (rc != 1) return rc;
+  ucass_binds pk = r->nb, b;
+  b.n = 0;
+  uint8_t x[8];
+  int err = UNICO_OK;
+  switch (nst) {
+  case UCASS_INS:
+    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen, 1, 0, &b, e);
+    break;
+  case UCASS_UPD:
+  case UCASS_UPD0:
+    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
+                            op->expect_version + 1, op->expect_version, &b, e);
+    break;
+  case UCASS_DELV: /* the key, then the version */
+    r->nb.v[r->nb.n].len = (int32_t)ucql_bytes_bigint(x, (int64_t)op->expect_version);
+    if (!(r->nb.own[r->nb.n] = malloc(8))) {
+      err = UNICO_ENOMEM;
+      break;
+    }
+    memcpy(r->nb.own[r->nb.n], x, 8);
+    r->nb.v[r->nb.n].p = r->nb.own[r->nb.n];
+    r->nb.n++;
+    break;
+  default: /* UCASS_DEL0, UCASS_DELX: the key */
+    break;
+  }
+  if (nst == UCASS_INS || nst == UCASS_UPD || nst == UCASS_UPD0) {
+    ucass_binds_free(&r->nb); /* (pk's bytes: b has copies) */
+    r->nb = b;
+  }
+  if (err) {
+    ucass_binds_free(&r->nb);
+    memset(r, 0, sizeof *r);
+    r->nt = NULL;
+    if (err == UNICO_ENOMEM) seterr(e, "out of memory");
+    return err;
+  }
+  native_bind_done(r);
+  return 1;
 }
 
 static void build_write(cass *s, req *r, const ustore_op *op, int st) {
@@ -533,7 +717,13 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
                                  op->action, op->val, op->vlen);
     req r;
     int st = simple_stmt(&w);
-    build_write(s, &r, &w, st);
+    int nw = native_write(s, &r, &w, st, e);
+    if (nw < 0) {
+      rc = nw;
+      ubuf_free(&w.cur);
+      break;
+    }
+    if (!nw) build_write(s, &r, &w, st);
     count(&g_stats.lwts, 1);
     rc = run(s, &r, 1, e);
     if (!rc) rc = write_answer(&r, e);
@@ -560,17 +750,28 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   }
   ustore_err scratch;
   size_t m = 0;
+  int *pre = calloc(n ? n : 1, sizeof *pre); /* binding errors */
+  if (!pre) {
+    free(reqs);
+    free(of);
+    return UNICO_ENOMEM;
+  }
   for (size_t i = 0; i < n; i++) {
     ops[i].failed = 0;
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    build_write(s, &reqs[m], &ops[i], st);
+    int nw = native_write(s, &reqs[m], &ops[i], st, errs ? &errs[i] : &scratch);
+    if (nw < 0) {
+      pre[i] = nw;
+      continue;
+    }
+    if (!nw) build_write(s, &reqs[m], &ops[i], st);
     of[m++] = i;
   }
   count(&g_stats.lwts, m);
   int rc = run(s, reqs, m, &scratch);
   if (rc) {
-    for (size_t i = 0; i < n; i++) rcs[i] = rc;
+    for (size_t i = 0; i < n; i++) rcs[i] = pre[i] ? pre[i] : rc;
     goto leave;
   }
   /* Answers; an UPDATE / DELETE ... IF ver = n that did not apply names
@@ -589,24 +790,35 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     if (st == ST_DELX) {
       if (op->expect == USTORE_ANY) rcs[i] = UNICO_OK; /* nothing to delete */
       else set_failed(op, 0, 0, NULL);
+    } else if (st == ST_INS && reqs[j].nt && reqs[j].call.resp.rows.ncols > 1) {
+      /* the row that exists came back: the current value */
+      uint64_t x = 0;
+      int d = ucass_row_record(reqs[j].nt, &reqs[j].call.resp.rows, 0, NULL,
+                               &op->cur, &x, e);
+      if (d) rcs[i] = d;
+      else {
+        op->failed = 1;
+        op->exists = 1;
+        op->cur_version = x;
+      }
     } else if (st == ST_INS) {
       const ucql_value *v = cell(&reqs[j], "v"), *nv = cell(&reqs[j], "ver");
       int64_t x = 0;
-      if (nv && !ucql_cell_bigint(nv, &x)) {
+      if (!reqs[j].nt && nv && !ucql_cell_bigint(nv, &x)) {
         set_failed(op, 1, (uint64_t)x, v);
       } else if (reads && rof) { /* (no row came back: read it) */
-        req_init(s, &reads[nr], ST_GET);
-        req_val(&reads[nr], op->key, op->klen);
-        rof[nr++] = i;
+        int g = build_get(s, &reads[nr], op->key, op->klen, e);
+        if (g) rcs[i] = g;
+        else rof[nr++] = i;
       } else {
         rcs[i] = UNICO_ENOMEM;
       }
-    } else if (!cell(&reqs[j], "ver")) {
+    } else if (!cell(&reqs[j], reqs[j].nt ? UCASS_COL_V : "ver")) {
       set_failed(op, 0, 0, NULL); /* the row does not exist */
     } else if (reads && rof) {
-      req_init(s, &reads[nr], ST_GET);
-      req_val(&reads[nr], op->key, op->klen);
-      rof[nr++] = i;
+      int g = build_get(s, &reads[nr], op->key, op->klen, e);
+      if (g) rcs[i] = g;
+      else rof[nr++] = i;
     } else {
       rcs[i] = UNICO_ENOMEM;
     }
@@ -638,7 +850,9 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   /* the rarer conditions, one by one */
   for (size_t i = 0; i < n; i++) {
     ustore_err *e = errs ? &errs[i] : &scratch;
-    if (!key_ok(ops[i].klen)) {
+    if (pre[i]) {
+      rcs[i] = pre[i];
+    } else if (!key_ok(ops[i].klen)) {
       seterr(e, "a key of %zu bytes cannot be stored in Cassandra (1 to %d)",
              ops[i].klen, CASS_MAX_KEY);
       rcs[i] = UNICO_EINVAL;
@@ -650,6 +864,7 @@ leave:
   reqs_free(reqs, m);
   free(reqs);
   free(of);
+  free(pre);
   return UNICO_OK;
 }
 
@@ -668,15 +883,19 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    pthread_mutex_lock(&s->mu);
-    int ready = s->st[st].ready;
-    pthread_mutex_unlock(&s->mu);
-    if (!ready && prepare(s, c, st, &scratch)) goto fallback;
-    build_write(s, &reqs[m], &ops[i], st);
-    pthread_mutex_lock(&s->mu);
-    reqs[m].call.id = s->st[st].id;
-    reqs[m].call.idlen = s->st[st].idlen;
-    pthread_mutex_unlock(&s->mu);
+    int nw = native_write(s, &reqs[m], &ops[i], st, &scratch);
+    if (nw < 0) continue; /* (dropped, as a write that failed) */
+    if (!nw) {
+      pthread_mutex_lock(&s->mu);
+      int ready = s->st[st].ready;
+      pthread_mutex_unlock(&s->mu);
+      if (!ready && prepare(s, c, st, &scratch)) goto fallback;
+      build_write(s, &reqs[m], &ops[i], st);
+      pthread_mutex_lock(&s->mu);
+      reqs[m].call.id = s->st[st].id;
+      reqs[m].call.idlen = s->st[st].idlen;
+      pthread_mutex_unlock(&s->mu);
+    }
     calls[m] = reqs[m].call;
     m++;
   }
@@ -692,6 +911,7 @@ fallback:
     int rc;
     cass_cas_many(base, &ops[i], 1, &rc, &scratch);
   }
+  for (size_t i = 0; reqs && i < m; i++) ucass_binds_free(&reqs[i].nb);
   free(reqs);
   free(calls);
 }
@@ -713,6 +933,87 @@ static int cass_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
 
 /* ------------------------------------------------------------------ */
 /* scan */
+
+/* Rows of the native tables whose record keys may start with prefix (and
+ * sort after `after`), added to sb: each table read whole, page by page
+ * (the server's paging state), at the write consistency. */
+static int native_scan(cass *s, const void *prefix, size_t plen,
+                       const void *after, size_t alen, ustore_scanbuf *sb,
+                       ustore_err *e) {
+  const ucass_ntab **all = NULL;
+  size_t nall = 0;
+  ubuf rp = UBUF_INIT, key = UBUF_INIT, val = UBUF_INIT;
+  int rc = UNICO_OK;
+  if (native_all(s, &all, &nall)) rc = UNICO_ENOMEM;
+  for (size_t ti = 0; ti < nall && !rc; ti++) {
+    const ucass_ntab *t = all[ti];
+    ubuf_reset(&rp);
+    ukey_records(&rp, t->name);
+    if (!ubuf_ok(&rp)) {
+      rc = UNICO_ENOMEM;
+      break;
+    }
+    size_t mlen = plen < rp.len ? plen : rp.len;
+    if (mlen && memcmp(prefix, rp.p, mlen)) continue;
+    uint8_t *paging = NULL;
+    size_t pl = 0;
+    for (;;) {
+      ucql_conn *c = NULL;
+      rc = get_conn(s, &c, e);
+      if (rc) break;
+      ucql_call k;
+      memset(&k, 0, sizeof k);
+      k.opcode = UCQL_OP_QUERY;
+      k.cql = t->cql[UCASS_SCAN];
+      k.params.consistency = s->cl;
+      k.params.page_size = SCAN_PAGE;
+      k.params.paging_state = paging;
+      k.params.paging_len = pl;
+      count(&g_stats.round_trips, 1);
+      ucql_conn_run(c, &k, 1);
+      ucql_conn_unref(c);
+      if (k.rc) {
+        seterr(e, "scanning %s: %s", t->qname, k.err);
+        rc = UNICO_EUNAVAILABLE;
+      } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
+        error_rc(&k.resp, "scanning a native table", e);
+        rc = UNICO_EUNAVAILABLE;
+      } else if (k.resp.result_kind != UCQL_RESULT_ROWS) {
+        seterr(e, "scanning %s: unexpected answer", t->qname);
+        rc = UNICO_EUNAVAILABLE;
+      }
+      const ucql_rows *rows = &k.resp.rows;
+      for (int32_t r = 0; !rc && r < rows->nrows; r++) {
+        uint64_t ver;
+        rc = ucass_row_record(t, rows, r, &key, &val, &ver, e);
+        if (rc) break;
+        if (key.len < plen || (plen && memcmp(key.p, prefix, plen))) continue;
+        if (after && ustore_key_cmp(key.p, key.len, after, alen) <= 0) continue;
+        rc = ustore_scanbuf_add(sb, key.p, key.len, val.p, val.len, ver);
+      }
+      free(paging);
+      paging = NULL;
+      pl = 0;
+      if (!rc && rows->has_more && rows->paging_state) {
+        if (!(paging = malloc(rows->paging_len ? rows->paging_len : 1)))
+          rc = UNICO_ENOMEM;
+        else {
+          memcpy(paging, rows->paging_state, rows->paging_len);
+          pl = rows->paging_len;
+        }
+      }
+      ucql_calls_clear(&k, 1);
+      if (rc || !paging) break;
+    }
+    free(paging);
+  }
+  if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
+  free(all);
+  ubuf_free(&rp);
+  ubuf_free(&key);
+  ubuf_free(&val);
+  return rc;
+}
 
 static int cass_scan(ustore *base, const void *prefix, size_t plen,
                      const void *after, size_t alen, ustore_scan_cb cb,
@@ -792,14 +1093,231 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
     if (rc || !paging) break;
   }
   free(paging);
+  if (rc == UNICO_OK) rc = native_scan(s, prefix, plen, after, alen, &sb, e);
   if (rc == UNICO_OK) rc = ustore_scanbuf_deliver(&sb, cb, ctx);
   ustore_scanbuf_free(&sb);
+  return rc;
+}
+
+static int query(cass *s, const char *cql, const ucql_value *vals, size_t nv,
+                 uint16_t cl, ucql_call *k, ustore_err *e);
+
+/* ------------------------------------------------------------------ */
+/* tables(): the native tables of the catalog */
+
+static int native_settle(cass *s, const ucass_ntab *t, ustore_err *e);
+
+/* Create t's native table, or check the one that exists (key columns,
+ * their kinds and order; each declared column's type) and add the
+ * columns it lacks. UNICO_ESCHEMA names the table, column and types. */
+static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
+  ucql_call k;
+  ucql_value kv[2] = {{(const uint8_t *)s->ks, (int32_t)strlen(s->ks)},
+                      {(const uint8_t *)t->cname_native,
+                       (int32_t)strlen(t->cname_native)}};
+  static const char *const BOOK[3][2] = {{UCASS_COL_V, "bigint"},
+                                         {UCASS_COL_STATE, "tinyint"},
+                                         {UCASS_COL_META, "blob"}};
+  ubuf add = UBUF_INIT;
+  char *cql = NULL;
+  int rc = query(s,
+                 "SELECT column_name, kind, position, type FROM "
+                 "system_schema.columns WHERE keyspace_name = ? AND "
+                 "table_name = ?",
+                 kv, 2, s->cl, &k, e);
+  if (rc) return rc;
+  const ucql_rows *rows = &k.resp.rows;
+  int32_t nrows = k.resp.result_kind == UCQL_RESULT_ROWS ? rows->nrows : 0;
+  int ci = ucql_rows_col(rows, "column_name"), ki = ucql_rows_col(rows, "kind"),
+      pi = ucql_rows_col(rows, "position"), ti = ucql_rows_col(rows, "type");
+  if (nrows > 0 && (ci < 0 || ki < 0 || pi < 0 || ti < 0)) {
+    seterr(e, "reading system_schema.columns: a column is missing");
+    rc = UNICO_EUNAVAILABLE;
+    goto leave;
+  }
+#define CELL(r, c) (&rows->cells[(size_t)(r) * (size_t)rows->ncols + (size_t)(c)])
+  if (nrows == 0) { /* create it */
+    ubuf q = UBUF_INIT;
+    ubuf_put(&q, "CREATE TABLE IF NOT EXISTS ", 27);
+    ubuf_put(&q, t->qname, strlen(t->qname));
+    ubuf_put(&q, " (", 2);
+    for (size_t i = 0; i < t->ncol; i++) {
+      char col[200];
+      int n = snprintf(col, sizeof col, "\"%s\" %s, ", t->cname[i],
+                       ucass_type_name(t->ctype[i]));
+      ubuf_put(&q, col, (size_t)n);
+    }
+    const char *tail = "unico_v bigint, unico_state tinyint, unico_meta blob, "
+                       "PRIMARY KEY ((";
+    ubuf_put(&q, tail, strlen(tail));
+    for (size_t i = 0; i < t->npk; i++) {
+      char col[200];
+      int n = snprintf(col, sizeof col, "%s\"%s\"%s", i > 1 ? ", " : "",
+                       t->cname[t->pk[i]], i == 0 ? ")" : "");
+      if (i == 1) ubuf_put(&q, ", ", 2);
+      ubuf_put(&q, col, (size_t)n);
+    }
+    ubuf_put(&q, "))", 3); /* (and the NUL) */
+    if (!ubuf_ok(&q)) {
+      ubuf_free(&q);
+      rc = UNICO_ENOMEM;
+      seterr(e, "out of memory");
+      goto leave;
+    }
+    ucql_call k2;
+    rc = query(s, (const char *)q.p, NULL, 0, s->cl, &k2, e);
+    ucql_calls_clear(&k2, 1);
+    ubuf_free(&q);
+    if (!rc) rc = native_settle(s, t, e);
+    goto leave;
+  }
+  /* it exists: the key as declared */
+  for (size_t i = 0; i < t->npk; i++) {
+    const char *want = i == 0 ? "partition_key" : "clustering";
+    int32_t wpos = i == 0 ? 0 : (int32_t)(i - 1), found = -1;
+    for (int32_t r = 0; r < nrows && found < 0; r++) {
+      const ucql_value *n = CELL(r, ci);
+      if ((size_t)n->len == strlen(t->cname[t->pk[i]]) &&
+          !memcmp(n->p, t->cname[t->pk[i]], (size_t)n->len))
+        found = r;
+    }
+    int32_t pos = -2;
+    const ucql_value *kd = found >= 0 ? CELL(found, ki) : NULL;
+    if (found >= 0) ucql_cell_int(CELL(found, pi), &pos);
+    if (!kd || (size_t)kd->len != strlen(want) ||
+        memcmp(kd->p, want, strlen(want)) || pos != wpos) {
+      seterr(e,
+             "table %s: the Cassandra table %s exists with another primary "
+             "key: column \"%s\" must be its %s column number %d",
+             t->name, t->qname, t->cname[t->pk[i]],
+             i == 0 ? "partition key" : "clustering", (int)wpos + 1);
+      rc = UNICO_ESCHEMA;
+      goto leave;
+    }
+  }
+  int32_t nkeys = 0;
+  for (int32_t r = 0; r < nrows; r++) {
+    const ucql_value *kd = CELL(r, ki);
+    if (kd->len > 0 && (!memcmp(kd->p, "partition_key", 13) ||
+                        !memcmp(kd->p, "clustering", 10)))
+      nkeys++;
+  }
+  if ((size_t)nkeys != t->npk) {
+    seterr(e,
+           "table %s: the Cassandra table %s exists with a primary key of %d "
+           "columns, the DDL's has %zu",
+           t->name, t->qname, (int)nkeys, t->npk);
+    rc = UNICO_ESCHEMA;
+    goto leave;
+  }
+  /* each column's type; the ones it lacks are added */
+  for (size_t i = 0; i < t->ncol + 3; i++) {
+    const char *name = i < t->ncol ? t->cname[i] : BOOK[i - t->ncol][0];
+    const char *type = i < t->ncol ? ucass_type_name(t->ctype[i])
+                                   : BOOK[i - t->ncol][1];
+    int32_t found = -1;
+    for (int32_t r = 0; r < nrows && found < 0; r++) {
+      const ucql_value *n = CELL(r, ci);
+      if ((size_t)n->len == strlen(name) && !memcmp(n->p, name, (size_t)n->len))
+        found = r;
+    }
+    if (found < 0) {
+      char col[200];
+      int n = snprintf(col, sizeof col, "%s\"%s\" %s", add.len ? ", " : "",
+                       name, type);
+      ubuf_put(&add, col, (size_t)n);
+      continue;
+    }
+    const ucql_value *ty = CELL(found, ti);
+    if (ty->len < 0 || (size_t)ty->len != strlen(type) ||
+        memcmp(ty->p, type, strlen(type))) {
+      seterr(e,
+             "table %s: column \"%s\" of the Cassandra table %s is %.*s, not "
+             "the %s the DDL declares",
+             t->name, name, t->qname, ty->len > 0 ? (int)ty->len : 0,
+             ty->len > 0 ? (const char *)ty->p : "", type);
+      rc = UNICO_ESCHEMA;
+      goto leave;
+    }
+  }
+#undef CELL
+  if (add.len) {
+    ubuf_putc(&add, 0);
+    if (!ubuf_ok(&add) ||
+        asprintf(&cql, "ALTER TABLE %s ADD (%s)", t->qname, (char *)add.p) < 0) {
+      cql = NULL;
+      rc = UNICO_ENOMEM;
+      seterr(e, "out of memory");
+      goto leave;
+    }
+    ucql_call k2;
+    rc = query(s, cql, NULL, 0, s->cl, &k2, e);
+    ucql_calls_clear(&k2, 1);
+    if (!rc) rc = native_settle(s, t, e);
+  }
+leave:
+  ucql_calls_clear(&k, 1);
+  ubuf_free(&add);
+  free(cql);
+  return rc;
+}
+
+/* After DDL on t: its statements run (every column known) on the node
+ * we talk to; a fresh table or column may take a moment to get there, as
+ * for the statements prepared at open. */
+static int native_settle(cass *s, const ucass_ntab *t, ustore_err *e) {
+  char *cql = NULL;
+  int rc = UNICO_EUNAVAILABLE;
+  if (asprintf(&cql, "%s LIMIT 1", t->cql[UCASS_SCAN]) < 0) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  for (int i = 0; i < 50 && rc; i++) {
+    ucql_call k;
+    if (i) {
+      struct timespec ts = {0, 200 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    rc = query(s, cql, NULL, 0, s->cl, &k, e);
+    ucql_calls_clear(&k, 1);
+  }
+  free(cql);
+  return rc;
+}
+
+static int cass_tables(ustore *base, const ustore_tabledef *defs, size_t n,
+                       int mode, ustore_err *e) {
+  cass *s = (cass *)base;
+  ucass_catalog *nc = NULL;
+  int rc = ucass_catalog_make(defs, n, s->ks, s->prefix, &nc, e);
+  for (size_t i = 0; !rc && mode == USTORE_TABLES_CREATE && i < nc->n; i++)
+    rc = ensure_native(s, &nc->t[i], e);
+  if (rc) {
+    ucass_catalog_free(nc);
+    return rc;
+  }
+  pthread_mutex_lock(&s->mu);
+  ucass_catalog **old = realloc(s->old, (s->nold + 1) * sizeof *old);
+  if (!old) {
+    rc = UNICO_ENOMEM;
+    seterr(e, "out of memory");
+  } else {
+    s->old = old;
+    if (s->cat) old[s->nold++] = s->cat;
+    s->cat = nc;
+    nc = NULL;
+  }
+  pthread_mutex_unlock(&s->mu);
+  ucass_catalog_free(nc);
   return rc;
 }
 
 static void cass_close(ustore *base) {
   cass *s = (cass *)base;
   if (!s) return;
+  ucass_catalog_free(s->cat);
+  for (size_t i = 0; i < s->nold; i++) ucass_catalog_free(s->old[i]);
+  free(s->old);
   if (s->conn) { /* writes posted last (a finish) get their answers */
     ucql_conn_drain(s->conn, 2000);
     ucql_conn_unref(s->conn);
@@ -811,9 +1329,10 @@ static void cass_close(ustore *base) {
 }
 
 static const ustore_vtab CASS_VTAB = {
-    USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE, cass_get, cass_cas, cass_txn,
-    cass_scan, cass_close, CASS_MAX_KEY, 0, NULL, NULL, cass_cas_many,
-    cass_post_many, cass_get_many, NULL, NULL};
+    USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
+    cass_get, cass_cas, cass_txn, cass_scan, cass_close, CASS_MAX_KEY, 0,
+    NULL, NULL, cass_cas_many, cass_post_many, cass_get_many, NULL,
+    cass_tables};
 
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
                           ustore_err *e) {
@@ -1113,6 +1632,12 @@ static int cass_options(cass *s, const ustore_opts *o, char *repl,
     if (!valid_name(v, strlen(v)))
       return bad_option("table", v, "1 to 48 characters of A-Z a-z 0-9 _", e);
     snprintf(s->table, sizeof s->table, "%s", v);
+  }
+  if ((v = ustore_opts_get(o, "table_prefix"))) {
+    if (strlen(v) > 40 || (*v && !valid_name(v, strlen(v))))
+      return bad_option("table_prefix", v,
+                        "up to 40 characters of A-Z a-z 0-9 _", e);
+    snprintf(s->prefix, sizeof s->prefix, "%s", v);
   }
   if ((v = ustore_opts_get(o, "replication"))) {
     if (strlen(v) >= 300)

@@ -12,7 +12,8 @@
 #define USTORE_CASSANDRA_OPTIONS                                          \
   "consistency, serial, user, password, connect_timeout_ms, "             \
   "request_timeout_ms, table, replication, allow_weak, tls, tls_ca, "      \
-  "tls_cert, tls_key, tls_key_password, tls_verify_host, tls_server_name"
+  "tls_cert, tls_key, tls_key_password, tls_verify_host, tls_server_name, " \
+  "table_prefix"
 
 /* loc is HOST[:PORT][,...]/KEYSPACE. cassandra:// is plaintext unless the
  * option tls=1 says otherwise; cassandras:// is always TLS. */

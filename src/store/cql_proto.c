@@ -123,6 +123,84 @@ int ucql_cell_int(const ucql_value *v, int32_t *out) {
   return 0;
 }
 
+int ucql_cell_tinyint(const ucql_value *v, int8_t *out) {
+  if (v->len != 1) return -1;
+  *out = (int8_t)v->p[0];
+  return 0;
+}
+
+int ucql_cell_double(const ucql_value *v, double *out) {
+  int64_t bits;
+  if (ucql_cell_bigint(v, &bits)) return -1;
+  uint64_t u = (uint64_t)bits;
+  memcpy(out, &u, sizeof *out);
+  return 0;
+}
+
+int ucql_cell_uuid(const ucql_value *v, char *out) {
+  static const char hexd[] = "0123456789abcdef";
+  if (v->len != 16) return -1;
+  char *o = out;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *o++ = '-';
+    *o++ = hexd[v->p[i] >> 4];
+    *o++ = hexd[v->p[i] & 15];
+  }
+  *o = 0;
+  return 0;
+}
+
+size_t ucql_bytes_bigint(uint8_t *out, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  for (int i = 7; i >= 0; i--, u >>= 8) out[i] = (uint8_t)u;
+  return 8;
+}
+
+size_t ucql_bytes_int(uint8_t *out, int32_t v) {
+  uint32_t u = (uint32_t)v;
+  for (int i = 3; i >= 0; i--, u >>= 8) out[i] = (uint8_t)u;
+  return 4;
+}
+
+size_t ucql_bytes_tinyint(uint8_t *out, int8_t v) {
+  out[0] = (uint8_t)v;
+  return 1;
+}
+
+size_t ucql_bytes_bool(uint8_t *out, int v) {
+  out[0] = v ? 1 : 0;
+  return 1;
+}
+
+size_t ucql_bytes_double(uint8_t *out, double v) {
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  return ucql_bytes_bigint(out, (int64_t)u);
+}
+
+static int hexdig(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+size_t ucql_uuid_bytes(uint8_t *out, const char *s) {
+  size_t j = 0;
+  for (int i = 0; i < 36; i++) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (s[i] != '-') return 0;
+      continue;
+    }
+    int hi = hexdig(s[i]);
+    if (hi < 0) return 0;
+    int lo = hexdig(s[++i]);
+    if (lo < 0) return 0;
+    out[j++] = (uint8_t)(hi << 4 | lo);
+  }
+  return s[36] ? 0 : 16;
+}
+
 /* ------------------------------------------------------------------ */
 /* encoding */
 

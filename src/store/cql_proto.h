@@ -147,6 +147,22 @@ typedef struct ucql_value {
 int ucql_cell_bool(const ucql_value *v, int *out);
 int ucql_cell_bigint(const ucql_value *v, int64_t *out);
 int ucql_cell_int(const ucql_value *v, int32_t *out);
+int ucql_cell_tinyint(const ucql_value *v, int8_t *out);
+/* double: IEEE 754 binary64, big-endian. */
+int ucql_cell_double(const ucql_value *v, double *out);
+/* uuid / timeuuid: 16 bytes, written as 36 characters of lower-case text
+ * (out: 37 bytes with the NUL). */
+int ucql_cell_uuid(const ucql_value *v, char *out);
+
+/* Typed encoders of bound values: the cell's bytes into out (at least 16
+ * bytes), returning how many. ucql_uuid_bytes takes the 36-character text
+ * form (either case) and returns 16, or 0 when s is not one. */
+size_t ucql_bytes_bigint(uint8_t *out, int64_t v);
+size_t ucql_bytes_int(uint8_t *out, int32_t v);
+size_t ucql_bytes_tinyint(uint8_t *out, int8_t v);
+size_t ucql_bytes_bool(uint8_t *out, int v);
+size_t ucql_bytes_double(uint8_t *out, double v);
+size_t ucql_uuid_bytes(uint8_t *out, const char *s);
 
 /* ------------------------------------------------------------------ */
 /* requests: each appends one whole frame (header and body) to out. A
