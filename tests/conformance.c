@@ -102,9 +102,11 @@ static int is_dynamodb(void) {
 
 /* Records in native tables (DynamoDB, Cassandra): uuids and timestamps
  * read back in their canonical spelling. */
-static int is_native(void) {
-  return is_dynamodb() || !strncmp(store_base(), "cassandra://", 12);
+static int is_cassandra(void) {
+  return !strncmp(store_base(), "cassandra://", 12) ||
+         !strncmp(store_base(), "cassandras://", 13);
 }
+static int is_native(void) { return is_dynamodb() || is_cassandra(); }
 
 static int rm_cb(const char *path, const struct stat *sb, int flag,
                  struct FTW *ftw) {
@@ -172,7 +174,7 @@ static int setup(void **state) {
     /* the case's native tables apart from every other case's */
     snprintf(f->url, sizeof f->url, "%s%s?table_prefix=%.150s.", store_base(),
              f->dir, f->dir);
-  else if (!strncmp(store_base(), "cassandra://", 12))
+  else if (is_cassandra())
     /* (the base ends in "table="; native tables of the case apart) */
     snprintf(f->url, sizeof f->url, "%s%s&table_prefix=%.60s_%.200s", store_base(),
              f->dir, f->dir, q ? q : "");

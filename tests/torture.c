@@ -164,7 +164,8 @@ static int store_url(char *buf, size_t n, const char *dir) {
     /* (the run's native tables apart from other runs') */
     return fmt(buf, n, "%s%s?table_prefix=%s.", g_store_base, g_store_name,
                g_store_name);
-  if (g_store_base && !strncmp(g_store_base, "cassandra://", 12)) {
+  if (g_store_base && (!strncmp(g_store_base, "cassandra://", 12) ||
+                       !strncmp(g_store_base, "cassandras://", 13))) {
     /* (the base ends in "table="; the run's native tables apart, under a
      * prefix short enough for Cassandra's 48 characters: its pid and
      * time, the name's last two parts) */
