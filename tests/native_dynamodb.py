@@ -337,7 +337,7 @@ aws("create-table", "--table-name", PREFIX + "big",
     "--key-schema", "AttributeName=k,KeyType=HASH",
     "--billing-mode", "PAY_PER_REQUEST")
 fill("big", [{"k": {"N": str(i)}, "mail": {"S": "m%d@x.org" % i}}
-             for i in range(1500)])
+             for i in range(800)])
 BIG = CUST + "CREATE TABLE big (k bigint PRIMARY KEY, mail text, UNIQUE (mail));"
 p = subprocess.Popen([UNICO, "--store", URL, "schema", "apply", "-"],
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -348,7 +348,7 @@ time.sleep(1.5)
 killed = p.poll() is None
 p.send_signal(signal.SIGKILL)
 p.wait()
-expect(killed, "the adoption of 1500 items ended within 1.5 s, before the "
+expect(killed, "the adoption of 800 items ended within 1.5 s, before the "
        "kill (make the table bigger)")
 time.sleep(31)
 rc, out, err = unico("schema", "show")
@@ -361,7 +361,7 @@ expect(rc == 0, "the adoption applied again: rc %d %s %s" % (rc, out, err))
 # (a build that runs for a while says how far it is, every 2 s)
 expect(took < 6 or "unico: schema apply: table big: " in err,
        "an adoption of %.1f s printed no progress: %r" % (took, err))
-print("adoption of 1500 items: %.1f s, progress lines: %d"
+print("adoption of 800 items: %.1f s, progress lines: %d"
       % (took, err.count("schema apply: table big")))
 rc, out, err = unico("insert", "big", json.dumps({"k": 9000, "mail": "m17@x.org"}))
 expect(rc == 3 and "17" in out + err,

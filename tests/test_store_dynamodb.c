@@ -8,7 +8,9 @@
  * Scan pages; and, through a TCP proxy in this process that forwards to
  * DynamoDB Local but drops answers, a write whose answer is lost: applied
  * exactly once thanks to the ClientRequestToken, or UNICO_EUNKNOWN when no
- * answer ever comes; errors opening. */
+ * answer ever comes; errors opening; a record key of a native table
+ * whose store version goes on counting from its native item to its
+ * tombstone and back. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codec/stored.h"
+#include "keys/keyspace.h"
+#include "keys/tuple.h"
 #include "store/dynamodb.h"
 #include "store/store.h"
 #include "unico.h"
@@ -330,6 +335,65 @@ static void test_lost_answer(void **state) {
   proxy_stop(&px);
 }
 
+
+/* A record key of a table in the catalog lives in its native table while
+ * live and in unico's table as a tombstone; its store version goes on
+ * counting across both (a version must never name two states of a key:
+ * the record cache and If-Match rely on it), and a condition on it holds
+ * wherever the key is now. */
+static void test_native_versions(void **state) {
+  (void)state;
+  char opts[64];
+  snprintf(opts, sizeof opts, "?table_prefix=nv%ld_", (long)getpid());
+  ustore *s = open_fresh(opts, 0);
+  const ustore_column cols[] = {{"id", 1}, {"email", 1}};
+  const size_t pk[] = {0};
+  const ustore_tabledef def = {"people", 2, cols, 1, pk};
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_tables(s, &def, 1, USTORE_TABLES_CREATE, &e),
+                   UNICO_OK);
+  ubuf pkt = UBUF_INIT, key = UBUF_INIT, live = UBUF_INIT, tomb = UBUF_INIT,
+       v = UBUF_INIT;
+  utup_str(&pkt, "p1");
+  ukey_record(&key, "people", pkt.p, pkt.len);
+  ustored_record_encode(&live, UREC_LIVE, 1, "op", "{\"id\":\"p1\",\"email\":\"a@x\"}",
+                        NULL);
+  ustored_tombstone_encode(&tomb, "op", 1, 1, NULL);
+  uint64_t ver = 0, want = 0;
+  /* create, update, delete, create again, update: 1..5 */
+  struct { int expect; const ubuf *val; } steps[] = {
+      {USTORE_ABSENT, &live}, {USTORE_VERSION, &live}, {USTORE_VERSION, &tomb},
+      {USTORE_VERSION, &live}, {USTORE_VERSION, &live}, {USTORE_VERSION, &tomb}};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    ustore_op o = ustore_op_make(key.p, key.len, steps[i].expect, want,
+                                 USTORE_PUT, steps[i].val->p,
+                                 steps[i].val->len);
+    int rc = s->vt->cas(s, &o, &e);
+    if (rc) fprintf(stderr, "step %zu: %d %s\n", i, rc, e.msg);
+    assert_int_equal(rc, UNICO_OK);
+    ubuf_free(&o.cur);
+    assert_int_equal(s->vt->get(s, key.p, key.len, &v, &ver, &e), UNICO_OK);
+    assert_int_equal(ver, ++want);
+    assert_int_equal(ustored_record_state(v.p, v.len),
+                     steps[i].val == &live ? UREC_LIVE : UREC_ABORTED);
+    /* an old version of the key is refused wherever the key is now */
+    ustore_op old = ustore_op_make(key.p, key.len, USTORE_VERSION, want - 1,
+                                   USTORE_PUT, live.p, live.len);
+    if (want > 1) {
+      assert_int_equal(s->vt->cas(s, &old, &e), USTORE_NOT_APPLIED);
+      assert_true(old.failed && old.exists);
+      assert_int_equal(old.cur_version, want);
+    }
+    ubuf_free(&old.cur);
+  }
+  ubuf_free(&pkt);
+  ubuf_free(&key);
+  ubuf_free(&live);
+  ubuf_free(&tomb);
+  ubuf_free(&v);
+  s->vt->close(s);
+}
+
 static void test_open_errors(void **state) {
   (void)state;
   ustore *s = NULL;
@@ -387,6 +451,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_txn_one_request),
       cmocka_unit_test(test_scan_pages),
       cmocka_unit_test(test_lost_answer),
+      cmocka_unit_test(test_native_versions),
       cmocka_unit_test(test_open_errors),
   };
   return ucm_done(ucm_run_group("store_dynamodb", tests, NULL, NULL));
