@@ -354,110 +354,6 @@ static json_t *txn_item(ddb_store *s, const ustore_op *op, int *err) {
   return txn_item_nv(s, op, 0, err);
 }
 
-/* Mark the ops a TransactionCanceledException names. map[j] is the op of
- * TransactItems entry j. USTORE_NOT_APPLIED, or an error. */
-static int txn_refused(ddb_store *s, const uddb_resp *r, ustore_op *ops,
-                       const size_t *map, size_t nitems, ustore_err *e) {
-  json_t *reasons = json_object_get(r->body, "CancellationReasons"), *x;
-  size_t j;
-  int any = 0, invalid = 0;
-  if (json_array_size(reasons) != nitems) {
-    seterr(e,
-           "DynamoDB cancelled a transaction of %zu actions but gave %zu "
-           "reasons: %s",
-           nitems, json_array_size(reasons), r->message);
-    return UNICO_EUNAVAILABLE;
-  }
-  json_array_foreach(reasons, j, x) {
-    const char *code = json_string_value(json_object_get(x, "Code"));
-    if (!code || !strcmp(code, "None")) continue;
-    if (strcmp(code, "ConditionalCheckFailed")) {
-      invalid = 1;
-      continue;
-    }
-    ustore_op *op = &ops[map[j]];
-    json_t *item = json_object_get(x, "Item");
-    op->failed = 1;
-    any = 1;
-    if (item) {
-      op->exists = 1;
-      if (item_decode(item, &op->cur_version, &op->cur)) {
-        seterr(e, "a DynamoDB item of table %s has no valid v or b attribute",
-               s->table);
-        return UNICO_ECORRUPT;
-      }
-    }
-  }
-  if (any && !invalid) return USTORE_NOT_APPLIED;
-  seterr(e, "DynamoDB cancelled the transaction: %s", r->message);
-  return invalid ? UNICO_EINVAL : UNICO_EUNAVAILABLE;
-}
-
-static int plain_txn(ddb_store *s, ustore_op *ops, size_t n, ustore_err *e) {
-  json_t *items = NULL;
-  size_t *map = NULL;
-  char *req = NULL;
-  char token[37];
-  uddb_resp r = {0};
-  int rc = UNICO_OK;
-  if (n > DDB_MAX_TXN) {
-    seterr(e,
-           "a transaction of %zu writes exceeds DynamoDB's limit of %d actions "
-           "in one TransactWriteItems",
-           n, DDB_MAX_TXN);
-    return UNICO_EINVAL;
-  }
-  for (size_t i = 0; i < n; i++) {
-    ops[i].failed = ops[i].exists = 0;
-    ops[i].cur_version = 0;
-    ubuf_reset(&ops[i].cur);
-    if (ops[i].klen == 0 || ops[i].klen > DDB_MAX_KEY) {
-      seterr(e, "a key of %zu bytes cannot be stored in DynamoDB (1 to %d)",
-             ops[i].klen, DDB_MAX_KEY);
-      return UNICO_EINVAL;
-    }
-  }
-  items = json_array();
-  map = calloc(n ? n : 1, sizeof *map);
-  if (!items || !map) goto oom;
-  for (size_t i = 0; i < n; i++) {
-    int err;
-    json_t *it = txn_item(s, &ops[i], &err);
-    if (err) goto oom;
-    if (!it) continue;
-    map[json_array_size(items)] = i;
-    if (json_array_append_new(items, it)) goto oom;
-  }
-  size_t nitems = json_array_size(items);
-  if (nitems == 0) goto leave; /* only unconditional checks: nothing to do */
-  if (uddb_token(token)) {
-    seterr(e, "no random bytes for a ClientRequestToken");
-    rc = UNICO_EUNAVAILABLE;
-    goto leave;
-  }
-  req = dump(json_pack("{s:O,s:s}", "TransactItems", items, "ClientRequestToken",
-                       token));
-  if (!req) goto oom;
-  rc = send_retry(s, UDDB_TRANSACT_WRITE_ITEMS, "writing", req, 1, &r, e);
-  if (rc == SENT_ANSWER) {
-    if (!strcmp(r.error, "TransactionCanceledException"))
-      rc = txn_refused(s, &r, ops, map, nitems, e);
-    else
-      rc = answer_error(s, &r, "writing", e);
-  }
-  goto leave;
-oom:
-  seterr(e, "out of memory");
-  rc = UNICO_ENOMEM;
-leave:
-  uddb_resp_free(&r);
-  json_decref(items);
-  free(map);
-  free(req);
-  return rc;
-}
-
-
 /* ------------------------------------------------------------------ */
 /* scan */
 
@@ -912,8 +808,10 @@ static int native_refused(ddb_store *s, const uddb_resp *resp, ustore_op *ops,
 
 #define NATIVE_ROUNDS 6
 
-/* ddb_txn for a transaction that touches record keys. */
-static int native_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
+/* Send ops as one TransactWriteItems (r[i].t: op i is a record key of a
+ * native table; else a key of unico's table), again when an op must be
+ * sent in another form (see above). */
+static int run_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
                       ustore_err *e) {
   size_t *map = calloc(2 * n + 1, sizeof *map);
   int *side = calloc(2 * n + 1, sizeof *side);
@@ -982,8 +880,9 @@ static int native_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
     if (nitems > DDB_MAX_TXN) {
       json_decref(items);
       seterr(e,
-             "a transaction of %zu actions (records in native tables take "
-             "two for an insert or a delete) exceeds DynamoDB's limit of %d",
+             "a transaction of %zu actions exceeds DynamoDB's limit of %d in "
+             "one TransactWriteItems (a record in a native table takes two "
+             "for an insert or a delete)",
              nitems, DDB_MAX_TXN);
       rc = UNICO_EINVAL;
       goto leave;
@@ -1261,32 +1160,35 @@ static int ddb_get(ustore *base, const void *key, size_t klen, ubuf *val,
 
 static int ddb_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
   ddb_store *s = (ddb_store *)base;
-  rop *r = NULL;
-  int any = 0, rc = UNICO_OK;
-  if (n > DDB_MAX_TXN) return plain_txn(s, ops, n, e); /* (refuses it) */
-  for (size_t i = 0; i < n && rc == UNICO_OK; i++) {
-    const uddb_ntab *t;
-    json_t *kj;
-    if (ops[i].klen == 0 || ops[i].klen > DDB_MAX_KEY) break; /* (refused) */
-    int k = rec_key(s, ops[i].key, ops[i].klen, &t, &kj, e);
-    if (k == 0) continue;
-    if (k != 1) {
-      rc = k;
-      break;
-    }
-    if (!r && !(r = calloc(n, sizeof *r))) {
-      json_decref(kj);
-      rc = UNICO_ENOMEM;
-      seterr(e, "out of memory");
-      break;
-    }
-    any = 1;
-    r[i].t = t;
-    r[i].kj = kj;
+  if (n > DDB_MAX_TXN) {
+    seterr(e,
+           "a transaction of %zu writes exceeds DynamoDB's limit of %d actions "
+           "in one TransactWriteItems",
+           n, DDB_MAX_TXN);
+    return UNICO_EINVAL;
   }
-  if (rc == UNICO_OK)
-    rc = any ? native_txn(s, ops, r, n, e) : plain_txn(s, ops, n, e);
-  rops_free(r, any ? n : 0);
+  for (size_t i = 0; i < n; i++) {
+    ops[i].failed = ops[i].exists = 0;
+    ops[i].cur_version = 0;
+    ubuf_reset(&ops[i].cur);
+    if (ops[i].klen == 0 || ops[i].klen > DDB_MAX_KEY) {
+      seterr(e, "a key of %zu bytes cannot be stored in DynamoDB (1 to %d)",
+             ops[i].klen, DDB_MAX_KEY);
+      return UNICO_EINVAL;
+    }
+  }
+  rop *r = calloc(n ? n : 1, sizeof *r);
+  int rc = UNICO_OK;
+  if (!r) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  for (size_t i = 0; i < n && rc == UNICO_OK; i++) {
+    int k = rec_key(s, ops[i].key, ops[i].klen, &r[i].t, &r[i].kj, e);
+    if (k != 0 && k != 1) rc = k;
+  }
+  if (rc == UNICO_OK) rc = run_txn(s, ops, r, n, e);
+  rops_free(r, n);
   return rc;
 }
 
