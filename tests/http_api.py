@@ -259,6 +259,20 @@ def metric(srv, name, **labels):
     return 0.0
 
 
+def metric_settled(srv, name, want, **labels):
+    """The value of one sample once it reads `want`, or the last value read
+    after 3 s. Request counters and the in-flight gauge move when
+    libmicrohttpd reports a request completed, which may come after the
+    client already has its response (a thread per connection runs it on its
+    own schedule): a test reading them at once would race that thread."""
+    end = time.monotonic() + 3
+    while True:
+        v = metric(srv, name, **labels)
+        if v == want or time.monotonic() > end:
+            return v
+        time.sleep(0.01)
+
+
 # ---------------------------------------------------------------------------
 # tests on one shared server (S)
 
@@ -781,7 +795,8 @@ def t_health_metrics():
     ops = metric(S, "unico_store_operations_total", op="insert", outcome="ok")
     fetch(S, "POST", "/v1/users", {"id": "mx1", "email": "metrics@example.com"})
     fetch(S, "POST", "/v1/users", {"id": "mx2", "email": "METRICS@example.com"})
-    check(metric(S, "unico_http_requests_total", method="POST", route="/v1/{table}", status="201") == before + 1,
+    check(metric_settled(S, "unico_http_requests_total", before + 1,
+                         method="POST", route="/v1/{table}", status="201") == before + 1,
           "requests_total moves")
     check(metric(S, "unico_unique_conflicts_total", table="users", constraint="users_email") == conf + 1,
           "conflicts_total moves")
@@ -793,8 +808,10 @@ def t_health_metrics():
     for want in ('unico_http_request_duration_seconds_bucket{route="/v1/{table}",le="+Inf"}',
                  'unico_store_operation_duration_seconds_count{op="insert"}',
                  "# TYPE unico_http_requests_total counter", "unico_store_up 1",
-                 "unico_http_requests_in_flight 1", 'status="404"', 'status="405"'):
+                 'status="404"', 'status="405"'):
         check(want in text, "metrics has " + want, text[:2000])
+    # the /metrics request reading it is the one in flight
+    check(metric_settled(S, "unico_http_requests_in_flight", 1) == 1, "in_flight 1")
     inf = metric(S, "unico_http_request_duration_seconds_bucket", route="/v1/{table}", le="+Inf")
     cnt = metric(S, "unico_http_request_duration_seconds_count", route="/v1/{table}")
     check(inf == cnt and cnt > 0, "histogram +Inf bucket equals count", (inf, cnt))
