@@ -45,8 +45,8 @@ tests/cql_fake_check.sh embeds the frames it compares with):
         AND table_name = term]  (column_name, kind, position, type, ...)
     SELECT cols FROM system.local | system.peers | system.peers_v2
         (this one node, no peers: enough for drivers' control connections)
-    INSERT INTO [ks.]t (cols) VALUES (terms) [IF NOT EXISTS]
-    UPDATE [ks.]t SET col = term, ... WHERE key = term [AND ...]
+    INSERT INTO [ks.]t (cols) VALUES (terms) [IF NOT EXISTS] [USING TTL term]
+    UPDATE [ks.]t [USING TTL term] SET col = term, ... WHERE key = term [AND ...]
         [IF EXISTS | IF col = term AND ...]   (IF col = null holds on an
         absent row, as in Cassandra)
     DELETE [cols] FROM [ks.]t WHERE key = term [AND ...]
@@ -68,6 +68,10 @@ tests/cql_fake_check.sh embeds the frames it compares with):
   (4)"; SERIAL as commit consistency; serial consistency not SERIAL or
   LOCAL_SERIAL; ...), Already_exists, Unprepared (with the id),
   Unavailable, Write_timeout / Read_timeout, Protocol errors.
+- USING TTL as Cassandra keeps it: per cell (and the row marker of an
+  INSERT), a write without TTL making the cells it writes permanent, a row
+  gone once neither its marker nor a cell is left; the marker of USING
+  TTL ? is [ttl] int; 0 means no TTL.
 
 Data: keyspaces {name -> replication}; tables {(ks, t) -> schema, rows}.
 One global lock makes every request atomic (linearizable).
@@ -114,6 +118,7 @@ a request body are a protocol error (they betray an encoder bug).
 
 import argparse
 import hashlib
+import heapq
 import json
 import os
 import random
@@ -486,6 +491,7 @@ class Stmt:
         self.where = None       # (col, term): the first WHERE condition
         self.where_more = []    # [(col, term)]: the ones after AND
         self.cond = None        # None | "not_exists" | "exists" | [(col, term)]
+        self.ttl = None         # USING TTL term
         self.limit = None
         self.if_not_exists = self.if_exists = False
         self.replication = None
@@ -683,9 +689,15 @@ class Parser:
             if not self.accept_kw("and"):
                 break
 
-    def using(self, text):
-        if self.is_kw("using"):
-            raise invalid("cql_fake_server does not implement USING TTL / "
+    def using(self, text, st):
+        if not self.accept_kw("using"):
+            return
+        if not self.accept_kw("ttl"):
+            raise invalid("cql_fake_server does not implement USING "
+                          "TIMESTAMP: %s" % text[:200])
+        st.ttl = self.term("[ttl]")
+        if self.is_kw("and"):
+            raise invalid("cql_fake_server does not implement USING "
                           "TIMESTAMP: %s" % text[:200])
 
     def insert(self, text):
@@ -711,13 +723,13 @@ class Parser:
         if self.accept_kw("if"):
             self.kw("not", "exists")
             st.cond = "not_exists"
-        self.using(text)
+        self.using(text, st)
         return st
 
     def update(self, text):
         st = Stmt("update", text)
         st.ks, st.table = self.tname()
-        self.using(text)
+        self.using(text, st)
         self.kw("set")
         while True:
             col = self.ident()
@@ -738,7 +750,9 @@ class Parser:
                 break
         self.kw("from")
         st.ks, st.table = self.tname()
-        self.using(text)
+        if self.is_kw("using"):  # (DELETE takes only USING TIMESTAMP)
+            raise invalid("cql_fake_server does not implement USING "
+                          "TIMESTAMP: %s" % text[:200])
         self.kw("where")
         self.where_clause(st)
         self.conditions(st)
@@ -896,6 +910,44 @@ class Table:
         self.coldefs = list(coldefs)
         self.reorder()
         self.rows = {}  # key bytes -> {"_marker": bool, col: bytes}
+        self.ttl = {}   # key bytes -> {col or "_marker": expiry (unix s)}
+        self.due = []   # heap of (expiry, key)
+
+    def expire(self, now):
+        """Drop the cells (and row markers) whose TTL ran out, and the rows
+        left with neither."""
+        while self.due and self.due[0][0] <= now:
+            _, key = heapq.heappop(self.due)
+            cells = self.ttl.get(key)
+            row = self.rows.get(key)
+            if not cells or row is None:
+                continue
+            for c in [c for c, d in cells.items() if d <= now]:
+                del cells[c]
+                if c == "_marker":
+                    row["_marker"] = False
+                else:
+                    row.pop(c, None)
+            if not cells:
+                del self.ttl[key]
+            if not row.get("_marker") and len(row) - ("_marker" in row) == 0:
+                self.rows.pop(key, None)
+                self.ttl.pop(key, None)
+
+    def stamp(self, key, cols, ttl, now):
+        """Cells cols of key just written: expiring after ttl seconds, or
+        (ttl 0) for good."""
+        if ttl:
+            cells = self.ttl.setdefault(key, {})
+            for c in cols:
+                cells[c] = now + ttl
+            heapq.heappush(self.due, (now + ttl, key))
+        elif key in self.ttl:
+            cells = self.ttl[key]
+            for c in cols:
+                cells.pop(c, None)
+            if not cells:
+                del self.ttl[key]
 
     def reorder(self):
         # the key columns, then the regular columns in alphabetical order
@@ -1101,7 +1153,7 @@ class Server:
             return "system_schema", "keyspaces", specs, pk, res
         if st.kind in ("select", "insert", "update", "delete"):
             t = self.table(st, conn_ks)
-            specs = [(c, t.type(c)) for c in st.marker_cols]
+            specs = [(c, T_INT if c == "[ttl]" else t.type(c)) for c in st.marker_cols]
             pk = None
             kterm = st.where[1] if st.where else None
             if st.kind == "insert" and t.pk in st.cols:
@@ -1129,6 +1181,7 @@ class Server:
         t = self.tables.get((ks, st.table))
         if t is None:
             raise invalid("table %s does not exist" % st.table)
+        t.expire(time.time())
         return t
 
     def term_value(self, term, values, typ, col):
@@ -1487,16 +1540,34 @@ class Server:
                     raise invalid("Invalid 'unset' value in condition")
                 conds.append((c, v))
 
+        ttl = 0
+        if st.ttl is not None:
+            tv = self.term_value(st.ttl, values, T_INT, "[ttl]")
+            if tv is UNSET or tv is None:
+                ttl = 0
+            else:
+                ttl = struct.unpack(">i", tv)[0]
+            if ttl < 0:
+                raise invalid("A TTL must be greater or equal to 0, but was %d" % ttl)
+            if ttl > 630720000:
+                raise invalid("ttl is too large. requested (%d) maximum (630720000)" % ttl)
+
         def apply():
             row = t.rows.get(key)
+            now = time.time()
             if st.kind == "insert":
                 row = t.rows.setdefault(key, {})
                 row["_marker"] = True
+                t.stamp(key, ["_marker"], ttl, now)
+            if st.kind != "delete":
+                t.stamp(key, [c for c, v in sets if v is not UNSET and v is not None],
+                        ttl, now)
             elif st.kind == "update":
                 if row is None:
                     row = t.rows.setdefault(key, {})
             elif not st.cols:  # DELETE of the row
                 t.rows.pop(key, None)
+                t.ttl.pop(key, None)
                 return
             for c, v in (sets if st.kind != "delete" else [(c, None) for c in st.cols]):
                 if v is UNSET:

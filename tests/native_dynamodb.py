@@ -25,6 +25,10 @@ It checks, with `aws dynamodb` against the same server:
     apply succeeds, the items get their bookkeeping, and uniqueness holds
     against them;
   - an adoption killed half-way is rolled back and applies again;
+  - what is kept only for the retention period leaves by itself: a
+    tombstone, an outcome and its index, and a hold carry the TTL
+    attribute exp (a day after the delete, the write, the hold's expiry),
+    and a key taken over (a held value inserted) no longer has it;
   - rows other clients add later are drift: counted by check, a value two
     rows hold is a violation, repair claims free values for their rows,
     and unico updates such rows like its own;
@@ -36,6 +40,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 UNICO = sys.argv[1] if len(sys.argv) > 1 else "build/unico"
 BASE = os.environ.get("UNICO_TEST_STORE_BASE", "")
@@ -106,6 +111,29 @@ def fill(table, items):
 def expect(cond, msg):
     if not cond:
         fail(msg)
+
+
+def expiring():
+    """unico's own items carrying the TTL attribute exp: {k: exp}."""
+    out, start = {}, None
+    while True:
+        args = ["scan", "--table-name", "unico_" + RUN, "--consistent-read"]
+        if start:
+            args += ["--starting-token", start]
+        page = aws(*args)
+        for it in page.get("Items", []):
+            if "exp" in it:
+                out[it["k"]["S"]] = int(it["exp"]["N"])
+        start = page.get("NextToken")
+        if not start:
+            return out
+
+
+DAY = 86400
+
+
+def near(t, want):
+    return abs(t - want) <= 120
 
 
 DDL = """
@@ -196,17 +224,47 @@ rc, out, err = unico("insert", "users",
 expect(rc == 3, "a taken email (other case) was not a conflict: rc %d %s"
        % (rc, out + err))
 
-# 4. a deleted record leaves no item behind
-rc, out, err = unico("delete", "users", "u1")
+# 4. a deleted record leaves no item behind in the native table; its
+# tombstone (unico's table) and the outcome of a write with an op id leave
+# by themselves a retention period (a day) later
+before = expiring()
+rc, out, err = unico("delete", "users", "u1", "--op-id", "del-u1")
 expect(rc == 0, "delete: rc %d %s" % (rc, err))
 expect(get_item("users", {"id": {"S": "u1"}}) is None,
        "a deleted record is still an item of the native table")
+new = {k: t for k, t in expiring().items() if k not in before}
+hexid = "del-u1".encode().hex()
+expect(len(new) == 3 and all(near(t, time.time() + DAY) for t in new.values())
+       and sum(1 for k in new if hexid in k) == 2,
+       "the tombstone, the outcome and its index carry exp a day on: %s" % new)
 rc, out, err = unico("insert", "users",
                      json.dumps({"id": "u1", "email": "alice@new.example"}))
 expect(rc == 0, "insert over the deleted record: rc %d %s" % (rc, err))
 rc, out, err = unico("get", "users", "u1")
 expect(rc == 0 and json.loads(out or "{}").get("version") == 3,
        "the key's versions go on counting across the delete: %s" % out)
+# the tombstone went with the insert over it (the record is native again)
+left = expiring()
+expect(len([k for k in new if k in left]) == 2,
+       "after an insert over the tombstone, only the outcome and its index "
+       "expire: %s" % left)
+# a hold expires a day after its own expiry; a write taking it over keeps
+# the value for good
+before = expiring()
+rc, out, err = unico("reserve", "users", "users_email_key", "held@x.org",
+                     "--ttl", "600")
+expect(rc == 0, "reserve: rc %d %s" % (rc, err))
+token = json.loads(out or "{}").get("token", "")
+new = {k: t for k, t in expiring().items() if k not in before}
+expect(len(new) == 2 and all(near(t, time.time() + 600 + DAY) for t in new.values()),
+       "a hold and its index carry exp a day after the hold expires: %s" % new)
+rc, out, err = unico("insert", "users", json.dumps({"id": "u9", "email": "held@x.org"}),
+                     "--hold", token)
+expect(rc == 0, "insert with the hold: rc %d %s" % (rc, err))
+left = expiring()
+expect(not [k for k in new if k in left],
+       "the claim of the held value inserted (and the hold's index) still "
+       "expire: %s" % left)
 
 # 5. keys DynamoDB cannot hold, and a table with another key, are refused
 before = set(table_names())

@@ -2,8 +2,12 @@
  * on the cassandra store: they land, a posted write whose condition fails
  * changes nothing, the connection's streams come back (far more posts than
  * streams), ordinary calls keep working between them, and posts count as
- * LWTs but not as round trips. Also reads issued together (get_many). Run by tests/cassandra_run.sh (fake or
- * live), which sets UNICO_TEST_STORE_BASE to a URL ending in "table=". */
+ * LWTs but not as round trips. Also reads issued together (get_many), and
+ * keys that leave by themselves: an insert with expire_ms (USING TTL) is
+ * gone after it, one without stays, and a write's outcome through the
+ * library leaves a retention period after the write. Run by
+ * tests/cassandra_run.sh (fake or live), which sets UNICO_TEST_STORE_BASE
+ * to a URL ending in "table=". */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "keys/keyspace.h"
 #include "store/cassandra.h"
 #include "store/store.h"
 #include "unico.h"
@@ -63,6 +68,78 @@ static void nap_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int present(ustore *s, const void *k, size_t kl) {
+  ubuf got = UBUF_INIT;
+  uint64_t ver;
+  ustore_err e = {{0}};
+  int g = s->vt->get(s, k, kl, &got, &ver, &e);
+  ubuf_free(&got);
+  return g == UNICO_OK;
+}
+
+/* Keys that leave by themselves. */
+static void expiry(ustore *s, const char *base, const char *tag) {
+  char k1[64], k2[64];
+  snprintf(k1, sizeof k1, "ttl-%s-expires", tag);
+  snprintf(k2, sizeof k2, "ttl-%s-stays", tag);
+  ustore_op o[2] = {
+      ustore_op_make(k1, strlen(k1), USTORE_ABSENT, 0, USTORE_PUT, "a", 1),
+      ustore_op_make(k2, strlen(k2), USTORE_ABSENT, 0, USTORE_PUT, "b", 1)};
+  o[0].expire_ms = now_ms() + 1500;
+  int rcs[2] = {-1, -1};
+  int rc = ustore_cas_many(s, o, 2, rcs, NULL);
+  CHECK(rc == UNICO_OK && rcs[0] == UNICO_OK && rcs[1] == UNICO_OK,
+        "inserts with and without expire_ms: %d %d %d", rc, rcs[0], rcs[1]);
+  ubuf_free(&o[0].cur);
+  ubuf_free(&o[1].cur);
+  CHECK(present(s, k1, strlen(k1)), "an insert with expire_ms reads back");
+  /* through the library: a write's outcome, with a retention of 1.5 s */
+  char url[1024];
+  snprintf(url, sizeof url, "%sttl_%s&table_prefix=ttl_%s_", base, tag, tag);
+  unico_options opts = UNICO_OPTIONS_INIT;
+  opts.outcome_retention_ms = 1500;
+  unico *u = NULL;
+  unico_result r = UNICO_RESULT_INIT;
+  char opid[64];
+  snprintf(opid, sizeof opid, "ttl-op-%s", tag);
+  ubuf ok = UBUF_INIT;
+  ukey_outcome(&ok, opid);
+  int ur = unico_open(&u, url, &opts, &r);
+  if (!ur) ur = unico_schema_apply(u, "CREATE TABLE t (id text PRIMARY KEY, "
+                                      "v text, UNIQUE (v));", &r);
+  if (!ur) ur = unico_insert(u, "t", "{\"id\":\"a\",\"v\":\"x\"}", opid, &r);
+  CHECK(ur == UNICO_OK, "a write through the library: %d %s", ur, r.message);
+  ustore *us = NULL;
+  ustore_err e = {{0}};
+  rc = ustore_open(&us, url, &e);
+  CHECK(rc == UNICO_OK, "opening %s: %s", url, e.msg);
+  int kept = 0; /* (the outcome is posted after the answer) */
+  for (int i = 0; us && i < 50 && !(kept = present(us, ok.p, ok.len)); i++)
+    nap_ms(20);
+  CHECK(kept, "the write's outcome is kept");
+  nap_ms(2500);
+  CHECK(!present(s, k1, strlen(k1)), "an insert with expire_ms outlived it");
+  CHECK(present(s, k2, strlen(k2)), "an insert without expire_ms went");
+  CHECK(us && !present(us, ok.p, ok.len),
+        "an outcome outlived the retention period");
+  if (us) us->vt->close(us);
+  /* what the outcome leaves: a repeat of the op id runs afresh, and its
+   * unique value is still the record's */
+  if (u) {
+    ur = unico_insert(u, "t", "{\"id\":\"b\",\"v\":\"x\"}", opid, &r);
+    CHECK(ur == UNICO_ECONFLICT, "the value after the outcome left: %d", ur);
+  }
+  unico_result_clear(&r);
+  unico_close(u);
+  ubuf_free(&ok);
+}
+
 int main(void) {
   const char *base = getenv("UNICO_TEST_STORE_BASE");
   if (!base || !*base) {
@@ -80,6 +157,8 @@ int main(void) {
     fprintf(stderr, "test_cassandra_post: opening %s: %s\n", url, e.msg);
     return 1;
   }
+
+  expiry(s, base, tag);
 
   ustore_cassandra_stats before, after;
   ustore_cassandra_stats_get(NULL, &before);

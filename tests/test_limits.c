@@ -394,8 +394,8 @@ static void plant_faults(void) {
   ubuf pk = UBUF_INIT, k = UBUF_INIT, v = UBUF_INIT, ck = UBUF_INIT;
   utup_str(&pk, "u2");
   ukey_record(&k, "users", pk.p, pk.len);
-  ustore_op del = {k.p, k.len, USTORE_PRESENT, 0, USTORE_DEL, NULL, 0,
-                   0, 0, 0, UBUF_INIT};
+  ustore_op del = ustore_op_make(k.p, k.len, USTORE_PRESENT, 0, USTORE_DEL,
+                                 NULL, 0);
   assert_int_equal(st->vt->cas(st, &del, &e), UNICO_OK);
   ubuf_reset(&pk);
   ubuf_reset(&k);
@@ -424,8 +424,8 @@ static void plant_faults(void) {
   char *bs = json_dumps(body, JSON_COMPACT);
   ubuf nv = UBUF_INIT;
   ustored_record_encode(&nv, rec.state, rec.version, rec.op_id, bs, &rec.claims);
-  ustore_op put = {k.p, k.len, USTORE_VERSION, ver, USTORE_PUT, nv.p, nv.len,
-                   0, 0, 0, UBUF_INIT};
+  ustore_op put = ustore_op_make(k.p, k.len, USTORE_VERSION, ver, USTORE_PUT,
+                                 nv.p, nv.len);
   assert_int_equal(st->vt->cas(st, &put, &e), UNICO_OK);
   /* u1's old phone "1" claim now is an orphan too: its record moved on */
   free(bs);

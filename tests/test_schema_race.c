@@ -279,8 +279,8 @@ static void test_abandoned_change_rolls_back(void **state) {
                            cur.ddl, cur.schema_version, unow_ms() - 31000};
   ubuf_reset(&val);
   ustored_schema_encode(&val, &marker);
-  ustore_op op = {key.p, key.len, USTORE_VERSION, ver, USTORE_PUT, val.p, val.len,
-                  0, 0, 0, UBUF_INIT};
+  ustore_op op = ustore_op_make(key.p, key.len, USTORE_VERSION, ver,
+                                USTORE_PUT, val.p, val.len);
   assert_int_equal(st->vt->cas(st, &op, &e), UNICO_OK);
   ustored_schema_free(&cur);
   st->vt->close(st);

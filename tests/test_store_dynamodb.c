@@ -394,6 +394,71 @@ static void test_native_versions(void **state) {
   s->vt->close(s);
 }
 
+/* A tombstone leaves by itself (exp, the table's TTL) a retention period
+ * after the delete, and the key starts again at version 1. A handle that
+ * cached the record before must not plan a write from that entry once the
+ * key may have come back as another record at the same version: cache
+ * entries older than half the retention period are not used. Here the
+ * retention period is 2 s; the purge is done by hand (DynamoDB's own TTL
+ * sweep runs when it likes). */
+static void test_cache_ages(void **state) {
+  (void)state;
+  char url[1024];
+  snprintf(url, sizeof url, "%sunico_age_%ld?table_prefix=age%ld_", g_base,
+           (long)getpid(), (long)getpid());
+  unico_options o = UNICO_OPTIONS_INIT;
+  o.outcome_retention_ms = 2000;
+  unico *a = NULL, *b = NULL;
+  unico_result r = UNICO_RESULT_INIT;
+  int rc = unico_open(&a, url, &o, &r);
+  if (rc) fprintf(stderr, "open %s: %s\n", url, r.message);
+  assert_int_equal(rc, UNICO_OK);
+  assert_int_equal(unico_schema_apply(a,
+                                      "CREATE TABLE users (id text PRIMARY KEY,"
+                                      " email text, name text, UNIQUE (email));",
+                                      &r),
+                   UNICO_OK);
+  assert_int_equal(unico_open(&b, url, &o, &r), UNICO_OK);
+  /* a writes u1 (and caches it at store version 1) */
+  assert_int_equal(unico_insert(a, "users", "{\"id\":\"u1\",\"email\":\"e1@x\"}",
+                                NULL, &r), UNICO_OK);
+  /* b deletes it; the tombstone goes (as its TTL would take it); b
+   * inserts u1 again, with another email: store version 1 again */
+  assert_int_equal(unico_delete(b, "users", "\"u1\"", 0, NULL, &r), UNICO_OK);
+  ustore *s = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&s, url, &e), UNICO_OK);
+  ubuf pkt = UBUF_INIT, key = UBUF_INIT;
+  utup_str(&pkt, "u1");
+  ukey_record(&key, "users", pkt.p, pkt.len);
+  ustore_op del = ustore_op_make(key.p, key.len, USTORE_PRESENT, 0, USTORE_DEL,
+                                 NULL, 0);
+  assert_int_equal(s->vt->cas(s, &del, &e), UNICO_OK); /* it was there */
+  ubuf_free(&del.cur);
+  s->vt->close(s);
+  assert_int_equal(unico_insert(b, "users", "{\"id\":\"u1\",\"email\":\"e2@x\"}",
+                                NULL, &r), UNICO_OK);
+  assert_non_null(strstr(r.json, "\"version\":1"));
+  /* past half the retention period, a's update of u1 is planned from the
+   * record as it is now, not from its old entry */
+  struct timespec ts = {1, 200000000};
+  nanosleep(&ts, NULL);
+  assert_int_equal(unico_update(a, "users", "\"u1\"", "{\"name\":\"n\"}", 0,
+                                NULL, &r), UNICO_OK);
+  assert_int_equal(unico_get(a, "users", "\"u1\"", &r), UNICO_OK);
+  assert_non_null(strstr(r.json, "e2@x"));
+  assert_null(strstr(r.json, "e1@x"));
+  /* e1 is free, e2 is u1's */
+  assert_int_equal(unico_insert(b, "users", "{\"id\":\"u2\",\"email\":\"e2@x\"}",
+                                NULL, &r), UNICO_ECONFLICT);
+  assert_int_equal(unico_check(a, &r), UNICO_OK);
+  unico_result_clear(&r);
+  ubuf_free(&pkt);
+  ubuf_free(&key);
+  unico_close(a);
+  unico_close(b);
+}
+
 static void test_open_errors(void **state) {
   (void)state;
   ustore *s = NULL;
@@ -452,6 +517,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_scan_pages),
       cmocka_unit_test(test_lost_answer),
       cmocka_unit_test(test_native_versions),
+      cmocka_unit_test(test_cache_ages),
       cmocka_unit_test(test_open_errors),
   };
   return ucm_done(ucm_run_group("store_dynamodb", tests, NULL, NULL));

@@ -16,16 +16,21 @@ typedef struct slot {
   uint8_t *val;
   size_t vlen;
   uint64_t sver;
+  int64_t at_ms; /* when it was read or written */
 } slot;
 
 struct urcache {
   pthread_mutex_t lock;
+  int64_t max_age_ms;
   slot s[SLOTS];
 };
 
-urcache *urcache_new(void) {
+urcache *urcache_new(int64_t max_age_ms) {
   urcache *c = calloc(1, sizeof *c);
-  if (c) pthread_mutex_init(&c->lock, NULL);
+  if (c) {
+    pthread_mutex_init(&c->lock, NULL);
+    c->max_age_ms = max_age_ms;
+  }
   return c;
 }
 
@@ -47,12 +52,15 @@ static slot *slot_of(urcache *c, const uint8_t *k, size_t kl) {
 }
 
 int urcache_get(urcache *c, const uint8_t *k, size_t kl, ubuf *val,
-                uint64_t *sver) {
+                uint64_t *sver, int64_t now_ms) {
   int hit = 0;
   if (!c) return 0;
   pthread_mutex_lock(&c->lock);
   slot *x = slot_of(c, k, kl);
-  if (x->key && x->klen == kl && !memcmp(x->key, k, kl)) {
+  if (x->key && x->klen == kl && !memcmp(x->key, k, kl) &&
+      now_ms - x->at_ms > c->max_age_ms)
+    clear(x); /* too old to trust its version */
+  else if (x->key && x->klen == kl && !memcmp(x->key, k, kl)) {
     ubuf_reset(val);
     ubuf_put(val, x->val, x->vlen);
     *sver = x->sver;
@@ -63,7 +71,7 @@ int urcache_get(urcache *c, const uint8_t *k, size_t kl, ubuf *val,
 }
 
 void urcache_put(urcache *c, const uint8_t *k, size_t kl, const uint8_t *v,
-                 size_t vl, uint64_t sver) {
+                 size_t vl, uint64_t sver, int64_t now_ms) {
   if (!c) return;
   uint8_t *kc = malloc(kl ? kl : 1), *vc = malloc(vl ? vl : 1);
   if (!kc || !vc) {
@@ -77,7 +85,7 @@ void urcache_put(urcache *c, const uint8_t *k, size_t kl, const uint8_t *v,
   pthread_mutex_lock(&c->lock);
   slot *x = slot_of(c, k, kl);
   clear(x);
-  *x = (slot){kc, kl, vc, vl, sver};
+  *x = (slot){kc, kl, vc, vl, sver, now_ms};
   pthread_mutex_unlock(&c->lock);
 }
 

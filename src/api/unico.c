@@ -120,7 +120,7 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
   }
   /* Where a read is a round trip, remember records to skip it. */
   if (!rc && (uexec_traits(u->x) & UEXEC_T_CACHE_RECORDS) &&
-      !(u->rc = urcache_new()))
+      !(u->rc = urcache_new((int64_t)uexec_retention(u->x) / 2)))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   if (!rc) rc = uapi_sch_load(u, &u->cur, res);
   if (rc) {

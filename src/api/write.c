@@ -667,7 +667,8 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
   unico *u = w->u;
   ubuf cv = UBUF_INIT;
   ukey_record(&r->rkey, r->t->name, r->pk.p, r->pk.len);
-  if (urcache_get(u->rc, r->rkey.p, r->rkey.len, &cv, &r->sver)) {
+  if (urcache_get(u->rc, r->rkey.p, r->rkey.len, &cv, &r->sver,
+                  uexec_now(u->x))) {
     r->from_cache = !ustored_record_decode(cv.p, cv.len, &r->old) &&
                     r->old.state == UREC_LIVE;
     if (!r->from_cache) ustored_record_free(&r->old);
@@ -770,7 +771,8 @@ static void round_remember(wcall *w, wround *r, int rc) {
       !(kind == UPLAN_INSERT &&
         (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS)))
     urcache_put(u->rc, p->rkey.p, p->rkey.len, p->rval.p, p->rval.len,
-                kind == UPLAN_INSERT && !w->have_tomb ? 1 : r->sver + 1);
+                kind == UPLAN_INSERT && !w->have_tomb ? 1 : r->sver + 1,
+                uexec_now(u->x));
   else if (rc != UEXEC_NOT_APPLIED || r->why.why == UREFUSED_RECORD)
     urcache_del(u->rc, p->rkey.p, p->rkey.len);
 }
@@ -952,7 +954,9 @@ int uapi_get(unico *u, const char *table, const char *pk_json,
   if (u->rc) { /* a read before a write is common: keep it */
     ubuf enc = UBUF_INIT;
     ustored_record_reencode(&enc, &r);
-    if (ubuf_ok(&enc)) urcache_put(u->rc, key.p, key.len, enc.p, enc.len, sver);
+    if (ubuf_ok(&enc))
+      urcache_put(u->rc, key.p, key.len, enc.p, enc.len, sver,
+                  uexec_now(u->x));
     ubuf_free(&enc);
   }
   rc = record_output(t, &r, NULL, res);

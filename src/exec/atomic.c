@@ -130,6 +130,10 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
   ops[i++] = uexec_op(&p->rkey,
                       p->rver || p->rbare ? USTORE_VERSION : USTORE_ABSENT,
                       p->rver, USTORE_PUT, &p->rval);
+  /* (a tombstone leaves by itself once the retention period is over, where
+   * the store has a time to live: the key's versions may then restart) */
+  const int64_t purge_at = uexec_purge_at(x, uexec_now(x));
+  if (p->kind == UPLAN_DELETE) ops[r_at].expire_ms = purge_at;
   /* Claims to take must be absent (or the hold taken over); groups joined
    * must have room, at the version read. */
   for (size_t k = 0; k < p->take.n; k++) {
@@ -195,6 +199,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     o_at = i;
     ops[i++] = uexec_op(&p->okey, USTORE_ABSENT, 0, USTORE_PUT, &p->oval);
     ops[i++] = uexec_op(&p->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
+    ops[i - 2].expire_ms = ops[i - 1].expire_ms = purge_at;
   }
   rc = x->st->vt->txn(x->st, ops, i, &e);
   if (rc == UNICO_OK)

@@ -1049,6 +1049,7 @@ static int keep_outcome(cx *c, const ustored_hist_entry *e) {
   ukey_outcome(&k, e->op_id);
   ustore_op o = ustore_op_make(k.p, k.len, USTORE_ABSENT, 0, USTORE_PUT,
                                e->oval, e->olen);
+  o.expire_ms = uexec_purge_at(c->x, e->at_ms);
   int rc = cas(c, &o, NULL);
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK; /* written by its finish */
@@ -1056,6 +1057,7 @@ static int keep_outcome(cx *c, const ustored_hist_entry *e) {
     ubuf_reset(&k);
     ukey_outcome_index(&k, e->at_ms, e->op_id);
     o = kop(k.p, k.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+    o.expire_ms = uexec_purge_at(c->x, e->at_ms);
     rc = cas(c, &o, NULL);
     ubuf_free(&o.cur);
   }
@@ -1174,6 +1176,8 @@ static void finish(cx *c) {
     ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
                    &p->oval);
     ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
+    ops[n - 2].expire_ms = ops[n - 1].expire_ms =
+        uexec_purge_at(c->x, c->now);
   }
   /* Nothing waits for these: whatever does not land is left to the
    * validity rule (and a retry finds its answer in the record's history). */
@@ -1350,6 +1354,8 @@ static void fast_finish(cx *c) {
     ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
                    &p->oval);
     ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
+    ops[n - 2].expire_ms = ops[n - 1].expire_ms =
+        uexec_purge_at(c->x, c->now);
   }
   ustore_post_many(c->x->st, ops, n);
   for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);

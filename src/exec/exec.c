@@ -214,6 +214,10 @@ unsigned uexec_traits(uexec *x) {
 int64_t uexec_grace(uexec *x) { return x->grace_ms; }
 uint64_t uexec_retention(uexec *x) { return x->retention_ms; }
 
+int64_t uexec_purge_at(uexec *x, int64_t since_ms) {
+  return since_ms + (int64_t)x->retention_ms;
+}
+
 int64_t uexec_now(uexec *x) { return ustore_now(x->st); }
 
 void uexec_sleep(uexec *x, int64_t ms) { ustore_sleep(x->st, ms); }

@@ -141,6 +141,10 @@ unsigned uexec_traits(uexec *x);
 void uexec_set_grace(uexec *x, int64_t grace_ms);
 int64_t uexec_grace(uexec *x);
 uint64_t uexec_retention(uexec *x);
+/* When what was written at since_ms (an outcome, a tombstone, a hold that
+ * expired then) may leave by itself: since_ms + the retention period, the
+ * ustore_op expire_ms of such writes. */
+int64_t uexec_purge_at(uexec *x, int64_t since_ms);
 /* The store's clock (ms since the epoch; virtual on the simulated store)
  * and a wait on it. */
 int64_t uexec_now(uexec *x);

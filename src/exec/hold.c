@@ -185,6 +185,10 @@ int uexec_atomic_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
   ops[n++] = uexec_op(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver,
                       USTORE_PUT, &v.hold);
   ops[n++] = uexec_op(&v.hkey, USTORE_ABSENT, 0, USTORE_PUT, &v.hval);
+  /* (a hold and its index leave by themselves a retention period after
+   * the hold expires; taking its value over rewrites the claim without) */
+  ops[n - 2].expire_ms = ops[n - 1].expire_ms =
+      uexec_purge_at(x, h->expires_ms);
   if (oldh) ops[n++] = uexec_op(oldh, USTORE_ANY, 0, USTORE_DEL, NULL);
   size_t o_at = SIZE_MAX;
   if (h->okey) {
@@ -193,6 +197,8 @@ int uexec_atomic_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
     o_at = n;
     ops[n++] = uexec_op(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
     ops[n++] = uexec_op(h->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
+    ops[n - 2].expire_ms = ops[n - 1].expire_ms =
+        uexec_purge_at(x, h->now_ms);
   }
   int rc = uexec_txn(x, ops, n, res);
   if (rc == USTORE_NOT_APPLIED)
@@ -286,10 +292,12 @@ int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
   }
   if (rc || !h->okey) goto leave;
   o = uexec_op(h->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
+  o.expire_ms = uexec_purge_at(x, h->now_ms);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc) goto leave;
   o = uexec_op(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
+  o.expire_ms = uexec_purge_at(x, h->now_ms);
   rc = uexec_cas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) {

@@ -14,7 +14,10 @@
  * (exec/claims.c) on this store. Every write is a Paxos round:
  *
  *   cas absent  -> put   INSERT ... VALUES (?, ?, 1) IF NOT EXISTS
- *                        (not applied: the row that exists comes back)
+ *                        (not applied: the row that exists comes back);
+ *                        with USING TTL ? when the op has expire_ms
+ *                        (outcomes: the only keys written once that leave
+ *                        by themselves)
  *   cas ver = n -> put   UPDATE ... SET v = ?, ver = n+1 WHERE k = ?
  *                        IF ver = n (not applied: only ver comes back, so
  *                        the value is read after it, at SERIAL)
@@ -66,7 +69,10 @@
 #define SEND_RETRIES 3 /* requests that certainly did not leave */
 #define CHUNK 256      /* requests in flight at once per caller */
 
-enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, NST };
+/* (ST_INST: ST_INS with a time to live, for keys written once that leave
+ * by themselves: ops with expire_ms) */
+enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, ST_INST, NST };
+#define CASS_MAX_TTL 630720000 /* Cassandra's limit: 20 years, in seconds */
 
 typedef struct stmt {
   char cql[640];
@@ -591,7 +597,8 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
 
 /* An op done by one LWT (the common ones), and its statement. */
 static int simple_stmt(const ustore_op *op) {
-  if (op->action == USTORE_PUT && op->expect == USTORE_ABSENT) return ST_INS;
+  if (op->action == USTORE_PUT && op->expect == USTORE_ABSENT)
+    return op->expire_ms > 0 ? ST_INST : ST_INS;
   if (op->action == USTORE_PUT && op->expect == USTORE_VERSION) return ST_UPD;
   if (op->action == USTORE_DEL && op->expect == USTORE_VERSION) return ST_DELV;
   if (op->action == USTORE_DEL &&
@@ -606,6 +613,7 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
                         ustore_err *e) {
   static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
                                [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
+  if (st == ST_INST) st = ST_INS; /* (records never expire) */
   int nst = NST_OF[st];
   if (op->expect_version == 0 && st == ST_UPD) nst = UCASS_UPD0;
   if (op->expect_version == 0 && st == ST_DELV) nst = UCASS_DEL0;
@@ -652,6 +660,15 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   return 1;
 }
 
+/* Seconds from now to expire_ms, within what Cassandra accepts. */
+static int32_t ttl_of(int64_t expire_ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  int64_t t = (expire_ms - now + 999) / 1000;
+  return t < 1 ? 1 : t > CASS_MAX_TTL ? CASS_MAX_TTL : (int32_t)t;
+}
+
 static void build_write(cass *s, req *r, const ustore_op *op, int st) {
   req_init(s, r, st);
   switch (st) {
@@ -659,6 +676,14 @@ static void build_write(cass *s, req *r, const ustore_op *op, int st) {
     req_val(r, op->key, op->klen);
     req_val(r, op->val, op->vlen);
     break;
+  case ST_INST: {
+    req_val(r, op->key, op->klen);
+    req_val(r, op->val, op->vlen);
+    uint32_t t = (uint32_t)ttl_of(op->expire_ms);
+    for (int i = 3; i >= 0; i--, t >>= 8) r->nums[0][i] = (uint8_t)t;
+    req_val(r, r->nums[0], 4);
+    break;
+  }
   case ST_UPD:
     req_val(r, op->val, op->vlen);
     req_num(r, 0, op->expect_version + 1);
@@ -790,7 +815,8 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     if (st == ST_DELX) {
       if (op->expect == USTORE_ANY) rcs[i] = UNICO_OK; /* nothing to delete */
       else set_failed(op, 0, 0, NULL);
-    } else if (st == ST_INS && reqs[j].nt && reqs[j].call.resp.rows.ncols > 1) {
+    } else if ((st == ST_INS || st == ST_INST) && reqs[j].nt &&
+               reqs[j].call.resp.rows.ncols > 1) {
       /* the row that exists came back: the current value */
       uint64_t x = 0;
       int d = ucass_row_record(reqs[j].nt, &reqs[j].call.resp.rows, 0, NULL,
@@ -801,7 +827,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
         op->exists = 1;
         op->cur_version = x;
       }
-    } else if (st == ST_INS) {
+    } else if (st == ST_INS || st == ST_INST) {
       const ucql_value *v = cell(&reqs[j], "v"), *nv = cell(&reqs[j], "ver");
       int64_t x = 0;
       if (!reqs[j].nt && nv && !ucql_cell_bigint(nv, &x)) {
@@ -1730,6 +1756,9 @@ static int cass_open(ustore **out, const char *loc, const ustore_opts *opts,
            "SELECT v, ver FROM %s WHERE k = ?", q);
   snprintf(s->st[ST_INS].cql, sizeof s->st[0].cql,
            "INSERT INTO %s (k, v, ver) VALUES (?, ?, 1) IF NOT EXISTS", q);
+  snprintf(s->st[ST_INST].cql, sizeof s->st[0].cql,
+           "INSERT INTO %s (k, v, ver) VALUES (?, ?, 1) IF NOT EXISTS "
+           "USING TTL ?", q);
   snprintf(s->st[ST_UPD].cql, sizeof s->st[0].cql,
            "UPDATE %s SET v = ?, ver = ? WHERE k = ? IF ver = ?", q);
   snprintf(s->st[ST_DELV].cql, sizeof s->st[0].cql,

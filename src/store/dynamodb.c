@@ -5,7 +5,9 @@
  * which keeps byte order and prefixes, so a prefix scan is begins_with(k);
  * v (N) is the version the store maintains, 1 on create and +1 on every
  * change; b (B) is the value (absent when the value is empty); exp (N,
- * epoch seconds) is the table's TTL attribute, for holds and outcomes.
+ * epoch seconds) is the table's TTL attribute, set from an op's expire_ms
+ * (outcomes, record tombstones, holds: each a retention period after it
+ * stops mattering) and removed by a put without one.
  *
  *   get   GetItem, ConsistentRead
  *   txn   one TransactWriteItems: a put is an Update action
@@ -316,18 +318,28 @@ static json_t *txn_item_nv(ddb_store *s, const ustore_op *op, uint64_t nv,
            : (json_object_set_new(vals, ":zero", num(0)) ||
               json_object_set_new(vals, ":one", num(1))))
       goto oom;
-    char expr[96];
+    /* the TTL attribute: set, or removed (a key taken over from a hold
+     * or a tombstone must not expire with it) */
+    char expr[160];
+    const char *xset = op->expire_ms > 0 ? ", #x = :x" : "";
+    const char *xrem = op->expire_ms > 0 ? "" : op->vlen ? " REMOVE #x" : ", #x";
+    if (op->expire_ms > 0 &&
+        json_object_set_new(vals, ":x", num((uint64_t)(op->expire_ms + 999) / 1000)))
+      goto oom;
+    if (json_object_set_new(body, "ExpressionAttributeNames",
+                            json_pack("{s:s}", "#x", "exp")))
+      goto oom;
     if (op->vlen) {
       ubuf b = UBUF_INIT;
       uddb_b64_encode(&b, op->val, op->vlen);
       json_t *bv = ubuf_ok(&b) ? json_pack("{s:s%}", "B", (char *)b.p, b.len) : NULL;
       ubuf_free(&b);
-      snprintf(expr, sizeof expr, "SET b = :b, %s", vexpr);
+      snprintf(expr, sizeof expr, "SET b = :b, %s%s%s", vexpr, xset, xrem);
       if (json_object_set_new(vals, ":b", bv) ||
           json_object_set_new(body, "UpdateExpression", json_string(expr)))
         goto oom;
     } else {
-      snprintf(expr, sizeof expr, "SET %s REMOVE b", vexpr);
+      snprintf(expr, sizeof expr, "SET %s%s REMOVE b%s", vexpr, xset, xrem);
       if (json_object_set_new(body, "UpdateExpression", json_string(expr)))
         goto oom;
     }
@@ -645,6 +657,7 @@ static json_t *act_unico(ddb_store *s, const ustore_op *op, int expect,
                          uint64_t ev, int action, uint64_t nv) {
   ustore_op o = ustore_op_make(op->key, op->klen, expect, ev, action, op->val,
                                op->vlen);
+  o.expire_ms = op->expire_ms;
   int err;
   json_t *j = txn_item_nv(s, &o, nv, &err);
   return j;

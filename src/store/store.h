@@ -58,6 +58,15 @@ typedef struct ustore_op {
   int exists;           /* the key exists (failed ops only) */
   uint64_t cur_version; /* its version (failed ops only) */
   ubuf cur;             /* its value (failed ops only) */
+  /* input: when the store may remove the key by itself (unix ms; 0:
+   * never). A store with a time to live keeps it with a PUT: DynamoDB
+   * writes it as the TTL attribute exp (and a PUT without it removes an
+   * earlier one), Cassandra as USING TTL on an insert of an absent key
+   * (the only write it is set on there: outcomes). Stores without one
+   * ignore it; unico's own sweeps remove those keys. Only keys nothing
+   * will need past that time get it (outcomes, tombstones, expired
+   * holds: docs/native-tables.md section 5). */
+  int64_t expire_ms;
 } ustore_op;
 
 /* A precise message for the error a call returned (may be left empty). */
@@ -254,7 +263,7 @@ static inline ustore_op ustore_op_make(const void *key, size_t klen,
                                        int action, const void *val,
                                        size_t vlen) {
   ustore_op o = {key, klen, expect, version, action, val, vlen,
-                 0, 0, 0, UBUF_INIT};
+                 0, 0, 0, UBUF_INIT, 0};
   return o;
 }
 
