@@ -296,6 +296,13 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
         violation(c, "claim_owner_mismatch", want.v[i].key, want.v[i].klen,
                   "the claim names another record than the one holding the value");
         taken = 1;
+      } else if (stamp && c->claims_mode) {
+        /* key by key, a claim naming the bare row (a stamp that has not
+         * committed, or never will) is taken again by the stamp: listed
+         * as found, an undo of that stamp could free it under the row */
+        if (uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
+                        want.v[i].voff, want.v[i].con))
+          c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
       }
       ustored_claim_free(&cl);
     }

@@ -50,21 +50,49 @@ int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res) {
   return rc;
 }
 
-/* Key by key: a bare row's free values claimed for it by the protocol's
- * own write: an update of the row, from the version it was read at (0:
- * still bare) to itself listing its claims, taking each value as any
- * write does (PENDING in its name, resolved when found taken, the schema
- * checked, the row committed, the claims made COMMITTED). A row that
- * moved meanwhile refuses the commit and the claims are freed again; what
- * a crash leaves is an orphan of the row by the validity rule (the row
- * does not list it), fenced and freed after the grace period like any
- * other. A value someone holds, or one in flight, leaves the row as it
- * is (UEXEC_NOT_APPLIED). */
+/* Is the record at f->key, as read now (at *ver), still the row f was
+ * found as: live, never written by unico (record version 0, listing
+ * nothing) and holding the same body? A fence writes such a row back as
+ * it is (its store version moves, nothing else). */
+static int still_bare(uexec *x, const uexec_fix *f, const ustored_record *want,
+                      uint64_t *ver, unico_result *res) {
+  ubuf v = UBUF_INIT;
+  ustored_record r;
+  int rc = uexec_read(x, &f->key, &v, ver, res);
+  if (rc == UNICO_ENOTFOUND) rc = UEXEC_NOT_APPLIED;
+  if (!rc && ustored_record_decode(v.p, v.len, &r) == 0) {
+    if (r.state != UREC_LIVE || r.version != 0 || r.claims.n ||
+        !r.body || !want->body || strcmp(r.body, want->body))
+      rc = UEXEC_NOT_APPLIED;
+    ustored_record_free(&r);
+  } else if (!rc) {
+    rc = UEXEC_NOT_APPLIED; /* (the audit reports it) */
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
+/* Key by key: a bare row's values claimed for it by the protocol's own
+ * write: an update of the row, from the version it was read at (0: still
+ * bare) to itself listing its claims, taking each value as any write does
+ * (PENDING in its name, resolved when found taken, the schema checked,
+ * the row committed, the claims made COMMITTED). take holds every value
+ * the row needs that no other record's claim names: the free ones and
+ * any claim naming the row itself (a stamp that did not commit), which is
+ * taken again too, never listed as found (its operation could still undo
+ * it). A row that moved meanwhile refuses the commit and the claims are
+ * freed again; what a crash leaves is an orphan of the row by the
+ * validity rule (the row does not list it), fenced and freed after the
+ * grace period like any other. Taking over such an orphan fences the row
+ * itself: the stamp is tried again on the row as it now is, while it is
+ * still the same bare row. A value someone holds, or one in flight, leaves
+ * the row as it is (UEXEC_NOT_APPLIED). */
 static int claims_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
   uplan p;
   uexec_refused why;
   int rc = UNICO_OK;
   ustored_record r;
+  uint64_t ver = f->ver;
   if (ustored_record_decode(f->val.p, f->val.len, &r))
     return uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
   uplan_init(&p);
@@ -72,10 +100,7 @@ static int claims_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
   ukey_schema(&p.skey);
   p.schema_ver = f->sver;
   ubuf_put(&p.rkey, f->key.p, f->key.len);
-  p.rver = f->ver;
-  p.rbare = f->ver == 0;
   p.version = r.version;
-  ustored_record_free(&r);
   ubuf_put(&p.rval, f->val.p, f->val.len);
   ubuf_put(&p.claim_val, f->tval.p, f->tval.len);
   /* (each taken as free: a FREE claim is taken over at the version the
@@ -87,14 +112,19 @@ static int claims_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
   if (!rc && (!ubuf_ok(&p.skey) || !ubuf_ok(&p.rkey) || !ubuf_ok(&p.rval) ||
               !ubuf_ok(&p.claim_val)))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-  if (!rc) {
+  for (int attempt = 0; !rc; attempt++) {
+    if (attempt && (rc = still_bare(x, f, &r, &ver, res))) break;
+    p.rver = ver;
+    p.rbare = ver == 0;
     memset(&why, 0, sizeof why);
     rc = uexec_apply(x, &p, &why, res);
-    if (rc == USTORE_NOT_APPLIED) {
-      ustored_claim_free(&why.owner);
-      rc = UEXEC_NOT_APPLIED;
-    }
+    if (rc != USTORE_NOT_APPLIED) break;
+    ustored_claim_free(&why.owner);
+    rc = UEXEC_NOT_APPLIED;
+    if (why.why != UREFUSED_RECORD || attempt == 2) break;
+    rc = UNICO_OK; /* the row moved: look again */
   }
+  ustored_record_free(&r);
   uplan_free(&p);
   return rc;
 }
