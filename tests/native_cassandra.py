@@ -23,6 +23,11 @@ It checks, with the driver against the same server:
     the rows for writes through unico;
   - an existing table whose column has another type is refused at schema
     apply, naming the table, the column and both types;
+  - rows the driver adds later are drift: check counts them (bare_rows,
+    unclaimed_values) and reports a value two rows hold as a violation;
+    repair claims the free value for its row (rows_claimed 1), which an
+    insert through unico is then refused naming; unico updates such a row
+    like its own and gives it its bookkeeping;
   - check finds the store consistent.
 Every failed expectation is printed; the exit code is 1 if any failed.
 """
@@ -218,10 +223,73 @@ rc, out, err = unico("schema", "apply", "-",
 expect(rc != 0 and "odd" in err and '"n"' in err and "text" in err and "int" in err,
        "a mismatched column: rc %d %s" % (rc, err))
 
-# 5. consistent
+# 5. drift: rows the driver writes behind unico's back (no unico_
+# columns: bare rows). check counts them and the values nobody claims
+# (not violations) and reports a value two rows hold as a violation;
+# repair claims the free value for its row; unico writes over such a row
+# like any other
+db.execute(ins, ("f1", "fresh@example.com", "theirs"))
+db.execute(ins, ("f2", "dup@example.com", "clash"))
+
+
+def drift_check():
+    """check's answer and its report (under "report" when it fails), and
+    the kinds of the violations it lists, each with its key."""
+    rc, out, err = unico("check")
+    j = json.loads(out or "{}")
+    rep = j.get("report", j)
+    kinds = sorted((v["kind"], v["key"]) for v in rep.get("violations", []))
+    return rc, rep, kinds, out + err
+
+
+DUPKEY = '["u","customers","customers_email_key","dup@example.com"]'
+rc, chk, kinds, out = drift_check()
+expect(rc == 7 and chk.get("bare_rows") == 2
+       and chk.get("unclaimed_values") == 1
+       and kinds == [("claim_owner_mismatch", DUPKEY), ("duplicate_value", DUPKEY)],
+       "check of drift: rc %d %s" % (rc, out))
+rc, out, err = unico("repair")
+rep = json.loads(out or "{}")
+expect(rc == 0 and rep.get("rows_claimed") == 1,
+       "repair of drift: rc %d %s %s" % (rc, out, err))
+f1 = row("customers", "cid = %s", "f1")
+expect(f1 is not None and f1.unico_v == 1 and f1.unico_state == 1
+       and f1.unico_meta is not None and f1.name == "theirs"
+       and f1.email == "fresh@example.com",
+       "the row repair claimed for: %s" % (f1,))
+f2 = row("customers", "cid = %s", "f2")
+expect(f2 is not None and f2.unico_v is None and f2.unico_meta is None,
+       "repair wrote the row whose value another row holds: %s" % (f2,))
+rc, out, err = unico("lookup", "customers", "customers_email_key",
+                     "fresh@example.com")
+expect(rc == 0 and '"f1"' in out, "lookup of the value repair claimed: rc %d %s %s"
+       % (rc, out, err))
+rc, out, err = unico("insert", "customers",
+                     '{"cid":"c97","email":"fresh@example.com"}')
+expect(rc == 3 and '"f1"' in out + err,
+       "a value repair claimed for a foreign row: rc %d %s" % (rc, out + err))
+rc, chk, kinds, out = drift_check()
+expect(rc == 7 and chk.get("bare_rows") == 1 and chk.get("unclaimed_values") == 0
+       and kinds == [("claim_owner_mismatch", DUPKEY), ("duplicate_value", DUPKEY)],
+       "check after the repair: rc %d %s" % (rc, out))
+rc, out, err = unico("update", "customers", "f2", '{"email":"eve@example.com"}')
+expect(rc == 0, "unico's update of a foreign row: rc %d %s" % (rc, err))
+f2 = row("customers", "cid = %s", "f2")
+expect(f2 is not None and f2.unico_v == 1 and f2.unico_state == 1
+       and f2.unico_meta is not None and f2.email == "eve@example.com"
+       and f2.name == "clash",
+       "the foreign row after unico wrote it: %s" % (f2,))
+rc, out, err = unico("insert", "customers",
+                     '{"cid":"c96","email":"eve@example.com"}')
+expect(rc == 3 and '"f2"' in out + err,
+       "the value unico's update claimed for a foreign row: rc %d %s"
+       % (rc, out + err))
+
+# 6. consistent
 rc, out, err = unico("check")
 chk = json.loads(out or "{}")
-expect(rc == 0 and chk.get("violations_total") == 0,
+expect(rc == 0 and chk.get("violations_total") == 0
+       and "bare_rows" not in chk,
        "check: rc %d %s %s" % (rc, out, err))
 
 cluster.shutdown()

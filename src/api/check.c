@@ -51,6 +51,7 @@ typedef struct chk {
    * version 0), and the values they hold that nobody claims: drift,
    * not violations (repair claims them for the row) */
   uint64_t bare_rows, unclaimed;
+  uint64_t sver; /* the schema key's store version audited under */
   fix *fixes;
   size_t nfixes, fcap;
   unico_result *res;
@@ -130,6 +131,14 @@ static void violation(chk *c, const char *kind, const uint8_t *key, size_t kl,
   free(ks);
 }
 
+/* Key by key, a stamp is an update of the row with an op id of its own
+ * (an op id shared by two repairs would let one take over the other's
+ * claims as a repeat of its own write). */
+static void stamp_op(chk *c, char *buf, size_t n) {
+  uint64_t seq = atomic_fetch_add(&c->u->opseq, 1);
+  snprintf(buf, n, "%s-%" PRIu64, c->u->opprefix, seq);
+}
+
 /* A record that is not live: key by key, an insert intent or a pending
  * record in flight, or one whose write died (repair settles or aborts
  * it), or a tombstone (past retention, shrunk to its version). */
@@ -206,8 +215,13 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   json_decref(body);
   unico_result_clear(&tmp);
   /* Claims the record says it holds must be exactly those its values
-   * need; a bare row (another client's, store version 0) lists none. */
-  int bare = ver == 0, taken = 0;
+   * need; a bare row (another client's, store version 0) lists none. Key
+   * by key, a bare row a fence wrote back (an orphan claim named it: a
+   * repair's stamp that did not commit) has bookkeeping but is still
+   * one unico never wrote: record version 0, listing nothing. */
+  int bare = ver == 0 ||
+             (c->claims_mode && r.version == 0 && !r.claims.n && want.n),
+      taken = 0;
   fix *stamp = NULL;
   if (bare) {
     c->bare_rows++;
@@ -215,11 +229,16 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     for (size_t i = 0; i < want.n; i++) groups |= want.v[i].kind == UKEY_GROUP;
     /* (repair claims its free values for it, listing them in the row; not
      * in a limited table, whose groups only a build recounts) */
-    if (c->repair && !groups && (stamp = add_fix(c, UEXEC_FIX_STAMP, k, kl, 0))) {
-      ustored_record_encode_hist(&stamp->val, r.state, r.version, r.op_id,
-                                 r.body, &want, r.since_ms, &r.hist);
+    if (c->repair && !groups &&
+        (stamp = add_fix(c, UEXEC_FIX_STAMP, k, kl, ver))) {
+      char op[64];
+      if (c->claims_mode) stamp_op(c, op, sizeof op);
+      ustored_record_encode_hist(&stamp->val, r.state, r.version,
+                                 c->claims_mode ? op : r.op_id, r.body, &want,
+                                 r.since_ms, &r.hist);
       ustored_claim_encode(&stamp->tval, UCLAIM_COMMITTED, k + pkoff,
-                           kl - pkoff, "repair", c->now);
+                           kl - pkoff, c->claims_mode ? op : "repair", c->now);
+      stamp->sver = c->sver;
     }
   }
   for (size_t i = 0; !bare && i < want.n; i++)
@@ -277,6 +296,13 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
         violation(c, "claim_owner_mismatch", want.v[i].key, want.v[i].klen,
                   "the claim names another record than the one holding the value");
         taken = 1;
+      } else if (stamp && c->claims_mode) {
+        /* key by key, a claim naming the bare row (a stamp that has not
+         * committed, or never will) is taken again by the stamp: listed
+         * as found, an undo of that stamp could free it under the row */
+        if (uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
+                        want.v[i].voff, want.v[i].con))
+          c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
       }
       ustored_claim_free(&cl);
     }
@@ -674,6 +700,7 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
   c.claims_mode = (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) != 0;
   c.members_mode = (uexec_traits(u->x) & UEXEC_T_GROUP_MEMBERS) != 0;
   c.grace = uexec_grace(u->x);
+  c.sver = sc->store_ver;
   c.retention = (int64_t)uexec_retention(u->x);
   g.c = &c;
   c.violations = json_array();

@@ -336,11 +336,15 @@ enum uexec_fix_kind {
   UEXEC_FIX_TOMB,       /* key by key: an old tombstone: val (shrunk) */
   UEXEC_FIX_FREE,       /* key by key: a FREE claim past use: removed */
   UEXEC_FIX_SETTLE,     /* key by key: a stale insert intent: settled */
-  UEXEC_FIX_STAMP,      /* a native table's bare row (store version 0)
-                           holding values nobody claims: val (the record
-                           listing its claims) written at version 0, with
-                           tval under each key of take (at its .ver, 0:
-                           absent), in one transaction (atomic only) */
+  UEXEC_FIX_STAMP,      /* a native table's bare row (store version 0;
+                           key by key also one a fence gave bookkeeping,
+                           record version 0 listing nothing) holding
+                           values nobody claims: val (the record listing
+                           its claims) written at version ver, with tval
+                           under each key of take: atomic, in one
+                           transaction (each at its .ver, 0: absent); key
+                           by key, as an update of the row taking them
+                           (exec/repair.c), under the schema at sver */
   UEXEC_FIX_KINDS
 };
 
@@ -354,6 +358,8 @@ typedef struct uexec_fix {
   ubuf val;      /* the value to write (by kind) */
   uclaims take;  /* UEXEC_FIX_STAMP: the claims to write */
   ubuf tval;     /* UEXEC_FIX_STAMP: the claim written under each */
+  uint64_t sver; /* UEXEC_FIX_STAMP, key by key: the schema key's store
+                    version the fix was found under */
 } uexec_fix;
 
 /* Make fix f: UNICO_OK, UEXEC_NOT_APPLIED when what it was found under

@@ -6,6 +6,7 @@
 
 #include "exec/exec.h"
 #include "exec/internal.h"
+#include "keys/keyspace.h"
 #include "util/err.h"
 
 /* Atomic: one transaction per fix, holding the key's version, the
@@ -46,6 +47,85 @@ int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res) {
     ops[n++] = uexec_op(&f->hkey, USTORE_ANY, 0, USTORE_DEL, NULL);
   int rc = uexec_txn(x, ops, n, res);
   for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  return rc;
+}
+
+/* Is the record at f->key, as read now (at *ver), still the row f was
+ * found as: live, never written by unico (record version 0, listing
+ * nothing) and holding the same body? A fence writes such a row back as
+ * it is (its store version moves, nothing else). */
+static int still_bare(uexec *x, const uexec_fix *f, const ustored_record *want,
+                      uint64_t *ver, unico_result *res) {
+  ubuf v = UBUF_INIT;
+  ustored_record r;
+  int rc = uexec_read(x, &f->key, &v, ver, res);
+  if (rc == UNICO_ENOTFOUND) rc = UEXEC_NOT_APPLIED;
+  if (!rc && ustored_record_decode(v.p, v.len, &r) == 0) {
+    if (r.state != UREC_LIVE || r.version != 0 || r.claims.n ||
+        !r.body || !want->body || strcmp(r.body, want->body))
+      rc = UEXEC_NOT_APPLIED;
+    ustored_record_free(&r);
+  } else if (!rc) {
+    rc = UEXEC_NOT_APPLIED; /* (the audit reports it) */
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
+/* Key by key: a bare row's values claimed for it by the protocol's own
+ * write: an update of the row, from the version it was read at (0: still
+ * bare) to itself listing its claims, taking each value as any write does
+ * (PENDING in its name, resolved when found taken, the schema checked,
+ * the row committed, the claims made COMMITTED). take holds every value
+ * the row needs that no other record's claim names: the free ones and
+ * any claim naming the row itself (a stamp that did not commit), which is
+ * taken again too, never listed as found (its operation could still undo
+ * it). A row that moved meanwhile refuses the commit and the claims are
+ * freed again; what a crash leaves is an orphan of the row by the
+ * validity rule (the row does not list it), fenced and freed after the
+ * grace period like any other. Taking over such an orphan fences the row
+ * itself: the stamp is tried again on the row as it now is, while it is
+ * still the same bare row. A value someone holds, or one in flight, leaves
+ * the row as it is (UEXEC_NOT_APPLIED). */
+static int claims_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
+  uplan p;
+  uexec_refused why;
+  int rc = UNICO_OK;
+  ustored_record r;
+  uint64_t ver = f->ver;
+  if (ustored_record_decode(f->val.p, f->val.len, &r))
+    return uerr(res, UNICO_ECORRUPT, NULL, "a planned record is corrupt");
+  uplan_init(&p);
+  p.kind = UPLAN_UPDATE;
+  ukey_schema(&p.skey);
+  p.schema_ver = f->sver;
+  ubuf_put(&p.rkey, f->key.p, f->key.len);
+  p.version = r.version;
+  ubuf_put(&p.rval, f->val.p, f->val.len);
+  ubuf_put(&p.claim_val, f->tval.p, f->tval.len);
+  /* (each taken as free: a FREE claim is taken over at the version the
+   * write reads, never at one that could name a hold) */
+  for (size_t i = 0; i < f->take.n && !rc; i++)
+    if (uclaims_add(&p.take, f->take.v[i].key, f->take.v[i].klen,
+                    f->take.v[i].voff, f->take.v[i].con))
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  if (!rc && (!ubuf_ok(&p.skey) || !ubuf_ok(&p.rkey) || !ubuf_ok(&p.rval) ||
+              !ubuf_ok(&p.claim_val)))
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  for (int attempt = 0; !rc; attempt++) {
+    if (attempt && (rc = still_bare(x, f, &r, &ver, res))) break;
+    p.rver = ver;
+    p.rbare = ver == 0;
+    memset(&why, 0, sizeof why);
+    rc = uexec_apply(x, &p, &why, res);
+    if (rc != USTORE_NOT_APPLIED) break;
+    ustored_claim_free(&why.owner);
+    rc = UEXEC_NOT_APPLIED;
+    if (why.why != UREFUSED_RECORD || attempt == 2) break;
+    rc = UNICO_OK; /* the row moved: look again */
+  }
+  ustored_record_free(&r);
+  uplan_free(&p);
   return rc;
 }
 
@@ -95,8 +175,8 @@ int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res) {
     o = uexec_op(&f->key, f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
                  USTORE_PUT, &f->val);
     break;
-  case UEXEC_FIX_STAMP: /* (bare rows are native tables' only: atomic) */
-    return UEXEC_NOT_APPLIED;
+  case UEXEC_FIX_STAMP:
+    return claims_stamp(x, f, res);
   default: /* UEXEC_FIX_INDEX, UEXEC_FIX_FREE: past use, removed */
     o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_DEL, NULL);
     break;
