@@ -11,7 +11,8 @@
  * nothing. LMDB has no bare rows at store version 0, but that fenced state
  * is made here exactly, behind unico's back, with the claim the dead stamp
  * left (old, or still in flight). tests/native_cassandra.py has the bare
- * rows themselves. */
+ * rows themselves. Also: a lookup that meets a dead writer's claim settles
+ * it (the reader, not only check and repair, removes leftovers). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -280,6 +281,43 @@ static void test_stamp_in_flight_left(void **state) {
   unico_close(u);
 }
 
+/* A lookup meeting a claim its owner does not hold settles it when its
+ * writer is dead (past the grace period: fenced, freed), and leaves it
+ * when the write may still be in flight. Either way: not found. */
+static void test_lookup_settles(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  u = fenced_bare(u, "g", "g@x.org", "dead-writer", 1);
+  u = fenced_bare(u, "h", "h@x.org", "live-writer", unow_ms());
+  unico_result r = UNICO_RESULT_INIT;
+  assert_int_equal(unico_lookup(u, "users", "users_email", "[\"g@x.org\"]", &r),
+                   UNICO_ENOTFOUND);
+  assert_int_equal(unico_lookup(u, "users", "users_email", "[\"h@x.org\"]", &r),
+                   UNICO_ENOTFOUND);
+  unico_result_clear(&r);
+  ustored_record rec;
+  ustored_claim cl;
+  int found;
+  stored(&u, "g", "g@x.org", &rec, &cl, &found);
+  assert_true(found);
+  assert_int_equal(cl.state, UCLAIM_FREE);
+  ustored_claim_free(&cl);
+  ustored_record_free(&rec);
+  stored(&u, "h", "h@x.org", &rec, &cl, &found);
+  assert_true(found);
+  assert_int_equal(cl.state, UCLAIM_PENDING);
+  assert_string_equal(cl.op_id, "live-writer");
+  ustored_claim_free(&cl);
+  ustored_record_free(&rec);
+  /* what is left to check: the young claim alone */
+  json_t *rep;
+  assert_int_equal(audit(u, 0, &rep), UNICO_OK);
+  assert_int_equal(num(rep, "orphans"), 0);
+  assert_int_equal(num(rep, "in_flight"), 1);
+  json_decref(rep);
+  unico_close(u);
+}
+
 /* A value another record holds: a violation, and repair leaves the row. */
 static void test_duplicate_left(void **state) {
   (void)state;
@@ -323,6 +361,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_dead_stamp_settled),
       cmocka_unit_test(test_stamp_in_flight_left),
       cmocka_unit_test(test_duplicate_left),
+      cmocka_unit_test(test_lookup_settles),
   };
   snprintf(dir, sizeof dir, "/tmp/unico-drift-%d", (int)getpid());
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);

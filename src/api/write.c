@@ -992,11 +992,16 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
   ukey_claim(&key, t->name, c->name, val.p, val.len);
   /* The claim names the owner; the owner's record must hold the value
    * (validity rule). A reader racing a writer may see the claim of a record
-   * whose change has since moved on: then read again. */
+   * whose change has since moved on: then read again. Key by key, a claim
+   * its owner does not hold may be what a dead writer left: the reader
+   * settles it as a writer taking the value over would (its operation
+   * fenced, then the claim freed), unless it is a write in flight. */
+  const int key_by_key = (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) != 0;
   for (int attempt = 0; attempt < 100; attempt++) {
+    uint64_t cver = 0;
     ustored_claim_free(&cl);
     ustored_record_free(&r);
-    rc = uexec_read(u->x, &key, &cv, NULL, res);
+    rc = uexec_read(u->x, &key, &cv, &cver, res);
     if (rc) break;
     if (ustored_claim_decode(cv.p, cv.len, &cl)) {
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
@@ -1009,6 +1014,20 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) break;
     if (rc && rc != UNICO_ENOTFOUND) break;
     rc = UNICO_ENOTFOUND; /* moved on since: look again */
+    /* (a FREE claim or a hold: no record holds the value) */
+    if (cl.state == UCLAIM_FREE || cl.state == UCLAIM_HELD) break;
+    if (key_by_key) {
+      uexec_fix f;
+      memset(&f, 0, sizeof f);
+      f.kind = UEXEC_FIX_ORPHAN;
+      f.key = key;
+      f.ver = cver;
+      f.val = cv;
+      unico_result tmp = UNICO_RESULT_INIT;
+      int fr = uexec_fix_apply(u->x, &f, &tmp);
+      unico_result_clear(&tmp);
+      if (fr == UNICO_OK) break; /* freed: nobody holds it */
+    }
   }
   if (rc == UNICO_ENOTFOUND) {
     rc = uerr(res, UNICO_ENOTFOUND, NULL,
