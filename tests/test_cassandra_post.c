@@ -91,7 +91,7 @@ static void expiry(ustore *s, const char *base, const char *tag) {
   ustore_op o[2] = {
       ustore_op_make(k1, strlen(k1), USTORE_ABSENT, 0, USTORE_PUT, "a", 1),
       ustore_op_make(k2, strlen(k2), USTORE_ABSENT, 0, USTORE_PUT, "b", 1)};
-  o[0].expire_ms = now_ms() + 1500;
+  o[0].expire_ms = now_ms() + 3000;
   int rcs[2] = {-1, -1};
   int rc = ustore_cas_many(s, o, 2, rcs, NULL);
   CHECK(rc == UNICO_OK && rcs[0] == UNICO_OK && rcs[1] == UNICO_OK,
@@ -99,11 +99,13 @@ static void expiry(ustore *s, const char *base, const char *tag) {
   ubuf_free(&o[0].cur);
   ubuf_free(&o[1].cur);
   CHECK(present(s, k1, strlen(k1)), "an insert with expire_ms reads back");
-  /* through the library: a write's outcome, with a retention of 1.5 s */
+  /* through the library: a write's outcome, with a retention of 3 s (a
+   * loaded machine must still find it before it goes) */
+  int64_t t0 = now_ms();
   char url[1024];
   snprintf(url, sizeof url, "%sttl_%s&table_prefix=ttl_%s_", base, tag, tag);
   unico_options opts = UNICO_OPTIONS_INIT;
-  opts.outcome_retention_ms = 1500;
+  opts.outcome_retention_ms = 3000;
   unico *u = NULL;
   unico_result r = UNICO_RESULT_INIT;
   char opid[64];
@@ -123,7 +125,9 @@ static void expiry(ustore *s, const char *base, const char *tag) {
   for (int i = 0; us && i < 50 && !(kept = present(us, ok.p, ok.len)); i++)
     nap_ms(20);
   CHECK(kept, "the write's outcome is kept");
-  nap_ms(2500);
+  /* past both (TTLs count whole seconds, rounded up) */
+  int64_t left = t0 + 4500 - now_ms();
+  if (left > 0) nap_ms((long)left);
   CHECK(!present(s, k1, strlen(k1)), "an insert with expire_ms outlived it");
   CHECK(present(s, k2, strlen(k2)), "an insert without expire_ms went");
   CHECK(us && !present(us, ok.p, ok.len),
