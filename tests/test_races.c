@@ -1,7 +1,9 @@
 /* test_races.c - many clients racing in one process through the public
  * API: for one value exactly one insert wins and every loser is told who
  * holds it; optimistic updates with --if-version lose no increment; two
- * records swapping a unique value through a free one never both hold it. */
+ * records swapping a unique value through a free one never both hold it;
+ * updates of one record racing to give it the same new value all succeed
+ * (none is told the record itself holds the value). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -296,6 +298,56 @@ static void test_hold_released_midway(void **state) {
   unico_result_clear(&res);
 }
 
+/* Every round, THREADS updates of record "same" set one new value: the
+ * record holding a value never conflicts with itself, whichever update
+ * claims it first. */
+typedef struct same_racer {
+  int round;
+  atomic_int *go;
+  int rc;
+  char owner[64];
+} same_racer;
+
+static void *race_same(void *arg) {
+  same_racer *r = arg;
+  unico_result res = UNICO_RESULT_INIT;
+  char patch[64];
+  snprintf(patch, sizeof patch, "{\"email\":\"same%d@x\"}", r->round);
+  while (!atomic_load(r->go)) {
+  }
+  r->rc = unico_update(U, "users", "\"same\"", patch, 0, NULL, &res);
+  if (res.owner) snprintf(r->owner, sizeof r->owner, "%s", res.owner);
+  unico_result_clear(&res);
+  return NULL;
+}
+
+static void test_same_value_one_record(void **state) {
+  (void)state;
+  unico_result res = UNICO_RESULT_INIT;
+  assert_int_equal(unico_insert(U, "users", "{\"id\":\"same\"}", NULL, &res),
+                   UNICO_OK);
+  unico_result_clear(&res);
+  for (int round = 0; round < 100; round++) {
+    atomic_int go = 0;
+    same_racer rs[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      memset(&rs[i], 0, sizeof rs[i]);
+      rs[i].round = round;
+      rs[i].go = &go;
+      pthread_create(&th[i], NULL, race_same, &rs[i]);
+    }
+    atomic_store(&go, 1);
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++) {
+      if (rs[i].rc != UNICO_OK)
+        fprintf(stderr, "round %d: update %d: %s (owner %s)\n", round, i,
+                unico_strerror(rs[i].rc), rs[i].owner);
+      assert_int_equal(rs[i].rc, UNICO_OK);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -303,6 +355,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_no_lost_update),
       cmocka_unit_test(test_swap_and_lookup),
       cmocka_unit_test(test_hold_released_midway),
+      cmocka_unit_test(test_same_value_one_record),
   };
   int failed = ucm_run_group("transactions", tests, setup, teardown);
   /* The same races through the claims protocol. */

@@ -844,6 +844,14 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     break;
   case UREFUSED_CLAIM:
     if (c && why->owner.state == UCLAIM_HELD) return held_claim(w, r, c, res);
+    if (c && kind != UPLAN_INSERT && why->owner.owner_len == r->pk.len &&
+        !memcmp(why->owner.owner, r->pk.p, r->pk.len)) {
+      /* Key by key, the claim is in force for this very record: another
+       * write of it gave it the value after our read. Never a conflict
+       * with itself: read again (the record holds the value now). */
+      r->retry = 1;
+      return UNICO_OK;
+    }
     if (c)
       return report_conflict(r->t, c->con, c->key + c->voff,
                              c->klen - c->voff, why->owner.owner,
