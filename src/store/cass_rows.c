@@ -12,32 +12,23 @@
 #include <jansson.h>
 
 #include "codec/stored.h"
-#include "keys/keyspace.h"
 #include "keys/tuple.h"
-#include "util/clock.h"
-
-/* ucol_type numbers (store.h; schema/schema.h has the enum) */
-enum { C_TEXT = 1, C_INT, C_BIGINT, C_BOOL, C_UUID, C_TIMESTAMP, C_DOUBLE };
 
 #define seterr ustore_seterr
 #define MAX_COLS 56 /* + 3 bookkeeping + the key + a condition <= 64 binds */
 
-const char *ucass_type_name(int type) {
-  static const char *const n[] = {"?",       "text", "int",       "bigint",
-                                  "boolean", "uuid", "timestamp", "double"};
-  return type >= 1 && type <= 7 ? n[type] : "?";
-}
+const char *ucass_type_name(int type) { return utyped_type_name(type); }
 
 /* The protocol's type id of a ucol_type. */
 static uint16_t wire_type(int type) {
   switch (type) {
-  case C_TEXT: return UCQL_T_VARCHAR;
-  case C_INT: return UCQL_T_INT;
-  case C_BIGINT: return UCQL_T_BIGINT;
-  case C_BOOL: return UCQL_T_BOOLEAN;
-  case C_UUID: return UCQL_T_UUID;
-  case C_TIMESTAMP: return UCQL_T_TIMESTAMP;
-  case C_DOUBLE: return UCQL_T_DOUBLE;
+  case UTYPE_TEXT: return UCQL_T_VARCHAR;
+  case UTYPE_INT: return UCQL_T_INT;
+  case UTYPE_BIGINT: return UCQL_T_BIGINT;
+  case UTYPE_BOOL: return UCQL_T_BOOLEAN;
+  case UTYPE_UUID: return UCQL_T_UUID;
+  case UTYPE_TIMESTAMP: return UCQL_T_TIMESTAMP;
+  case UTYPE_DOUBLE: return UCQL_T_DOUBLE;
   default: return 0xffff;
   }
 }
@@ -46,13 +37,8 @@ static uint16_t wire_type(int type) {
 /* catalog */
 
 static void ntab_free(ucass_ntab *t) {
-  for (size_t i = 0; t->cname && i < t->ncol; i++) free(t->cname[i]);
+  utyped_tab_free(&t->tab);
   for (int i = 0; i < UCASS_NST; i++) free(t->cql[i]);
-  free(t->cname);
-  free(t->ctype);
-  free(t->is_key);
-  free(t->pk);
-  free(t->name);
   free(t->qname);
   free(t->cname_native);
 }
@@ -66,7 +52,7 @@ void ucass_catalog_free(ucass_catalog *c) {
 
 const ucass_ntab *ucass_catalog_find(const ucass_catalog *c, const char *name) {
   for (size_t i = 0; c && i < c->n; i++)
-    if (!strcmp(c->t[i].name, name)) return &c->t[i];
+    if (!strcmp(c->t[i].tab.name, name)) return &c->t[i];
   return NULL;
 }
 
@@ -97,13 +83,8 @@ static int check_def(const ustore_tabledef *d, const char *native,
     return UNICO_ESCHEMA;
   }
   for (size_t i = 0; i < d->ncol; i++) {
-    if (!strncmp(d->col[i].name, "unico_", 6)) {
-      seterr(e,
-             "table %s: column \"%s\": names starting with unico_ are "
-             "unico's own columns in a native table",
-             d->name, d->col[i].name);
-      return UNICO_ESCHEMA;
-    }
+    int rc = utyped_check_column(d, i, "columns", e);
+    if (rc) return rc;
     if (!plain_name(d->col[i].name)) {
       seterr(e, "table %s: column \"%.100s\" is not a name Cassandra takes "
                 "unquoted (1 to 48 characters of A-Z a-z 0-9 _)",
@@ -141,7 +122,8 @@ static char *xprintf(const char *fmt, ...) {
 }
 
 /* Column lists and the statements of t. */
-static int make_cql(ucass_ntab *t) {
+static int make_cql(ucass_ntab *nt) {
+  const utyped_tab *t = &nt->tab;
   ubuf all = UBUF_INIT, where = UBUF_INIT, set = UBUF_INIT, ins = UBUF_INIT,
        marks = UBUF_INIT;
   int rc = -1;
@@ -171,22 +153,22 @@ static int make_cql(ucass_ntab *t) {
       !ubuf_ok(&ins) || !ubuf_ok(&marks))
     goto leave;
   const char *A = (char *)all.p, *W = (char *)where.p, *S = (char *)set.p,
-             *I = (char *)ins.p, *M = (char *)marks.p, *Q = t->qname;
-  t->cql[UCASS_SEL] = xprintf("SELECT %s FROM %s WHERE %s", A, Q, W);
-  t->cql[UCASS_INS] =
+             *I = (char *)ins.p, *M = (char *)marks.p, *Q = nt->qname;
+  nt->cql[UCASS_SEL] = xprintf("SELECT %s FROM %s WHERE %s", A, Q, W);
+  nt->cql[UCASS_INS] =
       xprintf("INSERT INTO %s (%s) VALUES (%s) IF NOT EXISTS", Q, I, M);
-  t->cql[UCASS_UPD] =
+  nt->cql[UCASS_UPD] =
       xprintf("UPDATE %s SET %s WHERE %s IF unico_v = ?", Q, S, W);
-  t->cql[UCASS_UPD0] =
+  nt->cql[UCASS_UPD0] =
       xprintf("UPDATE %s SET %s WHERE %s IF unico_v = null", Q, S, W);
-  t->cql[UCASS_DELV] = xprintf("DELETE FROM %s WHERE %s IF unico_v = ?", Q, W);
-  t->cql[UCASS_DEL0] =
+  nt->cql[UCASS_DELV] = xprintf("DELETE FROM %s WHERE %s IF unico_v = ?", Q, W);
+  nt->cql[UCASS_DEL0] =
       xprintf("DELETE FROM %s WHERE %s IF unico_v = null", Q, W);
-  t->cql[UCASS_DELX] = xprintf("DELETE FROM %s WHERE %s IF EXISTS", Q, W);
-  t->cql[UCASS_SCAN] = xprintf("SELECT %s FROM %s", A, Q);
+  nt->cql[UCASS_DELX] = xprintf("DELETE FROM %s WHERE %s IF EXISTS", Q, W);
+  nt->cql[UCASS_SCAN] = xprintf("SELECT %s FROM %s", A, Q);
   rc = 0;
   for (int i = 0; i < UCASS_NST; i++)
-    if (!t->cql[i]) rc = -1;
+    if (!nt->cql[i]) rc = -1;
 leave:
   ubuf_free(&all);
   ubuf_free(&where);
@@ -206,28 +188,10 @@ int ucass_catalog_make(const ustore_tabledef *defs, size_t n, const char *ks,
     const ustore_tabledef *d = &defs[i];
     ucass_ntab *t = &c->t[i];
     c->n = i + 1;
-    t->name = strdup(d->name);
-    t->cname_native = xprintf("%s%s", prefix, d->name);
-    t->cname = calloc(d->ncol ? d->ncol : 1, sizeof *t->cname);
-    t->ctype = calloc(d->ncol ? d->ncol : 1, sizeof *t->ctype);
-    t->is_key = calloc(d->ncol ? d->ncol : 1, sizeof *t->is_key);
-    t->pk = calloc(d->npk ? d->npk : 1, sizeof *t->pk);
-    if (!t->name || !t->cname_native || !t->cname || !t->ctype ||
-        !t->is_key || !t->pk)
-      goto oom;
+    if (!(t->cname_native = xprintf("%s%s", prefix, d->name))) goto oom;
     if ((rc = check_def(d, t->cname_native, e))) goto fail;
     if (!(t->qname = xprintf("\"%s\".\"%s\"", ks, t->cname_native))) goto oom;
-    t->ncol = d->ncol;
-    for (size_t j = 0; j < d->ncol; j++) {
-      if (!(t->cname[j] = strdup(d->col[j].name))) goto oom;
-      t->ctype[j] = d->col[j].type;
-    }
-    t->npk = d->npk;
-    for (size_t j = 0; j < d->npk; j++) {
-      t->pk[j] = d->pk[j];
-      t->is_key[d->pk[j]] = 1;
-    }
-    if (make_cql(t)) goto oom;
+    if (utyped_tab_init(&t->tab, d) || make_cql(t)) goto oom;
   }
   *out = c;
   return UNICO_OK;
@@ -273,37 +237,33 @@ static int bind_json(ucass_binds *b, int type, json_t *v) {
   uint8_t x[16];
   size_t n;
   switch (type) {
-  case C_TEXT:
+  case UTYPE_TEXT:
     if (!json_is_string(v)) return 1;
     return bind(b, json_string_value(v), (int32_t)json_string_length(v));
-  case C_INT:
-    if (!json_is_integer(v) || json_integer_value(v) < INT32_MIN ||
-        json_integer_value(v) > INT32_MAX)
+  case UTYPE_INT:
+    if (!json_is_integer(v) || !utyped_int_fits(type, json_integer_value(v)))
       return 1;
     n = ucql_bytes_int(x, (int32_t)json_integer_value(v));
     break;
-  case C_BIGINT:
+  case UTYPE_BIGINT:
     if (!json_is_integer(v)) return 1;
     n = ucql_bytes_bigint(x, json_integer_value(v));
     break;
-  case C_BOOL:
+  case UTYPE_BOOL:
     if (!json_is_boolean(v)) return 1;
     n = ucql_bytes_bool(x, json_is_true(v));
     break;
-  case C_UUID:
+  case UTYPE_UUID:
     if (!json_is_string(v) || !(n = ucql_uuid_bytes(x, json_string_value(v))))
       return 1;
     break;
-  case C_TIMESTAMP: {
+  case UTYPE_TIMESTAMP: {
     int64_t ms;
-    if (json_is_integer(v)) ms = json_integer_value(v);
-    else if (!json_is_string(v) ||
-             uclock_parse_rfc3339(json_string_value(v), &ms))
-      return 1;
+    if (utyped_json_ms(v, &ms)) return 1;
     n = ucql_bytes_bigint(x, ms);
     break;
   }
-  case C_DOUBLE:
+  case UTYPE_DOUBLE:
     if (!json_is_number(v)) return 1;
     n = ucql_bytes_double(x, json_number_value(v));
     break;
@@ -321,29 +281,30 @@ static int bind_elem(ucass_binds *b, int type, const utup_item *it) {
   int rc = 1;
   switch (it->type) {
   case UTUP_TEXT:
-    if (type != C_TEXT && type != C_UUID) break;
+    if (type != UTYPE_TEXT && type != UTYPE_UUID) break;
     utup_item_copy(it, &s);
     ubuf_putc(&s, 0);
     if (!ubuf_ok(&s)) {
       rc = -1;
       break;
     }
-    if (type == C_TEXT) rc = bind(b, s.p, (int32_t)(s.len - 1));
+    if (type == UTYPE_TEXT) rc = bind(b, s.p, (int32_t)(s.len - 1));
     else if ((n = ucql_uuid_bytes(x, (const char *)s.p)))
       rc = bind(b, x, (int32_t)n);
     break;
   case UTUP_INT:
-    if (type == C_INT && it->i >= INT32_MIN && it->i <= INT32_MAX)
+    if (type == UTYPE_INT && utyped_int_fits(type, it->i))
       rc = bind(b, x, (int32_t)ucql_bytes_int(x, (int32_t)it->i));
-    else if (type == C_BIGINT || type == C_TIMESTAMP)
+    else if (type == UTYPE_BIGINT || type == UTYPE_TIMESTAMP)
       rc = bind(b, x, (int32_t)ucql_bytes_bigint(x, it->i));
     break;
   case UTUP_DOUBLE:
-    if (type == C_DOUBLE) rc = bind(b, x, (int32_t)ucql_bytes_double(x, it->d));
+    if (type == UTYPE_DOUBLE)
+      rc = bind(b, x, (int32_t)ucql_bytes_double(x, it->d));
     break;
   case UTUP_TRUE:
   case UTUP_FALSE:
-    if (type == C_BOOL)
+    if (type == UTYPE_BOOL)
       rc = bind(b, x, (int32_t)ucql_bytes_bool(x, it->type == UTUP_TRUE));
     break;
   default:
@@ -353,43 +314,23 @@ static int bind_elem(ucass_binds *b, int type, const utup_item *it) {
   return rc;
 }
 
-int ucass_key_table(const void *key, size_t klen, char *name, size_t cap) {
-  size_t rest;
-  return ukey_split_table(key, klen, "r", name, cap, &rest) ? -1 : 0;
+static int key_walk_elem(void *ctx, size_t i, int type, const utup_item *it) {
+  ucass_binds *b = ctx;
+  int x = bind_elem(b, type, it);
+  if (x) return x;
+  /* Cassandra refuses an empty partition key */
+  return i == 0 && b->v[b->n - 1].len == 0 ? 1 : 0;
 }
 
 int ucass_record_key(const ucass_ntab *nt, const void *key, size_t klen,
                      ucass_binds *b, ustore_err *e) {
-  char name[256];
-  size_t rest;
-  if (ukey_split_table(key, klen, "r", name, sizeof name, &rest)) return 0;
-  utup_reader r;
-  utup_item it;
-  size_t i = 0, first = b->n;
-  int got, bad = 0;
-  utup_reader_init(&r, (const uint8_t *)key + rest, klen - rest);
-  while ((got = utup_next(&r, &it)) > 0) {
-    if (i >= nt->npk) {
-      bad = 1;
-      break;
-    }
-    int x = bind_elem(b, nt->ctype[nt->pk[i]], &it);
-    if (x < 0) {
-      seterr(e, "out of memory");
-      return UNICO_ENOMEM;
-    }
-    if (x) {
-      bad = 1;
-      break;
-    }
-    /* Cassandra refuses an empty partition key */
-    if (i == 0 && b->v[b->n - 1].len == 0) {
-      bad = 1;
-      break;
-    }
-    i++;
+  size_t first = b->n;
+  int rc = utyped_key_walk(&nt->tab, key, klen, key_walk_elem, b);
+  if (rc < 0) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
   }
-  if (bad || got < 0 || i != nt->npk) {
+  if (!rc) {
     while (b->n > first) free(b->own[--b->n]);
     return 0; /* not a key a record of the table can have: none there */
   }
@@ -404,27 +345,18 @@ static int body_in_columns(int state) {
   return state == UREC_LIVE || state == UREC_INTENT || state == UREC_PENDING;
 }
 
-int ucass_write_binds(const ucass_ntab *t, int st, const ucass_binds *pk,
+int ucass_write_binds(const ucass_ntab *nt, int st, const ucass_binds *pk,
                       const void *val, size_t vlen, uint64_t ver,
                       uint64_t expect, ucass_binds *b, ustore_err *e) {
+  const utyped_tab *t = &nt->tab;
   ustored_record r;
   json_t *body = NULL;
   ubuf meta = UBUF_INIT;
-  int rc = UNICO_OK;
-  if (ustored_record_decode(val, vlen, &r)) {
-    seterr(e, "a record of table %s to write is not a stored record",
-           t->name);
-    return UNICO_EINVAL;
-  }
+  int rc;
+  if ((rc = utyped_record_in(t, val, vlen, &r, e))) return rc;
   int cols = body_in_columns(r.state);
   if (cols) {
-    body = json_loads(r.body ? r.body : "{}", 0, NULL);
-    if (!json_is_object(body)) {
-      seterr(e, "a record of table %s to write has a body that is not an "
-                "object", t->name);
-      rc = UNICO_EINVAL;
-      goto leave;
-    }
+    if ((rc = utyped_record_body(t, &r, &body, e))) goto leave;
     free(r.body);
     r.body = NULL;
     ustored_record_reencode(&meta, &r);
@@ -443,7 +375,7 @@ int ucass_write_binds(const ucass_ntab *t, int st, const ucass_binds *pk,
     if (x) {
       seterr(e, "column \"%s\" of table %s: a stored record holds a value "
                 "that is not a %s", t->cname[i], t->name,
-             ucass_type_name(t->ctype[i]));
+             utyped_type_name(t->ctype[i]));
       rc = UNICO_ECORRUPT;
       goto leave;
     }
@@ -483,24 +415,25 @@ static json_t *cell_json(int type, const ucql_value *v, int *bad) {
   int bo;
   char u[40];
   switch (type) {
-  case C_TEXT: return json_stringn((const char *)v->p, (size_t)v->len);
-  case C_INT:
+  case UTYPE_TEXT: return json_stringn((const char *)v->p, (size_t)v->len);
+  case UTYPE_INT:
     if (ucql_cell_int(v, &i32)) break;
     return json_integer(i32);
-  case C_BIGINT:
+  case UTYPE_BIGINT:
     if (ucql_cell_bigint(v, &i64)) break;
     return json_integer(i64);
-  case C_BOOL:
+  case UTYPE_BOOL:
     if (ucql_cell_bool(v, &bo)) break;
     return json_boolean(bo);
-  case C_UUID:
+  case UTYPE_UUID:
     if (ucql_cell_uuid(v, u)) break;
     return json_string(u);
-  case C_TIMESTAMP:
+  case UTYPE_TIMESTAMP:
     if (ucql_cell_bigint(v, &i64)) break;
-    uclock_format(i64, u, sizeof u);
+    /* (whatever the year: Cassandra holds any, unlike DynamoDB's text) */
+    utyped_ms_text(i64, u, sizeof u);
     return json_string(u);
-  case C_DOUBLE:
+  case UTYPE_DOUBLE:
     if (ucql_cell_double(v, &d)) break;
     return json_real(d);
   default: break;
@@ -517,25 +450,25 @@ static int key_elem(int type, const ucql_value *v, ubuf *pk) {
   int bo;
   char u[40];
   switch (type) {
-  case C_TEXT: utup_text(pk, (const char *)v->p, (size_t)v->len); return 0;
-  case C_INT:
+  case UTYPE_TEXT: utup_text(pk, (const char *)v->p, (size_t)v->len); return 0;
+  case UTYPE_INT:
     if (ucql_cell_int(v, &i32)) return -1;
     utup_int(pk, i32);
     return 0;
-  case C_BIGINT:
-  case C_TIMESTAMP:
+  case UTYPE_BIGINT:
+  case UTYPE_TIMESTAMP:
     if (ucql_cell_bigint(v, &i64)) return -1;
     utup_int(pk, i64);
     return 0;
-  case C_BOOL:
+  case UTYPE_BOOL:
     if (ucql_cell_bool(v, &bo)) return -1;
     utup_bool(pk, bo);
     return 0;
-  case C_UUID:
+  case UTYPE_UUID:
     if (ucql_cell_uuid(v, u)) return -1;
     utup_text(pk, u, 36);
     return 0;
-  case C_DOUBLE:
+  case UTYPE_DOUBLE:
     if (ucql_cell_double(v, &d)) return -1;
     utup_double(pk, d);
     return 0;
@@ -552,7 +485,7 @@ static const ucql_value *rcell(const ucql_rows *rows, int32_t row,
 }
 
 /* The row's key as text, for messages. */
-static void key_text(const ucass_ntab *t, const ucql_rows *rows, int32_t row,
+static void key_text(const utyped_tab *t, const ucql_rows *rows, int32_t row,
                      char *out, size_t cap) {
   size_t off = 0;
   out[0] = 0;
@@ -568,8 +501,9 @@ static void key_text(const ucass_ntab *t, const ucql_rows *rows, int32_t row,
   }
 }
 
-int ucass_row_record(const ucass_ntab *t, const ucql_rows *rows, int32_t row,
+int ucass_row_record(const ucass_ntab *nt, const ucql_rows *rows, int32_t row,
                      ubuf *key, ubuf *val, uint64_t *ver, ustore_err *e) {
+  const utyped_tab *t = &nt->tab;
   const ucql_value *vv = rcell(rows, row, UCASS_COL_V, NULL),
                    *sv = rcell(rows, row, UCASS_COL_STATE, NULL),
                    *mv = rcell(rows, row, UCASS_COL_META, NULL);
@@ -581,11 +515,8 @@ int ucass_row_record(const ucass_ntab *t, const ucql_rows *rows, int32_t row,
   int8_t state = 0;
   char kt[200];
   memset(&r, 0, sizeof r);
-  if (!mv || mv->len < 0) {
-    /* A bare row: written by another client, not yet by unico. A live
-     * record at version 0, holding nothing yet. */
-    ustored_record_encode(&bare, UREC_LIVE, 0, "", "{}", NULL);
-    if (!ubuf_ok(&bare)) goto oom;
+  if (!mv || mv->len < 0) { /* a bare row (typed.h) */
+    if (utyped_record_bare(&bare)) goto oom;
     if (ustored_record_decode(bare.p, bare.len, &r)) goto corrupt;
     state = UREC_LIVE;
   } else {
@@ -611,40 +542,33 @@ int ucass_row_record(const ucass_ntab *t, const ucql_rows *rows, int32_t row,
         seterr(e,
                "the row (%s) of the Cassandra table %s holds column \"%s\" "
                "as %s, which is not the DDL's %s",
-               kt, t->qname, t->cname[i], ts.p ? (char *)ts.p : "?",
-               ucass_type_name(t->ctype[i]));
+               kt, nt->qname, t->cname[i], ts.p ? (char *)ts.p : "?",
+               utyped_type_name(t->ctype[i]));
         ubuf_free(&ts);
         goto leave;
       }
       if (!jv || json_object_set_new(body, t->cname[i], jv)) goto oom;
     }
-    free(r.body);
-    r.body = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!r.body) goto oom;
   }
   if (key) {
     for (size_t i = 0; i < t->npk; i++) {
       const ucql_value *c = rcell(rows, row, t->cname[t->pk[i]], NULL);
       if (!c || c->len < 0 || key_elem(t->ctype[t->pk[i]], c, &pk)) {
         seterr(e, "a row of the Cassandra table %s has a key unico cannot "
-                  "read", t->qname);
+                  "read", nt->qname);
         goto leave;
       }
     }
-    ubuf_reset(key);
-    ukey_record(key, t->name, pk.p, pk.len);
-    if (!ubuf_ok(key)) goto oom;
   }
-  ubuf_reset(val);
-  ustored_record_reencode(val, &r);
-  if (!ubuf_ok(val)) goto oom;
+  /* (body NULL for a tombstone: its stored record is whole in unico_meta) */
+  if (utyped_record_out(t, &r, body, &pk, key, val)) goto oom;
   *ver = (uint64_t)v;
   rc = UNICO_OK;
   goto leave;
 corrupt:
   key_text(t, rows, row, kt, sizeof kt);
   seterr(e, "the row (%s) of the Cassandra table %s has a corrupt %s, %s or "
-            "%s", kt, t->qname, UCASS_COL_V, UCASS_COL_STATE, UCASS_COL_META);
+            "%s", kt, nt->qname, UCASS_COL_V, UCASS_COL_STATE, UCASS_COL_META);
   rc = UNICO_ECORRUPT;
   goto leave;
 oom:

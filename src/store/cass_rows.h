@@ -27,6 +27,7 @@
 
 #include "store/cql_proto.h"
 #include "store/store.h"
+#include "store/typed.h"
 #include "util/buf.h"
 
 #define UCASS_COL_V "unico_v"
@@ -47,15 +48,9 @@ enum {
 };
 
 typedef struct ucass_ntab {
-  char *name;  /* the DDL table's name */
-  char *qname; /* "ks"."prefix+name", quoted for CQL */
+  utyped_tab tab;     /* the DDL table */
+  char *qname;        /* "ks"."prefix+name", quoted for CQL */
   char *cname_native; /* prefix + name (system_schema's table_name) */
-  size_t ncol;
-  char **cname;
-  int *ctype;  /* ucol_type numbers (store.h) */
-  int *is_key;
-  size_t npk;
-  size_t *pk;  /* the key's columns in order: indexes into cname */
   char *cql[UCASS_NST];
 } ucass_ntab;
 
@@ -72,7 +67,7 @@ int ucass_catalog_make(const ustore_tabledef *defs, size_t n, const char *ks,
 void ucass_catalog_free(ucass_catalog *c);
 const ucass_ntab *ucass_catalog_find(const ucass_catalog *c, const char *name);
 
-/* The CQL type name of a ucol_type ("text", "int", ...). */
+/* The CQL type name of a ucol_type ("text", "int", ...: the DDL's). */
 const char *ucass_type_name(int type);
 
 /* Bound values with the bytes they own. */
@@ -88,9 +83,6 @@ void ucass_binds_free(ucass_binds *b);
  * in key order. */
 int ucass_record_key(const ucass_ntab *nt, const void *key, size_t klen,
                      ucass_binds *b, ustore_err *e);
-/* The table name of a record key ("r", table, ...) into name; -1 when key
- * is not a record key. */
-int ucass_key_table(const void *key, size_t klen, char *name, size_t cap);
 
 /* The values of statement st (UCASS_INS or UCASS_UPD / UPD0) for writing
  * stored record val at store version ver into t, the key's values pk

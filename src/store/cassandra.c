@@ -388,7 +388,7 @@ static int native_all(cass *s, const ucass_ntab ***out, size_t *n) {
     const ucass_catalog *c = i == 0 ? s->cat : s->old[s->nold - i];
     for (size_t j = 0; c && j < c->n && !rc; j++) {
       size_t k = 0;
-      while (k < m && strcmp(v[k]->name, c->t[j].name)) k++;
+      while (k < m && strcmp(v[k]->tab.name, c->t[j].tab.name)) k++;
       if (k < m) continue;
       if (m == cap) {
         const ucass_ntab **nv = realloc(v, (cap ? cap * 2 : 8) * sizeof *v);
@@ -414,7 +414,7 @@ static int native_all(cass *s, const ucass_ntab ***out, size_t *n) {
 static int native_req(cass *s, req *r, const void *key, size_t klen, int st,
                       int nst, ustore_err *e) {
   char name[256];
-  if (ucass_key_table(key, klen, name, sizeof name)) return 0;
+  if (utyped_key_table(key, klen, name, sizeof name)) return 0;
   const ucass_ntab *nt = native_find(s, name);
   if (!nt) return 0; /* (kept in unico's table, as on every store) */
   ucass_binds b;
@@ -974,7 +974,7 @@ static int native_scan(cass *s, const void *prefix, size_t plen,
   for (size_t ti = 0; ti < nall && !rc; ti++) {
     const ucass_ntab *t = all[ti];
     ubuf_reset(&rp);
-    ukey_records(&rp, t->name);
+    ukey_records(&rp, t->tab.name);
     if (!ubuf_ok(&rp)) {
       rc = UNICO_ENOMEM;
       break;
@@ -1167,19 +1167,19 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     ubuf_put(&q, "CREATE TABLE IF NOT EXISTS ", 27);
     ubuf_put(&q, t->qname, strlen(t->qname));
     ubuf_put(&q, " (", 2);
-    for (size_t i = 0; i < t->ncol; i++) {
+    for (size_t i = 0; i < t->tab.ncol; i++) {
       char col[200];
-      int n = snprintf(col, sizeof col, "\"%s\" %s, ", t->cname[i],
-                       ucass_type_name(t->ctype[i]));
+      int n = snprintf(col, sizeof col, "\"%s\" %s, ", t->tab.cname[i],
+                       ucass_type_name(t->tab.ctype[i]));
       ubuf_put(&q, col, (size_t)n);
     }
     const char *tail = "unico_v bigint, unico_state tinyint, unico_meta blob, "
                        "PRIMARY KEY ((";
     ubuf_put(&q, tail, strlen(tail));
-    for (size_t i = 0; i < t->npk; i++) {
+    for (size_t i = 0; i < t->tab.npk; i++) {
       char col[200];
       int n = snprintf(col, sizeof col, "%s\"%s\"%s", i > 1 ? ", " : "",
-                       t->cname[t->pk[i]], i == 0 ? ")" : "");
+                       t->tab.cname[t->tab.pk[i]], i == 0 ? ")" : "");
       if (i == 1) ubuf_put(&q, ", ", 2);
       ubuf_put(&q, col, (size_t)n);
     }
@@ -1198,13 +1198,13 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     goto leave;
   }
   /* it exists: the key as declared */
-  for (size_t i = 0; i < t->npk; i++) {
+  for (size_t i = 0; i < t->tab.npk; i++) {
     const char *want = i == 0 ? "partition_key" : "clustering";
     int32_t wpos = i == 0 ? 0 : (int32_t)(i - 1), found = -1;
     for (int32_t r = 0; r < nrows && found < 0; r++) {
       const ucql_value *n = CELL(r, ci);
-      if ((size_t)n->len == strlen(t->cname[t->pk[i]]) &&
-          !memcmp(n->p, t->cname[t->pk[i]], (size_t)n->len))
+      if ((size_t)n->len == strlen(t->tab.cname[t->tab.pk[i]]) &&
+          !memcmp(n->p, t->tab.cname[t->tab.pk[i]], (size_t)n->len))
         found = r;
     }
     int32_t pos = -2;
@@ -1215,7 +1215,7 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
       seterr(e,
              "table %s: the Cassandra table %s exists with another primary "
              "key: column \"%s\" must be its %s column number %d",
-             t->name, t->qname, t->cname[t->pk[i]],
+             t->tab.name, t->qname, t->tab.cname[t->tab.pk[i]],
              i == 0 ? "partition key" : "clustering", (int)wpos + 1);
       rc = UNICO_ESCHEMA;
       goto leave;
@@ -1228,19 +1228,20 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
                         !memcmp(kd->p, "clustering", 10)))
       nkeys++;
   }
-  if ((size_t)nkeys != t->npk) {
+  if ((size_t)nkeys != t->tab.npk) {
     seterr(e,
            "table %s: the Cassandra table %s exists with a primary key of %d "
            "columns, the DDL's has %zu",
-           t->name, t->qname, (int)nkeys, t->npk);
+           t->tab.name, t->qname, (int)nkeys, t->tab.npk);
     rc = UNICO_ESCHEMA;
     goto leave;
   }
   /* each column's type; the ones it lacks are added */
-  for (size_t i = 0; i < t->ncol + 3; i++) {
-    const char *name = i < t->ncol ? t->cname[i] : BOOK[i - t->ncol][0];
-    const char *type = i < t->ncol ? ucass_type_name(t->ctype[i])
-                                   : BOOK[i - t->ncol][1];
+  size_t nc = t->tab.ncol;
+  for (size_t i = 0; i < nc + 3; i++) {
+    const char *name = i < nc ? t->tab.cname[i] : BOOK[i - nc][0];
+    const char *type =
+        i < nc ? ucass_type_name(t->tab.ctype[i]) : BOOK[i - nc][1];
     int32_t found = -1;
     for (int32_t r = 0; r < nrows && found < 0; r++) {
       const ucql_value *n = CELL(r, ci);
@@ -1260,7 +1261,7 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
       seterr(e,
              "table %s: column \"%s\" of the Cassandra table %s is %.*s, not "
              "the %s the DDL declares",
-             t->name, name, t->qname, ty->len > 0 ? (int)ty->len : 0,
+             t->tab.name, name, t->qname, ty->len > 0 ? (int)ty->len : 0,
              ty->len > 0 ? (const char *)ty->p : "", type);
       rc = UNICO_ESCHEMA;
       goto leave;

@@ -10,29 +10,17 @@
 #include <string.h>
 
 #include "codec/stored.h"
-#include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "store/dynamo_client.h"
 #include "util/clock.h"
 
-/* ucol_type numbers (store.h; schema/schema.h has the enum) */
-enum { C_TEXT = 1, C_INT, C_BIGINT, C_BOOL, C_UUID, C_TIMESTAMP, C_DOUBLE };
-
 #define seterr ustore_seterr
-
-/* Years 0 to 9999, the range of the fixed-width ISO form. */
-#define TS_MIN_MS INT64_C(-62167219200000)
-#define TS_MAX_MS INT64_C(253402300799999)
 
 /* ------------------------------------------------------------------ */
 /* catalog */
 
 static void ntab_free(uddb_ntab *t) {
-  for (size_t i = 0; t->cname && i < t->ncol; i++) free(t->cname[i]);
-  free(t->cname);
-  free(t->ctype);
-  free(t->is_key);
-  free(t->name);
+  utyped_tab_free(&t->tab);
   free(t->dname);
 }
 
@@ -45,25 +33,13 @@ void uddb_catalog_free(uddb_catalog *c) {
 
 static int ntab_copy(uddb_ntab *d, const uddb_ntab *s) {
   memset(d, 0, sizeof *d);
-  d->name = strdup(s->name);
-  d->dname = strdup(s->dname);
-  d->cname = calloc(s->ncol ? s->ncol : 1, sizeof *d->cname);
-  d->ctype = calloc(s->ncol ? s->ncol : 1, sizeof *d->ctype);
-  d->is_key = calloc(s->ncol ? s->ncol : 1, sizeof *d->is_key);
-  if (!d->name || !d->dname || !d->cname || !d->ctype || !d->is_key) return -1;
-  d->ncol = s->ncol;
-  for (size_t i = 0; i < s->ncol; i++)
-    if (!(d->cname[i] = strdup(s->cname[i]))) return -1;
-  memcpy(d->ctype, s->ctype, s->ncol * sizeof *d->ctype);
-  memcpy(d->is_key, s->is_key, s->ncol * sizeof *d->is_key);
-  d->npk = s->npk;
-  memcpy(d->pk, s->pk, sizeof d->pk);
-  return 0;
+  if (!(d->dname = strdup(s->dname))) return -1;
+  return utyped_tab_copy(&d->tab, &s->tab);
 }
 
 int uddb_catalog_keep(uddb_catalog *c, const uddb_catalog *old) {
   for (size_t i = 0; old && i < old->n; i++) {
-    if (uddb_catalog_find(c, old->t[i].name)) continue;
+    if (uddb_catalog_find(c, old->t[i].tab.name)) continue;
     uddb_ntab *t = realloc(c->t, (c->n + 1) * sizeof *t);
     if (!t) return -1;
     c->t = t;
@@ -76,13 +52,18 @@ int uddb_catalog_keep(uddb_catalog *c, const uddb_catalog *old) {
 
 const uddb_ntab *uddb_catalog_find(const uddb_catalog *c, const char *name) {
   for (size_t i = 0; c && i < c->n; i++)
-    if (!strcmp(c->t[i].name, name)) return &c->t[i];
+    if (!strcmp(c->t[i].tab.name, name)) return &c->t[i];
   return NULL;
 }
 
+const char *uddb_key_name(const uddb_ntab *t, size_t i) {
+  return t->tab.cname[t->tab.pk[i]];
+}
+
 const char *uddb_key_type(const uddb_ntab *t, size_t i) {
-  int ty = t->ctype[t->pk[i]];
-  return ty == C_INT || ty == C_BIGINT || ty == C_DOUBLE ? "N" : "S";
+  int ty = t->tab.ctype[t->tab.pk[i]];
+  return ty == UTYPE_INT || ty == UTYPE_BIGINT || ty == UTYPE_DOUBLE ? "N"
+                                                                     : "S";
 }
 
 static int valid_name(const char *s) {
@@ -114,7 +95,7 @@ static int check_def(const ustore_tabledef *d, const char *dname,
   }
   for (size_t i = 0; i < d->npk; i++) {
     const ustore_column *c = &d->col[d->pk[i]];
-    if (c->type == C_BOOL) {
+    if (c->type == UTYPE_BOOL) {
       seterr(e,
              "table %s: primary key column \"%s\" is boolean, which cannot "
              "be a DynamoDB key attribute (S, N or B only)",
@@ -122,15 +103,10 @@ static int check_def(const ustore_tabledef *d, const char *dname,
       return UNICO_ESCHEMA;
     }
   }
-  for (size_t i = 0; i < d->ncol; i++)
-    if (!strncmp(d->col[i].name, "unico_", 6)) {
-      seterr(e,
-             "table %s: column \"%s\": names starting with unico_ are "
-             "unico's own attributes in a native table",
-             d->name, d->col[i].name);
-      return UNICO_ESCHEMA;
-    }
-  return UNICO_OK;
+  int rc = UNICO_OK;
+  for (size_t i = 0; !rc && i < d->ncol; i++)
+    rc = utyped_check_column(d, i, "attributes", e);
+  return rc;
 }
 
 int uddb_catalog_make(const ustore_tabledef *defs, size_t n,
@@ -144,25 +120,10 @@ int uddb_catalog_make(const ustore_tabledef *defs, size_t n,
     uddb_ntab *t = &c->t[i];
     size_t dl = strlen(prefix) + strlen(d->name) + 1;
     c->n = i + 1;
-    t->name = strdup(d->name);
-    t->dname = malloc(dl);
-    t->cname = calloc(d->ncol ? d->ncol : 1, sizeof *t->cname);
-    t->ctype = calloc(d->ncol ? d->ncol : 1, sizeof *t->ctype);
-    t->is_key = calloc(d->ncol ? d->ncol : 1, sizeof *t->is_key);
-    if (!t->name || !t->dname || !t->cname || !t->ctype || !t->is_key)
-      goto oom;
+    if (!(t->dname = malloc(dl))) goto oom;
     snprintf(t->dname, dl, "%s%s", prefix, d->name);
     if ((rc = check_def(d, t->dname, e))) goto fail;
-    t->ncol = d->ncol;
-    for (size_t j = 0; j < d->ncol; j++) {
-      if (!(t->cname[j] = strdup(d->col[j].name))) goto oom;
-      t->ctype[j] = d->col[j].type;
-    }
-    t->npk = d->npk;
-    for (size_t j = 0; j < d->npk; j++) {
-      t->pk[j] = d->pk[j];
-      t->is_key[d->pk[j]] = 1;
-    }
+    if (utyped_tab_init(&t->tab, d)) goto oom;
   }
   *out = c;
   return UNICO_OK;
@@ -199,11 +160,10 @@ static json_t *double_attr(double d, int *bad) {
 
 static json_t *ts_attr(int64_t ms, int *bad) {
   char b[40];
-  if (ms < TS_MIN_MS || ms > TS_MAX_MS) {
+  if (utyped_ms_text(ms, b, sizeof b)) {
     *bad = 1;
     return NULL;
   }
-  uclock_format(ms, b, sizeof b);
   return attr("S", b);
 }
 
@@ -220,21 +180,21 @@ static json_t *value_attr(const char *name, int type, json_t *v, int *rc,
   int bad = 0;
   json_t *a = NULL;
   switch (type) {
-  case C_TEXT:
+  case UTYPE_TEXT:
     if (json_is_string(v)) a = json_pack("{s:s%}", "S", json_string_value(v),
                                          json_string_length(v));
     else bad = 2;
     break;
-  case C_INT:
-  case C_BIGINT:
+  case UTYPE_INT:
+  case UTYPE_BIGINT:
     if (json_is_integer(v)) a = int_attr(json_integer_value(v));
     else bad = 2;
     break;
-  case C_BOOL:
+  case UTYPE_BOOL:
     if (json_is_boolean(v)) a = json_pack("{s:b}", "BOOL", json_is_true(v));
     else bad = 2;
     break;
-  case C_UUID:
+  case UTYPE_UUID:
     if (json_is_string(v) && json_string_length(v) == 36) {
       char u[37];
       const char *s = json_string_value(v);
@@ -245,15 +205,13 @@ static json_t *value_attr(const char *name, int type, json_t *v, int *rc,
       bad = 2;
     }
     break;
-  case C_TIMESTAMP: {
+  case UTYPE_TIMESTAMP: {
     int64_t ms;
-    if (json_is_integer(v)) ms = json_integer_value(v);
-    else if (!json_is_string(v) || uclock_parse_rfc3339(json_string_value(v), &ms))
-      bad = 2;
-    if (!bad) a = ts_attr(ms, &bad);
+    if (utyped_json_ms(v, &ms)) bad = 2;
+    else a = ts_attr(ms, &bad);
     break;
   }
-  case C_DOUBLE:
+  case UTYPE_DOUBLE:
     if (json_is_number(v)) a = double_attr(json_number_value(v), &bad);
     else bad = 2;
     break;
@@ -264,7 +222,7 @@ static json_t *value_attr(const char *name, int type, json_t *v, int *rc,
     seterr(e,
            "column \"%s\": the value is outside what DynamoDB can hold (%s)",
            name,
-           type == C_TIMESTAMP ? "timestamps of years 0 to 9999"
+           type == UTYPE_TIMESTAMP ? "timestamps of years 0 to 9999"
                                : "numbers of magnitude 1E-130 to 9.9E125");
     *rc = UNICO_EINVAL;
     return NULL;
@@ -291,12 +249,12 @@ static json_t *attr_value(int type, json_t *a, int *oom) {
   json_t *v = NULL;
   char *end;
   switch (type) {
-  case C_TEXT:
-  case C_UUID:
+  case UTYPE_TEXT:
+  case UTYPE_UUID:
     if (!s) return NULL;
     v = json_stringn(s, json_string_length(json_object_get(a, "S")));
     break;
-  case C_TIMESTAMP: {
+  case UTYPE_TIMESTAMP: {
     int64_t ms;
     if (s && !uclock_parse_rfc3339(s, &ms)) v = json_string(s);
     else if (!n) return NULL;
@@ -308,21 +266,21 @@ static json_t *attr_value(int type, json_t *a, int *oom) {
     }
     break;
   }
-  case C_INT:
-  case C_BIGINT: {
+  case UTYPE_INT:
+  case UTYPE_BIGINT: {
     if (!n) return NULL;
     errno = 0;
     long long x = strtoll(n, &end, 10);
     if (errno || *end || end == n) return NULL;
-    if (type == C_INT && (x < INT32_MIN || x > INT32_MAX)) return NULL;
+    if (!utyped_int_fits(type, x)) return NULL;
     v = json_integer(x);
     break;
   }
-  case C_BOOL:
+  case UTYPE_BOOL:
     if (!json_is_boolean(b)) return NULL;
     v = json_boolean(json_is_true(b));
     break;
-  case C_DOUBLE: {
+  case UTYPE_DOUBLE: {
     if (!n) return NULL;
     errno = 0;
     double d = strtod(n, &end);
@@ -346,16 +304,16 @@ static json_t *elem_attr(int type, const utup_item *it, int *bad) {
   json_t *a = NULL;
   switch (it->type) {
   case UTUP_TEXT:
-    if (type != C_TEXT && type != C_UUID) break;
+    if (type != UTYPE_TEXT && type != UTYPE_UUID) break;
     utup_item_copy(it, &b);
     a = json_pack("{s:s%}", "S", b.p ? (char *)b.p : "", b.len);
     break;
   case UTUP_INT:
-    if (type == C_TIMESTAMP) a = ts_attr(it->i, bad);
-    else if (type == C_INT || type == C_BIGINT) a = int_attr(it->i);
+    if (type == UTYPE_TIMESTAMP) a = ts_attr(it->i, bad);
+    else if (type == UTYPE_INT || type == UTYPE_BIGINT) a = int_attr(it->i);
     break;
   case UTUP_DOUBLE:
-    if (type == C_DOUBLE) a = double_attr(it->d, bad);
+    if (type == UTYPE_DOUBLE) a = double_attr(it->d, bad);
     break;
   default:
     break;
@@ -364,42 +322,42 @@ static json_t *elem_attr(int type, const utup_item *it, int *bad) {
   return a;
 }
 
+/* What the walk of a record key builds: the Key object of table t. */
+typedef struct key_walk {
+  const uddb_ntab *t;
+  json_t *k;
+  int bad; /* a value DynamoDB cannot hold */
+} key_walk;
+
+static int key_walk_elem(void *ctx, size_t i, int type, const utup_item *it) {
+  key_walk *w = ctx;
+  json_t *a = elem_attr(type, it, &w->bad);
+  return !a || json_object_set_new(w->k, uddb_key_name(w->t, i), a) ? 1 : 0;
+}
+
 int uddb_record_key(const uddb_catalog *c, const void *key, size_t klen,
                     const uddb_ntab **t, json_t **keyj, ustore_err *e) {
   char name[256];
-  size_t rest;
   *t = NULL;
   *keyj = NULL;
-  if (ukey_split_table(key, klen, "r", name, sizeof name, &rest)) return 0;
+  if (utyped_key_table(key, klen, name, sizeof name)) return 0;
   const uddb_ntab *nt = uddb_catalog_find(c, name);
   if (!nt) return 0; /* (kept in unico's table, as on every store) */
-  utup_reader r;
-  utup_item it;
-  json_t *k = json_object();
-  size_t i = 0;
-  int bad = 0, got;
-  if (!k) {
+  key_walk w = {nt, json_object(), 0};
+  if (!w.k) {
     seterr(e, "out of memory");
     return UNICO_ENOMEM;
   }
-  utup_reader_init(&r, (const uint8_t *)key + rest, klen - rest);
-  while ((got = utup_next(&r, &it)) != 0) {
-    json_t *a = got < 0 || i >= nt->npk
-                    ? NULL
-                    : elem_attr(nt->ctype[nt->pk[i]], &it, &bad);
-    if (!a || json_object_set_new(k, nt->cname[nt->pk[i]], a)) break;
-    i++;
-  }
-  if (got != 0 || i != nt->npk) {
-    json_decref(k);
-    if (!bad) return 0; /* not a record's key (an empty owner): none there */
+  if (utyped_key_walk(&nt->tab, key, klen, key_walk_elem, &w) != 1) {
+    json_decref(w.k);
+    if (!w.bad) return 0; /* not a record's key (an empty owner): none there */
     seterr(e, "a primary key of table %s holds a value DynamoDB cannot hold "
               "(timestamps of years 0 to 9999, numbers of magnitude 1E-130 "
-              "to 9.9E125)", nt->name);
+              "to 9.9E125)", nt->tab.name);
     return UNICO_EINVAL;
   }
   *t = nt;
-  *keyj = k;
+  *keyj = w.k;
   return 1;
 }
 
@@ -412,29 +370,24 @@ int uddb_record_state(const void *val, size_t vlen) {
 
 int uddb_record_attrs(const uddb_ntab *t, const void *val, size_t vlen,
                       json_t **cols, ubuf *meta, ustore_err *e) {
+  const utyped_tab *tt = &t->tab;
   ustored_record r;
   json_t *body = NULL, *o = NULL;
-  int rc = UNICO_OK;
+  int rc;
   *cols = NULL;
-  if (ustored_record_decode(val, vlen, &r)) {
-    seterr(e, "a record of table %s to write is not a stored record",
-           t->name);
-    return UNICO_EINVAL;
-  }
-  body = json_loads(r.body ? r.body : "{}", 0, NULL);
-  o = json_object();
-  if (!json_is_object(body) || !o) {
-    seterr(e, "a record of table %s to write has a body that is not an "
-              "object", t->name);
-    rc = UNICO_EINVAL;
+  if ((rc = utyped_record_in(tt, val, vlen, &r, e))) return rc;
+  if ((rc = utyped_record_body(tt, &r, &body, e))) goto leave;
+  if (!(o = json_object())) {
+    seterr(e, "out of memory");
+    rc = UNICO_ENOMEM;
     goto leave;
   }
-  for (size_t i = 0; i < t->ncol; i++) {
-    json_t *v = json_object_get(body, t->cname[i]);
-    if (t->is_key[i] || !v || json_is_null(v)) continue;
-    json_t *a = value_attr(t->cname[i], t->ctype[i], v, &rc, e);
+  for (size_t i = 0; i < tt->ncol; i++) {
+    json_t *v = json_object_get(body, tt->cname[i]);
+    if (tt->is_key[i] || !v || json_is_null(v)) continue;
+    json_t *a = value_attr(tt->cname[i], tt->ctype[i], v, &rc, e);
     if (!a) goto leave;
-    if (json_object_set_new(o, t->cname[i], a)) {
+    if (json_object_set_new(o, tt->cname[i], a)) {
       seterr(e, "out of memory");
       rc = UNICO_ENOMEM;
       goto leave;
@@ -465,21 +418,21 @@ static int key_elem(int type, json_t *a, ubuf *pk) {
   if (!(jv = attr_value(type, a, &oom))) return -1;
   int rc = 0;
   switch (type) {
-  case C_TEXT:
-  case C_UUID:
+  case UTYPE_TEXT:
+  case UTYPE_UUID:
     utup_text(pk, json_string_value(jv), json_string_length(jv));
     break;
-  case C_INT:
-  case C_BIGINT:
+  case UTYPE_INT:
+  case UTYPE_BIGINT:
     utup_int(pk, json_integer_value(jv));
     break;
-  case C_TIMESTAMP: {
+  case UTYPE_TIMESTAMP: {
     int64_t ms = json_is_integer(jv) ? json_integer_value(jv) : 0;
     if (json_is_string(jv)) uclock_parse_rfc3339(json_string_value(jv), &ms);
     utup_int(pk, ms);
     break;
   }
-  case C_DOUBLE:
+  case UTYPE_DOUBLE:
     utup_double(pk, json_real_value(jv));
     break;
   default:
@@ -487,12 +440,6 @@ static int key_elem(int type, json_t *a, ubuf *pk) {
   }
   json_decref(jv);
   return rc;
-}
-
-static const char *type_name(int type) {
-  static const char *const n[] = {"?",    "text", "int",       "bigint",
-                                  "boolean", "uuid", "timestamp", "double"};
-  return type >= 1 && type <= 7 ? n[type] : "?";
 }
 
 /* The type of an attribute value: S, N, BOOL, ... */
@@ -506,9 +453,9 @@ static const char *attr_type(json_t *a) {
 /* The key attributes of item as JSON text, for messages (malloc'd). */
 static char *key_text(const uddb_ntab *t, json_t *item) {
   json_t *k = json_object();
-  for (size_t i = 0; k && i < t->npk; i++) {
-    json_t *a = json_object_get(item, t->cname[t->pk[i]]);
-    if (a) json_object_set(k, t->cname[t->pk[i]], a);
+  for (size_t i = 0; k && i < t->tab.npk; i++) {
+    json_t *a = json_object_get(item, uddb_key_name(t, i));
+    if (a) json_object_set(k, uddb_key_name(t, i), a);
   }
   char *s = k ? json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   json_decref(k);
@@ -517,6 +464,7 @@ static char *key_text(const uddb_ntab *t, json_t *item) {
 
 int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
                      uint64_t *ver, ustore_err *e) {
+  const utyped_tab *tt = &t->tab;
   const char *vs = json_string_value(
       json_object_get(json_object_get(item, UDDB_ATTR_V), "N"));
   json_t *mb = json_object_get(json_object_get(item, UDDB_ATTR_META), "B");
@@ -527,12 +475,8 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
   char *end;
   unsigned long long v = 0;
   memset(&r, 0, sizeof r);
-  if (!mb) {
-    /* A bare row: written by another client, not yet by unico. A live
-     * record at version 0, holding nothing yet. */
-    ubuf_reset(&meta);
-    ustored_record_encode(&meta, 1 /* UREC_LIVE */, 0, "", "{}", NULL);
-    if (!ubuf_ok(&meta)) goto oom;
+  if (!mb) { /* a bare row (typed.h) */
+    if (utyped_record_bare(&meta)) goto oom;
     vs = NULL;
   } else if (!vs || !json_is_string(mb)) {
     seterr(e, "an item of the DynamoDB table %s has %s without %s", t->dname,
@@ -551,11 +495,11 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
   }
   decoded = 1;
   if (!(body = json_object())) goto oom;
-  for (size_t i = 0; i < t->ncol; i++) {
-    json_t *a = json_object_get(item, t->cname[i]);
+  for (size_t i = 0; i < tt->ncol; i++) {
+    json_t *a = json_object_get(item, tt->cname[i]);
     int oom = 0;
     if (!a) continue;
-    json_t *jv = attr_value(t->ctype[i], a, &oom);
+    json_t *jv = attr_value(tt->ctype[i], a, &oom);
     if (oom) goto oom;
     if (!jv) {
       char *ks = key_text(t, item);
@@ -563,28 +507,22 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
       seterr(e,
              "the item %s of the DynamoDB table %s holds column \"%s\" as "
              "%s, which is not the DDL's %s",
-             ks ? ks : "?", t->dname, t->cname[i], at, type_name(t->ctype[i]));
+             ks ? ks : "?", t->dname, tt->cname[i], at,
+             utyped_type_name(tt->ctype[i]));
       free(ks);
       goto leave;
     }
-    if (json_object_set_new(body, t->cname[i], jv)) goto oom;
+    if (json_object_set_new(body, tt->cname[i], jv)) goto oom;
   }
-  for (size_t i = 0; i < t->npk; i++) {
-    json_t *a = json_object_get(item, t->cname[t->pk[i]]);
-    if (!a || key_elem(t->ctype[t->pk[i]], a, &pk)) {
+  for (size_t i = 0; i < tt->npk; i++) {
+    json_t *a = json_object_get(item, tt->cname[tt->pk[i]]);
+    if (!a || key_elem(tt->ctype[tt->pk[i]], a, &pk)) {
       seterr(e, "an item of the DynamoDB table %s has a key unico cannot read",
              t->dname);
       goto leave;
     }
   }
-  free(r.body);
-  r.body = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
-  if (!r.body) goto oom;
-  ubuf_reset(key);
-  ukey_record(key, t->name, pk.p, pk.len);
-  ubuf_reset(val);
-  ustored_record_reencode(val, &r);
-  if (!ubuf_ok(key) || !ubuf_ok(val)) goto oom;
+  if (utyped_record_out(tt, &r, body, &pk, key, val)) goto oom;
   *ver = v;
   rc = UNICO_OK;
   goto leave;

@@ -20,20 +20,15 @@
 #include <jansson.h>
 
 #include "store/store.h"
+#include "store/typed.h"
 #include "util/buf.h"
 
 #define UDDB_ATTR_V "unico_v"
 #define UDDB_ATTR_META "unico_meta"
 
 typedef struct uddb_ntab {
-  char *name;    /* the DDL table's name */
-  char *dname;   /* the DynamoDB table's name: prefix + name */
-  size_t ncol;
-  char **cname;
-  int *ctype;    /* ucol_type numbers (store.h) */
-  size_t npk;    /* 1 or 2 */
-  size_t pk[2];  /* hash, range: indexes into cname */
-  int *is_key;   /* per column */
+  utyped_tab tab; /* the DDL table; its key is 1 or 2 columns: hash, range */
+  char *dname;    /* the DynamoDB table's name: prefix + name */
 } uddb_ntab;
 
 typedef struct uddb_catalog {
@@ -53,7 +48,8 @@ void uddb_catalog_free(uddb_catalog *c);
 int uddb_catalog_keep(uddb_catalog *c, const uddb_catalog *old);
 const uddb_ntab *uddb_catalog_find(const uddb_catalog *c, const char *name);
 
-/* The attribute type (S or N) of key column i of t. */
+/* The name and the attribute type (S or N) of key column i of t. */
+const char *uddb_key_name(const uddb_ntab *t, size_t i);
 const char *uddb_key_type(const uddb_ntab *t, size_t i);
 
 /* Is key a record key ("r", table, pk...) of a table in the catalog? 0:

@@ -564,7 +564,7 @@ static json_t *act_native_put(const rop *r, uint64_t nv) {
   return json_pack("{s:{s:s,s:o,s:s,s:{s:s},s:s}}", "Put", "TableName",
                    r->t->dname, "Item", item, "ConditionExpression",
                    "attribute_not_exists(#h)", "ExpressionAttributeNames",
-                   "#h", r->t->cname[r->t->pk[0]],
+                   "#h", uddb_key_name(r->t, 0),
                    "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
 }
 
@@ -575,7 +575,7 @@ static json_t *act_native_put(const rop *r, uint64_t nv) {
 
 /* A Delete or ConditionCheck of the native item: absent, or at r->ev. */
 static json_t *act_native_cond(const rop *r, const char *kind, int absent) {
-  json_t *names = json_pack("{s:s,s:s}", "#h", r->t->cname[r->t->pk[0]],
+  json_t *names = json_pack("{s:s,s:s}", "#h", uddb_key_name(r->t, 0),
                             "#uv", UDDB_ATTR_V);
   if (names && absent) json_object_del(names, "#uv");
   json_t *a = json_pack("{s:s,s:O,s:s,s:o,s:s}", "TableName", r->t->dname,
@@ -608,17 +608,18 @@ static json_t *act_native_update(const rop *r) {
   char nm[32];
   if (!names || !vals) goto leave;
   if (!r->ev &&
-      (json_object_set_new(names, "#h", json_string(t->cname[t->pk[0]])) ||
+      (json_object_set_new(names, "#h", json_string(uddb_key_name(t, 0))) ||
        json_object_del(vals, ":ev")))
     goto leave;
-  for (size_t i = 0; i < t->ncol; i++) {
-    if (t->is_key[i]) continue;
-    json_t *a = json_object_get(r->cols, t->cname[i]);
+  for (size_t i = 0; i < t->tab.ncol; i++) {
+    if (t->tab.is_key[i]) continue;
+    json_t *a = json_object_get(r->cols, t->tab.cname[i]);
     ubuf *b = a ? &set : &rem;
     snprintf(nm, sizeof nm, "#c%zu", i);
     if (b->len) ubuf_put(b, ", ", 2);
     ubuf_put(b, nm, strlen(nm));
-    if (json_object_set_new(names, nm, json_string(t->cname[i]))) goto leave;
+    if (json_object_set_new(names, nm, json_string(t->tab.cname[i])))
+      goto leave;
     if (a) {
       snprintf(nm, sizeof nm, ":c%zu", i);
       ubuf_put(b, " = ", 3);
@@ -948,7 +949,7 @@ static int native_scan(ddb_store *s, const void *prefix, size_t plen,
   for (size_t ti = 0; c && ti < c->n && !rc; ti++) {
     const uddb_ntab *t = &c->t[ti];
     ubuf_reset(&rp);
-    ukey_records(&rp, t->name);
+    ukey_records(&rp, t->tab.name);
     if (!ubuf_ok(&rp)) {
       rc = UNICO_ENOMEM;
       break;
@@ -1056,9 +1057,9 @@ static int check_native_key(const uddb_ntab *t, json_t *tab, ustore_err *e) {
       if (hn[i] && an && !strcmp(an, hn[i]))
         ht[i] = json_string_value(json_object_get(a, "AttributeType"));
     }
-  int ok = nk == t->npk;
-  for (i = 0; i < t->npk; i++) {
-    dn[i] = t->cname[t->pk[i]];
+  int ok = nk == t->tab.npk;
+  for (i = 0; i < t->tab.npk; i++) {
+    dn[i] = uddb_key_name(t, i);
     dt[i] = uddb_key_type(t, i);
     if (!hn[i] || !ht[i] || strcmp(hn[i], dn[i]) || strcmp(ht[i], dt[i]))
       ok = 0;
@@ -1066,11 +1067,11 @@ static int check_native_key(const uddb_ntab *t, json_t *tab, ustore_err *e) {
   if (ok) return UNICO_OK;
   char have[300], want[300];
   key_text(have, sizeof have, hn, ht, nk < 2 ? nk : 2);
-  key_text(want, sizeof want, dn, dt, t->npk);
+  key_text(want, sizeof want, dn, dt, t->tab.npk);
   seterr(e,
          "table %s: the DynamoDB table %s has the key %s, but the DDL's "
          "primary key makes it %s",
-         t->name, t->dname, have, want);
+         t->tab.name, t->dname, have, want);
   return UNICO_ESCHEMA;
 }
 
@@ -1081,12 +1082,12 @@ static int ensure_native(ddb_store *s, const uddb_ntab *t, ustore_err *e) {
   int rc = describe_native(s, t, &tab, e);
   if (rc == UNICO_ENOTFOUND) {
     json_t *ad = json_array(), *ks = json_array();
-    for (size_t i = 0; ad && ks && i < t->npk; i++) {
+    for (size_t i = 0; ad && ks && i < t->tab.npk; i++) {
       json_array_append_new(ad, json_pack("{s:s,s:s}", "AttributeName",
-                                          t->cname[t->pk[i]], "AttributeType",
+                                          uddb_key_name(t, i), "AttributeType",
                                           uddb_key_type(t, i)));
       json_array_append_new(ks, json_pack("{s:s,s:s}", "AttributeName",
-                                          t->cname[t->pk[i]], "KeyType",
+                                          uddb_key_name(t, i), "KeyType",
                                           i ? "RANGE" : "HASH"));
     }
     uddb_resp r = {0};
