@@ -46,8 +46,13 @@ static void test_timestamps(void **state) {
   assert_int_equal(utyped_ms_text(INT64_C(253402300799999), b, sizeof b), 0);
   assert_string_equal(b, "9999-12-31T23:59:59.999Z");
   assert_int_equal(utyped_ms_text(INT64_C(253402300800000), b, sizeof b), -1);
-  /* (years below 1000 come out unpadded, "0-01-01T...": glibc's %Y) */
+  /* years below 1000 padded to four digits, as RFC 3339 has them */
   assert_int_equal(utyped_ms_text(INT64_C(-62167219200000), b, sizeof b), 0);
+  assert_string_equal(b, "0000-01-01T00:00:00.000Z");
+  assert_int_equal(utyped_ms_text(INT64_C(-30610224000000), b, sizeof b), 0);
+  assert_string_equal(b, "1000-01-01T00:00:00.000Z");
+  assert_int_equal(utyped_ms_text(INT64_C(-30610224000001), b, sizeof b), 0);
+  assert_string_equal(b, "0999-12-31T23:59:59.999Z");
   assert_int_equal(utyped_ms_text(INT64_C(-62167219200001), b, sizeof b), -1);
 }
 

@@ -89,6 +89,9 @@ void uclock_format(int64_t ms, char *buf, size_t cap) {
     snprintf(buf, cap, "%lld ms", (long long)ms);
     return;
   }
-  size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, cap - n, ".%03dZ", (int)frac);
+  /* (not strftime's %Y: glibc writes years below 1000 unpadded, which
+   * is not RFC 3339 and sorts wrong as text) */
+  snprintf(buf, cap, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
+           (long long)tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+           tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
 }
