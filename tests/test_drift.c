@@ -281,6 +281,21 @@ static void test_stamp_in_flight_left(void **state) {
   unico_close(u);
 }
 
+/* The claim of email (users/id's) is stored, in state st (and by op_id
+ * when given). */
+static void assert_claim(unico **u, const char *id, const char *email, int st,
+                         const char *op_id) {
+  ustored_record rec;
+  ustored_claim cl;
+  int found;
+  stored(u, id, email, &rec, &cl, &found);
+  assert_true(found);
+  assert_int_equal(cl.state, st);
+  if (op_id) assert_string_equal(cl.op_id, op_id);
+  ustored_claim_free(&cl);
+  ustored_record_free(&rec);
+}
+
 /* A lookup meeting a claim its owner does not hold settles it when its
  * writer is dead (past the grace period: fenced, freed), and leaves it
  * when the write may still be in flight. Either way: not found. */
@@ -295,20 +310,8 @@ static void test_lookup_settles(void **state) {
   assert_int_equal(unico_lookup(u, "users", "users_email", "[\"h@x.org\"]", &r),
                    UNICO_ENOTFOUND);
   unico_result_clear(&r);
-  ustored_record rec;
-  ustored_claim cl;
-  int found;
-  stored(&u, "g", "g@x.org", &rec, &cl, &found);
-  assert_true(found);
-  assert_int_equal(cl.state, UCLAIM_FREE);
-  ustored_claim_free(&cl);
-  ustored_record_free(&rec);
-  stored(&u, "h", "h@x.org", &rec, &cl, &found);
-  assert_true(found);
-  assert_int_equal(cl.state, UCLAIM_PENDING);
-  assert_string_equal(cl.op_id, "live-writer");
-  ustored_claim_free(&cl);
-  ustored_record_free(&rec);
+  assert_claim(&u, "g", "g@x.org", UCLAIM_FREE, NULL);
+  assert_claim(&u, "h", "h@x.org", UCLAIM_PENDING, "live-writer");
   /* what is left to check: the young claim alone */
   json_t *rep;
   assert_int_equal(audit(u, 0, &rep), UNICO_OK);
