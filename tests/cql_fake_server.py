@@ -6,7 +6,8 @@ Cassandra). Python 3 standard library only.
     python3 tests/cql_fake_server.py [--port 0] [--port-file PATH]
         [--auth USER:PASS] [--seed N] [--reorder] [--delay-ms N]
         [--drop P] [--timeout P] [--unavailable P] [--unprepared P]
-        [--read-faults] [--nodes N] [--dcs DC,DC] [--stats-file PATH] [-v]
+        [--read-faults] [--nodes N] [--dcs DC,DC] [--stats-file PATH]
+        [--trace FILE] [-v]
         [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM] [--tls12]]
 
 Listens on 127.0.0.1 (--port 0: a free port), writes the port to --port-file
@@ -1102,6 +1103,7 @@ class Server:
         self.dcs = [d for d in (args.dcs or "").split(",") if d]
         self.stopping = False
         self.conn_ids = 0
+        self.trace_f = open(args.trace, "a") if args.trace else None
 
     # -- helpers
 
@@ -1116,6 +1118,26 @@ class Server:
 
     def chance(self, p):
         return p > 0 and self.rand() < p
+
+    def trace(self, t, st, key, ok, sets, ttl):
+        """One line per write to --trace FILE (under self.lock): when, the
+        table, the key, the statement, whether it applied, what it set."""
+        if not self.trace_f:
+            return
+        cells = " ".join("%s=%s" % (c, "null" if v is None else "unset" if v is UNSET
+                                    else repr(bytes(v)))
+                         for c, v in sets)
+        self.trace_f.write("%.6f %s.%s %s %s%s %s%s %s\n" % (
+            time.time(), t.ks, t.name, repr(key), st.kind,
+            " IF" if st.lwt else "", "applied" if ok else "not_applied",
+            " ttl=%d" % ttl if ttl else "", cells))
+        self.trace_f.flush()
+
+    def trace_fault(self, what):
+        """The fault the last traced write's answer met (--trace)."""
+        if self.trace_f:
+            self.trace_f.write("%.6f FAULT %s\n" % (time.time(), what))
+            self.trace_f.flush()
 
     def log(self, msg):
         sys.stderr.write("cql_fake_server: %s\n" % msg)
@@ -1385,6 +1407,7 @@ class Server:
                     if self.rand() < 0.5:
                         self.count("faults", "timeout_applied")
                         plan()
+                        self.trace_fault("timeout (applied)")
                     if lwt:
                         cl = prm.serial
                         raise CqlError(E_WRITE_TIMEOUT, "CAS operation timed out - "
@@ -1402,6 +1425,7 @@ class Server:
             body = plan()
             if self.chance(self.args.drop):
                 self.count("faults", "drop")
+                self.trace_fault("drop (applied)")
                 raise Drop()
             return body, 0, []
 
@@ -1582,6 +1606,7 @@ class Server:
         def run():
             if not st.lwt:
                 apply()
+                self.trace(t, st, key, True, sets, ttl)
                 return VOID
             row = t.rows.get(key)
             exists = row is not None
@@ -1594,6 +1619,7 @@ class Server:
                 ok = all(cur.get(c) == v for c, v in conds)
             specs = [("[applied]", T_BOOLEAN)]
             cells = [b"\x01" if ok else b"\x00"]
+            self.trace(t, st, key, ok, sets, ttl)
             if ok:
                 apply()
                 self.count("lwt", "applied")
@@ -2116,6 +2142,8 @@ def main(argv=None):
     ap.add_argument("--tls-key", help="the private key of --tls-cert (PEM)")
     ap.add_argument("--tls-client-ca", help="demand a client certificate signed by this CA")
     ap.add_argument("--tls12", action="store_true", help="TLS 1.2 at most (default: 1.3)")
+    ap.add_argument("--trace", metavar="FILE",
+                    help="append one line per write (key, statement, applied, cells)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key) or (args.tls_client_ca and not args.tls_cert):

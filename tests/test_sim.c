@@ -1593,6 +1593,122 @@ static void test_hold_op_id_faults(void **state) {
   assert_true(first_ok > 0 && crashed > 0); /* both shapes were tried */
 }
 
+/* A hold outlives a failed write that presented it: client 0 holds the
+ * value and inserts with its token under faults (unknown answers, failures,
+ * pauses past the grace period), retrying under one op id; client 1
+ * inserts the same value with no token, again and again. The hold lives
+ * through the whole run, so client 1 must never take the value, whatever
+ * client 0's attempts left behind (a claim taken over from the hold, then
+ * an intent aborted by a retry, or fenced by client 1 as an orphan). After
+ * the run, client 0's write (its op id, its token) takes the value. */
+typedef struct keep_run {
+  unico *u[2];
+  const char *token;
+  int rival_ok;        /* client 1 took the value: the violation */
+  int holder_rc;       /* client 0's last answer */
+  int holder_answered; /* 0: client 0 got no answer (it never called) */
+  char bad[512];
+} keep_run;
+
+#define KEEP_VALUE "k@x.io"
+
+static void keep_client(void *ctx, int c) {
+  keep_run *k = ctx;
+  unico_result res = UNICO_RESULT_INIT;
+  if (c == 0) {
+    const char *mine[] = {k->token};
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.holds = mine;
+    wo.nholds = 1;
+    wo.op_id = "keep-holder";
+    for (int a = 0; a < IN_RUN_TRIES && !usim_crashed(); a++) {
+      int rc = unico_insert_with(
+          k->u[0], "users", "{\"id\":\"h\",\"email\":\"" KEEP_VALUE "\"}",
+          &wo, &res);
+      if (!usim_crashed()) {
+        k->holder_rc = rc;
+        k->holder_answered = 1;
+      }
+      if (rc != UNICO_EUNKNOWN && rc != UNICO_EUNAVAILABLE &&
+          rc != UNICO_EBUSY)
+        break;
+    }
+  } else {
+    for (int a = 0; a < 12 && !usim_crashed(); a++) {
+      char rec[64];
+      snprintf(rec, sizeof rec, "{\"id\":\"r%d\",\"email\":\"" KEEP_VALUE
+               "\"}", a);
+      int rc = unico_insert(k->u[1], "users", rec, NULL, &res);
+      if (rc == UNICO_OK && !k->rival_ok) {
+        k->rival_ok = 1;
+        snprintf(k->bad, sizeof k->bad, "record r%d took %s", a, KEEP_VALUE);
+      }
+    }
+  }
+  unico_result_clear(&res);
+}
+
+static void test_hold_outlives_failed_write(void **state) {
+  (void)state;
+  static const usim_faults kf = {.unknown_pm = 120, .fail_pm = 80,
+                                 .pause_pm = 60, .pause_ms = PAUSE_MS,
+                                 .reorder = 1, .step_ms = 3};
+  int holder_ok = 0;
+  for (uint64_t seed = 1; seed <= 400; seed++) {
+    usim *s;
+    char name[64], url[80];
+    snprintf(name, sizeof name, "test-sim-keep-%" PRIu64, seed);
+    snprintf(url, sizeof url, "sim:%s", name);
+    assert_int_equal(usim_new(&s, name, seed, &kf), UNICO_OK);
+    unico_options opts = UNICO_OPTIONS_INIT;
+    opts.grace_ms = GRACE_MS;
+    unico_result res = UNICO_RESULT_INIT;
+    keep_run k;
+    memset(&k, 0, sizeof k);
+    for (int i = 0; i < 2; i++)
+      assert_int_equal(unico_open(&k.u[i], url, &opts, &res), UNICO_OK);
+    assert_int_equal(unico_schema_apply(k.u[0], DDL, &res), UNICO_OK);
+    assert_int_equal(unico_reserve(k.u[0], "users", "users_email_key",
+                                   "[\"" KEEP_VALUE "\"]", 600000, NULL,
+                                   &res),
+                     UNICO_OK);
+    json_t *o = json_loads(res.json, 0, NULL);
+    char token[128];
+    snprintf(token, sizeof token, "%s",
+             json_string_value(json_object_get(o, "token")));
+    json_decref(o);
+    k.token = token;
+    assert_int_equal(usim_run(s, 2, keep_client, &k), 0);
+    if (k.rival_ok)
+      fail_msg("seed %" PRIu64 ": %s while the hold lived (the holder's "
+               "write answered %s)",
+               seed, k.bad,
+               k.holder_answered ? unico_errname(k.holder_rc) : "nothing");
+    holder_ok += k.holder_answered && k.holder_rc == UNICO_OK;
+    /* without faults: the holder's write, repeated, takes the value */
+    const char *mine[] = {token};
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.holds = mine;
+    wo.nholds = 1;
+    wo.op_id = "keep-holder";
+    int rc = unico_insert_with(
+        k.u[0], "users", "{\"id\":\"h\",\"email\":\"" KEEP_VALUE "\"}", &wo,
+        &res);
+    if (rc != UNICO_OK)
+      fail_msg("seed %" PRIu64 ": the holder's write, repeated after the run, "
+               "answered %s (%s); in the run %s",
+               seed, unico_errname(rc), res.message,
+               k.holder_answered ? unico_errname(k.holder_rc) : "nothing");
+    assert_int_equal(unico_check(k.u[0], &res), UNICO_OK);
+    unico_result_clear(&res);
+    for (int i = 0; i < 2; i++) unico_close(k.u[i]);
+    usim_free(s);
+  }
+  printf("hold outlives a failed write: 400 seeds, %d holders answered ok "
+         "in the run\n", holder_ok);
+  assert_true(holder_ok > 0 && holder_ok < 400); /* both shapes were tried */
+}
+
 /* A constraint added while updates are in flight (the schema change's
  * fence, exec/bulk.c): clients 0-2 update records' b until client 3 has
  * added UNIQUE (b), each through its own handle, interleaved call by call
@@ -1725,6 +1841,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_hold_op_id_faults),
+        cmocka_unit_test(test_hold_outlives_failed_write),
         cmocka_unit_test(test_schema_change_fences_updates),
     };
     failed = ucm_run_group("tests", tests, setup_schema, teardown_schema);

@@ -123,6 +123,50 @@ static void test_claim_attempt(void **state) {
   ubuf_free(&b);
 }
 
+/* A PENDING claim that took over a hold carries the hold as stored. */
+static void test_claim_carrying(void **state) {
+  (void)state;
+  ubuf b = UBUF_INIT, hold = UBUF_INIT;
+  ustored_claim c, h;
+  const uint8_t pk[] = {0x02, 'a', 0};
+  uint8_t hash[32];
+  ustored_token_hash("tok-1", hash);
+  ustored_hold_encode(&hold, "hold-op", 10, 5000, hash);
+  ustored_claim_encode_carrying(&b, pk, sizeof pk, "op-1", 42, 0, hold.p,
+                                hold.len, 5000);
+  assert_int_equal(ustored_claim_decode(b.p, b.len, &c), 0);
+  assert_int_equal(c.state, UCLAIM_PENDING);
+  assert_string_equal(c.op_id, "op-1");
+  assert_true(c.attempt == 0);
+  assert_int_equal(c.expires_ms, 5000);
+  assert_int_equal(c.hold_len, hold.len);
+  assert_memory_equal(c.hold, hold.p, hold.len);
+  assert_int_equal(ustored_claim_decode(c.hold, c.hold_len, &h), 0);
+  assert_int_equal(h.state, UCLAIM_HELD);
+  assert_memory_equal(h.token_hash, hash, 32);
+  ustored_claim_free(&h);
+  ustored_claim_free(&c);
+  assert_null(c.hold);
+  /* a claim without one has none */
+  ubuf_reset(&b);
+  ustored_claim_encode_attempt(&b, pk, sizeof pk, "op-1", 42, 7);
+  assert_int_equal(ustored_claim_decode(b.p, b.len, &c), 0);
+  assert_null(c.hold);
+  assert_int_equal(c.expires_ms, 0);
+  ustored_claim_free(&c);
+  /* an empty hold, or an expiry with no hold, is corrupt */
+  ubuf_reset(&b);
+  ustored_claim_encode_carrying(&b, pk, sizeof pk, "op-1", 42, 0, NULL, 0,
+                                5000);
+  assert_int_not_equal(ustored_claim_decode(b.p, b.len, &c), 0);
+  ubuf_reset(&b);
+  ustored_claim_encode_attempt(&b, pk, sizeof pk, "op-1", 42, 0);
+  utup_int(&b, 5000);
+  assert_int_not_equal(ustored_claim_decode(b.p, b.len, &c), 0);
+  ubuf_free(&b);
+  ubuf_free(&hold);
+}
+
 static uint64_t fp_of(const char *ddl, const char *table) {
   uschema *s = NULL;
   uparse_error e;
@@ -207,6 +251,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_intent_round_trip),
       cmocka_unit_test(test_other_states_unchanged),
       cmocka_unit_test(test_claim_attempt),
+      cmocka_unit_test(test_claim_carrying),
       cmocka_unit_test(test_fingerprint),
   };
   return ucm_done(ucm_run_group("tests", tests, NULL, NULL));

@@ -1409,7 +1409,13 @@ static long verify(const char *dir, int allow_inflight, int settled,
    * records and the claims their values need: nothing refused left a
    * claim or a record behind (d). */
   v.cat = 0;
-  rc = unico_check(u, &res);
+  /* (check settles what it meets, so it writes: under injected faults an
+   * unknown or unavailable answer is asked again, as for the probes) */
+  double check_until = now_s() + 60;
+  do {
+    unico_result_clear(&res);
+    rc = unico_check(u, &res);
+  } while (probe_again(rc, &res, check_until));
   {
     json_t *rep = json_loads(res.json ? res.json : "", 0, NULL);
     if (json_integer_value(json_object_get(rep, "settled")))

@@ -288,6 +288,17 @@ void ustored_claim_encode_attempt(ubuf *out, const uint8_t *owner,
   utup_int(out, (int64_t)attempt);
 }
 
+void ustored_claim_encode_carrying(ubuf *out, const uint8_t *owner,
+                                   size_t owner_len, const char *op_id,
+                                   int64_t since_ms, uint64_t attempt,
+                                   const uint8_t *hold, size_t hold_len,
+                                   int64_t hold_expires_ms) {
+  ustored_claim_encode_attempt(out, owner, owner_len, op_id, since_ms,
+                               attempt);
+  utup_int(out, hold_expires_ms);
+  utup_bytes(out, hold, hold_len);
+}
+
 void ustored_hold_encode(ubuf *out, const char *op_id, int64_t since_ms,
                          int64_t expires_ms, const uint8_t hash[32]) {
   ustored_claim_encode(out, UCLAIM_HELD, NULL, 0, op_id, since_ms);
@@ -319,6 +330,11 @@ int ustored_claim_decode(const uint8_t *p, size_t n, ustored_claim *c) {
     if (rd_int(&r, &att)) goto bad;
     c->attempt = (uint64_t)att;
   }
+  if (state == UCLAIM_PENDING && r.off != r.len &&
+      (rd_int(&r, &c->expires_ms) || rd_str(&r, (char **)&c->hold,
+                                             &c->hold_len) ||
+       !c->hold_len))
+    goto bad;
   if (r.off != r.len) goto bad;
   return 0;
 bad:
@@ -431,6 +447,7 @@ void ustored_claim_free(ustored_claim *c) {
   if (!c) return;
   free(c->owner);
   free(c->op_id);
+  free(c->hold);
   memset(c, 0, sizeof *c);
 }
 

@@ -143,9 +143,16 @@ typedef struct ustored_claim {
   /* UCLAIM_PENDING only: the attempt of the intent it names (0: none, a
    * claim of the classic path) */
   uint64_t attempt;
-  /* UCLAIM_HELD only: */
+  /* UCLAIM_HELD: the hold's expiry; UCLAIM_PENDING with hold: the expiry
+   * of the hold it carries */
   int64_t expires_ms;
-  uint8_t token_hash[32]; /* SHA-256 of the hold's token */
+  uint8_t token_hash[32]; /* UCLAIM_HELD only: SHA-256 of the hold's token */
+  /* UCLAIM_PENDING only: the hold this claim took over, as it was stored
+   * (NULL: none). Until the write commits, the hold still reserves the
+   * value: whoever finds the claim an orphan while the hold lives puts
+   * the hold back (exec/claims.c, docs/protocol.md). */
+  uint8_t *hold;
+  size_t hold_len;
 } ustored_claim;
 
 void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
@@ -155,6 +162,13 @@ void ustored_claim_encode(ubuf *out, int state, const uint8_t *owner,
 void ustored_claim_encode_attempt(ubuf *out, const uint8_t *owner,
                                   size_t owner_len, const char *op_id,
                                   int64_t since_ms, uint64_t attempt);
+/* A PENDING claim (attempt 0: the classic path) that took over the hold
+ * stored as hold (hold_len bytes, expiring at hold_expires_ms). */
+void ustored_claim_encode_carrying(ubuf *out, const uint8_t *owner,
+                                   size_t owner_len, const char *op_id,
+                                   int64_t since_ms, uint64_t attempt,
+                                   const uint8_t *hold, size_t hold_len,
+                                   int64_t hold_expires_ms);
 /* A hold: a claim with no owner, an expiry and the hash of its token. */
 void ustored_hold_encode(ubuf *out, const char *op_id, int64_t since_ms,
                          int64_t expires_ms, const uint8_t hash[32]);

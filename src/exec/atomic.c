@@ -59,9 +59,9 @@ static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
 /* Atomic: a claim that is not a hold is in force unless FREE (records and
  * their claims change in one transaction). */
 static int atomic_claim_state(uexec *x, const uint8_t *key, size_t klen,
-                              const ustored_claim *cl, const char *op_id,
-                              unico_result *res) {
-  (void)x, (void)key, (void)klen, (void)op_id, (void)res;
+                              const ustored_claim *cl, uint64_t ver,
+                              const char *op_id, unico_result *res) {
+  (void)x, (void)key, (void)klen, (void)ver, (void)op_id, (void)res;
   return cl->state == UCLAIM_FREE ? UEXEC_CLAIM_FREE : UEXEC_CLAIM_IN_FORCE;
 }
 

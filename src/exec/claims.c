@@ -48,6 +48,9 @@ typedef struct cx {
   uint64_t *held;     /* per take: version we hold it at (0: not held) */
   ubuf *prev;         /* per take over a hold: the hold as it was, which
                          an undo puts back (a refused write leaves it) */
+  ubuf *carry;        /* per take: the live hold its PENDING claim carries
+                         (empty: none); see carried_hold() */
+  ubuf *cval;         /* per take: that PENDING claim value, when carrying */
   int64_t now;
   uint64_t intent;    /* insert: version of our PENDING record */
   int applied;        /* insert found its own live record (a repeat) */
@@ -195,6 +198,53 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
   ubuf_free(&o.cur);
   ubuf_free(&tomb);
   return rc;
+}
+
+/* A hold outlives the writes that take it over until one commits: the
+ * PENDING claim written over a hold still in force carries the hold as it
+ * was stored, and whoever finds that claim an orphan (its operation fenced
+ * or settled, not committed) while the hold lives puts the hold back
+ * instead of freeing or taking the claim. So a write that presented the
+ * token and then failed (an unknown outcome, a crash, a retry that
+ * aborted its earlier attempt) leaves the value reserved for the holder.
+ * The live hold that claim cl (read as cur) stands for: its stored value
+ * (into out), or 0 when none. */
+static int carried_hold(const ustored_claim *cl, const ubuf *cur,
+                        int64_t now, ubuf *out) {
+  ubuf_reset(out);
+  if (cl->expires_ms <= now) return 0;
+  if (cl->state == UCLAIM_HELD && cur) ubuf_put(out, cur->p, cur->len);
+  else if (cl->state == UCLAIM_PENDING && cl->hold_len)
+    ubuf_put(out, cl->hold, cl->hold_len);
+  return out->len != 0;
+}
+
+/* The PENDING claim value to write at take k: dflt, or one carrying the
+ * hold c->carry[k]. */
+static const ubuf *pending_for(cx *c, size_t k, const ubuf *dflt) {
+  if (!c->carry || !c->carry[k].len) return dflt;
+  ustored_claim h;
+  int64_t exp = 0;
+  if (!ustored_claim_decode(c->carry[k].p, c->carry[k].len, &h))
+    exp = h.expires_ms;
+  ustored_claim_free(&h);
+  ubuf_reset(&c->cval[k]);
+  ustored_claim_encode_carrying(&c->cval[k], c->me.owner, c->me.owner_len,
+                                c->me.op_id, c->now, 0, c->carry[k].p,
+                                c->carry[k].len, exp);
+  return &c->cval[k];
+}
+
+/* Put the hold an orphan claim carries (hold) back at key, where the claim
+ * is at version ver. USTORE_NOT_APPLIED either way (read the key again),
+ * or an error. */
+static int put_hold_back(uexec *x, const uint8_t *key, size_t klen,
+                         uint64_t ver, const ubuf *hold, unico_result *res) {
+  ustore_op o = ustore_op_make(key, klen, USTORE_VERSION, ver, USTORE_PUT,
+                               hold->p, hold->len);
+  int rc = xcas(x, &o, res);
+  ubuf_free(&o.cur);
+  return rc == UNICO_OK ? USTORE_NOT_APPLIED : rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -455,21 +505,38 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
   }
   int pending = cl->state == UCLAIM_PENDING &&
                 cl->since_ms > c->now - c->x->grace_ms;
+  ubuf hold = UBUF_INIT;
+  carried_hold(cl, NULL, c->now, &hold);
   ustored_claim_free(cl);
+  int next;
   /* our own op's earlier intent, settled and not in force; or an orphan
    * of our record key, which our own intent fences */
-  if ((mine && !inflight) || own_intent_at(c, rkey, rv, rpresent))
-    return NEXT_TAKE;
-  if (pending) {
-    if (!wait_in_flight(c)) return NEXT_REREAD;
-    why->why = UREFUSED_BUSY;
-    why->claim = k;
-    *rc = USTORE_NOT_APPLIED;
-    return NEXT_STOP;
+  if ((mine && !inflight) || own_intent_at(c, rkey, rv, rpresent)) {
+    next = NEXT_TAKE;
+  } else if (pending) {
+    if (!wait_in_flight(c)) {
+      next = NEXT_REREAD;
+    } else {
+      why->why = UREFUSED_BUSY;
+      why->claim = k;
+      *rc = USTORE_NOT_APPLIED;
+      next = NEXT_STOP;
+    }
+  } else {
+    *rc = fence(c, rkey, rpresent, rver, rv, res);
+    next = *rc == UNICO_OK             ? NEXT_TAKE
+           : *rc == USTORE_NOT_APPLIED ? NEXT_REREAD
+                                       : NEXT_STOP;
   }
-  *rc = fence(c, rkey, rpresent, rver, rv, res);
-  if (*rc == UNICO_OK) return NEXT_TAKE;
-  return *rc == USTORE_NOT_APPLIED ? NEXT_REREAD : NEXT_STOP;
+  if (next == NEXT_TAKE && hold.len) {
+    /* an orphan that carries a live hold: the hold again, for the write
+     * path to judge (token, expiry) like any other */
+    *rc = put_hold_back(c->x, ck->key, ck->klen, cv, &hold, res);
+    next = *rc == USTORE_NOT_APPLIED ? NEXT_REREAD : NEXT_STOP;
+  }
+  if (next == NEXT_REREAD) *rc = UNICO_OK;
+  ubuf_free(&hold);
+  return next;
 }
 
 /* Resolve claim k as found: cur at version cv when present, else absent.
@@ -489,6 +556,7 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
     }
     ustore_op o;
     if (!present) { /* gone meanwhile: take it */
+      ubuf_reset(&c->carry[k]);
       o = kop(ck->key, ck->klen, USTORE_ABSENT, 0, USTORE_PUT, &c->pending);
       rc = cas(c, &o, res);
       if (rc == UNICO_OK) c->held[k] = 1;
@@ -507,6 +575,9 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
       break;
     }
+    /* (a take over keeps the live hold the claim stands for: a hold taken
+     * at the version the write path chose, or our own claim carrying one) */
+    carried_hold(&cl, cur, c->now, &c->carry[k]);
     if (cl.state == UCLAIM_FREE) {
       /* free: take it over */
     } else if (cl.state == UCLAIM_HELD && !(ck->ver && ck->ver == cv)) {
@@ -546,7 +617,8 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
     }
     ustored_claim_free(&cl);
     /* Take it over at the version it was read at. */
-    o = kop(ck->key, ck->klen, USTORE_VERSION, cv, USTORE_PUT, &c->pending);
+    o = kop(ck->key, ck->klen, USTORE_VERSION, cv, USTORE_PUT,
+            pending_for(c, k, &c->pending));
     rc = cas(c, &o, res);
     if (rc == UNICO_OK) {
       c->held[k] = cv + 1;
@@ -1024,6 +1096,7 @@ static void undo(cx *c) {
     if (!c->held[k]) continue;
     const uclaim *ck = &c->p->take.v[k];
     if (ck->kind == UKEY_GROUP) leave_group(c, ck, c->me.op_id);
+    else if (c->carry[k].len) restore_claim(c, ck, c->held[k], &c->carry[k]);
     else if (c->prev[k].len) restore_claim(c, ck, c->held[k], &c->prev[k]);
     else free_claim(c, ck, c->held[k]);
   }
@@ -1433,7 +1506,8 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
     b->opk[b->n] = k;
     b->ops[b->n++] =
         kop(ck->key, ck->klen, ck->ver ? USTORE_VERSION : USTORE_ABSENT,
-            ck->ver, USTORE_PUT, fast ? &b->fclaim : &c->pending);
+            ck->ver, USTORE_PUT,
+            fast ? &b->fclaim : pending_for(c, k, &c->pending));
   }
   rc = ustore_cas_many(c->x->st, b->ops, b->n, b->rcs, b->errs);
   if (rc) {
@@ -1558,7 +1632,7 @@ static int rewrite_claims(cx *c, uexec_refused *why, int *rc,
     const uclaim *ck = &p->take.v[k];
     if (ck->kind != UKEY_CLAIM || !c->held[k]) continue;
     ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k],
-                      USTORE_PUT, &c->pending);
+                      USTORE_PUT, pending_for(c, k, &c->pending));
     int r = cas(c, &o, res);
     ubuf_free(&o.cur);
     if (r == UNICO_OK) {
@@ -1722,6 +1796,10 @@ static int read_holds(cx *c, unico_result *res) {
       continue;
     }
     if (rc) return rc;
+    ustored_claim h;
+    if (!ustored_claim_decode(c->prev[k].p, c->prev[k].len, &h))
+      carried_hold(&h, &c->prev[k], c->now, &c->carry[k]);
+    ustored_claim_free(&h);
   }
   return UNICO_OK;
 }
@@ -1745,9 +1823,11 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   b.errs = calloc(nt + 1, sizeof *b.errs);
   c.held = calloc(nt + 1, sizeof *c.held);
   c.prev = calloc(nt + 1, sizeof *c.prev);
+  c.carry = calloc(nt + 1, sizeof *c.carry);
+  c.cval = calloc(nt + 1, sizeof *c.cval);
   c.leave_ops = calloc(p->release.n + 1, sizeof *c.leave_ops);
   if (!b.ops || !b.rcs || !b.opk || !b.errs || !c.held || !c.prev ||
-      !c.leave_ops) {
+      !c.carry || !c.cval || !c.leave_ops) {
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     goto leave;
   }
@@ -1778,6 +1858,10 @@ leave:
   free(c.held);
   for (size_t k = 0; c.prev && k < nt; k++) ubuf_free(&c.prev[k]);
   free(c.prev);
+  for (size_t k = 0; c.carry && k < nt; k++) ubuf_free(&c.carry[k]);
+  free(c.carry);
+  for (size_t k = 0; c.cval && k < nt; k++) ubuf_free(&c.cval[k]);
+  free(c.cval);
   for (size_t i = 0; c.leave_ops && i < p->release.n; i++)
     ubuf_free(&c.leave_ops[i]);
   free(c.leave_ops);
@@ -1792,8 +1876,8 @@ leave:
 /* for holds (api/hold.c) and repair */
 
 int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
-                      const ustored_claim *cl, const char *op_id,
-                      unico_result *res) {
+                      const ustored_claim *cl, uint64_t ver,
+                      const char *op_id, unico_result *res) {
   cx c;
   uclaim k;
   ubuf rkey = UBUF_INIT, rv = UBUF_INIT;
@@ -1824,6 +1908,10 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
     else
       rc = fence(&c, &rkey, present, rver, &rv, res);
   }
+  ubuf hold = UBUF_INIT;
+  if (rc == UEXEC_CLAIM_FREE && carried_hold(cl, NULL, c.now, &hold))
+    rc = put_hold_back(x, key, klen, ver, &hold, res);
+  ubuf_free(&hold);
   ubuf_free(&rkey);
   ubuf_free(&rv);
   return rc;

@@ -158,14 +158,15 @@ enum {
   UEXEC_CLAIM_IN_FLIGHT = 3 /* pending, younger than the grace period */
 };
 
-/* Claims protocol: the state of the claim cl read at key, by the
- * validity rule: UEXEC_CLAIM_IN_FORCE, UEXEC_CLAIM_IN_FLIGHT,
+/* Claims protocol: the state of the claim cl read at key (version ver), by
+ * the validity rule: UEXEC_CLAIM_IN_FORCE, UEXEC_CLAIM_IN_FLIGHT,
  * UEXEC_CLAIM_FREE (FREE, or an orphan whose operation this call has
  * fenced, in the name of op_id), USTORE_NOT_APPLIED when the owner record
- * moved meanwhile (read again), or an error. */
+ * moved meanwhile, or when the orphan carried a hold still in force, which
+ * this call put back at the key (read again), or an error. */
 int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
-                      const ustored_claim *cl, const char *op_id,
-                      unico_result *res);
+                      const ustored_claim *cl, uint64_t ver,
+                      const char *op_id, unico_result *res);
 
 /* Claims protocol, parallel commit (docs/parallel-commit.md): read the
  * record at key rk, settling an insert intent found there first: flipped

@@ -62,8 +62,8 @@ int uexec_hold_take(uexec *x, const uexec_hold *h, uexec_hold_out *out,
   if (cver && cl.state != UCLAIM_HELD) {
     /* A record's claim (or a FREE one): taken by the validity rule of
      * the protocol, on a durable state. */
-    int st = x->proto->claim_state(x, h->ckey->p, h->ckey->len, &cl, h->op_id,
-                                   res);
+    int st = x->proto->claim_state(x, h->ckey->p, h->ckey->len, &cl, cver,
+                                   h->op_id, res);
     if (st == UEXEC_CLAIM_IN_FORCE) {
       rc = still_at(x, h->ckey, cver, res);
       if (rc == USTORE_NOT_APPLIED) {
@@ -101,6 +101,15 @@ leave:
   return rc;
 }
 
+/* Does the PENDING claim cl carry the hold with this token hash? */
+static int carries(const ustored_claim *cl, const uint8_t hash[32]) {
+  ustored_claim h;
+  int yes = !ustored_claim_decode(cl->hold, cl->hold_len, &h) &&
+            h.state == UCLAIM_HELD && !memcmp(h.token_hash, hash, 32);
+  ustored_claim_free(&h);
+  return yes;
+}
+
 int uexec_hold_release(uexec *x, const uint8_t hash[32], const char *table,
                        uexec_release_out *out, unico_result *res) {
   ubuf hkey = UBUF_INIT, cur = UBUF_INIT;
@@ -132,8 +141,24 @@ int uexec_hold_release(uexec *x, const uint8_t hash[32], const char *table,
   }
   rc = uexec_read(x, &out->ckey, &cur, &cver, res);
   if (rc && rc != UNICO_ENOTFOUND) goto leave;
-  int ours = rc == UNICO_OK && !ustored_claim_decode(cur.p, cur.len, &cl) &&
-             cl.state == UCLAIM_HELD && !memcmp(cl.token_hash, hash, 32);
+  int ok = rc == UNICO_OK && !ustored_claim_decode(cur.p, cur.len, &cl);
+  if (ok && cl.state == UCLAIM_PENDING && cl.hold_len &&
+      carries(&cl, hash)) {
+    /* A write took the hold over and has not committed (or did): by the
+     * validity rule, the hold is in force again once that write is an
+     * orphan, and the claim then holds it once more (read again). */
+    int st = x->proto->claim_state(x, out->ckey.p, out->ckey.len, &cl, cver,
+                                   "release", res);
+    if (st == UEXEC_CLAIM_IN_FLIGHT || st == USTORE_NOT_APPLIED) {
+      rc = UEXEC_NOT_APPLIED;
+      goto leave;
+    }
+    if (st < 0) {
+      rc = st;
+      goto leave;
+    }
+  }
+  int ours = ok && cl.state == UCLAIM_HELD && !memcmp(cl.token_hash, hash, 32);
   out->expires_ms = cl.expires_ms;
   rc = x->proto->hold_drop(x, &hkey, hver, &out->ckey, ours ? cver : 0, res);
   if (rc == UNICO_OK && !ours) {
