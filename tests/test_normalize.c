@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "keys/normalize.h"
 
 static char *fold(const char *s) {
@@ -78,12 +80,44 @@ static void test_invalid_utf8(void **state) {
   assert_int_equal(unorm_casefold("a\0b", 3, &out, &n), -1);
 }
 
+/* The ASCII fast path gives what utf8proc's NFKC_Casefold gives, for every
+ * ASCII character, alone and in a string with a non-ASCII one (which takes
+ * the full path). */
+static void test_ascii_fast_path(void **state) {
+  (void)state;
+  char all[128];
+  for (int c = 1; c < 128; c++) {
+    char one[2] = {(char)c, 0}, *out;
+    size_t n;
+    assert_int_equal(unorm_casefold(one, 1, &out, &n), 0);
+    utf8proc_uint8_t *want = utf8proc_NFKC_Casefold((const utf8proc_uint8_t *)one);
+    assert_non_null(want);
+    assert_int_equal(n, strlen((char *)want));
+    assert_memory_equal(out, want, n);
+    free(out);
+    free(want);
+    all[c - 1] = (char)c;
+  }
+  all[127] = 0;
+  char *fast, *slow, mixed[132];
+  size_t nf, ns;
+  assert_int_equal(unorm_casefold(all, 127, &fast, &nf), 0);
+  memcpy(mixed, all, 127);
+  memcpy(mixed + 127, "\xC3\xA9", 3); /* e-acute: the full path */
+  assert_int_equal(unorm_casefold(mixed, 129, &slow, &ns), 0);
+  assert_int_equal(ns, nf + 2);
+  assert_memory_equal(fast, slow, nf);
+  free(fast);
+  free(slow);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_casefold_equivalences),
       cmocka_unit_test(test_casefold_output_is_stable),
       cmocka_unit_test(test_invalid_utf8),
+      cmocka_unit_test(test_ascii_fast_path),
   };
   return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

@@ -5,9 +5,16 @@
 #include <string.h>
 #include <utf8proc.h>
 
+/* Bytes before the first that is not ASCII. */
+static size_t ascii_prefix(const unsigned char *p, size_t n) {
+  size_t i = 0;
+  while (i < n && p[i] < 0x80) i++;
+  return i;
+}
+
 int unorm_utf8_valid(const char *s, size_t n) {
   const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-  size_t i = 0;
+  size_t i = ascii_prefix(p, n); /* (ASCII is valid UTF-8) */
   while (i < n) {
     utf8proc_int32_t cp;
     utf8proc_ssize_t k = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
@@ -20,7 +27,21 @@ int unorm_utf8_valid(const char *s, size_t n) {
 int unorm_casefold(const char *s, size_t n, char **out, size_t *outlen) {
   *out = NULL;
   *outlen = 0;
-  if (memchr(s, 0, n) || !unorm_utf8_valid(s, n)) return -1;
+  if (memchr(s, 0, n)) return -1;
+  if (ascii_prefix((const unsigned char *)s, n) == n) {
+    /* ASCII: every code point is its own NFKC form, with no ignorable, and
+     * casefolds to its lower case (test_normalize checks all 127 against
+     * utf8proc) */
+    char *d = malloc(n + 1);
+    if (!d) return -2;
+    for (size_t i = 0; i < n; i++)
+      d[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] + ('a' - 'A')) : s[i];
+    d[n] = 0;
+    *out = d;
+    *outlen = n;
+    return 0;
+  }
+  if (!unorm_utf8_valid(s, n)) return -1;
   utf8proc_uint8_t *dst = NULL;
   /* The options utf8proc_NFKC_Casefold() uses, with an explicit length. */
   utf8proc_ssize_t r = utf8proc_map(
