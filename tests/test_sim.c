@@ -1600,7 +1600,9 @@ static void test_hold_op_id_faults(void **state) {
  * through the whole run, so client 1 must never take the value, whatever
  * client 0's attempts left behind (a claim taken over from the hold, then
  * an intent aborted by a retry, or fenced by client 1 as an orphan). After
- * the run, client 0's write (its op id, its token) takes the value. */
+ * the run, client 0's write (its op id, its token) takes the value; or,
+ * every other seed, client 0 releases the hold, which frees the value
+ * unless client 0's write committed. */
 typedef struct keep_run {
   unico *u[2];
   const char *token;
@@ -1679,19 +1681,44 @@ static void test_hold_outlives_failed_write(void **state) {
     json_decref(o);
     k.token = token;
     assert_int_equal(usim_run(s, 2, keep_client, &k), 0);
+    int rc;
     if (k.rival_ok)
       fail_msg("seed %" PRIu64 ": %s while the hold lived (the holder's "
                "write answered %s)",
                seed, k.bad,
                k.holder_answered ? unico_errname(k.holder_rc) : "nothing");
     holder_ok += k.holder_answered && k.holder_rc == UNICO_OK;
+    if (seed % 2) {
+      /* without faults: the holder gives the hold up instead (whatever
+       * its write left, even in flight): released, unless that write
+       * committed and used it; either way the value is then the holder's
+       * record's or free, never held */
+      int hrc = unico_release_hold(k.u[0], token, &res);
+      int holder = unico_get(k.u[0], "users", "\"h\"", &res) == UNICO_OK;
+      if (holder ? hrc != UNICO_ENOTFOUND : hrc != UNICO_OK)
+        fail_msg("seed %" PRIu64 ": release after the run answered %s, the "
+                 "holder's record %s",
+                 seed, unico_errname(hrc), holder ? "exists" : "does not");
+      rc = unico_insert(k.u[1], "users",
+                        "{\"id\":\"late\",\"email\":\"" KEEP_VALUE "\"}",
+                        NULL, &res);
+      if (holder ? rc != UNICO_ECONFLICT : rc != UNICO_OK)
+        fail_msg("seed %" PRIu64 ": after the release, an insert of the value "
+                 "answered %s (%s)",
+                 seed, unico_errname(rc), res.message);
+      assert_int_equal(unico_check(k.u[0], &res), UNICO_OK);
+      unico_result_clear(&res);
+      for (int i = 0; i < 2; i++) unico_close(k.u[i]);
+      usim_free(s);
+      continue;
+    }
     /* without faults: the holder's write, repeated, takes the value */
     const char *mine[] = {token};
     unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
     wo.holds = mine;
     wo.nholds = 1;
     wo.op_id = "keep-holder";
-    int rc = unico_insert_with(
+    rc = unico_insert_with(
         k.u[0], "users", "{\"id\":\"h\",\"email\":\"" KEEP_VALUE "\"}", &wo,
         &res);
     if (rc != UNICO_OK)

@@ -60,8 +60,10 @@ static int confirm_full(uexec *x, const uplan *p, const uclaim *g,
  * their claims change in one transaction). */
 static int atomic_claim_state(uexec *x, const uint8_t *key, size_t klen,
                               const ustored_claim *cl, uint64_t ver,
-                              const char *op_id, unico_result *res) {
-  (void)x, (void)key, (void)klen, (void)ver, (void)op_id, (void)res;
+                              const char *op_id, int flags,
+                              unico_result *res) {
+  (void)x, (void)key, (void)klen, (void)ver, (void)op_id, (void)flags;
+  (void)res;
   return cl->state == UCLAIM_FREE ? UEXEC_CLAIM_FREE : UEXEC_CLAIM_IN_FORCE;
 }
 

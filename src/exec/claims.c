@@ -1877,7 +1877,7 @@ leave:
 
 int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
                       const ustored_claim *cl, uint64_t ver,
-                      const char *op_id, unico_result *res) {
+                      const char *op_id, int flags, unico_result *res) {
   cx c;
   uclaim k;
   ubuf rkey = UBUF_INIT, rv = UBUF_INIT;
@@ -1897,13 +1897,16 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
     return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim key is corrupt");
   }
   int present, inflight;
-  rc = read_owner(&c, &rkey, &rv, &rver, &present, UEXEC_SETTLE_STALE,
-                  &inflight, res);
+  int no_wait = (flags & UEXEC_CLAIM_NO_WAIT) != 0;
+  rc = read_owner(&c, &rkey, &rv, &rver, &present,
+                  no_wait ? UEXEC_SETTLE_NOW : UEXEC_SETTLE_STALE, &inflight,
+                  res);
   if (rc == UNICO_OK) {
     if (holds(&rv, present, &k, &live))
       rc = UEXEC_CLAIM_IN_FORCE;
-    else if (inflight || (cl->state == UCLAIM_PENDING &&
-                          cl->since_ms > c.now - x->grace_ms))
+    else if (!no_wait &&
+             (inflight || (cl->state == UCLAIM_PENDING &&
+                           cl->since_ms > c.now - x->grace_ms)))
       rc = UEXEC_CLAIM_IN_FLIGHT;
     else
       rc = fence(&c, &rkey, present, rver, &rv, res);

@@ -163,10 +163,14 @@ enum {
  * UEXEC_CLAIM_FREE (FREE, or an orphan whose operation this call has
  * fenced, in the name of op_id), USTORE_NOT_APPLIED when the owner record
  * moved meanwhile, or when the orphan carried a hold still in force, which
- * this call put back at the key (read again), or an error. */
+ * this call put back at the key (read again), or an error. With
+ * UEXEC_CLAIM_NO_WAIT an operation in flight is settled or fenced at once
+ * (never UEXEC_CLAIM_IN_FLIGHT): safe, since a fenced operation only fails
+ * its commit, for a caller that must not wait (a hold's release). */
+enum { UEXEC_CLAIM_NO_WAIT = 1 };
 int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
                       const ustored_claim *cl, uint64_t ver,
-                      const char *op_id, unico_result *res);
+                      const char *op_id, int flags, unico_result *res);
 
 /* Claims protocol, parallel commit (docs/parallel-commit.md): read the
  * record at key rk, settling an insert intent found there first: flipped

@@ -63,7 +63,7 @@ int uexec_hold_take(uexec *x, const uexec_hold *h, uexec_hold_out *out,
     /* A record's claim (or a FREE one): taken by the validity rule of
      * the protocol, on a durable state. */
     int st = x->proto->claim_state(x, h->ckey->p, h->ckey->len, &cl, cver,
-                                   h->op_id, res);
+                                   h->op_id, 0, res);
     if (st == UEXEC_CLAIM_IN_FORCE) {
       rc = still_at(x, h->ckey, cver, res);
       if (rc == USTORE_NOT_APPLIED) {
@@ -144,11 +144,12 @@ int uexec_hold_release(uexec *x, const uint8_t hash[32], const char *table,
   int ok = rc == UNICO_OK && !ustored_claim_decode(cur.p, cur.len, &cl);
   if (ok && cl.state == UCLAIM_PENDING && cl.hold_len &&
       carries(&cl, hash)) {
-    /* A write took the hold over and has not committed (or did): by the
-     * validity rule, the hold is in force again once that write is an
-     * orphan, and the claim then holds it once more (read again). */
+    /* A write took the hold over: committed, the hold is used (taken);
+     * else the release wins over it, as only the token's bearer can have
+     * made it: fenced at once, the claim holds the hold again (read
+     * again, then release it). */
     int st = x->proto->claim_state(x, out->ckey.p, out->ckey.len, &cl, cver,
-                                   "release", res);
+                                   "release", UEXEC_CLAIM_NO_WAIT, res);
     if (st == UEXEC_CLAIM_IN_FLIGHT || st == USTORE_NOT_APPLIED) {
       rc = UEXEC_NOT_APPLIED;
       goto leave;

@@ -21,7 +21,7 @@ typedef struct uexec_proto {
   /* the state of a claim that is not a hold (exec.h's uexec_claim_state) */
   int (*claim_state)(uexec *x, const uint8_t *key, size_t klen,
                      const ustored_claim *cl, uint64_t ver,
-                     const char *op_id, unico_result *res);
+                     const char *op_id, int flags, unico_result *res);
   /* write hold h over the claim at cver (0: absent), removing the index
    * oldh of the hold it replaces (NULL: none) */
   int (*hold_put)(uexec *x, const uexec_hold *h, uint64_t cver,

@@ -145,7 +145,7 @@ int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res) {
     ustored_claim cl;
     if (ustored_claim_decode(f->val.p, f->val.len, &cl))
       return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
-    rc = uexec_claim_state(x, f->key.p, f->key.len, &cl, f->ver, "repair",
+    rc = uexec_claim_state(x, f->key.p, f->key.len, &cl, f->ver, "repair", 0,
                            res);
     ustored_claim_free(&cl);
     if (rc == UEXEC_CLAIM_IN_FORCE || rc == UEXEC_CLAIM_IN_FLIGHT)
