@@ -144,6 +144,28 @@ static void test_full_deletes(void **state) {
   s->vt->close(s);
 }
 
+static void test_full_shrinks(void **state) {
+  (void)state;
+  /* A full store whose values all shrink to a few bytes (records replaced
+   * by tombstones): the room comes back. LMDB merges pages when keys
+   * leave them, not when values shrink, so a value shrinking to half or
+   * less is deleted and put again (lm_put_reserve). */
+  ustore *s = open_store("fullshrink", "map_size=1MiB&max_map_size=1MiB&sync=off");
+  ustore_err e = {{0}};
+  int n = fill_up(s, "f", &e);
+  assert_true(n > 100);
+  for (int i = 0; i < n; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "f%06d", i);
+    ustore_op o = op(k, USTORE_VERSION, 1, USTORE_PUT, "t");
+    int rc = s->vt->cas(s, &o, &e);
+    if (rc) fprintf(stderr, "shrink %d of %d: %d %s\n", i, n, rc, e.msg);
+    assert_int_equal(rc, UNICO_OK);
+  }
+  assert_true(fill_up(s, "g", &e) > n / 2); /* the space came back */
+  s->vt->close(s);
+}
+
 static void test_max_map_size_alone(void **state) {
   (void)state;
   /* max_map_size below the default start: the map starts at the limit */
@@ -503,6 +525,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_growth_and_full),
       cmocka_unit_test(test_full_deletes),
+      cmocka_unit_test(test_full_shrinks),
       cmocka_unit_test(test_max_map_size_alone),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_shared_env),

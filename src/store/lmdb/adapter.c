@@ -249,14 +249,21 @@ int lm_space_frees(const space_acc *a) {
  * replaced by small tombstones would stay in use, sparse, and a full store
  * would get no room back from deletes. */
 int lm_put_reserve(MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *nv) {
-  MDB_val old;
-  int rc = mdb_get(txn, dbi, k, &old);
-  if (rc == 0 && old.mv_size >= 2 * nv->mv_size &&
-      old.mv_size - nv->mv_size >= 64)
+  /* A new key (most puts: claims, records, outcomes) costs one descent of
+   * the tree: MDB_NOOVERWRITE reserves it, or hands back the value in
+   * place, whose size decides. */
+  MDB_val d = *nv;
+  int rc = mdb_put(txn, dbi, k, &d, MDB_NOOVERWRITE | MDB_RESERVE);
+  if (rc == 0) {
+    *nv = d;
+    return 0;
+  }
+  if (rc != MDB_KEYEXIST) return rc;
+  if (d.mv_size >= 2 * nv->mv_size && d.mv_size - nv->mv_size >= 64) {
     rc = mdb_del(txn, dbi, k, NULL);
-  else if (rc == MDB_NOTFOUND)
-    rc = 0;
-  return rc ? rc : mdb_put(txn, dbi, k, nv, MDB_RESERVE);
+    if (rc) return rc;
+  }
+  return mdb_put(txn, dbi, k, nv, MDB_RESERVE);
 }
 
 
