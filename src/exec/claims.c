@@ -605,6 +605,7 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
       /* Someone's claim: in force, in flight, or an orphan? */
       int next = judge_other(c, k, &cl, cv, &rkey, &rv, why, &rc, res);
       if (next == NEXT_STOP) break;
+      if (next == NEXT_TAKE) ubuf_reset(&c->carry[k]); /* (none live) */
       if (next == NEXT_REREAD) { /* read the claim again and start over */
         uint64_t v2;
         rc = get(c, ck->key, ck->klen, cur, &v2, res);
