@@ -1,4 +1,4 @@
-/* allocs.c - unico-allocs: heap allocations per operation, counted by an
+/* unico_allocs.c - unico-allocs: heap allocations per operation, counted by an
  * allocator interposed in this program (malloc, calloc and realloc of
  * every thread, the store's own threads included), on the embedded store.
  *
