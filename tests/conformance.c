@@ -12,7 +12,6 @@
 #include "cmocka_main.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 /* The one internal header: the simulated store is created in-process. */
 #include "store/sim.h"
 #include "util/clock.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------ schemas */
 
@@ -108,40 +108,25 @@ static int is_cassandra(void) {
 }
 static int is_native(void) { return is_dynamodb() || is_cassandra(); }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag,
-                 struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
-
-static void rm_rf(const char *path) {
-  if (access(path, F_OK) == 0)
-    nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void mkdir_p(const char *path) {
-  char tmp[2048];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p == '/') {
-      *p = 0;
-      mkdir(tmp, 0777);
-      *p = '/';
-    }
-  }
-  mkdir(tmp, 0777);
-}
-
 /* *state holds the test's name (prestate) on entry, the fixture after. */
 static int setup(void **state) {
   const char *name = *state;
   fx *f = calloc(1, sizeof *f);
   if (!f)
     return -1;
+  /* LMDB cases live under UNICO_TEST_DIR, else one scratch directory of
+   * this run (testutil.h) */
+  static char scratch[TU_PATH_MAX];
   const char *root = getenv("UNICO_TEST_DIR");
-  if (!root || !*root)
-    root = "/tmp/unico-conformance";
-  mkdir_p(root);
+  if ((!root || !*root) && is_lmdb()) {
+    if (!*scratch && tu_scratch("conformance", scratch, sizeof scratch)) {
+      free(f);
+      return -1;
+    }
+    root = scratch;
+  }
+  if (root && *root)
+    tu_mkdir_p(root);
   if (is_lmdb()) {
     snprintf(f->dir, sizeof f->dir, "%s/%s", root, name);
   } else if (!strncmp(store_base(), "cassandra://", 12) ||
@@ -162,7 +147,7 @@ static int setup(void **state) {
         *p = '_';
   }
   if (is_lmdb())
-    rm_rf(f->dir);
+    tu_rmtree(f->dir);
   /* The simulated store lives in this process: one simulation per case,
    * without faults (the simulation test, test_sim, injects them). */
   if (is_sim() && usim_new(&f->sim, f->dir, 1, NULL)) {
@@ -217,7 +202,7 @@ static int teardown(void **state) {
   unico_close(f->u);
   unico_result_clear(&f->r);
   if (is_lmdb())
-    rm_rf(f->dir);
+    tu_rmtree(f->dir);
   usim_free(f->sim);
   free(f);
   return bad ? -1 : 0;
@@ -402,11 +387,6 @@ static void expect_location(const char *file, int line, const char *msg, int l,
   } while (0)
 #define EXPECT_FREE(table, con, values)                                        \
   EXPECT(UNICO_ENOTFOUND, unico_lookup(f->u, (table), (con), (values), &f->r))
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 /* ------------------------------------------------------------ round trips */
 
@@ -1294,7 +1274,7 @@ static void test_outcome_retention(void **state) {
   EXPECT(UNICO_OK, unico_update(f->u, "users", "\"u1\"", "{\"age\":1}", 0,
                                 "op-upd", &f->r));
   EXPECT_U64(f->r.version, 2);
-  sleep_ms(50);
+  tu_sleep_ms(50);
   uint64_t removed = 0;
   EXPECT(UNICO_OK, unico_sweep(f->u, &removed, &f->r));
   if (removed < 2)
@@ -1318,7 +1298,7 @@ static void test_outcome_retention(void **state) {
   EXPECT_R(UNICO_OK, &f->rb, unico_open(&f->b, f->url, NULL, &f->rb));
   EXPECT_R(UNICO_OK, &f->rb,
            unico_update(f->b, "users", "\"u9\"", "{}", 0, "op-keep", &f->rb));
-  sleep_ms(5);
+  tu_sleep_ms(5);
   EXPECT_R(UNICO_OK, &f->rb, unico_sweep(f->b, &removed, &f->rb));
   EXPECT_R(UNICO_OK, &f->rb,
            unico_update(f->b, "users", "\"u9\"", "{}", 0, "op-keep", &f->rb));
@@ -1572,7 +1552,7 @@ static void past_hold(fx *f, int64_t reserved) {
     usim_advance(f->sim, (int64_t)f->hold_ttl + 1);
     return;
   }
-  while (unow_ms() <= reserved + (int64_t)f->hold_ttl) sleep_ms(5);
+  while (unow_ms() <= reserved + (int64_t)f->hold_ttl) tu_sleep_ms(5);
 }
 
 /* A short hold on `values` of users' constraint `con`, and an insert of

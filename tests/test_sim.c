@@ -55,6 +55,7 @@
 #include "store/sim.h"
 #include "unico.h"
 #include "util/buf.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------ */
 /* configuration */
@@ -214,27 +215,13 @@ static counts g_total;
 /* ------------------------------------------------------------------ */
 /* small helpers */
 
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static uint32_t pick(uint64_t *rng, uint32_t n) {
-  *rng += UINT64_C(0x9e3779b97f4a7c15);
-  return (uint32_t)(mix64(*rng) % n);
-}
+/* splitmix64: a client's choices from its seed (testutil.h). */
+static uint32_t pick(tu_rng *rng, uint32_t n) { return tu_rng_below(rng, n); }
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
   const uint8_t *b = p;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * UINT64_C(0x100000001b3);
   return h;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* A key as readable text (its tuple as JSON); free() it. */
@@ -813,7 +800,7 @@ static int seen_at(seen *s, int table, const char *pk) {
 
 /* Draw op number i of a client: mostly a random key, but an update or a
  * delete often goes to a record the client saw live. */
-static void gen_op(run *r, op *o, uint64_t *rng, int client, int i,
+static void gen_op(run *r, op *o, tu_rng *rng, int client, int i,
                    const seen *known) {
   memset(o, 0, sizeof *o);
   /* (the same in every run of a seed: determinism compares the stores) */
@@ -910,7 +897,7 @@ static void settle(run *r, op *o) {
 
 static void client(void *ctx, int c) {
   run *r = ctx;
-  uint64_t rng = mix64(r->seed * UINT64_C(0x9e3779b97f4a7c15) + (uint64_t)c + 1);
+  tu_rng rng = {tu_mix64(r->seed * UINT64_C(0x9e3779b97f4a7c15) + (uint64_t)c + 1)};
   unico_options opts = UNICO_OPTIONS_INIT;
   opts.grace_ms = GRACE_MS;
   unico *u = NULL;
@@ -1336,7 +1323,7 @@ static uint64_t run_seed(uint64_t seed, int rep, int verbose, counts *t,
   r->rep = rep;
   r->verbose = verbose;
   r->quiet = rep > 0;
-  r->nclients = 3 + (int)(mix64(seed) & 1);
+  r->nclients = 3 + (int)(tu_mix64(seed) & 1);
   snprintf(r->name, sizeof r->name, "test-sim-%" PRIu64 "-%d", seed, rep);
   snprintf(r->url, sizeof r->url, "sim:%s", r->name);
   assert_int_equal(usim_new(&r->s, r->name, seed, &FAULTS), UNICO_OK);
@@ -1457,14 +1444,14 @@ static void test_seeds(void **state) {
   uint64_t n = env_u64("UNICO_SIM_SEEDS", DEFAULT_SEEDS, NULL);
   uint64_t start = env_u64("UNICO_SIM_SEED_START", 1, NULL);
   uint64_t bad = 0, first_bad = 0;
-  double t0 = now_s();
+  double t0 = tu_now_s();
   for (uint64_t i = 0; i < n; i++) {
     uint64_t seed = start + i;
     if (run_seed(seed, 0, 0, &g_total, NULL, NULL) && !bad++) first_bad = seed;
     if (n >= 1000 && (i + 1) % 1000 == 0)
       fprintf(stderr, "  %" PRIu64 "/%" PRIu64 " seeds, %.1f s, %" PRIu64
                       " failing\n",
-              i + 1, n, now_s() - t0, bad);
+              i + 1, n, tu_now_s() - t0, bad);
   }
   if (bad)
     fprintf(stderr, "%" PRIu64 " of %" PRIu64 " seeds failed; first: "
@@ -1714,7 +1701,7 @@ int main(int argc, char **argv) {
   if (argv[0]) g_argv0 = argv[0];
   int one = 0;
   env_u64("UNICO_SIM_SEED", 0, &one);
-  double t0 = now_s();
+  double t0 = tu_now_s();
   int failed;
   if (one) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_one_seed)};
@@ -1729,6 +1716,6 @@ int main(int argc, char **argv) {
     };
     failed = ucm_run_group("tests", tests, setup_schema, teardown_schema);
   }
-  if (!ucm_listing()) summary(now_s() - t0);
+  if (!ucm_listing()) summary(tu_now_s() - t0);
   return ucm_done(failed);
 }
