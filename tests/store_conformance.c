@@ -7,8 +7,8 @@
  * Each case opens a fresh store at BASE + NAME + QUERY, where NAME is made
  * for the case (a directory for LMDB, a table for DynamoDB and Cassandra, a
  * simulation created in this process for "sim:"). BASE is --store, else
- * $UNICO_TEST_STORE_BASE (what tests/dynamodb_local.sh and
- * tests/cassandra_run.sh set), else "lmdb:" and a fresh directory under
+ * $UNICO_TEST_STORE_BASE (what tests/support/dynamodb_local.sh and
+ * tests/support/cassandra_run.sh set), else "lmdb:" and a fresh directory under
  * the build tree's scratch directory (testutil.h);
  * QUERY is --query, else $UNICO_TEST_STORE_QUERY, else nothing
  * ("?wal=on": LMDB's log mode; "?txn=off": LMDB seen through

@@ -6,7 +6,7 @@
  * keys that leave by themselves: an insert with expire_ms (USING TTL) is
  * gone after it, one without stays, and a write's outcome through the
  * library leaves a retention period after the write. Run by
- * tests/cassandra_run.sh (fake or live), which sets UNICO_TEST_STORE_BASE
+ * tests/support/cassandra_run.sh (fake or live), which sets UNICO_TEST_STORE_BASE
  * to a URL ending in "table=". */
 #include <inttypes.h>
 #include <stdio.h>
@@ -138,7 +138,7 @@ int main(void) {
   const char *base = getenv("UNICO_TEST_STORE_BASE");
   if (!base || !*base) {
     fprintf(stderr, "test_cassandra_post: UNICO_TEST_STORE_BASE is not set "
-                    "(run it through tests/cassandra_run.sh)\n");
+                    "(run it through tests/support/cassandra_run.sh)\n");
     return 2;
   }
   char url[1024], tag[32];

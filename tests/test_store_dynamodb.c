@@ -1,5 +1,5 @@
 /* test_store_dynamodb.c - what is the DynamoDB store's own, against a real
- * DynamoDB Local ($UNICO_TEST_STORE_BASE, set by tests/dynamodb_local.sh
+ * DynamoDB Local ($UNICO_TEST_STORE_BASE, set by tests/support/dynamodb_local.sh
  * run); the store interface's cases (versions, conditions, failed ops'
  * outputs, all-or-nothing, scans, binary keys) are
  * tests/store_conformance.c's, run here as store_conformance_dynamodb.
@@ -509,7 +509,7 @@ int main(int argc, char **argv) {
   if (ucm_listing()) b = "dynamodb://127.0.0.1:0/"; /* --list needs no server */
   if (!b || strncmp(b, "dynamodb://127.0.0.1:", 21)) {
     fprintf(stderr,
-            "test_store_dynamodb: run it through tests/dynamodb_local.sh run "
+            "test_store_dynamodb: run it through tests/support/dynamodb_local.sh run "
             "(UNICO_TEST_STORE_BASE=dynamodb://127.0.0.1:PORT/)\n");
     return 1;
   }

@@ -3,7 +3,7 @@
 protocol v4, for driving the cassandra store's socket path in CI (no JVM, no
 Cassandra). Python 3 standard library only.
 
-    python3 tests/cql_fake_server.py [--port 0] [--port-file PATH]
+    python3 tests/support/cql_fake_server.py [--port 0] [--port-file PATH]
         [--auth USER:PASS] [--seed N] [--reorder] [--delay-ms N]
         [--drop P] [--timeout P] [--unavailable P] [--unprepared P]
         [--read-faults] [--nodes N] [--dcs DC,DC] [--stats-file PATH] [-v]
@@ -15,7 +15,7 @@ serves every connection on its own thread until SIGTERM / SIGINT.
 
 What it answers, byte-compatible with Apache Cassandra 4.0.7 for the same
 requests (checked against the frames recorded in tests/data/cql-captures;
-tests/cql_fake_check.sh embeds the frames it compares with):
+tests/support/cql_fake_check.sh embeds the frames it compares with):
 
 - OPTIONS -> SUPPORTED {PROTOCOL_VERSIONS: [4/v4], COMPRESSION: [],
   CQL_VERSION: [3.4.5]} (what this server speaks; a real 4.0.7 lists
