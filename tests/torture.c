@@ -102,7 +102,7 @@ static const char *const kind_names[] = {"insert", "update", "delete"};
 
 static uint64_t mix_seed(uint64_t seed, int a, int b, int c) {
   tu_rng r = {seed ^ ((uint64_t)(unsigned)a << 40) ^
-           ((uint64_t)(unsigned)b << 20) ^ (uint64_t)(unsigned)c};
+              ((uint64_t)(unsigned)b << 20) ^ (uint64_t)(unsigned)c};
   return tu_rng_next(&r);
 }
 
