@@ -7,7 +7,7 @@
 # the PostgreSQL 15 server, gnuplot, perf and wrk)
 set -eu
 cd "$(dirname "$0")/.."
-# openssl: the command makes the TLS tests' certificates (tests/tls_certs.sh).
+# openssl: the command makes the TLS tests' certificates (tests/support/tls_certs.sh).
 PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev openssl curl libcurl4-openssl-dev spin"
 # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers'
 # runtimes (libclang-rt-dev, only recommended by clang).
@@ -19,7 +19,7 @@ PKGS="$PKGS scdoc groff-base"
 # tables with it, and fill tables for unico to adopt
 PKGS="$PKGS awscli"
 # The HTTP tests hold every answer to docs/openapi.json with jsonschema
-# (tests/openapi_check.py, on Debian's python3).
+# (tests/support/openapi_check.py, on Debian's python3).
 PKGS="$PKGS python3-jsonschema"
 # an independent Cassandra client (the DataStax driver for Debian's
 # /usr/bin/python3): tests read the native tables unico writes through it,
@@ -44,10 +44,10 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
-# DynamoDB Local, at the version tests/dynamodb_local.sh pins, into
+# DynamoDB Local, at the version tests/support/dynamodb_local.sh pins, into
 # /opt/unico/dynamodb-local (UNICO_DYNAMODB_LOCAL_DIR): the tests only run
 # it. Fails, saying so, when java is older than 17.
-$SUDO sh tests/dynamodb_local.sh install
+$SUDO sh tests/support/dynamodb_local.sh install
 # The OpenAPI linter, @redocly/cli at the version tests/openapi_lint.sh
 # pins, into /opt/unico/redocly (UNICO_REDOCLY_DIR): the test openapi_lint
 # only runs it.

@@ -22,7 +22,7 @@ goes away, and writing again when it comes back. The Region's endpoint
 Every secret planted or issued is then looked for in everything unico
 printed (stdout, stderr, HTTP bodies, /metrics): none may appear.
 
-Run through tests/dynamodb_local.sh run (UNICO_TEST_STORE_BASE):
+Run through tests/support/dynamodb_local.sh run (UNICO_TEST_STORE_BASE):
   aws_chain.py BIN WORKDIR"""
 import http.client
 import http.server
@@ -45,7 +45,7 @@ BIN, WORK = sys.argv[1], sys.argv[2]
 BASE = os.environ.get("UNICO_TEST_STORE_BASE", "")
 m = re.match(r"dynamodb://127\.0\.0\.1:(\d+)/$", BASE)
 if not m:
-    sys.exit("aws_chain.py: run it through tests/dynamodb_local.sh run")
+    sys.exit("aws_chain.py: run it through tests/support/dynamodb_local.sh run")
 DDB_PORT = int(m.group(1))
 FAILS = []
 OUTPUTS = []   # everything unico printed, for the secret check

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cassandra_tls.sh UNICO SCRATCHDIR - the Cassandra store over TLS, through
-# the unico binary, against tests/cql_fake_server.py serving TLS with
-# certificates made here by tests/tls_certs.sh (the openssl command):
+# the unico binary, against tests/support/cql_fake_server.py serving TLS with
+# certificates made here by tests/support/tls_certs.sh (the openssl command):
 #
 #   - a verified connection works end to end (schema, insert, conflict,
 #     get, check), by name (SNI sent, name verified) and by address (IP
@@ -43,7 +43,7 @@ PASS=0
 FAIL=0
 PW="tls-pass-$$-$RANDOM"
 UPW="user-pass-$$-$RANDOM"
-sh "$here/tls_certs.sh" "$D/certs" "$PW" || { echo "cassandra_tls: certificates not made" >&2; exit 1; }
+sh "$here/support/tls_certs.sh" "$D/certs" "$PW" || { echo "cassandra_tls: certificates not made" >&2; exit 1; }
 C=$D/certs
 
 pids=()
@@ -57,7 +57,7 @@ trap cleanup EXIT
 start() {
   local name=$1
   shift
-  python3 "$here/cql_fake_server.py" --port 0 --port-file "$D/$name.port" --seed 7 \
+  python3 "$here/support/cql_fake_server.py" --port 0 --port-file "$D/$name.port" --seed 7 \
     --stats-file "$D/$name.stats" "$@" 2>"$D/$name.log" &
   pids+=($!)
   echo $! >"$D/$name.pid"

@@ -40,7 +40,7 @@ sessions):
 With --openapi DOC, `curl` on the sessions' PATH is a wrapper that runs
 the real curl with `--trace` to a file of the session, which changes none
 of its output; after the session, every answer curl got is checked
-against DOC (docs/openapi.json) by tests/openapi_check.py, and each one
+against DOC (docs/openapi.json) by tests/support/openapi_check.py, and each one
 the document does not describe is a mismatch. (This needs the Python
 module jsonschema.)
 
@@ -355,7 +355,7 @@ def main():
     global OPENAPI
     args = sys.argv[1:]
     if args[:1] == ["--openapi"] and len(args) > 1:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
         import openapi_check
         OPENAPI = openapi_check.Spec(args[1])
         args = args[2:]

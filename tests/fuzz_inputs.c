@@ -14,14 +14,10 @@
 #include <jansson.h>
 
 #include "unico.h"
+#include "testutil.h"
 
-static unsigned long long rng;
-static unsigned long long rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t rng;
+static unsigned long long rnd(void) { return tu_xorshift64(&rng); }
 
 /* Valid records come first and several times, so that a good share of the
  * calls succeed and the store has real state to protect. */
@@ -278,9 +274,8 @@ int main(int argc, char **argv) {
   long iters = argc > 2 ? atol(argv[2]) : 20000;
   rng = argc > 3 ? strtoull(argv[3], NULL, 10) : 0x2545F4914F6CDD1DULL;
   if (!rng) rng = 1;
-  char url[1024], cmd[1100];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", argv[1]);
-  if (system(cmd) != 0) return 2;
+  char url[1024];
+  if (tu_rmtree(argv[1]) != 0) return 2;
   snprintf(url, sizeof url, "lmdb:%s?sync=off", argv[1]);
   unico *u;
   unico_result r = UNICO_RESULT_INIT;

@@ -10,7 +10,7 @@ racing writers, the bearer token, /healthz and /metrics, a store that is not
 there yet, and a graceful shutdown that loses no acknowledged write.
 
 Every response it receives is also held to docs/openapi.json
-(tests/openapi_check.py): a status the document does not list for that
+(tests/support/openapi_check.py): a status the document does not list for that
 path and method, a body that does not match its schema or a required header
 that is missing fails the test that received it. GET /v1/openapi.json must
 be that file, byte for byte.
@@ -32,7 +32,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 import openapi_check  # noqa: E402
 
 OPENAPI = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "openapi.json")

@@ -2,7 +2,7 @@
 # http_curl.sh - `unico serve` with curl: the status codes of docs/http.md a
 # shell script sees, and a clean exit on SIGTERM. Every answer curl gets is
 # kept (WORKDIR/answers) and checked against docs/openapi.json at the end
-# by tests/openapi_check.py, run by PYTHON (one with jsonschema).
+# by tests/support/openapi_check.py, run by PYTHON (one with jsonschema).
 # usage: tests/http_curl.sh PATH/TO/unico WORKDIR PYTHON SRCDIR
 set -u
 UNICO=$1
@@ -130,7 +130,7 @@ if [ "$(wc -l <"$WORK/access.log")" -lt 20 ]; then
   fails=$((fails + 1))
 fi
 # every answer above, held to docs/openapi.json
-if "$PY" "$SRC/tests/openapi_check.py" "$SRC/docs/openapi.json" "$WORK/answers"; then
+if "$PY" "$SRC/tests/support/openapi_check.py" "$SRC/docs/openapi.json" "$WORK/answers"; then
   echo "ok   the answers fit docs/openapi.json"
 else
   echo "FAIL: answers that docs/openapi.json does not describe"

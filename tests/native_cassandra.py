@@ -3,7 +3,7 @@
 read and written by an independent client (Debian's python3-cassandra, the
 DataStax driver) beside unico.
 
-Run under tests/cassandra_run.sh (fake or live), which sets
+Run under tests/support/cassandra_run.sh (fake or live), which sets
 UNICO_TEST_STORE_BASE to a cassandra:// URL ending in "table=":
 
     native_cassandra.py UNICO_BINARY
@@ -50,7 +50,7 @@ UNICO = sys.argv[1] if len(sys.argv) > 1 else "build/unico"
 BASE = os.environ.get("UNICO_TEST_STORE_BASE", "")
 if not BASE.startswith("cassandra://") or not BASE.endswith("table="):
     sys.exit("native_cassandra: UNICO_TEST_STORE_BASE must be a cassandra:// "
-             "URL ending in table= (run under tests/cassandra_run.sh)")
+             "URL ending in table= (run under tests/support/cassandra_run.sh)")
 parts = urlsplit(BASE)
 HOST, PORT = parts.hostname, parts.port or 9042
 KS = parts.path.strip("/")

@@ -2,7 +2,7 @@
 """native_dynamodb.py - records in native DynamoDB tables, read and written
 by an independent client (Debian's awscli) beside unico.
 
-Run under tests/dynamodb_local.sh (which sets UNICO_TEST_STORE_BASE to a
+Run under tests/support/dynamodb_local.sh (which sets UNICO_TEST_STORE_BASE to a
 DynamoDB Local endpoint and dummy credentials):
 
     native_dynamodb.py UNICO_BINARY
@@ -46,7 +46,7 @@ UNICO = sys.argv[1] if len(sys.argv) > 1 else "build/unico"
 BASE = os.environ.get("UNICO_TEST_STORE_BASE", "")
 if not BASE.startswith("dynamodb://"):
     sys.exit("native_dynamodb: UNICO_TEST_STORE_BASE must be a dynamodb:// URL "
-             "(run under tests/dynamodb_local.sh)")
+             "(run under tests/support/dynamodb_local.sh)")
 AWS = shutil.which("aws", path="/usr/bin:/usr/local/bin")
 if not AWS:
     sys.exit("native_dynamodb: awscli is not installed (scripts/deps.sh "

@@ -12,7 +12,7 @@ case $0 in
 *) here=. ;;
 esac
 here=$(cd "$here" && pwd) || exit 1
-. "$here/spin_lib.sh"
+. "$here/support/spin_lib.sh"
 spin_setup claims.pml spin_model
 
 # pan: safety only, states stored collapsed, memory capped (MB); the hash

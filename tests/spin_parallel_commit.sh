@@ -17,7 +17,7 @@ case $0 in
 *) here=. ;;
 esac
 here=$(cd "$here" && pwd) || exit 1
-. "$here/spin_lib.sh"
+. "$here/support/spin_lib.sh"
 spin_setup parallel_commit.pml spin_pc
 
 # pan: safety only, states stored collapsed, memory capped (MB); the hash

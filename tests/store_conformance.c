@@ -7,8 +7,9 @@
  * Each case opens a fresh store at BASE + NAME + QUERY, where NAME is made
  * for the case (a directory for LMDB, a table for DynamoDB and Cassandra, a
  * simulation created in this process for "sim:"). BASE is --store, else
- * $UNICO_TEST_STORE_BASE (what tests/dynamodb_local.sh and
- * tests/cassandra_run.sh set), else "lmdb:/tmp/unico-store-conformance-PID/";
+ * $UNICO_TEST_STORE_BASE (what tests/support/dynamodb_local.sh and
+ * tests/support/cassandra_run.sh set), else "lmdb:" and a fresh directory under
+ * the build tree's scratch directory (testutil.h);
  * QUERY is --query, else $UNICO_TEST_STORE_QUERY, else nothing
  * ("?wal=on": LMDB's log mode; "?txn=off": LMDB seen through
  * compare-and-set only).
@@ -40,6 +41,7 @@
 #include "store/sim.h"
 #include "store/store.h"
 #include "store_ops.h"
+#include "testutil.h"
 
 static char g_base[1024]; /* the URL up to the case's name */
 static char g_query[256]; /* after it */
@@ -1086,9 +1088,12 @@ int main(int argc, char **argv) {
   ucm_init(nrest, rest);
   if (base && *base)
     snprintf(g_base, sizeof g_base, "%s", base);
-  else
-    snprintf(g_base, sizeof g_base, "lmdb:/tmp/unico-store-conformance-%ld/",
-             (long)getpid());
+  else {
+    char dir[TU_PATH_MAX] = "";
+    if (!ucm_listing() && tu_scratch("store_conformance", dir, sizeof dir))
+      return 1;
+    snprintf(g_base, sizeof g_base, "lmdb:%s/", dir);
+  }
   snprintf(g_query, sizeof g_query, "%s", query ? query : "");
   if (!ucm_listing())
     fprintf(stderr, "store_conformance: %sNAME%s\n", g_base, g_query);

@@ -21,8 +21,9 @@
 #include "store/aws_creds.h"
 #include "store/store.h"
 #include "unico_errors.h"
+#include "testutil.h"
 
-static char g_dir[] = "/tmp/unico-aws-creds-XXXXXX";
+static char g_dir[160];
 
 static const char *const CHAIN_VARS[] = {
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -342,10 +343,8 @@ static void test_chain_ecs_hosts(void **state) {
 
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
-  if (!ucm_listing() && !mkdtemp(g_dir)) {
-    perror("mkdtemp");
+  if (!ucm_listing() && tu_scratch("test_aws_creds", g_dir, sizeof g_dir))
     return 1;
-  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_regional_endpoint, setup),
       cmocka_unit_test_setup(test_store_url_regional, setup),
@@ -358,11 +357,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup(test_chain_ecs_hosts, setup),
   };
   int rc = ucm_done(ucm_run_group("aws_creds", tests, NULL, NULL));
-  if (!ucm_listing()) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd)) {
-    }
-  }
+  if (!ucm_listing()) tu_rmtree(g_dir);
   return rc;
 }

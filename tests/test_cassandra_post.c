@@ -6,7 +6,7 @@
  * keys that leave by themselves: an insert with expire_ms (USING TTL) is
  * gone after it, one without stays, and a write's outcome through the
  * library leaves a retention period after the write. Run by
- * tests/cassandra_run.sh (fake or live), which sets UNICO_TEST_STORE_BASE
+ * tests/support/cassandra_run.sh (fake or live), which sets UNICO_TEST_STORE_BASE
  * to a URL ending in "table=". */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include "store/cassandra.h"
 #include "store/store.h"
 #include "unico.h"
+#include "testutil.h"
 
 #define NPOST 3000 /* three times the streams of one connection */
 #define BATCH 3
@@ -63,17 +64,6 @@ static int count_not(ustore *s, const char *tag, const char *kind, int n,
   return count;
 }
 
-static void nap_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int present(ustore *s, const void *k, size_t kl) {
   ubuf got = UBUF_INIT;
   uint64_t ver;
@@ -91,7 +81,7 @@ static void expiry(ustore *s, const char *base, const char *tag) {
   ustore_op o[2] = {
       ustore_op_make(k1, strlen(k1), USTORE_ABSENT, 0, USTORE_PUT, "a", 1),
       ustore_op_make(k2, strlen(k2), USTORE_ABSENT, 0, USTORE_PUT, "b", 1)};
-  o[0].expire_ms = now_ms() + 3000;
+  o[0].expire_ms = tu_wall_ms() + 3000;
   int rcs[2] = {-1, -1};
   int rc = ustore_cas_many(s, o, 2, rcs, NULL);
   CHECK(rc == UNICO_OK && rcs[0] == UNICO_OK && rcs[1] == UNICO_OK,
@@ -101,7 +91,7 @@ static void expiry(ustore *s, const char *base, const char *tag) {
   CHECK(present(s, k1, strlen(k1)), "an insert with expire_ms reads back");
   /* through the library: a write's outcome, with a retention of 3 s (a
    * loaded machine must still find it before it goes) */
-  int64_t t0 = now_ms();
+  int64_t t0 = tu_wall_ms();
   char url[1024];
   snprintf(url, sizeof url, "%sttl_%s&table_prefix=ttl_%s_", base, tag, tag);
   unico_options opts = UNICO_OPTIONS_INIT;
@@ -123,11 +113,11 @@ static void expiry(ustore *s, const char *base, const char *tag) {
   CHECK(rc == UNICO_OK, "opening %s: %s", url, e.msg);
   int kept = 0; /* (the outcome is posted after the answer) */
   for (int i = 0; us && i < 50 && !(kept = present(us, ok.p, ok.len)); i++)
-    nap_ms(20);
+    tu_sleep_ms(20);
   CHECK(kept, "the write's outcome is kept");
   /* past both (TTLs count whole seconds, rounded up) */
-  int64_t left = t0 + 4500 - now_ms();
-  if (left > 0) nap_ms((long)left);
+  int64_t left = t0 + 4500 - tu_wall_ms();
+  if (left > 0) tu_sleep_ms((long)left);
   CHECK(!present(s, k1, strlen(k1)), "an insert with expire_ms outlived it");
   CHECK(present(s, k2, strlen(k2)), "an insert without expire_ms went");
   CHECK(us && !present(us, ok.p, ok.len),
@@ -148,7 +138,7 @@ int main(void) {
   const char *base = getenv("UNICO_TEST_STORE_BASE");
   if (!base || !*base) {
     fprintf(stderr, "test_cassandra_post: UNICO_TEST_STORE_BASE is not set "
-                    "(run it through tests/cassandra_run.sh)\n");
+                    "(run it through tests/support/cassandra_run.sh)\n");
     return 2;
   }
   char url[1024], tag[32];
@@ -222,7 +212,7 @@ int main(void) {
     for (int t = 0; t < 50; t++) {
       g = s->vt->get(s, k, strlen(k), &got, &ver, &e);
       if (g != UNICO_ENOTFOUND) break;
-      nap_ms(20);
+      tu_sleep_ms(20);
     }
     if (g != UNICO_OK) missing++;
     else if (got.len != strlen(v) || memcmp(got.p, v, got.len) || ver != 1)

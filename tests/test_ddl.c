@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "schema/schema.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -1015,12 +1016,7 @@ static void test_every_prefix(void **state) {
 }
 
 /* Deterministic xorshift64*, so failures reproduce. */
-static uint64_t rnd(uint64_t *st) {
-  *st ^= *st >> 12;
-  *st ^= *st << 25;
-  *st ^= *st >> 27;
-  return *st * 2685821657736338717ull;
-}
+static uint64_t rnd(uint64_t *st) { return tu_xorshift64star(st); }
 
 static void test_random_garbage(void **state) {
   static const char *vocab[] = {

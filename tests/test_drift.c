@@ -29,6 +29,7 @@
 #include "keys/tuple.h"
 #include "store/store.h"
 #include "unico.h"
+#include "testutil.h"
 #include "util/clock.h"
 
 static const char *DDL =
@@ -49,9 +50,7 @@ static unico *open_store(void) {
 }
 
 static unico *open_fresh(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(tu_rmtree(dir), 0);
   unico *u = open_store();
   unico_result r = UNICO_RESULT_INIT;
   int rc = unico_schema_apply(u, DDL, &r);
@@ -366,11 +365,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_duplicate_left),
       cmocka_unit_test(test_lookup_settles),
   };
-  snprintf(dir, sizeof dir, "/tmp/unico-drift-%d", (int)getpid());
+  if (tu_scratch("test_drift", dir, sizeof dir)) return 1;
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);
   int failed = ucm_run_group("tests", tests, NULL, NULL);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) failed++;
+  if (tu_rmtree(dir) != 0) failed++;
   return ucm_done(failed);
 }

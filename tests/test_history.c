@@ -29,6 +29,7 @@
 #include "plan/plan.h"
 #include "store/store.h"
 #include "unico.h"
+#include "testutil.h"
 
 static const char *DDL =
     "CREATE TABLE users (id text PRIMARY KEY, email text, n int,"
@@ -48,9 +49,7 @@ static unico *open_store(void) {
 }
 
 static unico *open_fresh(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(tu_rmtree(dir), 0);
   unico *u = open_store();
   unico_result r = UNICO_RESULT_INIT;
   int rc = unico_schema_apply(u, DDL, &r);
@@ -344,11 +343,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_opid_reused),
       cmocka_unit_test(test_history_bounded),
   };
-  snprintf(dir, sizeof dir, "/tmp/unico-history-%d", (int)getpid());
+  if (tu_scratch("test_history", dir, sizeof dir)) return 1;
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);
   int failed = ucm_run_group("tests", tests, NULL, NULL);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) failed++;
+  if (tu_rmtree(dir) != 0) failed++;
   return ucm_done(failed);
 }

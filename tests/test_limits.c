@@ -26,6 +26,7 @@
 #include "plan/plan.h"
 #include "store/store.h"
 #include "thread_check.h"
+#include "testutil.h"
 #include "unico.h"
 
 #define THREADS 12
@@ -46,9 +47,8 @@ static char dir[256];
 static const char *query = "";
 
 static unico *open_fresh(void) {
-  char cmd[300], url[400];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
+  char url[400];
+  assert_int_equal(tu_rmtree(dir), 0);
   snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
   unico *u = NULL;
   unico_result r = UNICO_RESULT_INIT;
@@ -177,7 +177,7 @@ static void test_limit_race(void **state) {
     ubuf_free(&p);
     for (int g = 0; g < GROUPS; g++) over += c[g] > LIMIT;
     scans++;
-    usleep(2000);
+    tu_sleep_us(2000);
   }
   st->vt->close(st);
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
@@ -275,7 +275,7 @@ static void *code_writer(void *arg) {
 
 /* Wait (up to a minute: only a hang reaches it) until *v exceeds than. */
 static int wait_above(atomic_int *v, int than) {
-  for (int i = 0; i < 60000 && atomic_load(v) <= than; i++) usleep(1000);
+  for (int i = 0; i < 60000 && atomic_load(v) <= than; i++) tu_sleep_us(1000);
   return atomic_load(v) > than;
 }
 
@@ -453,7 +453,7 @@ static void test_check_repair(void **state) {
   /* an abandoned hold, expired: repair removes it */
   assert_int_equal(unico_reserve(u, "users", "users_phone_key", "[\"9\"]", 30,
                                  NULL, &r), UNICO_OK);
-  usleep(100 * 1000);
+  tu_sleep_us(100 * 1000);
   unico_close(u);
   plant_faults();
   char url[400];
@@ -552,7 +552,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_check_repair),
       cmocka_unit_test(test_limit_replay),
   };
-  snprintf(dir, sizeof dir, "/tmp/unico-limits-%d", (int)getpid());
+  if (tu_scratch("test_limits", dir, sizeof dir)) return 1;
   int failed = ucm_run_group("plain", tests, NULL, NULL);
   query = "?wal=on";
   failed += ucm_run_group("log mode", tests, NULL, NULL);
@@ -568,8 +568,6 @@ int main(int argc, char **argv) {
   };
   query = "?txn=off";
   failed += ucm_run_group("claims protocol", races, NULL, NULL);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) failed++;
+  if (tu_rmtree(dir) != 0) failed++;
   return ucm_done(failed);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "thread_check.h"
+#include "testutil.h"
 #include "unico.h"
 
 #define THREADS 16
@@ -35,10 +36,7 @@ static const char *extra = ""; /* more store options */
 
 static int setup(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(base, sizeof base, "/tmp/unico-races-%d", (int)getpid());
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  if (system(cmd) != 0) return -1;
+  if (tu_scratch("test_races", base, sizeof base)) return -1;
   char url[300];
   snprintf(url, sizeof url, "lmdb:%s?sync=off%s", base, extra);
   unico_result r = UNICO_RESULT_INIT;
@@ -50,10 +48,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   unico_close(U);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
   (void)state;
-  return system(cmd) == 0 ? 0 : -1;
+  return tu_rmtree(base);
 }
 
 typedef struct racer {

@@ -29,6 +29,7 @@
 #include "store/store.h"
 #include "unico.h"
 #include "util/err.h"
+#include "testutil.h"
 
 static char base[256];
 
@@ -55,11 +56,6 @@ static void spin_us(long us) {
   do {
     clock_gettime(CLOCK_MONOTONIC, &b);
   } while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
-}
-
-static void sleep_us(long us) {
-  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-  nanosleep(&ts, NULL);
 }
 
 static void *insert_loop(void *arg) {
@@ -159,7 +155,7 @@ static void race(const char *opts, const char *v2, int rounds, int adds,
     /* Release the inserters and apply after a delay that varies by round:
      * in some rounds the table is still empty, in others not, and in some
      * the first insert lands in the middle of the change. */
-    sleep_us(1000); /* let every thread reach its start line */
+    tu_sleep_us(1000); /* let every thread reach its start line */
     atomic_store(&go, 1);
     if (delay < 0) spin_us(-delay); /* a negative head start: apply later */
     int rc = unico_schema_apply(u, v2, &res);
@@ -183,7 +179,7 @@ static void race(const char *opts, const char *v2, int rounds, int adds,
     else if (last) step = step / 2 < 10 ? 10 : step / 2;
     last = outcome;
     delay -= outcome * step;
-    sleep_us(2000);
+    tu_sleep_us(2000);
     atomic_store(&stop, 1);
     long acked = 0;
     for (int i = 0; i < 3; i++) {
@@ -304,10 +300,12 @@ static void test_abandoned_change_rolls_back(void **state) {
 
 static int setup(void **state) {
   (void)state;
-  snprintf(base, sizeof base, "/tmp/unico-schema-race-%d", (int)getpid());
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  return system(cmd) == 0 ? 0 : -1;
+  return tu_scratch("test_schema_race", base, sizeof base);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  return tu_rmtree(base);
 }
 
 int main(int argc, char **argv) {
@@ -320,5 +318,5 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_add_column_races_inserts_claims),
       cmocka_unit_test(test_abandoned_change_rolls_back),
   };
-  return ucm_done(ucm_run_group("tests", tests, setup, setup));
+  return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

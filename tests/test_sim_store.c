@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "store_ops.h"
 #include "thread_check.h"
+#include "testutil.h"
 #include "unico.h"
 #include "util/err.h"
 
@@ -181,7 +182,7 @@ static void between_begin(work *w) {
   int m = atomic_load(&w->max_running);
   while (r > m && !atomic_compare_exchange_weak(&w->max_running, &m, r)) {
   }
-  usleep(50); /* give a second runner every chance to show up */
+  tu_sleep_us(50); /* give a second runner every chance to show up */
 }
 
 static void between_end(work *w) { atomic_fetch_sub(&w->running, 1); }
@@ -651,7 +652,7 @@ static void test_clock(void **state) {
    * started at BASE_MS, no earlier than `before` */
   int64_t t0 = usim_now(s);
   assert_true(t0 >= BASE_MS && t0 <= BASE_MS + (unow_ms() - before));
-  usleep(30 * 1000);
+  tu_sleep_us(30 * 1000);
   int64_t t1 = usim_now(s);
   assert_true(t1 >= t0 + 25);
   usim_advance(s, 5000);

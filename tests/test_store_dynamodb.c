@@ -1,5 +1,5 @@
 /* test_store_dynamodb.c - what is the DynamoDB store's own, against a real
- * DynamoDB Local ($UNICO_TEST_STORE_BASE, set by tests/dynamodb_local.sh
+ * DynamoDB Local ($UNICO_TEST_STORE_BASE, set by tests/support/dynamodb_local.sh
  * run); the store interface's cases (versions, conditions, failed ops'
  * outputs, all-or-nothing, scans, binary keys) are
  * tests/store_conformance.c's, run here as store_conformance_dynamodb.
@@ -18,6 +18,7 @@
 #include "cmocka_main.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,6 +35,7 @@
 #include "store/dynamodb.h"
 #include "store/store.h"
 #include "unico.h"
+#include "testutil.h"
 
 static char g_base[512];   /* dynamodb://127.0.0.1:PORT/ */
 static int g_port;         /* DynamoDB Local's */
@@ -441,8 +443,7 @@ static void test_cache_ages(void **state) {
   assert_non_null(strstr(r.json, "\"version\":1"));
   /* past half the retention period, a's update of u1 is planned from the
    * record as it is now, not from its old entry */
-  struct timespec ts = {1, 200000000};
-  nanosleep(&ts, NULL);
+  tu_sleep_ms(1200);
   assert_int_equal(unico_update(a, "users", "\"u1\"", "{\"name\":\"n\"}", 0,
                                 NULL, &r), UNICO_OK);
   assert_int_equal(unico_get(a, "users", "\"u1\"", &r), UNICO_OK);
@@ -482,8 +483,10 @@ static void test_open_errors(void **state) {
   assert_int_equal(ustore_open(&s, url, &e), UNICO_EUNAVAILABLE);
   assert_non_null(strstr(e.msg, "AWS_ACCESS_KEY_ID"));
   /* ... and from the shared credentials file's profile */
-  char path[] = "/tmp/unico-creds-XXXXXX";
-  int fd = mkstemp(path);
+  char dir[TU_PATH_MAX], path[TU_PATH_MAX + 16];
+  assert_int_equal(tu_scratch("test_store_dynamodb", dir, sizeof dir), 0);
+  snprintf(path, sizeof path, "%s/credentials", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
   assert_true(fd >= 0);
   const char txt[] = "[other]\naws_access_key_id = k\naws_secret_access_key = s\n";
   assert_int_equal((int)write(fd, txt, sizeof txt - 1), (int)sizeof txt - 1);
@@ -493,7 +496,7 @@ static void test_open_errors(void **state) {
   setenv("AWS_PROFILE", "other", 1);
   assert_int_equal(ustore_open(&s, url, &e), UNICO_OK);
   s->vt->close(s);
-  unlink(path);
+  assert_int_equal(tu_rmtree(dir), 0);
   unsetenv("AWS_PROFILE");
   unsetenv("AWS_SHARED_CREDENTIALS_FILE");
   setenv("AWS_ACCESS_KEY_ID", ak, 1);
@@ -506,7 +509,7 @@ int main(int argc, char **argv) {
   if (ucm_listing()) b = "dynamodb://127.0.0.1:0/"; /* --list needs no server */
   if (!b || strncmp(b, "dynamodb://127.0.0.1:", 21)) {
     fprintf(stderr,
-            "test_store_dynamodb: run it through tests/dynamodb_local.sh run "
+            "test_store_dynamodb: run it through tests/support/dynamodb_local.sh run "
             "(UNICO_TEST_STORE_BASE=dynamodb://127.0.0.1:PORT/)\n");
     return 1;
   }

@@ -19,19 +19,20 @@
 #include "store/lmdb.h"
 #include "store/store.h"
 #include "store_ops.h"
+#include "testutil.h"
 #include "unico.h"
 
 static char dir[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/unico-test-store-%d", (int)getpid());
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return tu_scratch("test_store_lmdb", dir, sizeof dir);
 }
 
-static int teardown(void **state) { return setup(state); }
+static int teardown(void **state) {
+  (void)state;
+  return tu_rmtree(dir);
+}
 
 static ustore *open_store(const char *sub, const char *query) {
   char url[512];

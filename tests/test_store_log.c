@@ -23,19 +23,20 @@
 #include "store/lmdb.h"
 #include "store/store.h"
 #include "store_ops.h"
+#include "testutil.h"
 #include "unico.h"
 
 static char dir[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/unico-test-log-%d", (int)getpid());
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return tu_scratch("test_store_log", dir, sizeof dir);
 }
 
-static int teardown(void **state) { return setup(state); }
+static int teardown(void **state) {
+  (void)state;
+  return tu_rmtree(dir);
+}
 
 static int try_open(ustore **s, const char *sub, const char *query,
                     ustore_err *e) {
@@ -66,12 +67,7 @@ typedef struct model {
 } model;
 
 static uint64_t rng = 88172645463325252ULL;
-static uint64_t rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t rnd(void) { return tu_xorshift64(&rng); }
 
 static void keyname(int i, char *out) { snprintf(out, 16, "k%03d", i); }
 
@@ -282,7 +278,7 @@ static void *kill_writer(void *p) {
     kw->t = t;
     kw->i = i;
     if (ustore_watch_durable(kill_store, &kw->w) == 0) kill_durable(&kw->w, UNICO_OK, NULL);
-    if (i % 64 == 63) usleep(1000); /* let the syncer keep up */
+    if (i % 64 == 63) tu_sleep_us(1000); /* let the syncer keep up */
   }
   return NULL;
 }

@@ -150,9 +150,9 @@ static void test_every_store(void **state) {
   static const struct {
     const char *url, *named;
   } bad[] = {
-      {"lmdb:/tmp/unico-opts-x?wal", "\"wal\" has no value"},
-      {"lmdb:/tmp/unico-opts-x?sync=on&sync=off", "sync is given twice"},
-      {"lmdb:/tmp/unico-opts-x?bogus=1", "\"bogus\""},
+      {"lmdb:/nonexistent/unico-opts-x?wal", "\"wal\" has no value"},
+      {"lmdb:/nonexistent/unico-opts-x?sync=on&sync=off", "sync is given twice"},
+      {"lmdb:/nonexistent/unico-opts-x?bogus=1", "\"bogus\""},
       {"dynamodb://127.0.0.1:1/unico_x?region", "\"region\" has no value"},
       {"dynamodb://127.0.0.1:1/unico_x?bogus=1", "\"bogus\""},
       {"dynamodbs://127.0.0.1:1/unico_x?retry_ms=1&retry_ms=2", "twice"},

@@ -13,6 +13,7 @@
 
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
+#include "testutil.h"
 
 /* A tuple element in plain form, for generating and comparing. */
 typedef struct el {
@@ -29,12 +30,7 @@ typedef struct tup {
 } tup;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
+static uint64_t next(void) { return tu_xorshift64(&rng); }
 
 static void gen(tup *t) {
   static const int types[] = {UTUP_NULL, UTUP_BYTES, UTUP_TEXT, UTUP_INT,

@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testutil.h"
 #include "unico.h"
 
 #define TABLE "users"
@@ -97,39 +98,12 @@ static const char *const kind_names[] = {"insert", "update", "delete"};
 /* ------------------------------------------------------------------ */
 /* small utilities */
 
-/* splitmix64: a tiny seeded PRNG, one per thread. */
-typedef struct rng {
-  uint64_t s;
-} rng;
-
-static uint64_t rng_next(rng *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/* Uniform enough in [0, n) for n > 0. */
-static unsigned rng_below(rng *r, unsigned n) {
-  return (unsigned)(rng_next(r) % n);
-}
+/* A seeded PRNG (splitmix64, testutil.h) per thread: tu_rng. */
 
 static uint64_t mix_seed(uint64_t seed, int a, int b, int c) {
-  rng r = {seed ^ ((uint64_t)(unsigned)a << 40) ^
-           ((uint64_t)(unsigned)b << 20) ^ (uint64_t)(unsigned)c};
-  return rng_next(&r);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  tu_rng r = {seed ^ ((uint64_t)(unsigned)a << 40) ^
+              ((uint64_t)(unsigned)b << 20) ^ (uint64_t)(unsigned)c};
+  return tu_rng_next(&r);
 }
 
 /* snprintf that reports truncation: 0 when buf holds the whole text. */
@@ -244,15 +218,15 @@ typedef struct worker {
   char prefix[64];
 } worker;
 
-static void random_email(rng *r, char *buf, size_t n) {
-  fmt(buf, n, "user%u@example.com", rng_below(r, NVALUES));
+static void random_email(tu_rng *r, char *buf, size_t n) {
+  fmt(buf, n, "user%u@example.com", tu_rng_below(r, NVALUES));
   for (char *p = buf; *p; p++)
-    if (isalpha((unsigned char)*p) && rng_below(r, 2))
+    if (isalpha((unsigned char)*p) && tu_rng_below(r, 2))
       *p = (char)toupper((unsigned char)*p);
 }
 
-static void random_phone(rng *r, char *buf, size_t n) {
-  fmt(buf, n, "+1555000%02u", rng_below(r, NVALUES));
+static void random_phone(tu_rng *r, char *buf, size_t n) {
+  fmt(buf, n, "+1555000%02u", tu_rng_below(r, NVALUES));
 }
 
 /* body with patch applied (null removes a column), as unico_update does. */
@@ -319,20 +293,20 @@ static int call(worker *w, int kind, const char *pktext, const char *argtext,
     if (g_retry_unknown && *busy < UNKNOWN_RETRIES &&
         (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE)) {
       (*busy)++;
-      sleep_ms(5);
+      tu_sleep_ms(5);
       continue;
     }
     if (busy_by_hold(rc, res)) return rc;
     if (rc != UNICO_EBUSY || *busy >= BUSY_RETRIES) return rc;
     (*busy)++;
-    sleep_ms(1);
+    tu_sleep_ms(1);
   }
 }
 
 /* A team (limit group) for a record, or NULL for none (1 time in 2). */
-static const char *random_team(rng *r) {
+static const char *random_team(tu_rng *r) {
   static const char *const teams[NTEAMS] = {"red", "green", "blue", "gold"};
-  return rng_below(r, 2) ? teams[rng_below(r, NTEAMS)] : NULL;
+  return tu_rng_below(r, 2) ? teams[tu_rng_below(r, NTEAMS)] : NULL;
 }
 
 /* Journal a hold event (see the top of this file). 0 or -1. */
@@ -360,7 +334,7 @@ static int reserve(worker *w, const char *con, const char *value,
           (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE)))
       break;
     unico_result_clear(&res);
-    sleep_ms(5);
+    tu_sleep_ms(5);
   }
   if (rc == UNICO_OK) {
     json_t *o = json_loads(res.json ? res.json : "", 0, NULL);
@@ -386,15 +360,15 @@ static int release(worker *w, const char *token) {
     if (!(g_retry_unknown && tries++ < UNKNOWN_RETRIES &&
           (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE)))
       break;
-    sleep_ms(5);
+    tu_sleep_ms(5);
   }
   return rc == UNICO_ENOTFOUND && tries > 1 ? UNICO_OK : rc;
 }
 
 /* One operation on one of the thread's keys, journaled. 0, or -1 after a
  * failure was reported (the thread must stop). */
-static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
-  pkstate *p = &ps[rng_below(r, KPKS)];
+static int step(worker *w, tu_rng *r, int fd, pkstate *ps, unsigned long seq) {
+  pkstate *p = &ps[tu_rng_below(r, KPKS)];
   char op[128], stamp[24], email[64], phone[32];
   json_t *arg = NULL, *expect = NULL;
   char *argtext = NULL, *pktext = NULL, *token = NULL;
@@ -407,13 +381,13 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
     wfail(w, "operation id too long");
     return -1;
   }
-  fmt(stamp, sizeof stamp, "%016" PRIx64, rng_next(r));
+  fmt(stamp, sizeof stamp, "%016" PRIx64, tu_rng_next(r));
   if (!p->present) {
     kind = K_INSERT;
     random_email(r, email, sizeof email);
     arg = json_pack("{s:s,s:s,s:s}", "id", p->pk, "email", email, "stamp",
                     stamp);
-    unsigned ph = rng_below(r, 10);
+    unsigned ph = tu_rng_below(r, 10);
     if (arg && ph < 8) {
       random_phone(r, phone, sizeof phone);
       json_object_set_new(arg, "phone", json_string(phone));
@@ -423,10 +397,10 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
     const char *team = random_team(r);
     if (arg && team) json_object_set_new(arg, "team", json_string(team));
     expect = arg ? json_incref(arg) : NULL;
-  } else if (rng_below(r, 55) < 40) {
+  } else if (tu_rng_below(r, 55) < 40) {
     kind = K_UPDATE;
     arg = json_pack("{s:s}", "stamp", stamp);
-    unsigned what = rng_below(r, 100);
+    unsigned what = tu_rng_below(r, 100);
     if (arg && what < 55) {
       random_email(r, email, sizeof email);
       json_object_set_new(arg, "email", json_string(email));
@@ -437,7 +411,7 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
     } else if (arg && what >= 80) {
       json_object_set_new(arg, "phone", json_null());
     }
-    if (arg && rng_below(r, 10) < 3) { /* move to another group, or none */
+    if (arg && tu_rng_below(r, 10) < 3) { /* move to another group, or none */
       const char *team = random_team(r);
       json_object_set_new(arg, "team", team ? json_string(team) : json_null());
     }
@@ -453,14 +427,14 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
   pktext = json_str_text(p->pk);
   /* A value reserved and left to expire: others meet it held, then free
    * (after the run verify finds every such value free again). */
-  if (rng_below(r, 24) == 0) {
+  if (tu_rng_below(r, 24) == 0) {
     char val[64], hop[160], *tok = NULL;
-    int phone_hold = (int)rng_below(r, 2);
+    int phone_hold = (int)tu_rng_below(r, 2);
     if (phone_hold) random_phone(r, val, sizeof val);
     else random_email(r, val, sizeof val);
     fmt(hop, sizeof hop, "%s-abandon", op);
     int hrc = reserve(w, phone_hold ? C_PHONE : C_EMAIL, val,
-                      50 + rng_below(r, ABANDON_TTL_MS - 49), hop, &tok);
+                      50 + tu_rng_below(r, ABANDON_TTL_MS - 49), hop, &tok);
     free(tok);
     if (jhold(fd, seq, p->pk, "abandon", hrc) || w->failed) goto leave;
   }
@@ -468,10 +442,10 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
    * token, and while the hold lives nobody else may take the value. */
   const char *wemail = kind == K_DELETE ? NULL
                        : json_string_value(json_object_get(arg, "email"));
-  if (wemail && rng_below(r, 10) == 0) {
+  if (wemail && tu_rng_below(r, 10) == 0) {
     char hop[160];
     fmt(hop, sizeof hop, "%s-hold", op);
-    t_hold = now_s();
+    t_hold = tu_now_s();
     int hrc = reserve(w, C_EMAIL, wemail, HOLD_TTL_MS, hop, &token);
     if (jhold(fd, seq, p->pk, "reserve", hrc) || w->failed) goto leave;
   }
@@ -490,7 +464,7 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
   held = busy_by_hold(rc, &res);
   /* Answered while the hold surely lived (the store's clock started it
    * after t_hold; a margin for the clocks' steps). */
-  int hold_live = token && now_s() < t_hold + HOLD_TTL_MS / 1000.0 - 0.5;
+  int hold_live = token && tu_now_s() < t_hold + HOLD_TTL_MS / 1000.0 - 0.5;
 
   int bad = 0;
   if (rc == UNICO_OK) {
@@ -571,7 +545,7 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
   /* Now and then repeat a success with the same op id: it must return the
    * first outcome and not apply again (verify sees a second application as
    * a version or body the journal does not have). Journaled as "replay". */
-  if (!bad && rc == UNICO_OK && rng_below(r, 32) == 0) {
+  if (!bad && rc == UNICO_OK && tu_rng_below(r, 32) == 0) {
     int b2 = 0;
     uint64_t first = res.version;
     int rc2 = call(w, kind, pktext, argtext, from, op, token, &res, &b2);
@@ -598,7 +572,7 @@ static int step(worker *w, rng *r, int fd, pkstate *ps, unsigned long seq) {
    * here; conformance's test_holds asserts that a refused write leaves
    * the hold, on every store.) */
   if (token && !bad) {
-    int give_up = rc == UNICO_OK ? rng_below(r, 2) == 0 : rng_below(r, 8) != 0;
+    int give_up = rc == UNICO_OK ? tu_rng_below(r, 2) == 0 : tu_rng_below(r, 8) != 0;
     if (give_up) {
       int hrc = release(w, token);
       if (rc == UNICO_OK ? hrc != UNICO_ENOTFOUND
@@ -626,7 +600,7 @@ static void *worker_main(void *vp) {
   worker *w = vp;
   char path[4096];
   pkstate ps[KPKS];
-  rng r = {w->seed};
+  tu_rng r = {w->seed};
   memset(ps, 0, sizeof ps);
   int fd = -1;
   if (fmt(path, sizeof path, "%s/journal-%s.log", w->dir, w->prefix))
@@ -1128,7 +1102,7 @@ static void check_lookup(vstats *v, unico *u, const char *con,
 static int probe_again(int rc, const unico_result *res, double until) {
   return (rc == UNICO_EUNKNOWN || rc == UNICO_EUNAVAILABLE ||
           (rc == UNICO_EBUSY && !busy_by_hold(rc, res))) &&
-         now_s() < until;
+         tu_now_s() < until;
 }
 
 /* Reserve the value of con under op id op, then release it: it must be
@@ -1144,7 +1118,7 @@ static int reserve_free(unico *u, const char *con, const char *value,
   while (vt) {
     rc = unico_reserve(u, TABLE, con, vt, 60000, op, res);
     if (!probe_again(rc, res, until)) break;
-    sleep_ms(20);
+    tu_sleep_ms(20);
   }
   free(vt);
   if (rc == UNICO_OK) {
@@ -1158,7 +1132,7 @@ static int reserve_free(unico *u, const char *con, const char *value,
     rc = unico_release_hold(u, t, res);
     if (rc == UNICO_ENOTFOUND && i > 0) rc = UNICO_OK;
     if (!probe_again(rc, res, until)) break;
-    sleep_ms(20);
+    tu_sleep_ms(20);
   }
   free(t);
   return rc;
@@ -1174,7 +1148,7 @@ static void free_probe(vstats *v, unico *u, int n, const char *em,
   char pk[32], op[96];
   unico_result res = UNICO_RESULT_INIT;
   static unsigned probes; /* (op ids unique across verify runs) */
-  long nonce = (long)(now_s() * 1000) + (long)probes++;
+  long nonce = (long)(tu_now_s() * 1000) + (long)probes++;
   fmt(pk, sizeof pk, "free-%d", n);
   json_t *b = json_pack("{s:s}", "id", pk);
   if (b && em) json_object_set_new(b, "email", json_string(em));
@@ -1182,7 +1156,7 @@ static void free_probe(vstats *v, unico *u, int n, const char *em,
   char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL, *pkt = json_str_text(pk);
   json_decref(b);
   int rc = bt && pkt ? UNICO_OK : UNICO_ENOMEM;
-  double until = now_s() + 15;
+  double until = tu_now_s() + 15;
   fmt(op, sizeof op, "probe-%s-%ld-email", pk, nonce);
   if (rc == UNICO_OK && em) rc = reserve_free(u, C_EMAIL, em, op, until, &res);
   fmt(op, sizeof op, "probe-%s-%ld-phone", pk, nonce);
@@ -1191,14 +1165,14 @@ static void free_probe(vstats *v, unico *u, int n, const char *em,
   while (rc == UNICO_OK) {
     rc = unico_insert(u, TABLE, bt, op, &res);
     if (!probe_again(rc, &res, until)) break;
-    sleep_ms(20);
+    tu_sleep_ms(20);
     rc = UNICO_OK;
   }
   fmt(op, sizeof op, "probe-%s-%ld-delete", pk, nonce);
   while (rc == UNICO_OK) {
     rc = unico_delete(u, TABLE, pkt, 0, op, &res);
     if (!probe_again(rc, &res, until)) break;
-    sleep_ms(20);
+    tu_sleep_ms(20);
     rc = UNICO_OK;
   }
   if (rc)
@@ -1632,7 +1606,7 @@ static int mode_concurrency(const char *dir, int threads, int procs, long ops,
          procs, threads, per, per * procs * threads, seed, url);
   if (fresh_dir(dir)) return 1;
   watchdog(WATCHDOG_S);
-  double t0 = now_s();
+  double t0 = tu_now_s();
   for (int p = 0; p < procs; p++) {
     pid_t pid = spawn(&pgid, dir, 0, p, threads, per, seed);
     if (pid < 0) {
@@ -1653,9 +1627,9 @@ static int mode_concurrency(const char *dir, int threads, int procs, long ops,
     }
   }
   wd_pgid = 0;
-  double el = now_s() - t0;
+  double el = tu_now_s() - t0;
   /* every hold's time up: verify then finds each value nobody holds free */
-  sleep_ms(HOLD_TTL_MS + 300);
+  tu_sleep_ms(HOLD_TTL_MS + 300);
   watchdog(WATCHDOG_S);
   long done = 0;
   long nv = verify(dir, 0, 1, NULL, &done);
@@ -1698,7 +1672,7 @@ static int probe(unico *u, int round) {
  * intent had no ack and that is not deleted gets a "settle" line with the
  * state found, so later rounds hold it to exactly that state. 0 or -1. */
 static int janitor(unico *u, const char *dir, int round, json_t *live,
-                   rng *r, long *deleted) {
+                   tu_rng *r, long *deleted) {
   char path[4096];
   int ret = 0;
   *deleted = 0;
@@ -1715,7 +1689,7 @@ static int janitor(unico *u, const char *dir, int round, json_t *live,
     const char *pk = json_string_value(json_object_get(e, "pk"));
     json_int_t ver = json_integer_value(json_object_get(e, "version"));
     int present = json_is_true(json_object_get(e, "present"));
-    if (!present || rng_below(r, 3) == 0) {
+    if (!present || tu_rng_below(r, 3) == 0) {
       if (json_is_true(json_object_get(e, "pending"))) {
         json_t *st = json_pack("{s:s,s:s,s:{s:b,s:I,s:O}}", "ev", "settle",
                                "pk", pk ? pk : "", "adopt", "present", present,
@@ -1784,7 +1758,7 @@ static int runs_claims(const char *url) {
 
 static int mode_crash(const char *dir, int kills, long kill_min,
                       long kill_max, uint64_t seed) {
-  rng r = {seed};
+  tu_rng r = {seed};
   char url[4200];
   if (store_url(url, sizeof url, dir)) return 1;
   printf("torture crash: %d kills after %ld-%ld ms, seed %" PRIu64
@@ -1793,15 +1767,15 @@ static int mode_crash(const char *dir, int kills, long kill_min,
   if (fresh_dir(dir)) return 1;
   if ((g_claims_store = runs_claims(url)) < 0) return 1;
   if (g_claims_store) g_vopts.grace_ms = VERIFIER_GRACE_MS;
-  double t0 = now_s();
+  double t0 = tu_now_s();
   for (int round = 1; round <= kills; round++) {
     pid_t pids[MAX_PROCS], pgid = 0;
     int threads[MAX_PROCS], n = 0, bad = 0;
-    int procs = 2 + (int)rng_below(&r, 3);
-    long ms = kill_min + (long)rng_below(&r, (unsigned)(kill_max - kill_min + 1));
+    int procs = 2 + (int)tu_rng_below(&r, 3);
+    long ms = kill_min + (long)tu_rng_below(&r, (unsigned)(kill_max - kill_min + 1));
     watchdog(WATCHDOG_S);
     for (int p = 0; p < procs; p++) {
-      threads[p] = 2 + (int)rng_below(&r, 3);
+      threads[p] = 2 + (int)tu_rng_below(&r, 3);
       pid_t pid = spawn(&pgid, dir, round, p, threads[p], -1,
                         mix_seed(seed, round, 0, 0));
       if (pid < 0) {
@@ -1810,7 +1784,7 @@ static int mode_crash(const char *dir, int kills, long kill_min,
       }
       pids[n++] = pid;
     }
-    sleep_ms(ms);
+    tu_sleep_ms(ms);
     /* All at once: the group, then each (in case one had not joined). */
     if (pgid) kill(-pgid, SIGKILL);
     for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
@@ -1835,7 +1809,7 @@ static int mode_crash(const char *dir, int kills, long kill_min,
     unico_result res = UNICO_RESULT_INIT;
     /* (claims protocol: the killed writers' operations are fenced, see
      * VERIFIER_GRACE_MS) */
-    if (g_claims_store) sleep_ms(VERIFIER_GRACE_MS + 50);
+    if (g_claims_store) tu_sleep_ms(VERIFIER_GRACE_MS + 50);
     int rc = unico_open(&u, url, &g_vopts, &res);
     if (rc) printf("torture: FAIL open %s: %s\n", url, res.message);
     unico_result_clear(&res);
@@ -1868,7 +1842,7 @@ static int mode_crash(const char *dir, int kills, long kill_min,
   }
   printf("torture crash: %d kills, every round verified clean, %.1f s: "
          "passed\n",
-         kills, now_s() - t0);
+         kills, tu_now_s() - t0);
   return 0;
 }
 

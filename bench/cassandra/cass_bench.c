@@ -7,7 +7,7 @@
  * usage: cass-bench --store cassandra://HOST:PORT/KEYSPACE?OPTS [--n 200]
  *                   [--json FILE]
  * (bench/cassandra/run.sh runs it against UNICO_TEST_CASSANDRA or, without
- * one, against tests/cql_fake_server.py: then the counts are the store's
+ * one, against tests/support/cql_fake_server.py: then the counts are the store's
  * real ones and the latencies are loopback figures, not Cassandra's.)
  * Prints a markdown table; --json also writes the figures. */
 #include <inttypes.h>

@@ -5,7 +5,7 @@
  * and a body. Requests carry version 0x04, responses 0x84. Decoding never
  * trusts a length: every read is bounds-checked against the body, and a
  * malformed frame gives -1 with a precise reason, never a crash (the
- * decoder is fuzzed: tests/fuzz_cql.c). */
+ * decoder is fuzzed: tests/fuzz/fuzz_cql.c). */
 #ifndef UNICO_CQL_PROTO_H
 #define UNICO_CQL_PROTO_H
 

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "server.h"
+#include "testutil.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -49,9 +50,7 @@ static char dir[64];
 
 static void rm_dir(void) {
   if (!dir[0]) return;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) fprintf(stderr, "fuzz_http: cannot remove %s\n", dir);
+  if (tu_rmtree(dir)) fprintf(stderr, "fuzz_http: cannot remove %s\n", dir);
 }
 
 static void at_exit(void) {

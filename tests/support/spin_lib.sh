@@ -1,5 +1,5 @@
 # spin_lib.sh - what tests/spin_model.sh and tests/spin_parallel_commit.sh
-# share, sourced by both after setting $here (this folder):
+# share, sourced by both after setting $here (tests/, their folder):
 #   spin_setup MODEL TMPNAME
 # checks that spin and a C compiler are there (exit 1 when not: scripts/
 # deps.sh installs spin, so its absence is a broken setup) and that
