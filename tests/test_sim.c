@@ -627,6 +627,26 @@ static void test_one_seed(void **state) {
   assert_int_equal(n, 0);
 }
 
+/* A fresh simulation "test-sim-WHAT-SEED" with faults f, n handles on it
+ * (the grace period GRACE_MS) into u, and schema ddl applied through the
+ * first. */
+static usim *sim_setup(const char *what, uint64_t seed, const usim_faults *f,
+                       unico **u, int n, const char *ddl) {
+  usim *s;
+  char name[64], url[80];
+  snprintf(name, sizeof name, "test-sim-%s-%" PRIu64, what, seed);
+  snprintf(url, sizeof url, "sim:%s", name);
+  assert_int_equal(usim_new(&s, name, seed, f), UNICO_OK);
+  unico_options opts = UNICO_OPTIONS_INIT;
+  opts.grace_ms = GRACE_MS;
+  unico_result res = UNICO_RESULT_INIT;
+  for (int i = 0; i < n; i++)
+    assert_int_equal(unico_open(&u[i], url, &opts, &res), UNICO_OK);
+  assert_int_equal(unico_schema_apply(u[0], ddl, &res), UNICO_OK);
+  unico_result_clear(&res);
+  return s;
+}
+
 /* A hold's op id under faults: one client reserves a value with an op id,
  * retrying unknown and failed answers, and may crash at any call (after its
  * claim landed, say, but before its answer was kept). Afterwards the same
@@ -663,18 +683,10 @@ static void test_hold_op_id_faults(void **state) {
                                  .crash_pm = 80, .reorder = 1, .step_ms = 3};
   int first_ok = 0, crashed = 0;
   for (uint64_t seed = 1; seed <= 300; seed++) {
-    usim *s;
-    char name[64], url[80];
-    snprintf(name, sizeof name, "test-sim-hold-%" PRIu64, seed);
-    snprintf(url, sizeof url, "sim:%s", name);
-    assert_int_equal(usim_new(&s, name, seed, &hf), UNICO_OK);
-    unico_options opts = UNICO_OPTIONS_INIT;
-    opts.grace_ms = GRACE_MS;
     unico_result res = UNICO_RESULT_INIT;
     hold_run h;
     memset(&h, 0, sizeof h);
-    assert_int_equal(unico_open(&h.u, url, &opts, &res), UNICO_OK);
-    assert_int_equal(unico_schema_apply(h.u, DDL, &res), UNICO_OK);
+    usim *s = sim_setup("hold", seed, &hf, &h.u, 1, DDL);
     assert_int_equal(usim_run(s, 1, hold_client, &h), 0);
     first_ok += h.rc == UNICO_OK;
     crashed += h.rc == -1;
@@ -784,19 +796,10 @@ static void test_hold_outlives_failed_write(void **state) {
                                  .reorder = 1, .step_ms = 3};
   int holder_ok = 0;
   for (uint64_t seed = 1; seed <= 400; seed++) {
-    usim *s;
-    char name[64], url[80];
-    snprintf(name, sizeof name, "test-sim-keep-%" PRIu64, seed);
-    snprintf(url, sizeof url, "sim:%s", name);
-    assert_int_equal(usim_new(&s, name, seed, &kf), UNICO_OK);
-    unico_options opts = UNICO_OPTIONS_INIT;
-    opts.grace_ms = GRACE_MS;
     unico_result res = UNICO_RESULT_INIT;
     keep_run k;
     memset(&k, 0, sizeof k);
-    for (int i = 0; i < 2; i++)
-      assert_int_equal(unico_open(&k.u[i], url, &opts, &res), UNICO_OK);
-    assert_int_equal(unico_schema_apply(k.u[0], DDL, &res), UNICO_OK);
+    usim *s = sim_setup("keep", seed, &kf, k.u, 2, DDL);
     assert_int_equal(unico_reserve(k.u[0], "users", "users_email_key",
                                    "[\"" KEEP_VALUE "\"]", 600000, NULL,
                                    &res),
@@ -922,19 +925,10 @@ static void test_schema_change_fences_updates(void **state) {
   static const usim_faults none = {.step_ms = 1};
   int applied = 0;
   for (uint64_t seed = 1; seed <= 200; seed++) {
-    usim *s;
-    char name[64], url[80];
-    snprintf(name, sizeof name, "test-sim-fence-%" PRIu64, seed);
-    snprintf(url, sizeof url, "sim:%s", name);
-    assert_int_equal(usim_new(&s, name, seed, &none), UNICO_OK);
-    unico_options opts = UNICO_OPTIONS_INIT;
-    opts.grace_ms = GRACE_MS;
     unico_result res = UNICO_RESULT_INIT;
     fence_run f;
     memset(&f, 0, sizeof f);
-    for (int i = 0; i < FENCE_CLIENTS; i++)
-      assert_int_equal(unico_open(&f.u[i], url, &opts, &res), UNICO_OK);
-    assert_int_equal(unico_schema_apply(f.u[0], FENCE_V1, &res), UNICO_OK);
+    usim *s = sim_setup("fence", seed, &none, f.u, FENCE_CLIENTS, FENCE_V1);
     for (int i = 0; i < (FENCE_CLIENTS - 1) * FENCE_RECORDS; i++) {
       char rec[64];
       snprintf(rec, sizeof rec, "{\"id\":\"r%d-%d\",\"b\":\"b%d\"}",

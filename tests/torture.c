@@ -1385,7 +1385,7 @@ static long verify(const char *dir, int allow_inflight, int settled,
   v.cat = 0;
   /* (check settles what it meets, so it writes: under injected faults an
    * unknown or unavailable answer is asked again, as for the probes) */
-  double check_until = now_s() + 60;
+  double check_until = tu_now_s() + 60;
   do {
     unico_result_clear(&res);
     rc = unico_check(u, &res);
