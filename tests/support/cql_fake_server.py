@@ -16,7 +16,7 @@ serves every connection on its own thread until SIGTERM / SIGINT.
 
 What it answers, byte-compatible with Apache Cassandra 4.0.7 for the same
 requests (checked against the frames recorded in tests/data/cql-captures;
-tests/support/cql_fake_check.sh embeds the frames it compares with):
+tests/cql_fake_check.sh embeds the frames it compares with):
 
 - OPTIONS -> SUPPORTED {PROTOCOL_VERSIONS: [4/v4], COMPRESSION: [],
   CQL_VERSION: [3.4.5]} (what this server speaks; a real 4.0.7 lists

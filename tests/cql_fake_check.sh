@@ -15,7 +15,7 @@
 # Exits non-zero on any mismatch. The servers are stopped by pid on exit.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-server="$here/cql_fake_server.py"
+server="$here/support/cql_fake_server.py"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -45,7 +45,7 @@ for n in main auth unavail timeout drop unprep; do
   [ -s "$tmp/$n.port" ] || { echo "server $n did not start"; cat "$tmp/$n.log"; exit 1; }
 done
 
-python3 - "$tmp" "$here/../data/cql-captures/typed" <<'EOF'
+python3 - "$tmp" "$here/data/cql-captures/typed" <<'EOF'
 import hashlib, json, socket, struct, sys, time
 
 tmp = sys.argv[1]
