@@ -40,23 +40,15 @@ static char dir[256];
 static char url[400];
 
 static unico *open_store(void) {
-  unico *u = NULL;
-  unico_result r = UNICO_RESULT_INIT;
-  int rc = unico_open(&u, url, NULL, &r);
-  if (rc) fprintf(stderr, "open: %s\n", r.message);
-  unico_result_clear(&r);
-  assert_int_equal(rc, UNICO_OK);
+  unico *u = tu_open(url, NULL);
+  assert_non_null(u);
   return u;
 }
 
 static unico *open_fresh(void) {
   assert_int_equal(tu_rmtree(dir), 0);
-  unico *u = open_store();
-  unico_result r = UNICO_RESULT_INIT;
-  int rc = unico_schema_apply(u, DDL, &r);
-  if (rc) fprintf(stderr, "schema: %s\n", r.message);
-  unico_result_clear(&r);
-  assert_int_equal(rc, UNICO_OK);
+  unico *u = tu_open(url, DDL);
+  assert_non_null(u);
   return u;
 }
 

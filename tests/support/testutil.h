@@ -63,4 +63,10 @@ int tu_rmtree(const char *path);
 /* mkdir -p: 0 when path is a directory afterwards. */
 int tu_mkdir_p(const char *path);
 
+/* testutil_unico.c: a handle on the store at url, with the schema ddl
+ * applied when ddl is not NULL; NULL (the reason on stderr) when either
+ * fails. */
+struct unico;
+struct unico *tu_open(const char *url, const char *ddl);
+
 #endif
