@@ -126,11 +126,16 @@ int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
   return report_conflict(t, con, val, vlen, owner, olen, res);
 }
 
+/* The answer of a write, {"pk":..,"version":N} (what json_dumps would
+ * print for that object, without building it). */
 static int set_output(unico_result *res, json_t *pk, uint64_t version,
                       char **keep) {
-  json_t *o = json_pack("{s:O,s:I}", "pk", pk, "version", (json_int_t)version);
-  char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-  json_decref(o);
+  char *pks = json_dumps(pk, JSON_COMPACT | JSON_ENCODE_ANY);
+  size_t n = pks ? strlen(pks) + 40 : 0;
+  char *s = pks ? malloc(n) : NULL;
+  if (s)
+    snprintf(s, n, "{\"pk\":%s,\"version\":%" PRIu64 "}", pks, version);
+  free(pks);
   if (!s) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   if (res) {
     res->version = version;

@@ -21,9 +21,14 @@ void uclaims_free(uclaims *c) {
 
 int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,
                 int con) {
-  uclaim *v = realloc(c->v, (c->n + 1) * sizeof *v);
-  if (!v) return -1;
-  c->v = v;
+  /* Room for max(4, the next power of two) entries: a list grows by
+   * doubling, and a record's few claims cost one allocation. */
+  uclaim *v = c->v;
+  if (c->n == 0 || (c->n >= 4 && (c->n & (c->n - 1)) == 0)) {
+    v = realloc(c->v, (c->n ? 2 * c->n : 4) * sizeof *v);
+    if (!v) return -1;
+    c->v = v;
+  }
   uint8_t *k = malloc(klen ? klen : 1);
   if (!k) return -1;
   memcpy(k, key, klen);

@@ -23,7 +23,7 @@ int ubuf_reserve(ubuf *b, size_t extra) {
   size_t need = b->len + extra + 1; /* room for the terminating NUL */
   if (need < b->len) goto fail;     /* overflow */
   if (need <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 64;
+  size_t cap = b->cap ? b->cap : 256; /* (most keys and values fit at once) */
   while (cap < need) {
     if (cap > SIZE_MAX / 2) goto fail;
     cap *= 2;
