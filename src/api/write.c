@@ -720,9 +720,7 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
     r->body = ob;
     return UNICO_OK;
   }
-  rc = urec_patch(r->t, ob, w->input, &r->body, res);
-  json_decref(ob);
-  return rc;
+  return urec_patch_owned(r->t, ob, w->input, &r->body, res);
 }
 
 /* The plan: the answer it will give, the record, the claims. */

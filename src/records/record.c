@@ -324,31 +324,28 @@ json_t *urec_tuple_json(const uint8_t *p, size_t n) {
   return a;
 }
 
-int urec_patch(const utable *t, json_t *body, json_t *patch, json_t **out,
-               unico_result *res) {
+/* Apply patch to n in place (a primary key column may appear only with
+ * its value unchanged), then validate n. UNICO_OK, or an error with n
+ * partly patched. */
+static int patch_into(const utable *t, json_t *n, json_t *patch,
+                      unico_result *res) {
   const char *key;
   json_t *v;
-  *out = NULL;
   if (!json_is_object(patch))
     return uerr(res, UNICO_EINVAL, NULL, "an update must be a JSON object");
-  json_t *n = json_deep_copy(body);
-  if (!n) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   json_object_foreach(patch, key, v) {
     int ci = utable_column(t, key);
-    if (ci < 0) {
-      json_decref(n);
+    if (ci < 0)
       return uerr(res, UNICO_EINVAL, key, "table %s has no column \"%.100s\"",
                   t->name, key);
-    }
     if (t->cols[ci].pk_pos >= 0) {
-      json_t *old = json_object_get(body, key);
-      if (!old || !json_equal(old, v)) {
-        json_decref(n);
+      /* (a key column is never set below, so n still has its old value) */
+      json_t *old = json_object_get(n, key);
+      if (!old || !json_equal(old, v))
         return uerr(res, UNICO_EINVAL, key,
                     "primary key column \"%s\" cannot be changed; delete the "
                     "record and insert a new one",
                     key);
-      }
       continue;
     }
     if (json_is_null(v))
@@ -356,12 +353,28 @@ int urec_patch(const utable *t, json_t *body, json_t *patch, json_t **out,
     else
       json_object_set(n, key, v);
   }
-  int rc = urec_validate(t, n, res);
+  return urec_validate(t, n, res);
+}
+
+int urec_patch(const utable *t, json_t *body, json_t *patch, json_t **out,
+               unico_result *res) {
+  *out = NULL;
+  if (!json_is_object(patch))
+    return uerr(res, UNICO_EINVAL, NULL, "an update must be a JSON object");
+  json_t *n = json_deep_copy(body);
+  if (!n) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  return urec_patch_owned(t, n, patch, out, res);
+}
+
+int urec_patch_owned(const utable *t, json_t *body, json_t *patch,
+                     json_t **out, unico_result *res) {
+  *out = NULL;
+  int rc = patch_into(t, body, patch, res);
   if (rc) {
-    json_decref(n);
+    json_decref(body);
     return rc;
   }
-  *out = n;
+  *out = body;
   return UNICO_OK;
 }
 

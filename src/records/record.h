@@ -52,6 +52,10 @@ json_t *urec_tuple_json(const uint8_t *p, size_t n);
  * new object; body is not changed. The primary key cannot change. */
 int urec_patch(const utable *t, json_t *body, json_t *patch, json_t **out,
                unico_result *res);
+/* The same, patching body itself, which the call takes (*out is body
+ * patched, or NULL after an error, body then released). */
+int urec_patch_owned(const utable *t, json_t *body, json_t *patch,
+                     json_t **out, unico_result *res);
 
 /* Turn command-line strings into JSON for the columns of c (NULL: the
  * primary key): "42" for an int column becomes 42, text stays text. *out is
