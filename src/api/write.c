@@ -221,21 +221,40 @@ static int not_found(const utable *t, const char *pk_json, unico_result *res) {
               t->name, pk_json);
 }
 
-/* {"pk":..,"version":..,"record":{..}} plus extra fields from `extra`. */
+/* {"pk":..,"version":..,"record":{..}} after the fields of `extra`. The
+ * stored body is the compact JSON text jansson printed (api/write.c's plan,
+ * store/typed.c), which printing it parsed would give again: it is copied
+ * as it is; only the key is taken from it parsed. */
 static int record_output(const utable *t, const ustored_record *r,
                          json_t *extra, unico_result *res) {
   json_t *body = json_loads(r->body, 0, NULL);
   if (!body) return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
-  json_t *o = extra ? json_incref(extra) : json_object();
-  json_object_set_new(o, "pk", urec_pk_json(t, body));
-  json_object_set_new(o, "version", json_integer((json_int_t)r->version));
-  json_object_set_new(o, "record", body);
-  if (res) {
-    res->json = json_dumps(o, JSON_COMPACT);
+  json_t *pk = urec_pk_json(t, body);
+  json_decref(body);
+  char *pks = pk ? json_dumps(pk, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  char *xs = extra && json_object_size(extra)
+                 ? json_dumps(extra, JSON_COMPACT)
+                 : NULL;
+  json_decref(pk);
+  int ok = pks && (!extra || !json_object_size(extra) || xs);
+  if (ok && res) {
+    /* extra's fields without its braces, then ours */
+    size_t xl = xs ? strlen(xs) - 2 : 0, n = xl + strlen(pks) +
+                                               strlen(r->body) + 64;
+    char *o = malloc(n);
+    if (o)
+      snprintf(o, n, "{%.*s%s\"pk\":%s,\"version\":%" PRIu64
+               ",\"record\":%s}",
+               (int)xl, xs ? xs + 1 : "", xl ? "," : "", pks, r->version,
+               r->body);
+    free(res->json);
+    res->json = o;
     res->version = r->version;
+    ok = o != NULL;
   }
-  json_decref(o);
-  if (res && !res->json) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  free(pks);
+  free(xs);
+  if (!ok) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   return UNICO_OK;
 }
 
