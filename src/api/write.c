@@ -221,39 +221,34 @@ static int not_found(const utable *t, const char *pk_json, unico_result *res) {
               t->name, pk_json);
 }
 
-/* {"pk":..,"version":..,"record":{..}} after the fields of `extra`. The
+/* {"pk":..,"version":..,"record":{..}} after the fields `extra` (JSON
+ * object members, "a":1,"b":2, or NULL). The
  * stored body is the compact JSON text jansson printed (api/write.c's plan,
  * store/typed.c), which printing it parsed would give again: it is copied
  * as it is; only the key is taken from it parsed. */
 static int record_output(const utable *t, const ustored_record *r,
-                         json_t *extra, unico_result *res) {
+                         const char *extra, unico_result *res) {
   json_t *body = json_loads(r->body, 0, NULL);
   if (!body) return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
   json_t *pk = urec_pk_json(t, body);
   json_decref(body);
   char *pks = pk ? json_dumps(pk, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-  char *xs = extra && json_object_size(extra)
-                 ? json_dumps(extra, JSON_COMPACT)
-                 : NULL;
   json_decref(pk);
-  int ok = pks && (!extra || !json_object_size(extra) || xs);
+  int ok = pks != NULL;
   if (ok && res) {
-    /* extra's fields without its braces, then ours */
-    size_t xl = xs ? strlen(xs) - 2 : 0, n = xl + strlen(pks) +
-                                               strlen(r->body) + 64;
+    size_t xl = extra ? strlen(extra) : 0,
+           n = xl + strlen(pks) + strlen(r->body) + 64;
     char *o = malloc(n);
     if (o)
-      snprintf(o, n, "{%.*s%s\"pk\":%s,\"version\":%" PRIu64
+      snprintf(o, n, "{%s%s\"pk\":%s,\"version\":%" PRIu64
                ",\"record\":%s}",
-               (int)xl, xs ? xs + 1 : "", xl ? "," : "", pks, r->version,
-               r->body);
+               xl ? extra : "", xl ? "," : "", pks, r->version, r->body);
     free(res->json);
     res->json = o;
     res->version = r->version;
     ok = o != NULL;
   }
   free(pks);
-  free(xs);
   if (!ok) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   return UNICO_OK;
 }
@@ -1064,11 +1059,19 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
               "no record of table %s holds %.200s under constraint %s", t->name,
               vs ? vs : "the value", c->name);
   } else if (rc == UNICO_OK) {
-    json_t *extra = json_object();
-    json_object_set_new(extra, "constraint", json_string(c->name));
-    json_object_set_new(extra, "value", json_loads(vs ? vs : "null", JSON_DECODE_ANY, NULL));
-    rc = record_output(t, &r, extra, res);
-    json_decref(extra);
+    /* "constraint":NAME,"value":VALUE (vs: the value's compact JSON) */
+    json_t *cn = json_string(c->name);
+    char *cs = cn ? json_dumps(cn, JSON_ENCODE_ANY) : NULL;
+    json_decref(cn);
+    size_t xn = (cs ? strlen(cs) : 0) + (vs ? strlen(vs) : 4) + 32;
+    char *extra = cs ? malloc(xn) : NULL;
+    if (extra)
+      snprintf(extra, xn, "\"constraint\":%s,\"value\":%s", cs,
+               vs ? vs : "null");
+    rc = extra ? record_output(t, &r, extra, res)
+               : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    free(cs);
+    free(extra);
   }
   free(vs);
 leave:
