@@ -127,7 +127,8 @@ int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
 }
 
 /* The answer of a write, {"pk":..,"version":N} (what json_dumps would
- * print for that object, without building it). */
+ * print for that object, without building it), into res and, when keep is
+ * not NULL, a copy into *keep (the outcome a caller's op id stores). */
 static int set_output(unico_result *res, json_t *pk, uint64_t version,
                       char **keep) {
   char *pks = json_dumps(pk, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -137,14 +138,18 @@ static int set_output(unico_result *res, json_t *pk, uint64_t version,
     snprintf(s, n, "{\"pk\":%s,\"version\":%" PRIu64 "}", pks, version);
   free(pks);
   if (!s) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  if (keep) {
+    *keep = s;
+    s = res ? strdup(s) : NULL;
+    if (res && !s) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  }
   if (res) {
     res->version = version;
-    res->json = strdup(s);
-  }
-  if (keep)
-    *keep = s;
-  else
+    free(res->json);
+    res->json = s;
+  } else {
     free(s);
+  }
   return UNICO_OK;
 }
 
@@ -754,7 +759,7 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
   uint64_t version = rq->kind == UPLAN_INSERT
                          ? (w->have_tomb ? w->tomb_version + 1 : 1)
                          : r->old.version + (rq->kind == UPLAN_UPDATE);
-  int rc = set_output(res, r->pkj, version, &r->output);
+  int rc = set_output(res, r->pkj, version, rq->op_id ? &r->output : NULL);
   if (rc) return rc;
   uplan_write_req pw = {.kind = rq->kind,
                         .table = r->t,
