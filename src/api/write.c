@@ -126,17 +126,31 @@ int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
   return report_conflict(t, con, val, vlen, owner, olen, res);
 }
 
+/* v's compact JSON text: in buf (n bytes) when it fits, else malloc'd into
+ * *heap (NULL when it fits); NULL when out of memory. */
+static const char *dump_small(json_t *v, char *buf, size_t n, char **heap) {
+  *heap = NULL;
+  size_t l = v ? json_dumpb(v, buf, n - 1, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
+  if (l && l < n) {
+    buf[l] = 0;
+    return buf;
+  }
+  *heap = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  return *heap;
+}
+
 /* The answer of a write, {"pk":..,"version":N} (what json_dumps would
  * print for that object, without building it), into res and, when keep is
  * not NULL, a copy into *keep (the outcome a caller's op id stores). */
 static int set_output(unico_result *res, json_t *pk, uint64_t version,
                       char **keep) {
-  char *pks = json_dumps(pk, JSON_COMPACT | JSON_ENCODE_ANY);
+  char pkbuf[512], *pkheap;
+  const char *pks = dump_small(pk, pkbuf, sizeof pkbuf, &pkheap);
   size_t n = pks ? strlen(pks) + 40 : 0;
   char *s = pks ? malloc(n) : NULL;
   if (s)
     snprintf(s, n, "{\"pk\":%s,\"version\":%" PRIu64 "}", pks, version);
-  free(pks);
+  free(pkheap);
   if (!s) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   if (keep) {
     *keep = s;
@@ -237,7 +251,8 @@ static int record_output(const utable *t, const ustored_record *r,
   if (!body) return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
   json_t *pk = urec_pk_json(t, body);
   json_decref(body);
-  char *pks = pk ? json_dumps(pk, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  char pkbuf[512], *pkheap;
+  const char *pks = dump_small(pk, pkbuf, sizeof pkbuf, &pkheap);
   json_decref(pk);
   int ok = pks != NULL;
   if (ok && res) {
@@ -253,7 +268,7 @@ static int record_output(const utable *t, const ustored_record *r,
     res->version = r->version;
     ok = o != NULL;
   }
-  free(pks);
+  free(pkheap);
   if (!ok) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   return UNICO_OK;
 }

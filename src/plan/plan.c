@@ -86,7 +86,7 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   json_t *body = w->body;
   const ustored_record *old = w->old;
   uclaims need = {0, NULL};
-  char *body_s = NULL;
+  char *body_s = NULL, body_buf[1024];
   int rc = UNICO_OK;
   uplan_free(p);
   p->kind = kind;
@@ -98,18 +98,25 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   if (kind != UPLAN_DELETE) {
     rc = uplan_claims(t, body, &need, res);
     if (rc) goto leave;
-    body_s = json_dumps(body, JSON_COMPACT);
-    if (!body_s) goto oom;
+    /* (printed on the stack when it fits: no allocation) */
+    size_t bl = json_dumpb(body, body_buf, sizeof body_buf - 1, JSON_COMPACT);
+    if (bl && bl < sizeof body_buf) {
+      body_buf[bl] = 0;
+    } else {
+      body_s = json_dumps(body, JSON_COMPACT);
+      if (!body_s) goto oom;
+    }
+    const char *body_text = body_s ? body_s : body_buf;
     /* (an insert over a tombstone continues from its version) */
     uint64_t version = old ? old->version + 1 : 1;
     p->version = version;
     /* (an update keeps the key's history: the claims protocol adds to
      * it; the atomic executor never has one) */
     if (old && old->hist.n)
-      ustored_record_encode_hist(&p->rval, UREC_LIVE, version, op_id, body_s,
-                                 &need, 0, &old->hist);
+      ustored_record_encode_hist(&p->rval, UREC_LIVE, version, op_id,
+                                 body_text, &need, 0, &old->hist);
     else
-      ustored_record_encode(&p->rval, UREC_LIVE, version, op_id, body_s,
+      ustored_record_encode(&p->rval, UREC_LIVE, version, op_id, body_text,
                             &need);
   } else if (old) {
     /* The tombstone a delete leaves: the last version (an insert there
