@@ -112,9 +112,21 @@ static int explain(const uplan *p, const ustore_op *ops, size_t s_at,
 static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
                         unico_result *res) {
   size_t n = 2 + p->take.n + p->release.n + p->drop.n + (p->okey.len ? 2 : 0);
-  ustore_op *ops = calloc(n, sizeof *ops);
-  size_t *op_of = calloc(p->take.n + p->release.n + 1, sizeof *op_of);
-  ubuf *gvals = calloc(p->take.n + p->release.n + 1, sizeof *gvals);
+  size_t nk = p->take.n + p->release.n + 1;
+  /* (on the stack for the usual few keys: no allocation) */
+  enum { SMALL = 16 };
+  ustore_op ops_s[SMALL];
+  size_t op_of_s[SMALL];
+  ubuf gvals_s[SMALL];
+  int small = n <= SMALL && nk <= SMALL;
+  ustore_op *ops = small ? ops_s : calloc(n, sizeof *ops);
+  size_t *op_of = small ? op_of_s : calloc(nk, sizeof *op_of);
+  ubuf *gvals = small ? gvals_s : calloc(nk, sizeof *gvals);
+  if (small) {
+    memset(ops_s, 0, n * sizeof *ops);
+    memset(op_of_s, 0, nk * sizeof *op_of);
+    memset(gvals_s, 0, nk * sizeof *gvals);
+  }
   ustore_err e = {{0}};
   int rc = UNICO_OK;
   size_t i = 0;
@@ -214,9 +226,11 @@ leave:
   for (size_t k = 0; ops && k < i; k++) ubuf_free(&ops[k].cur);
   for (size_t k = 0; gvals && k < p->take.n + p->release.n; k++)
     ubuf_free(&gvals[k]);
-  free(ops);
-  free(op_of);
-  free(gvals);
+  if (!small) {
+    free(ops);
+    free(op_of);
+    free(gvals);
+  }
   return rc;
 }
 
