@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
   int over = 0;
   for (int k = 0; k < NKIND; k++) {
     int too_many = max[k] >= 0 && per[k] > max[k];
-    printf("  %-15s %7.1f%s\n", kind_name[k], per[k],
+    printf("  %-15s %8.3f%s\n", kind_name[k], per[k],
            too_many ? "  (over --max)" : "");
     over |= too_many;
   }
