@@ -117,6 +117,13 @@ int store_url(char *buf, size_t n, const char *dir) {
   return fmt(buf, n, "lmdb:%s/store", dir);
 }
 
+/* Whether a file name is a journal's, "journal-*.log". */
+int is_journal(const char *name) {
+  size_t l = strlen(name);
+  return !strncmp(name, "journal-", 8) && l >= 12 &&
+         !strcmp(name + l - 4, ".log");
+}
+
 /* The JSON text of a string (a one-column text primary key); malloc'd. */
 char *json_str_text(const char *s) {
   json_t *j = json_string(s);
@@ -657,10 +664,7 @@ static int fresh_dir(const char *dir) {
   }
   struct dirent *de;
   while ((de = readdir(d))) {
-    size_t l = strlen(de->d_name);
-    if (strncmp(de->d_name, "journal-", 8) || l < 12 ||
-        strcmp(de->d_name + l - 4, ".log"))
-      continue;
+    if (!is_journal(de->d_name)) continue;
     if (fmt(path, sizeof path, "%s/%s", dir, de->d_name) || unlink(path)) {
       fprintf(stderr, "torture: cannot remove %s/%s\n", dir, de->d_name);
       closedir(d);

@@ -56,6 +56,8 @@ int fmt(char *buf, size_t n, const char *f, ...)
     __attribute__((format(printf, 3, 4)));
 /* The URL of the store the run uses. 0, or -1 when it does not fit. */
 int store_url(char *buf, size_t n, const char *dir);
+/* Whether a file name is a journal's, "journal-*.log". */
+int is_journal(const char *name);
 /* The JSON text of a string (a one-column text primary key); malloc'd. */
 char *json_str_text(const char *s);
 /* Whether a UNICO_EBUSY answer means a live hold reserves a value the

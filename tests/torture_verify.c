@@ -306,10 +306,7 @@ static int v_journals(vstats *v, const char *dir, char ***names_out,
   }
   struct dirent *de;
   while ((de = readdir(d))) {
-    size_t l = strlen(de->d_name);
-    if (strncmp(de->d_name, "journal-", 8) || l < 12 ||
-        strcmp(de->d_name + l - 4, ".log"))
-      continue;
+    if (!is_journal(de->d_name)) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       char **nn = realloc(names, cap * sizeof *nn);
