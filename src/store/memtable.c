@@ -15,6 +15,13 @@ static uint64_t hash_key(const void *key, size_t klen) {
   return h ? h : 1;
 }
 
+/* The bucket of t->lead a key counts in: of its first two bytes (0 for
+ * those it lacks; a prefix shorter than two bytes never uses the buckets). */
+static unsigned lead_of(const uint8_t *k, size_t klen) {
+  unsigned a = klen > 0 ? k[0] : 0, b = klen > 1 ? k[1] : 0;
+  return (a * 31u + b) & 255u;
+}
+
 int umt_init(umt *t, size_t psize) {
   memset(t, 0, sizeof *t);
   t->psize = psize;
@@ -80,6 +87,7 @@ int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
     free(e->kv);
   } else {
     t->n++;
+    t->lead[lead_of(key, klen)]++;
   }
   e->hash = h;
   e->kv = kv;
@@ -112,14 +120,132 @@ int umt_keycmp(const void *a, size_t al, const void *b, size_t bl) {
   return al < bl ? -1 : al > bl;
 }
 
-static int cmp_entries(const void *x, const void *y) {
-  const umt_entry *a = *(umt_entry *const *)x, *b = *(umt_entry *const *)y;
-  return umt_keycmp(a->kv, a->klen, b->kv, b->klen);
+/* ------------------------------------------------------------------ */
+/* Sorting entries by key: a most-significant-first sort eight bytes at a
+ * time. Each level sorts by (w, m): w the key's next eight bytes as a
+ * big-endian integer (zeros past its end), m how many of them the key has
+ * (9: it goes on). Keys equal in both that go on are sorted again on their
+ * next eight bytes; two that end there are the same key. */
+
+typedef struct sitem {
+  uint64_t w;
+  uint32_t m;
+  umt_entry *e;
+} sitem;
+
+static int sitem_lt(const sitem *a, const sitem *b) {
+  return a->w < b->w || (a->w == b->w && a->m < b->m);
+}
+
+static void sitem_swap(sitem *a, sitem *b) {
+  sitem t = *a;
+  *a = *b;
+  *b = t;
+}
+
+static void sift(sitem *v, size_t i, size_t n) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && sitem_lt(&v[c], &v[c + 1])) c++;
+    if (!sitem_lt(&v[i], &v[c])) return;
+    sitem_swap(&v[i], &v[c]);
+    i = c;
+  }
+}
+
+/* Introsort: quicksort (median of three), insertion sort for short runs,
+ * heapsort when the partitions go badly. */
+static void sort_items(sitem *v, size_t n, int depth) {
+  while (n > 16) {
+    if (depth-- == 0) {
+      for (size_t i = n / 2; i-- > 0;) sift(v, i, n);
+      for (size_t i = n; i-- > 1;) {
+        sitem_swap(&v[0], &v[i]);
+        sift(v, 0, i);
+      }
+      return;
+    }
+    size_t mid = n / 2;
+    if (sitem_lt(&v[mid], &v[0])) sitem_swap(&v[mid], &v[0]);
+    if (sitem_lt(&v[n - 1], &v[0])) sitem_swap(&v[n - 1], &v[0]);
+    if (sitem_lt(&v[n - 1], &v[mid])) sitem_swap(&v[n - 1], &v[mid]);
+    sitem pivot = v[mid];
+    size_t i = 0, j = n - 1;
+    for (;;) {
+      while (sitem_lt(&v[i], &pivot)) i++;
+      while (sitem_lt(&pivot, &v[j])) j--;
+      if (i >= j) break;
+      sitem_swap(&v[i], &v[j]);
+      i++;
+      j--;
+    }
+    /* [0, j] <= pivot <= [j + 1, n): recurse on the smaller side */
+    size_t left = j + 1;
+    if (left < n - left) {
+      sort_items(v, left, depth);
+      v += left;
+      n -= left;
+    } else {
+      sort_items(v + left, n - left, depth);
+      n = left;
+    }
+  }
+  for (size_t i = 1; i < n; i++) {
+    sitem x = v[i];
+    size_t j = i;
+    for (; j > 0 && sitem_lt(&x, &v[j - 1]); j--) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
+static void load_words(sitem *v, size_t n, size_t d) {
+  for (size_t i = 0; i < n; i++) {
+    /* (the keys are all over the heap: ask for them ahead) */
+    if (i + 16 < n) __builtin_prefetch(v[i + 16].e);
+    if (i + 8 < n) __builtin_prefetch(v[i + 8].e->kv + d);
+    const umt_entry *e = v[i].e;
+    size_t have = e->klen > d ? e->klen - d : 0;
+    uint8_t b[8] = {0};
+    memcpy(b, e->kv + d, have < 8 ? have : 8);
+    uint64_t w = 0;
+    for (int k = 0; k < 8; k++) w = w << 8 | b[k];
+    v[i].w = w;
+    v[i].m = have > 8 ? 9 : (uint32_t)have;
+  }
+}
+
+static void sort_level(sitem *v, size_t n, size_t d) {
+  int depth = 0;
+  for (size_t k = n; k > 1; k >>= 1) depth += 2;
+  load_words(v, n, d);
+  sort_items(v, n, depth);
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && v[j].w == v[i].w && v[j].m == v[i].m) j++;
+    if (j - i > 1 && v[i].m == 9) sort_level(v + i, j - i, d + 8);
+    i = j;
+  }
+}
+
+int umt_sort(umt_entry **v, size_t n, size_t skip) {
+  if (n < 2) return 0;
+  sitem *it = malloc(n * sizeof *it);
+  if (!it) return -1;
+  for (size_t i = 0; i < n; i++) it[i].e = v[i];
+  sort_level(it, n, skip);
+  for (size_t i = 0; i < n; i++) v[i] = it[i].e;
+  free(it);
+  return 0;
 }
 
 int umt_collect(const umt *t, const void *prefix, size_t plen,
                 umt_entry ***out, size_t *n) {
   size_t k = 0;
+  *out = NULL;
+  *n = 0;
+  /* no key in the table starts with the prefix's first two bytes */
+  if (plen >= 2 && t->lead[lead_of(prefix, plen)] == 0) return 0;
   umt_entry **v = malloc((t->n ? t->n : 1) * sizeof *v);
   if (!v) return -1;
   for (size_t i = 0; i < t->cap; i++) {
@@ -127,7 +253,10 @@ int umt_collect(const umt *t, const void *prefix, size_t plen,
     if (e->hash && e->klen >= plen && memcmp(e->kv, prefix, plen) == 0)
       v[k++] = e;
   }
-  qsort(v, k, sizeof *v, cmp_entries);
+  if (umt_sort(v, k, plen)) {
+    free(v);
+    return -1;
+  }
   *out = v;
   *n = k;
   return 0;

@@ -23,6 +23,9 @@ typedef struct umt {
   size_t bytes; /* keys and values held */
   size_t psize; /* LMDB's page size */
   size_t cost;  /* umt_cost() of the entries held */
+  /* Entries by umt_lead() of their key's first two bytes: a prefix scan
+   * whose bucket is empty returns at once, without walking the table. */
+  uint32_t lead[256];
 } umt;
 
 /* 0, or -1 out of memory. psize: the page size of the LMDB it goes to. */
@@ -35,7 +38,9 @@ umt_entry *umt_find(const umt *t, const void *key, size_t klen);
 int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
             int deleted, const void *val, size_t vlen);
 /* Entries whose key starts with prefix, sorted by key (memcmp order), as
- * pointers into the table (valid until it changes). -1 out of memory. */
+ * pointers into the table (valid until it changes). -1 out of memory.
+ * The sort compares keys eight bytes at a time as integers, cached beside
+ * the pointers (umt_sort), so most comparisons touch no key. */
 int umt_collect(const umt *t, const void *prefix, size_t plen,
                 umt_entry ***out, size_t *n);
 /* The most that writing an entry (key and value, or a tombstone) into
@@ -48,5 +53,10 @@ size_t umt_cost(size_t psize, size_t klen, size_t vlen, int deleted);
 
 /* Byte order of two keys, shorter first on a common prefix. */
 int umt_keycmp(const void *a, size_t al, const void *b, size_t bl);
+
+/* Sort n entries by key (umt_keycmp's order), all of whose keys share
+ * their first `skip` bytes. Keys must differ (as a table's do). -1 out of
+ * memory (v is then unchanged). */
+int umt_sort(umt_entry **v, size_t n, size_t skip);
 
 #endif
