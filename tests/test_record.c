@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "keys/tuple.h"
+#include "plan/plan.h"
+#include "records/flat.h"
 #include "records/record.h"
+#include "testutil.h"
 #include "schema/schema.h"
 
 static const char *DDL =
@@ -224,6 +227,199 @@ static void test_pk_parse(void **state) {
   ubuf_free(&b);
 }
 
+/* ------------------------------------------------------------------ */
+/* The record read without jansson (records/flat.h) against jansson, on
+ * random texts: whenever urec_flat_scan takes a text, jansson reads it too
+ * and prints it back byte for byte, and its sorted print is the flat
+ * canonical form; whenever urec_flat_bind takes it for a table,
+ * urec_validate does, and the primary key, its JSON and every claim are the
+ * same both ways; when bind refuses it, validate refuses it too. */
+
+static tu_rng frng;
+
+static void put_s(ubuf *b, const char *s) { ubuf_put(b, s, strlen(s)); }
+
+static void gen_string(ubuf *b) {
+  static const char *const parts[] = {
+      "a", "Z", "0", " ", "@", "x.org", "\\\"", "\\\\", "\\n", "\\u0041",
+      "\\/", "\x7f", "\xc3\xa9", "\xe2\x80\xa8", "\xf0\x9f\x98\x80",
+      "\xc3", "\xed\xa0\x80", "\xc0\xaf", "\t", "Stra\xc3\x9f" "e", "K"};
+  ubuf_putc(b, '"');
+  unsigned n = tu_rng_below(&frng, 6);
+  for (unsigned i = 0; i < n; i++) {
+    unsigned k = tu_rng_below(&frng, 40);
+    put_s(b, parts[k < 21 ? k : k % 5]); /* (mostly plain characters) */
+  }
+  ubuf_putc(b, '"');
+}
+
+static void gen_value(ubuf *b, int type) {
+  static const char *const ints[] = {
+      "0", "7", "-12", "2147483647", "2147483648", "-2147483649",
+      "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+      "-0", "007", "1.5", "1e3", "-0.0", "12345678901"};
+  static const char *const uuids[] = {
+      "\"123e4567-e89b-12d3-a456-426614174000\"",
+      "\"123E4567-E89B-12D3-A456-426614174000\"", "\"123e4567\""};
+  static const char *const times[] = {
+      "\"2024-05-01T12:00:00Z\"", "\"2024-05-01T12:00:00.123+02:00\"",
+      "\"2024-13-01T12:00:00Z\"", "1714564800000", "\"yesterday\""};
+  if (tu_rng_below(&frng, 10) == 0) type = (int)tu_rng_below(&frng, 9);
+  switch (type) {
+  case 0: gen_string(b); break;
+  case 1: put_s(b, ints[tu_rng_below(&frng, 15)]); break;
+  case 2: put_s(b, tu_rng_below(&frng, 2) ? "true" : "false"); break;
+  case 3: put_s(b, uuids[tu_rng_below(&frng, 3)]); break;
+  case 4: put_s(b, times[tu_rng_below(&frng, 5)]); break;
+  case 5: put_s(b, "null"); break;
+  case 6: put_s(b, tu_rng_below(&frng, 2) ? "[1]" : "{}"); break;
+  case 7: put_s(b, ints[tu_rng_below(&frng, 3)]); break;
+  default: put_s(b, "1.25"); break;
+  }
+}
+
+/* A record for table t: mostly its columns with values of their types, at
+ * times an unknown or repeated key, a value of another type, white space. */
+static void gen_record(const utable *t, ubuf *b) {
+  static const int want[] = {
+      [UCOL_TEXT] = 0, [UCOL_INT] = 1, [UCOL_BIGINT] = 1, [UCOL_BOOLEAN] = 2,
+      [UCOL_UUID] = 3, [UCOL_TIMESTAMP] = 4, [UCOL_DOUBLE] = 7};
+  int ws = tu_rng_below(&frng, 8) == 0;
+  ubuf_reset(b);
+  put_s(b, ws ? "{ " : "{");
+  unsigned n = tu_rng_below(&frng, (unsigned)t->ncols + 2);
+  for (unsigned i = 0; i < n; i++) {
+    if (i) put_s(b, ws ? ", " : ",");
+    unsigned c = tu_rng_below(&frng, (unsigned)t->ncols + 1);
+    /* the primary key first, most of the time */
+    if (i < t->npk && tu_rng_below(&frng, 8)) c = (unsigned)t->pk[i];
+    const char *name = c < t->ncols ? t->cols[c].name : "nope";
+    ubuf_putc(b, '"');
+    put_s(b, name);
+    put_s(b, ws ? "\": " : "\":");
+    gen_value(b, c < t->ncols ? want[t->cols[c].type] : 0);
+  }
+  put_s(b, "}");
+  ubuf_putc(b, 0);
+  b->len--;
+}
+
+static char *dump(json_t *j, size_t flags) {
+  char *s = json_dumps(j, flags | JSON_ENCODE_ANY);
+  assert_non_null(s);
+  return s;
+}
+
+static void same_claims(const utable *t, json_t *j, const urec_flat *f) {
+  for (size_t i = 0; i < t->ncons; i++) {
+    ubuf a = UBUF_INIT, b = UBUF_INIT;
+    unico_result ra = UNICO_RESULT_INIT, rb = UNICO_RESULT_INIT;
+    int pa, pb;
+    int ca = urec_unique_value(t, &t->cons[i], j, &a, &pa, &ra);
+    int cb = urec_flat_unique_value(t, &t->cons[i], f, &b, &pb, &rb);
+    assert_int_equal(ca, cb);
+    assert_int_equal(pa, pb);
+    assert_int_equal(a.len, b.len);
+    if (a.len) assert_memory_equal(a.p, b.p, a.len);
+    ubuf_free(&a);
+    ubuf_free(&b);
+  }
+}
+
+static void test_flat_matches_jansson(void **state) {
+  (void)state;
+  ubuf text = UBUF_INIT;
+  unsigned scanned = 0, bound = 0, refused = 0;
+  tu_rng_seed(&frng, 20261127);
+  for (int round = 0; round < 30000; round++) {
+    const utable *t = round % 3 ? T : C;
+    urec_flat f;
+    gen_record(t, &text);
+    const char *s = (const char *)text.p;
+    json_t *j = json_loads(s, JSON_REJECT_DUPLICATES, NULL);
+    if (urec_flat_scan(s, &f)) continue;
+    scanned++;
+    if (!j) fprintf(stderr, "flat took what jansson refuses: %s\n", s);
+    assert_non_null(j);
+    char *c = dump(j, JSON_COMPACT), *sorted = dump(j, JSON_COMPACT | JSON_SORT_KEYS);
+    if (strcmp(c, s)) fprintf(stderr, "jansson prints %s as %s\n", s, c);
+    assert_string_equal(c, s);
+    ubuf canon = UBUF_INIT;
+    urec_flat_canon(&f, &canon);
+    ubuf_putc(&canon, 0);
+    assert_string_equal((const char *)canon.p, sorted);
+    ubuf_free(&canon);
+    free(c);
+    free(sorted);
+    int valid = urec_validate(t, j, NULL) == UNICO_OK;
+    if (urec_flat_bind(t, &f)) {
+      refused++;
+      assert_false(valid);
+    } else {
+      bound++;
+      assert_true(valid);
+      ubuf pa = UBUF_INIT, pb = UBUF_INIT, pt = UBUF_INIT;
+      assert_int_equal(urec_pk(t, j, &pa, NULL), UNICO_OK);
+      assert_int_equal(urec_flat_pk(t, &f, &pb, NULL), UNICO_OK);
+      assert_int_equal(pa.len, pb.len);
+      assert_memory_equal(pa.p, pb.p, pa.len);
+      json_t *pj = urec_pk_json(t, j);
+      char *pk = dump(pj, JSON_COMPACT);
+      urec_flat_pk_text(t, &f, &pt);
+      assert_int_equal(pt.len, strlen(pk));
+      assert_memory_equal(pt.p, pk, pt.len);
+      free(pk);
+      json_decref(pj);
+      same_claims(t, j, &f);
+      ubuf_free(&pa);
+      ubuf_free(&pb);
+      ubuf_free(&pt);
+    }
+    json_decref(j);
+  }
+  ubuf_free(&text);
+  /* every way was taken often enough to mean something */
+  fprintf(stderr, "flat: %u scanned, %u bound, %u refused by bind\n", scanned,
+          bound, refused);
+  assert_true(scanned > 3000);
+  assert_true(bound > 1000);
+  assert_true(refused > 500);
+}
+
+/* Texts the scan must leave to jansson (which prints them differently or
+ * refuses them), and ones it must take. */
+static void test_flat_scan_edges(void **state) {
+  (void)state;
+  urec_flat f;
+  static const char *const no[] = {
+      "{ }", "{\"id\" :\"a\"}", "{\"id\":\"a\" }", "{\"id\":\"a\"}x",
+      "{\"id\":\"a\\u0041\"}", "{\"id\":\"\\n\"}", "{\"n\":-0}",
+      "{\"n\":01}", "{\"n\":1.0}", "{\"n\":1e2}", "{\"n\":9223372036854775808}",
+      "{\"n\":-9223372036854775809}", "{\"id\":\"a\",\"id\":\"b\"}",
+      "{\"id\":[]}", "{\"id\":{}}", "{\"id\":tru}", "{\"id\":\"\xc3\"}",
+      "{\"id\":\"\xed\xa0\x80\"}", "[1]", "", "{\"id\":\"a\",}", "{,}",
+      "{\"id\":\"\t\"}", "{\"id\":nul}"};
+  static const char *const yes[] = {
+      "{}", "{\"id\":\"a\"}", "{\"n\":-9223372036854775808}",
+      "{\"n\":9223372036854775807,\"id\":\"\xf0\x9f\x98\x80\"}",
+      "{\"f\":false,\"b\":true,\"s\":null}", "{\"id\":\"a/b\x7f\"}"};
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+    if (!urec_flat_scan(no[i], &f)) fprintf(stderr, "took %s\n", no[i]);
+    assert_int_equal(urec_flat_scan(no[i], &f), -1);
+  }
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+    if (urec_flat_scan(yes[i], &f)) fprintf(stderr, "left %s\n", yes[i]);
+    assert_int_equal(urec_flat_scan(yes[i], &f), 0);
+    assert_int_equal(f.len, strlen(yes[i]));
+  }
+  assert_int_equal(urec_flat_scan("{\"n\":-12,\"s\":\"x\"}", &f), 0);
+  assert_int_equal(f.n, 2);
+  assert_int_equal(f.f[0].v.kind, UREC_V_INT);
+  assert_int_equal(f.f[0].v.i, -12);
+  assert_int_equal(f.f[1].v.kind, UREC_V_STR);
+  assert_int_equal(f.f[1].v.n, 1);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -232,6 +428,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_unique_value_nulls),
       cmocka_unit_test(test_patch),
       cmocka_unit_test(test_pk_parse),
+      cmocka_unit_test(test_flat_matches_jansson),
+      cmocka_unit_test(test_flat_scan_edges),
   };
   return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

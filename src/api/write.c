@@ -12,6 +12,7 @@
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
+#include "records/flat.h"
 #include "records/record.h"
 #include "util/err.h"
 
@@ -142,15 +143,13 @@ static const char *dump_small(json_t *v, char *buf, size_t n, char **heap) {
 /* The answer of a write, {"pk":..,"version":N} (what json_dumps would
  * print for that object, without building it), into res and, when keep is
  * not NULL, a copy into *keep (the outcome a caller's op id stores). */
-static int set_output(unico_result *res, json_t *pk, uint64_t version,
-                      char **keep) {
-  char pkbuf[512], *pkheap;
-  const char *pks = dump_small(pk, pkbuf, sizeof pkbuf, &pkheap);
-  size_t n = pks ? strlen(pks) + 40 : 0;
+static int set_output(unico_result *res, const char *pks, size_t pkl,
+                      uint64_t version, char **keep) {
+  size_t n = pks ? pkl + 40 : 0;
   char *s = pks ? malloc(n) : NULL;
   if (s)
-    snprintf(s, n, "{\"pk\":%s,\"version\":%" PRIu64 "}", pks, version);
-  free(pkheap);
+    snprintf(s, n, "{\"pk\":%.*s,\"version\":%" PRIu64 "}", (int)pkl, pks,
+             version);
   if (!s) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   if (keep) {
     *keep = s;
@@ -566,6 +565,8 @@ typedef struct wcall {
   const char *op_id;     /* the caller's, or generated */
   char opbuf[64];
   json_t *input;         /* insert: the record; update: the patch */
+  urec_flat flat;        /* insert: the record read without jansson, */
+  int have_flat;         /* when its text is in the compact form */
   uint8_t (*hashes)[32]; /* of the hold tokens presented */
   takeovers tk;          /* holds this write may take over */
   int have_tomb;         /* insert: the key holds a tombstone it replaces, */
@@ -583,7 +584,8 @@ typedef struct wround {
   uint64_t sver;          /* its store version */
   uint64_t fp;            /* caller's op id: the request's fingerprint */
   int outcome_later;      /* its outcome not read yet (see round_seen) */
-  json_t *body, *pkj;
+  json_t *body;
+  int flat;               /* insert: w->flat is the record (bound to t) */
   char *output, *canon_s;
   uplan plan;
   uexec_refused why;
@@ -621,6 +623,11 @@ static int call_init(wcall *w, unico *u, const uapi_req *rq,
     w->op_id = w->opbuf;
   }
   if (rq->kind == UPLAN_DELETE) return UNICO_OK;
+  if (rq->kind == UPLAN_INSERT && rq->json &&
+      !urec_flat_scan(rq->json, &w->flat)) {
+    w->have_flat = 1;
+    return UNICO_OK;
+  }
   return urec_parse_object(rq->json,
                            rq->kind == UPLAN_INSERT ? "record" : "update",
                            &w->input, res);
@@ -633,7 +640,6 @@ static void round_free(wround *r) {
   ubuf_free(&r->rkey);
   ustored_record_free(&r->old);
   json_decref(r->body);
-  json_decref(r->pkj);
   free(r->output);
   free(r->canon_s);
   uapi_sch_put(r->sc);
@@ -667,6 +673,15 @@ static int round_target(wcall *w, wround *r, unico_result *res) {
   r->t = find_table(r->sc, rq->table, res);
   if (!r->t) return UNICO_EINVAL;
   if (rq->kind != UPLAN_INSERT) return urec_pk_parse(r->t, rq->pk_json, &r->pk, res);
+  if (w->have_flat && !w->input) {
+    if (!urec_flat_bind(r->t, &w->flat)) {
+      r->flat = 1;
+      return urec_flat_pk(r->t, &w->flat, &r->pk, res);
+    }
+    /* (not for this table as it is: jansson's way says why) */
+    int rc = urec_parse_object(rq->json, "record", &w->input, res);
+    if (rc) return rc;
+  }
   int rc = urec_validate(r->t, w->input, res);
   if (!rc) rc = urec_pk(r->t, w->input, &r->pk, res);
   if (!rc) r->body = json_incref(w->input);
@@ -684,7 +699,17 @@ static int round_target(wcall *w, wround *r, unico_result *res) {
 static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
   const uapi_req *rq = w->rq;
   if (!rq->op_id) return UNICO_OK;
-  r->canon_s = w->input ? canon(w->input) : NULL;
+  if (r->flat) {
+    ubuf c = UBUF_INIT;
+    urec_flat_canon(&w->flat, &c);
+    if (!ubuf_ok(&c)) {
+      ubuf_free(&c);
+      return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+    }
+    r->canon_s = ubuf_take(&c);
+  } else {
+    r->canon_s = w->input ? canon(w->input) : NULL;
+  }
   r->fp = fingerprint(rq->kind, r->t->name, r->canon_s, &r->pk,
                       rq->if_version);
   if (attempt == 0 &&
@@ -761,7 +786,6 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
 static int round_plan(wcall *w, wround *r, unico_result *res) {
   const uapi_req *rq = w->rq;
   unico *u = w->u;
-  r->pkj = urec_pk_json(r->t, r->body);
   const ustored_record *base = r->have_old ? &r->old : NULL;
   ustored_record tomb; /* (only its version counts: no claims, no history) */
   memset(&tomb, 0, sizeof tomb);
@@ -774,12 +798,35 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
   uint64_t version = rq->kind == UPLAN_INSERT
                          ? (w->have_tomb ? w->tomb_version + 1 : 1)
                          : r->old.version + (rq->kind == UPLAN_UPDATE);
-  int rc = set_output(res, r->pkj, version, rq->op_id ? &r->output : NULL);
+  /* the answer's key: as the record gave it, or printed */
+  char pkbuf[512], *pkheap = NULL;
+  const char *pks;
+  size_t pkl;
+  ubuf pkt = UBUF_INIT;
+  if (r->flat && r->t->npk == 1) {
+    const urec_field *x = &w->flat.f[0];
+    while (x->col != r->t->pk[0]) x++;
+    pks = x->t;
+    pkl = x->tl;
+  } else if (r->flat) {
+    urec_flat_pk_text(r->t, &w->flat, &pkt);
+    pks = ubuf_ok(&pkt) ? (const char *)pkt.p : NULL;
+    pkl = pkt.len;
+  } else {
+    json_t *pkj = urec_pk_json(r->t, r->body);
+    pks = dump_small(pkj, pkbuf, sizeof pkbuf, &pkheap);
+    pkl = pks ? strlen(pks) : 0;
+    json_decref(pkj);
+  }
+  int rc = set_output(res, pks, pkl, version, rq->op_id ? &r->output : NULL);
+  free(pkheap);
+  ubuf_free(&pkt);
   if (rc) return rc;
   uplan_write_req pw = {.kind = rq->kind,
                         .table = r->t,
                         .pk = &r->pk,
                         .body = rq->kind == UPLAN_DELETE ? NULL : r->body,
+                        .flat = r->flat ? &w->flat : NULL,
                         .old = base,
                         .old_sver = r->sver,
                         .schema_ver = r->sc->store_ver,

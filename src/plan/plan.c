@@ -8,13 +8,16 @@
 
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
+#include "records/flat.h"
 #include "records/record.h"
 #include "util/err.h"
 
 #define FMT 1 /* first element of every stored value: its format version */
 
-int uplan_claims(const utable *t, json_t *body, uclaims *out,
-                 unico_result *res) {
+/* The claims of a record given as a jansson object or as a bound flat
+ * record (records/flat.h): one of body and flat. */
+static int claims_of(const utable *t, json_t *body, const urec_flat *flat,
+                     uclaims *out, unico_result *res) {
   ubuf k = UBUF_INIT;
   int rc = UNICO_OK;
   for (size_t i = 0; i < t->ncons; i++) {
@@ -24,7 +27,8 @@ int uplan_claims(const utable *t, json_t *body, uclaims *out,
     else ukey_claims(&k, t->name, c->name);
     size_t voff = k.len;
     int present;
-    rc = urec_unique_value(t, c, body, &k, &present, res);
+    rc = flat ? urec_flat_unique_value(t, c, flat, &k, &present, res)
+              : urec_unique_value(t, c, body, &k, &present, res);
     if (rc) goto leave;
     if (!present) continue;
     if (!ubuf_ok(&k) || uclaims_add(out, k.p, k.len, voff, (int)i)) {
@@ -37,6 +41,11 @@ leave:
   ubuf_free(&k);
   if (rc) uclaims_free(out);
   return rc;
+}
+
+int uplan_claims(const utable *t, json_t *body, uclaims *out,
+                 unico_result *res) {
+  return claims_of(t, body, NULL, out, res);
 }
 
 int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
@@ -96,17 +105,20 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   p->rver = old ? w->old_sver : 0;
   p->rbare = old && w->old_sver == 0;
   if (kind != UPLAN_DELETE) {
-    rc = uplan_claims(t, body, &need, res);
+    rc = claims_of(t, body, w->flat, &need, res);
     if (rc) goto leave;
-    /* (printed on the stack when it fits: no allocation) */
-    size_t bl = json_dumpb(body, body_buf, sizeof body_buf - 1, JSON_COMPACT);
-    if (bl && bl < sizeof body_buf) {
-      body_buf[bl] = 0;
-    } else {
-      body_s = json_dumps(body, JSON_COMPACT);
-      if (!body_s) goto oom;
+    const char *body_text = w->flat ? w->flat->text : body_buf;
+    if (!w->flat) {
+      /* (printed on the stack when it fits: no allocation) */
+      size_t bl = json_dumpb(body, body_buf, sizeof body_buf - 1, JSON_COMPACT);
+      if (bl && bl < sizeof body_buf) {
+        body_buf[bl] = 0;
+      } else {
+        body_s = json_dumps(body, JSON_COMPACT);
+        if (!body_s) goto oom;
+        body_text = body_s;
+      }
     }
-    const char *body_text = body_s ? body_s : body_buf;
     /* (an insert over a tombstone continues from its version) */
     uint64_t version = old ? old->version + 1 : 1;
     p->version = version;

@@ -66,6 +66,8 @@ typedef struct uplan_write_req {
   const utable *table;
   const ubuf *pk;             /* the primary key tuple */
   json_t *body;               /* the new record (NULL for a delete) */
+  const struct urec_flat *flat; /* or (insert) the record as its compact
+                                 text, bound to table (records/flat.h) */
   const ustored_record *old;  /* the record as read (insert: the tombstone
                                  it replaces, or NULL) */
   uint64_t old_sver;          /* old's store version */

@@ -14,8 +14,8 @@
 #include "util/clock.h"
 #include "util/err.h"
 
-static int uuid_norm(const char *s, char out[37]) {
-  if (strlen(s) != 36) return -1;
+static int uuid_norm(const char *s, size_t n, char out[37]) {
+  if (n != 36) return -1;
   for (int i = 0; i < 36; i++) {
     char c = s[i];
     if (i == 8 || i == 13 || i == 18 || i == 23) {
@@ -30,39 +30,82 @@ static int uuid_norm(const char *s, char out[37]) {
   return 0;
 }
 
-static const char *json_kind(json_t *v) {
-  switch (json_typeof(v)) {
-  case JSON_OBJECT: return "an object";
-  case JSON_ARRAY: return "an array";
-  case JSON_STRING: return "a string";
-  case JSON_INTEGER: return "an integer";
-  case JSON_REAL: return "a number";
-  case JSON_TRUE:
-  case JSON_FALSE: return "a boolean";
-  case JSON_NULL: return "null";
+static const char *view_kind(const urec_view *v) {
+  switch (v->kind) {
+  case UREC_V_OBJECT: return "an object";
+  case UREC_V_ARRAY: return "an array";
+  case UREC_V_STR: return "a string";
+  case UREC_V_INT: return "an integer";
+  case UREC_V_REAL: return "a number";
+  case UREC_V_TRUE:
+  case UREC_V_FALSE: return "a boolean";
+  case UREC_V_NULL: return "null";
   }
   return "a value";
 }
 
-static int type_err(const ucolumn *c, json_t *v, const char *want,
+static int type_err(const ucolumn *c, const urec_view *v, const char *want,
                     unico_result *res) {
   return uerr(res, UNICO_EINVAL, c->name,
               "column \"%s\" is %s: expected %s, got %s", c->name,
-              ucol_type_name(c->type), want, json_kind(v));
+              ucol_type_name(c->type), want, view_kind(v));
 }
 
-int urec_put_value(ubuf *out, const ucolumn *c, unorm norm, json_t *v,
-                   unico_result *res) {
+void urec_view_of(json_t *v, urec_view *out) {
+  memset(out, 0, sizeof *out);
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: out->kind = UREC_V_OBJECT; break;
+  case JSON_ARRAY: out->kind = UREC_V_ARRAY; break;
+  case JSON_STRING:
+    out->kind = UREC_V_STR;
+    out->s = json_string_value(v);
+    out->n = json_string_length(v);
+    break;
+  case JSON_INTEGER:
+    out->kind = UREC_V_INT;
+    out->i = json_integer_value(v);
+    break;
+  case JSON_REAL:
+    out->kind = UREC_V_REAL;
+    out->d = json_real_value(v);
+    break;
+  case JSON_TRUE: out->kind = UREC_V_TRUE; break;
+  case JSON_FALSE: out->kind = UREC_V_FALSE; break;
+  case JSON_NULL: out->kind = UREC_V_NULL; break;
+  }
+}
+
+/* A string value as a C string: in buf when it fits, else malloc'd into
+ * *heap; NULL when out of memory. */
+static const char *cstr(const urec_view *v, char *buf, size_t n, char **heap) {
+  *heap = NULL;
+  if (v->n < n) {
+    memcpy(buf, v->s, v->n);
+    buf[v->n] = 0;
+    return buf;
+  }
+  *heap = malloc(v->n + 1);
+  if (!*heap) return NULL;
+  memcpy(*heap, v->s, v->n);
+  (*heap)[v->n] = 0;
+  return *heap;
+}
+
+/* (the first 60 bytes of a string value, for messages) */
+#define SHOW(v) (int)((v)->n < 60 ? (v)->n : 60), (v)->s
+
+int urec_put_view(ubuf *out, const ucolumn *c, unorm norm, const urec_view *v,
+                  unico_result *res) {
   switch (c->type) {
   case UCOL_TEXT: {
-    if (!json_is_string(v)) return type_err(c, v, "a string", res);
-    const char *s = json_string_value(v);
-    size_t n = json_string_length(v);
+    if (v->kind != UREC_V_STR) return type_err(c, v, "a string", res);
+    const char *s = v->s;
+    size_t n = v->n;
     if (memchr(s, 0, n) || !unorm_utf8_valid(s, n))
       return uerr(res, UNICO_EINVAL, c->name,
                   "column \"%s\" holds a NUL character or invalid UTF-8",
                   c->name);
-    if (norm == UNORM_CASEFOLD) {
+    if (out && norm == UNORM_CASEFOLD) {
       char *f;
       size_t fl;
       int r = unorm_casefold(s, n, &f, &fl);
@@ -72,66 +115,80 @@ int urec_put_value(ubuf *out, const ucolumn *c, unorm norm, json_t *v,
                     "column \"%s\" is not valid UTF-8", c->name);
       utup_text(out, f, fl);
       free(f);
-    } else {
+    } else if (out) {
       utup_text(out, s, n);
     }
     break;
   }
   case UCOL_INT:
-    if (!json_is_integer(v)) return type_err(c, v, "an integer", res);
-    if (json_integer_value(v) < INT32_MIN || json_integer_value(v) > INT32_MAX)
+    if (v->kind != UREC_V_INT) return type_err(c, v, "an integer", res);
+    if (v->i < INT32_MIN || v->i > INT32_MAX)
       return uerr(res, UNICO_EINVAL, c->name,
-                  "column \"%s\" is int: %" JSON_INTEGER_FORMAT
+                  "column \"%s\" is int: %" PRId64
                   " is outside the 32-bit range",
-                  c->name, json_integer_value(v));
-    utup_int(out, json_integer_value(v));
+                  c->name, v->i);
+    if (out) utup_int(out, v->i);
     break;
   case UCOL_BIGINT:
-    if (!json_is_integer(v)) return type_err(c, v, "an integer", res);
-    utup_int(out, json_integer_value(v));
+    if (v->kind != UREC_V_INT) return type_err(c, v, "an integer", res);
+    if (out) utup_int(out, v->i);
     break;
   case UCOL_BOOLEAN:
-    if (!json_is_boolean(v)) return type_err(c, v, "true or false", res);
-    utup_bool(out, json_is_true(v));
+    if (v->kind != UREC_V_TRUE && v->kind != UREC_V_FALSE)
+      return type_err(c, v, "true or false", res);
+    if (out) utup_bool(out, v->kind == UREC_V_TRUE);
     break;
   case UCOL_UUID: {
     char u[37];
-    if (!json_is_string(v)) return type_err(c, v, "a UUID string", res);
-    if (uuid_norm(json_string_value(v), u))
+    if (v->kind != UREC_V_STR) return type_err(c, v, "a UUID string", res);
+    if (uuid_norm(v->s, strnlen(v->s, v->n), u))
       return uerr(res, UNICO_EINVAL, c->name,
-                  "column \"%s\" is uuid: \"%.60s\" is not of the form "
+                  "column \"%s\" is uuid: \"%.*s\" is not of the form "
                   "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
-                  c->name, json_string_value(v));
-    utup_text(out, u, 36);
+                  c->name, SHOW(v));
+    if (out) utup_text(out, u, 36);
     break;
   }
   case UCOL_TIMESTAMP: {
     int64_t ms;
-    if (json_is_integer(v)) {
-      ms = json_integer_value(v);
-    } else if (json_is_string(v)) {
-      if (uclock_parse_rfc3339(json_string_value(v), &ms))
+    if (v->kind == UREC_V_INT) {
+      ms = v->i;
+    } else if (v->kind == UREC_V_STR) {
+      char buf[64], *heap;
+      const char *ts = cstr(v, buf, sizeof buf, &heap);
+      if (!ts) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      int bad = uclock_parse_rfc3339(ts, &ms);
+      free(heap);
+      if (bad)
         return uerr(res, UNICO_EINVAL, c->name,
-                    "column \"%s\" is timestamp: \"%.60s\" is not an RFC 3339 "
+                    "column \"%s\" is timestamp: \"%.*s\" is not an RFC 3339 "
                     "time such as 2024-05-01T12:00:00Z (at most 3 fractional "
                     "digits)",
-                    c->name, json_string_value(v));
+                    c->name, SHOW(v));
     } else {
       return type_err(c, v, "milliseconds or an RFC 3339 string", res);
     }
-    utup_int(out, ms);
+    if (out) utup_int(out, ms);
     break;
   }
   case UCOL_DOUBLE:
-    if (!json_is_number(v)) return type_err(c, v, "a number", res);
-    utup_double(out, json_number_value(v));
+    if (v->kind != UREC_V_INT && v->kind != UREC_V_REAL)
+      return type_err(c, v, "a number", res);
+    if (out) utup_double(out, v->kind == UREC_V_INT ? (double)v->i : v->d);
     break;
   default:
     return uerr(res, UNICO_EINVAL, c->name, "column \"%s\" has an unknown type",
                 c->name);
   }
-  if (!ubuf_ok(out)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  if (out && !ubuf_ok(out)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   return UNICO_OK;
+}
+
+int urec_put_value(ubuf *out, const ucolumn *c, unorm norm, json_t *v,
+                   unico_result *res) {
+  urec_view w;
+  urec_view_of(v, &w);
+  return urec_put_view(out, c, norm, &w, res);
 }
 
 /* Every primary key column is present, not null and (text) not empty. */

@@ -10,6 +10,26 @@
 #include "unico.h"
 #include "util/buf.h"
 
+/* A value of a record as the key builders see it: from a jansson value
+ * (urec_view_of) or straight from a record's text (records/flat.h). */
+enum {
+  UREC_V_NULL, UREC_V_STR, UREC_V_INT, UREC_V_REAL, UREC_V_TRUE,
+  UREC_V_FALSE, UREC_V_OBJECT, UREC_V_ARRAY
+};
+typedef struct urec_view {
+  int kind;
+  const char *s; /* STR: its bytes (not NUL-terminated), */
+  size_t n;      /* n of them */
+  int64_t i;     /* INT */
+  double d;      /* REAL */
+} urec_view;
+
+void urec_view_of(json_t *v, urec_view *out);
+
+/* urec_put_value on a view; with out NULL only the checks (no allocation). */
+int urec_put_view(ubuf *out, const ucolumn *c, unorm norm, const urec_view *v,
+                  unico_result *res);
+
 /* Append the key element for one non-null JSON value of column c, normalized
  * by norm (text: exact bytes or NFKC_Casefold; uuid: lower case; timestamp:
  * the instant in milliseconds; double: -0 as 0). A value of the wrong type is

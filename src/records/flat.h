@@ -1,0 +1,60 @@
+/* flat.h - a record's JSON text read without jansson.
+ *
+ * Most records arrive as a flat object already in the form jansson's
+ * compact output gives it: no white space, strings without escapes,
+ * integers written plainly. For those the text itself is the stored body
+ * (no parse into a tree and print back), and the primary key, the claim
+ * values and the request's canonical form are read from slices of it.
+ * Anything else (white space, an escape, a real number, a nested value, a
+ * repeated or unknown key, a value of the wrong type, more than
+ * UREC_FLAT_MAX fields) is not taken here: the caller goes the jansson way,
+ * which gives the same result or the precise error. test_record holds the
+ * two ways to the same answers. */
+#ifndef UNICO_FLAT_H
+#define UNICO_FLAT_H
+
+#include "records/record.h"
+
+#define UREC_FLAT_MAX 64
+
+typedef struct urec_field {
+  const char *k; /* the key, without its quotes (no escapes) */
+  size_t kl;
+  const char *t; /* the value's JSON text */
+  size_t tl;
+  urec_view v;   /* the value (a string's bytes without the quotes) */
+  int col;       /* the table's column (after urec_flat_bind) */
+} urec_field;
+
+typedef struct urec_flat {
+  const char *text; /* the record's text, */
+  size_t len;       /* which is its compact JSON */
+  size_t n;
+  urec_field f[UREC_FLAT_MAX];
+} urec_flat;
+
+/* 0 when text is a flat JSON object that jansson's compact output would
+ * print back byte for byte (f then describes it); -1 when not. */
+int urec_flat_scan(const char *text, urec_flat *f);
+
+/* 0 when every field of f is a column of t with a value of its type (as
+ * urec_validate would find it) and every primary key column is present,
+ * not null and (text) not empty; -1 when not (the jansson way then says
+ * why). */
+int urec_flat_bind(const utable *t, urec_flat *f);
+
+/* The value of column col in a bound f, NULL when absent. */
+const urec_view *urec_flat_get(const urec_flat *f, int col);
+
+/* urec_pk, urec_unique_value and urec_pk_json's text for a bound f. */
+int urec_flat_pk(const utable *t, const urec_flat *f, ubuf *pk,
+                 unico_result *res);
+int urec_flat_unique_value(const utable *t, const uconstraint *c,
+                           const urec_flat *f, ubuf *val, int *present,
+                           unico_result *res);
+void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out);
+
+/* The text json_dumps(JSON_COMPACT | JSON_SORT_KEYS) gives for f. */
+void urec_flat_canon(const urec_flat *f, ubuf *out);
+
+#endif
