@@ -24,18 +24,24 @@ int unorm_utf8_valid(const char *s, size_t n) {
   return 1;
 }
 
+int unorm_casefold_ascii(const char *s, size_t n, char *out) {
+  if (ascii_prefix((const unsigned char *)s, n) != n) return 0;
+  /* ASCII: every code point is its own NFKC form, with no ignorable, and
+   * casefolds to its lower case (test_normalize checks all 127 against
+   * utf8proc) */
+  for (size_t i = 0; i < n; i++)
+    out[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] + ('a' - 'A')) : s[i];
+  return 1;
+}
+
 int unorm_casefold(const char *s, size_t n, char **out, size_t *outlen) {
   *out = NULL;
   *outlen = 0;
   if (memchr(s, 0, n)) return -1;
   if (ascii_prefix((const unsigned char *)s, n) == n) {
-    /* ASCII: every code point is its own NFKC form, with no ignorable, and
-     * casefolds to its lower case (test_normalize checks all 127 against
-     * utf8proc) */
     char *d = malloc(n + 1);
     if (!d) return -2;
-    for (size_t i = 0; i < n; i++)
-      d[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] + ('a' - 'A')) : s[i];
+    unorm_casefold_ascii(s, n, d);
     d[n] = 0;
     *out = d;
     *outlen = n;

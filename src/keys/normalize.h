@@ -12,4 +12,8 @@ int unorm_utf8_valid(const char *s, size_t n);
  * valid UTF-8 (or holds a NUL byte), -2 when out of memory; *out is NULL. */
 int unorm_casefold(const char *s, size_t n, char **out, size_t *outlen);
 
+/* When s (n bytes, no NUL) is ASCII: its NFKC_Casefold (its lower case,
+ * n bytes) into out, and 1; else 0 and out untouched in meaning. */
+int unorm_casefold_ascii(const char *s, size_t n, char *out);
+
 #endif

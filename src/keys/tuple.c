@@ -7,7 +7,9 @@ void utup_null(ubuf *b) { ubuf_putc(b, UTUP_NULL); }
 
 static void put_escaped(ubuf *b, uint8_t tag, const uint8_t *p, size_t n) {
   size_t zeros = 0;
-  for (size_t i = 0; i < n; i++) zeros += p[i] == 0;
+  /* (most values hold no NUL: one vectorised search says so) */
+  if (n && memchr(p, 0, n))
+    for (size_t i = 0; i < n; i++) zeros += p[i] == 0;
   if (ubuf_reserve(b, n + zeros + 2)) return;
   uint8_t *o = b->p + b->len;
   *o++ = tag;

@@ -105,7 +105,11 @@ int urec_put_view(ubuf *out, const ucolumn *c, unorm norm, const urec_view *v,
       return uerr(res, UNICO_EINVAL, c->name,
                   "column \"%s\" holds a NUL character or invalid UTF-8",
                   c->name);
-    if (out && norm == UNORM_CASEFOLD) {
+    char folded[256]; /* (an ASCII value folds in place: no allocation) */
+    if (out && norm == UNORM_CASEFOLD && n <= sizeof folded &&
+        unorm_casefold_ascii(s, n, folded)) {
+      utup_text(out, folded, n);
+    } else if (out && norm == UNORM_CASEFOLD) {
       char *f;
       size_t fl;
       int r = unorm_casefold(s, n, &f, &fl);
