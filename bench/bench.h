@@ -59,6 +59,13 @@ typedef struct bench_config {
   int no_check;            /* unico: skip unico_check after each point */
 } bench_config;
 
+/* An asynchronous write in flight (--async): the engine calls done once
+ * the write is answered, from any thread. The caller embeds it first in
+ * its own record of the write. */
+typedef struct bench_async {
+  void (*done)(struct bench_async *a, const bench_outcome *o);
+} bench_async;
+
 /* An engine. A "point" is one (workload, threads) measurement: begin makes
  * a fresh dataset with the schema, load bulk-inserts the preloaded users
  * (not timed; may skip durability), then every worker thread opens its own
@@ -77,6 +84,13 @@ typedef struct bench_engine {
   /* CPU time (µs) spent outside this process (a server), cumulative; NULL
    * or a negative return when not applicable. */
   double (*server_cpu_us)(void);
+  /* Context switches (voluntary and not) outside this process, cumulative;
+   * NULL or negative when not applicable. */
+  double (*server_ctxsw)(void);
+  /* Submit an insert and return at once; a->done(a, outcome) follows once
+   * it is answered (durable). NULL: the engine has no asynchronous writes.
+   * Returns 0, or -1 when it could not submit (a->done then never runs). */
+  int (*submit_insert)(void *conn, const bench_user *u, bench_async *a);
 } bench_engine;
 
 extern const bench_engine bench_engine_unico;

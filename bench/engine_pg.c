@@ -227,14 +227,15 @@ static void pg_lookup_email(void *conn, const char *email, bench_outcome *o) {
   PQclear(r);
 }
 
-/* utime+stime of the postmaster and all its children, in µs. */
-static double pg_server_cpu_us(void) {
+/* Sum over the postmaster and its children: utime+stime in µs (ctxsw 0),
+ * or their context switches, voluntary and not (ctxsw 1). */
+static double pg_server_sum(int ctxsw) {
   if (pm_pid <= 0) return -1;
   DIR *d = opendir("/proc");
   if (!d) return -1;
   struct dirent *e;
-  unsigned long long ticks = 0;
-  char path[300], buf[1024];
+  unsigned long long ticks = 0, switches = 0;
+  char path[300], buf[4096];
   while ((e = readdir(d))) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     long pid = atol(e->d_name);
@@ -253,11 +254,27 @@ static double pg_server_cpu_us(void) {
     if (sscanf(p + 1, " %*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ppid, &ut,
                &st) != 3)
       continue;
-    if (pid == pm_pid || ppid == pm_pid) ticks += ut + st;
+    if (pid != pm_pid && ppid != pm_pid) continue;
+    ticks += ut + st;
+    if (!ctxsw) continue;
+    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
+    f = fopen(path, "r");
+    if (!f) continue;
+    while (fgets(buf, sizeof buf, f)) {
+      unsigned long long v;
+      if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+          sscanf(buf, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+        switches += v;
+    }
+    fclose(f);
   }
   closedir(d);
+  if (ctxsw) return (double)switches;
   return (double)ticks * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
+
+static double pg_server_cpu_us(void) { return pg_server_sum(0); }
+static double pg_server_ctxsw(void) { return pg_server_sum(1); }
 
 const bench_engine bench_engine_pg = {
     .name = "postgres",
@@ -271,4 +288,5 @@ const bench_engine bench_engine_pg = {
     .remove = pg_remove,
     .lookup_email = pg_lookup_email,
     .server_cpu_us = pg_server_cpu_us,
+    .server_ctxsw = pg_server_ctxsw,
 };

@@ -164,25 +164,29 @@ static void unquote(char *dst, size_t n, const char *json) {
     map_rc(c, rc_, o);                                                      \
   } while (0)
 
-static void map_rc(uconn *c, int rc, bench_outcome *o) {
+static void map_res(int rc, const unico_result *res, bench_outcome *o) {
   switch (rc) {
   case UNICO_OK:
     o->st = ST_OK;
     break;
   case UNICO_ECONFLICT:
     o->st = ST_CONFLICT;
-    o->cons = bench_cons_from_text(c->res.constraint);
-    unquote(o->owner, sizeof o->owner, c->res.owner);
-    snprintf(o->msg, sizeof o->msg, "%s", c->res.message);
+    o->cons = bench_cons_from_text(res->constraint);
+    unquote(o->owner, sizeof o->owner, res->owner);
+    snprintf(o->msg, sizeof o->msg, "%s", res->message);
     break;
   case UNICO_ENOTFOUND:
     o->st = ST_NOTFOUND;
-    snprintf(o->msg, sizeof o->msg, "%s", c->res.message);
+    snprintf(o->msg, sizeof o->msg, "%s", res->message);
     break;
   default:
     o->st = ST_ERROR;
-    snprintf(o->msg, sizeof o->msg, "%s (%d): %s", unico_errname(rc), rc, c->res.message);
+    snprintf(o->msg, sizeof o->msg, "%s (%d): %s", unico_errname(rc), rc, res->message);
   }
+}
+
+static void map_rc(uconn *c, int rc, bench_outcome *o) {
+  map_res(rc, &c->res, o);
 }
 
 static void u_insert(void *conn, const bench_user *p, bench_outcome *o) {
@@ -192,6 +196,26 @@ static void u_insert(void *conn, const bench_user *p, bench_outcome *o) {
            "\"external_id\":\"%s\",\"name\":\"%s\"}",
            p->id, p->email, p->phone, p->provider, p->external_id, p->name);
   RUN_WRITE(unico_insert(U, "users", c->buf, NULL, &c->res));
+}
+
+/* --async: unico_submit, answered once durable. */
+static void u_submitted(void *ctx, const unico_result *res) {
+  bench_async *a = ctx;
+  bench_outcome o;
+  memset(&o, 0, sizeof o);
+  o.cons = CONS_UNKNOWN;
+  map_res(res->rc, res, &o);
+  a->done(a, &o);
+}
+
+static int u_submit_insert(void *conn, const bench_user *p, bench_async *a) {
+  uconn *c = conn;
+  snprintf(c->buf, sizeof c->buf,
+           "{\"id\":\"%s\",\"email\":\"%s\",\"phone\":\"%s\",\"provider\":\"%s\","
+           "\"external_id\":\"%s\",\"name\":\"%s\"}",
+           p->id, p->email, p->phone, p->provider, p->external_id, p->name);
+  unico_write w = {UNICO_WRITE_INSERT, "users", c->buf, NULL, NULL};
+  return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
 }
 
 static void u_update_email(void *conn, const char *id, const char *email, bench_outcome *o) {
@@ -233,4 +257,5 @@ const bench_engine bench_engine_unico = {
     .remove = u_remove,
     .lookup_email = u_lookup_email,
     .server_cpu_us = NULL,
+    .submit_insert = u_submit_insert,
 };

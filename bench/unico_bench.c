@@ -143,6 +143,7 @@ static const char *const PROVIDERS[4] = {"google", "github", "apple", "facebook"
 static _Atomic int phase;
 static _Atomic int error_printed;
 static _Atomic uint64_t point_errors;
+static int async_depth; /* --async N: writes in flight per thread (0: none) */
 static _Atomic int holders[HOT_K];
 
 typedef struct tracked {
@@ -165,6 +166,14 @@ typedef struct worker {
   size_t nusers;
   uint64_t ops, conflicts, retries, wins, errors;
   uint64_t *hist;
+  /* --async: the writes in flight and what their answers update (hist,
+   * counters, users), under mu, since answers arrive on other threads */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int inflight;
+  struct pending *slots, **free_slots;
+  int nfree;
+  size_t track_next;
 } worker;
 
 static uint64_t rnd(worker *w) { /* xorshift64* */
@@ -185,6 +194,13 @@ static void sleep_s(double s) {
   struct timespec d = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   while (nanosleep(&d, &d) && errno == EINTR) {
   }
+}
+
+/* Context switches of this process (every thread), voluntary and not. */
+static double ctxsw_self(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
 }
 
 static double cpu_s(void) {
@@ -389,6 +405,92 @@ static void step_hot(worker *w, bench_user *u, bench_outcome *o) {
   if (o->st != ST_OK) report_error(w, "delete of the winner's record (must succeed)", u, o);
 }
 
+/* ---- --async: signup with N writes in flight per thread ---------------- */
+
+typedef struct pending {
+  bench_async a; /* first: the engine hands it back */
+  worker *w;
+  int m;         /* measuring when submitted */
+  uint64_t t0;
+  uint64_t id, email; /* a fresh insert's serials */
+  int expect;    /* -1: must succeed; else the CONS_* it must conflict on */
+  char prev_id[48];
+  bench_user u;
+} pending;
+
+/* An answer: checked and counted like step_signup's, from any thread. */
+static void async_done(bench_async *a, const bench_outcome *o) {
+  pending *p = (pending *)a;
+  worker *w = p->w;
+  pthread_mutex_lock(&w->mu);
+  account(w, p->m, p->t0, o);
+  if (p->expect < 0) {
+    if (o->st != ST_OK) {
+      report_error(w, "signup insert of fresh values (must succeed)", &p->u, o);
+    } else {
+      /* (no rnd() here: the worker's thread draws from it) */
+      size_t i = w->nusers < TRACK_CAP ? w->nusers++ : w->track_next++ % TRACK_CAP;
+      w->users[i].id = p->id;
+      w->users[i].email = p->email;
+      if (w->workload == W_SIGNUP) ack(p->u.id);
+    }
+  } else if (o->st != ST_CONFLICT || o->cons != p->expect ||
+             (o->owner[0] && strcmp(o->owner, p->prev_id))) {
+    char what[160];
+    snprintf(what, sizeof what, "signup reusing the %s of %s (must be a unique conflict on it)",
+             bench_cons_name[p->expect], p->prev_id);
+    report_error(w, what, &p->u, o);
+  }
+  w->free_slots[w->nfree++] = p;
+  w->inflight--;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void signup_async(worker *w) {
+  bench_outcome o;
+  while (atomic_load_explicit(&phase, memory_order_relaxed) != PH_STOP) {
+    pthread_mutex_lock(&w->mu);
+    while (w->inflight >= async_depth) pthread_cond_wait(&w->cv, &w->mu);
+    pending *p = w->free_slots[--w->nfree];
+    w->inflight++;
+    int collide = w->nusers > 0 && rnd(w) % 10 == 0;
+    tracked old = collide ? w->users[rnd(w) % w->nusers] : (tracked){0, 0};
+    pthread_mutex_unlock(&w->mu);
+    p->w = w;
+    p->a.done = async_done;
+    p->id = w->next_id++;
+    p->email = w->next_email++;
+    make_user(&p->u, w->t, p->id, p->email);
+    p->expect = -1;
+    if (collide) { /* a deliberate collision with an answered insert */
+      bench_user prev;
+      make_user(&prev, w->t, old.id, old.email);
+      snprintf(p->prev_id, sizeof p->prev_id, "%s", prev.id);
+      p->expect = (int)(rnd(w) % 3);
+      if (p->expect == CONS_EMAIL) {
+        memcpy(p->u.email, prev.email, sizeof p->u.email);
+        case_change(p->u.email, (int)(rnd(w) & 1));
+      } else if (p->expect == CONS_PHONE) {
+        memcpy(p->u.phone, prev.phone, sizeof p->u.phone);
+      } else {
+        p->u.provider = prev.provider;
+        memcpy(p->u.external_id, prev.external_id, sizeof p->u.external_id);
+      }
+    }
+    p->m = measuring();
+    p->t0 = now_ns();
+    if (w->eng->submit_insert(w->conn, &p->u, &p->a)) {
+      clear_outcome(&o);
+      snprintf(o.msg, sizeof o.msg, "the engine could not submit the write");
+      async_done(&p->a, &o);
+    }
+  }
+  pthread_mutex_lock(&w->mu); /* every answer in before the thread ends */
+  while (w->inflight > 0) pthread_cond_wait(&w->cv, &w->mu);
+  pthread_mutex_unlock(&w->mu);
+}
+
 static void *worker_main(void *arg) {
   worker *w = arg;
   w->conn = w->eng->conn_open(w->open_err, sizeof w->open_err);
@@ -396,6 +498,7 @@ static void *worker_main(void *arg) {
   pthread_barrier_wait(w->barrier); /* main checked the connections */
   bench_user u;
   bench_outcome o;
+  if (w->conn && async_depth) signup_async(w);
   while (w->conn && atomic_load_explicit(&phase, memory_order_relaxed) != PH_STOP) {
     switch (w->workload) {
     case W_SIGNUP: step_signup(w, &u, &o); break;
@@ -415,8 +518,8 @@ static FILE *csv;
 static int any_failure;
 
 static void print_header(void) {
-  printf("%-9s %-13s %7s %11s %9s %9s %9s %10s %10s %7s %9s %8s %s\n", "engine", "workload",
-         "threads", "ops/s", "p50_us", "p99_us", "p99.9_us", "cpu_us/op", "ops", "errors",
+  printf("%-9s %-13s %7s %11s %9s %9s %9s %10s %7s %10s %7s %9s %8s %s\n", "engine", "workload",
+         "threads", "ops/s", "p50_us", "p99_us", "p99.9_us", "cpu_us/op", "csw/op", "ops", "errors",
          "conflicts", "retries", "note");
   fflush(stdout);
 }
@@ -457,7 +560,15 @@ static int run_point(const bench_engine *eng, const char *label, int wl, int thr
     w->rng = (seed + (uint64_t)t * 0x9E3779B97F4A7C15ULL) | 1;
     w->users = calloc(TRACK_CAP, sizeof *w->users);
     w->hist = calloc(H_BUCKETS, sizeof *w->hist);
-    if (!w->users || !w->hist) {
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (async_depth) {
+      w->slots = calloc((size_t)async_depth, sizeof *w->slots);
+      w->free_slots = calloc((size_t)async_depth, sizeof *w->free_slots);
+      for (int i = 0; w->slots && w->free_slots && i < async_depth; i++)
+        w->free_slots[w->nfree++] = &w->slots[i];
+    }
+    if (!w->users || !w->hist || (async_depth && w->nfree != async_depth)) {
       fprintf(stderr, "unico-bench: out of memory\n");
       exit(2);
     }
@@ -499,18 +610,23 @@ static int run_point(const bench_engine *eng, const char *label, int wl, int thr
     pthread_barrier_wait(&barrier);
   }
   double cpu0 = 0, cpu1 = 0, srv0 = -1, srv1 = -1;
+  double csw0 = 0, csw1 = 0, scsw0 = -1, scsw1 = -1;
   uint64_t t0 = 0, t1 = 0;
   if (!rc) {
     sleep_s(warmup);
     cpu0 = cpu_s();
+    csw0 = ctxsw_self();
     srv0 = eng->server_cpu_us ? eng->server_cpu_us() : -1;
+    scsw0 = eng->server_ctxsw ? eng->server_ctxsw() : -1;
     t0 = now_ns();
     atomic_store(&phase, PH_MEASURE);
     sleep_s(duration);
     atomic_store(&phase, PH_STOP);
     t1 = now_ns();
     cpu1 = cpu_s();
+    csw1 = ctxsw_self();
     srv1 = eng->server_cpu_us ? eng->server_cpu_us() : -1;
+    scsw1 = eng->server_ctxsw ? eng->server_ctxsw() : -1;
   }
   if (started)
     for (int t = 0; t < threads; t++) pthread_join(ws[t].th, NULL);
@@ -536,22 +652,25 @@ static int run_point(const bench_engine *eng, const char *label, int wl, int thr
     double cpu_us = (cpu1 - cpu0) * 1e6;
     if (srv0 >= 0 && srv1 >= 0) cpu_us += srv1 - srv0;
     double cpu_op = ops ? cpu_us / (double)ops : 0;
+    double csw = csw1 - csw0;
+    if (scsw0 >= 0 && scsw1 >= 0) csw += scsw1 - scsw0;
+    double csw_op = ops ? csw / (double)ops : 0;
     double p50 = h_percentile(h, ops, 0.50) / 1e3, p99 = h_percentile(h, ops, 0.99) / 1e3,
            p999 = h_percentile(h, ops, 0.999) / 1e3;
     char note[64] = "";
     if (wl == W_HOT) snprintf(note, sizeof note, "wins=%llu", (unsigned long long)wins);
     if (srv0 >= 0) snprintf(note + strlen(note), sizeof note - strlen(note), "%sserver cpu incl.",
                             note[0] ? " " : "");
-    printf("%-9s %-13s %7d %11.0f %9.1f %9.1f %9.1f %10.1f %10llu %7llu %9llu %8llu %s\n",
-           label, WORKLOADS[wl], threads, ops_s, p50, p99, p999, cpu_op,
+    printf("%-9s %-13s %7d %11.0f %9.1f %9.1f %9.1f %10.1f %7.2f %10llu %7llu %9llu %8llu %s\n",
+           label, WORKLOADS[wl], threads, ops_s, p50, p99, p999, cpu_op, csw_op,
            (unsigned long long)ops, (unsigned long long)errors, (unsigned long long)conflicts,
            (unsigned long long)retries, note);
     fflush(stdout);
     if (csv) {
-      fprintf(csv, "%s,%s,%d,%.1f,%.1f,%.1f,%.1f,%.2f,%llu,%llu,%llu,%llu\n", label,
+      fprintf(csv, "%s,%s,%d,%.1f,%.1f,%.1f,%.1f,%.2f,%llu,%llu,%llu,%llu,%.3f\n", label,
               WORKLOADS[wl], threads, ops_s, p50, p99, p999, cpu_op, (unsigned long long)ops,
               (unsigned long long)errors, (unsigned long long)conflicts,
-              (unsigned long long)retries);
+              (unsigned long long)retries, csw_op);
       fflush(csv);
     }
     free(h);
@@ -562,6 +681,10 @@ static int run_point(const bench_engine *eng, const char *label, int wl, int thr
   for (int t = 0; t < threads; t++) {
     free(ws[t].users);
     free(ws[t].hist);
+    free(ws[t].slots);
+    free(ws[t].free_slots);
+    pthread_mutex_destroy(&ws[t].mu);
+    pthread_cond_destroy(&ws[t].cv);
   }
   free(ws);
   return rc;
@@ -646,6 +769,8 @@ static void usage(FILE *to) {
           "  --fresh             (the default) every point starts from an empty dataset\n"
           "  --keep              keep per-point data directories/files\n"
           "  --no-check          unico: skip unico_check after each point\n"
+          "  --async N           signup through asynchronous writes (unico_submit), N in\n"
+          "                      flight per thread, each counted when answered durable\n"
           "verify: unico_get every id of the ack log (all must exist), then unico_check;\n"
           "        prints counts as JSON; exit 0 when all is well, 1 when not, 2 on setup errors\n");
 }
@@ -707,6 +832,7 @@ int main(int argc, char **argv) {
     else if (OPT("--csv")) csv_path = v;
     else if (OPT("--ack-log")) ack_path = v;
     else if (OPT("--label")) labels = v;
+    else if (OPT("--async")) async_depth = atoi(v);
     else if (!strcmp(a, "--keep")) cfg.keep = 1;
     else if (!strcmp(a, "--fresh")) continue; /* always: a new dataset per point */
     else if (!strcmp(a, "--no-check")) do_check = 0;
@@ -716,6 +842,10 @@ int main(int argc, char **argv) {
       return 2;
     }
 #undef OPT
+  }
+  if (async_depth < 0 || async_depth > 65536) {
+    fprintf(stderr, "unico-bench: --async takes a number of writes in flight per thread, 1 to 65536\n");
+    return 2;
   }
   if (duration <= 0 || warmup < 0) {
     fprintf(stderr, "unico-bench: --duration must be > 0 and --warmup >= 0\n");
@@ -786,6 +916,18 @@ int main(int argc, char **argv) {
       engs[neng++] = e;
     }
   }
+  if (async_depth) {
+    for (int e = 0; e < neng; e++)
+      if (!engs[e]->submit_insert) {
+        fprintf(stderr, "unico-bench: --async: engine %s has no asynchronous writes\n",
+                engs[e]->name);
+        return 2;
+      }
+    if (nwl != 1 || wls[0] != W_SIGNUP) {
+      fprintf(stderr, "unico-bench: --async runs the signup workload only (--workload signup)\n");
+      return 2;
+    }
+  }
   /* --label: one name per engine, in the same order. */
   static char label_buf[256];
   const char *label_of[3];
@@ -822,7 +964,7 @@ int main(int argc, char **argv) {
     fseek(csv, 0, SEEK_END);
     if (ftell(csv) == 0)
       fprintf(csv, "engine,workload,threads,ops_per_s,p50_us,p99_us,p999_us,cpu_us_per_op,ops,"
-                   "errors,conflicts,retries\n");
+                   "errors,conflicts,retries,ctxsw_per_op\n");
   }
   /* A tag in every id and value, so runs never collide in a reused store. */
   snprintf(run_tag, sizeof run_tag, "%08llx",

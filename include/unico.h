@@ -269,6 +269,41 @@ typedef void (*unico_durable_cb)(void *ctx, int rc, const char *msg);
 int unico_when_durable(unico *u, uint64_t ticket, unico_durable_cb cb,
                        void *ctx);
 
+/* Asynchronous writes: a write submitted, its answer delivered once it is
+ * durable. unico_submit() decides the write in the calling thread (its
+ * checks and its commit, in a batch shared with other threads' writes)
+ * and returns without waiting for the sync that makes it durable; cb(ctx,
+ * res) then receives the answer exactly as the blocking call would have
+ * returned it (res->rc, the message, res->json...). On the embedded store
+ * in log mode one sync covers every write submitted before it, so one
+ * thread per core keeps many writes in flight; elsewhere (and when there is
+ * nothing to wait for) cb runs before unico_submit() returns.
+ *
+ * cb runs once per submitted write, on the calling thread or on the store's
+ * syncing thread; res is the library's and lives only during the call (copy
+ * what you keep). Keep cb short and call no unico function from it: hand
+ * the answer to your own thread or event loop. A sync that fails turns the
+ * answer into UNICO_EUNKNOWN with its cause (a retry with the same op id
+ * settles it). Every pending cb runs before unico_close() of the last
+ * handle on the store returns.
+ *
+ * Returns 1 when cb will run later, 0 when it already ran. When the
+ * completion itself cannot be allocated, UNICO_ENOMEM and cb never runs. */
+typedef struct unico_write {
+  int kind;                         /* UNICO_WRITE_INSERT, _UPDATE, _DELETE */
+  const char *table;
+  const char *json;                 /* insert: the record; update: the patch */
+  const char *pk_json;              /* update, delete: the primary key */
+  const unico_write_options *opts;  /* may be NULL (delete: op_id and
+                                       if_version are read) */
+} unico_write;
+
+enum { UNICO_WRITE_INSERT = 1, UNICO_WRITE_UPDATE = 2, UNICO_WRITE_DELETE = 3 };
+
+typedef void (*unico_done_cb)(void *ctx, const unico_result *res);
+
+int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

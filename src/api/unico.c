@@ -258,6 +258,68 @@ int unico_update_with(unico *u, const char *table, const char *pk_json,
   return finish(res, uapi_write(u, &rq, res));
 }
 
+/* A submitted write: its answer, kept until its sync is done. */
+typedef struct submitted {
+  uexec_watch w; /* first: the callback gets it back */
+  unico_result res;
+  unico_done_cb cb;
+  void *ctx;
+} submitted;
+
+/* Hand the answer over (a failed sync makes it unknown) and forget it. */
+static void submitted_answer(submitted *c, int rc, const char *msg) {
+  if (rc) {
+    unico_result_clear(&c->res);
+    c->res.rc = rc;
+    snprintf(c->res.message, sizeof c->res.message, "%s",
+             msg ? msg : "the sync that was to make the write durable failed");
+  }
+  c->cb(c->ctx, &c->res);
+  unico_result_clear(&c->res);
+  free(c);
+}
+
+static void submitted_fired(uexec_watch *w, int rc, const char *msg) {
+  submitted_answer((submitted *)w, rc, msg);
+}
+
+int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx) {
+  if (!w || !cb) return UNICO_EINVAL;
+  submitted *c = calloc(1, sizeof *c);
+  if (!c) return UNICO_ENOMEM;
+  c->cb = cb;
+  c->ctx = ctx;
+  const unico_write_options *o = w->opts;
+  unico_defer_begin(u);
+  switch (w->kind) {
+  case UNICO_WRITE_INSERT:
+    unico_insert_with(u, w->table, w->json, o, &c->res);
+    break;
+  case UNICO_WRITE_UPDATE:
+    unico_update_with(u, w->table, w->pk_json, w->json, o, &c->res);
+    break;
+  case UNICO_WRITE_DELETE:
+    unico_delete(u, w->table, w->pk_json, o ? o->if_version : 0,
+                 o ? o->op_id : NULL, &c->res);
+    break;
+  default:
+    begin(&c->res);
+    finish(&c->res, uerr(&c->res, UNICO_EINVAL, NULL,
+                         "unico_write.kind is %d: give UNICO_WRITE_INSERT, "
+                         "UNICO_WRITE_UPDATE or UNICO_WRITE_DELETE",
+                         w->kind));
+  }
+  uint64_t ticket = unico_defer_end(u);
+  if (ticket) {
+    c->w.seq = ticket;
+    c->w.cb = submitted_fired;
+    /* (from here c may be answered and gone at any moment) */
+    if (uexec_watch_durable(u->x, &c->w)) return 1;
+  }
+  submitted_answer(c, UNICO_OK, NULL);
+  return 0;
+}
+
 int unico_reserve(unico *u, const char *table, const char *constraint,
                   const char *values_json, uint64_t ttl_ms, const char *op_id,
                   unico_result *res) {
