@@ -23,11 +23,16 @@ import subprocess
 import sys
 import time
 
-ENGINES = ["unico", "unico-log", "postgres", "sqlite"]
-UNICO_VARIANTS = ["unico", "unico-log"]  # compared against every other engine
+ENGINES = ["unico", "unico-log", "unico-async", "postgres", "sqlite"]
+# compared against every other engine
+UNICO_VARIANTS = ["unico", "unico-log", "unico-async"]
+# Points kept out of the throughput tables: unico-log with sync=off at one
+# thread, the library's own CPU per operation (the CPU section).
+NOSYNC = "unico-log-nosync"
 HEADLINE_WORKLOAD, HEADLINE_THREADS = "signup", 32
 # (numerator, denominator) ratios of the headline, in this order.
-HEADLINE_RATIOS = [("unico-log", "postgres"), ("unico", "postgres"), ("unico-log", "sqlite")]
+HEADLINE_RATIOS = [("unico-async", "postgres"), ("unico-log", "postgres"),
+                   ("unico", "postgres"), ("unico-log", "sqlite")]
 WORKLOADS = ["signup", "email-change", "mixed", "hot"]
 ANALYSIS_PLACEHOLDER = (
     "## Analysis\n\n"
@@ -47,10 +52,30 @@ def read_csv(path):
                     r[k] = float(r[k])
                 for k in ("ops", "errors", "conflicts", "retries"):
                     r[k] = int(r[k])
+                # (absent from results.csv files written before it existed)
+                c = r.get("ctxsw_per_op")
+                r["ctxsw_per_op"] = float(c) if c not in (None, "") else None
             except (KeyError, ValueError):
                 continue
             rows.append(r)
     return rows
+
+
+def split_nosync(rows):
+    """(the throughput rows, the sync=off rows)."""
+    return ([r for r in rows if r["engine"] != NOSYNC],
+            [r for r in rows if r["engine"] == NOSYNC])
+
+
+def at_threads(ix, e, w, t, rows):
+    """The point of engine e at t threads, or (an engine measured at fewer
+    threads, such as the async one at one thread per core) its point at
+    the most threads it was measured at."""
+    r = ix.get((e, w, t))
+    if r is not None:
+        return r
+    ts = sorted(r["threads"] for r in rows if r["engine"] == e and r["workload"] == w)
+    return ix.get((e, w, ts[-1])) if ts else None
 
 
 def index(rows):
@@ -159,6 +184,7 @@ def make_plot(rows, results, png_name="throughput.png"):
     # unico red, unico-log dark green, postgres blue, sqlite orange (not a
     # second green next to unico-log's).
     styles = {"unico": "lc rgb '#d62728' pt 7", "unico-log": "lc rgb '#006400' pt 11",
+              "unico-async": "lc rgb '#9467bd' pt 13",
               "postgres": "lc rgb '#1f77b4' pt 5", "sqlite": "lc rgb '#ff7f0e' pt 9"}
     lines = [
         "set terminal pngcairo size 1400,1000 font 'sans,11'" ,
@@ -172,6 +198,8 @@ def make_plot(rows, results, png_name="throughput.png"):
         lines.append(f"set title '{w}'")
         plots = []
         for e in engines:
+            if not any(ee == e and ww == w for (ee, ww, _t) in ix):
+                continue
             path = os.path.join(datadir, f"{e}-{w}.dat")
             plots.append(f"'{path}' using 1:2 with linespoints lw 2 {styles.get(e, '')} title '{e}'")
         lines.append("plot " + ", ".join(plots))
@@ -201,13 +229,17 @@ def make_headline(rows):
     t = HEADLINE_THREADS if HEADLINE_THREADS in ts else ts[-1]
     shown = [e for e in engine_list(rows) if e in ENGINES]
     ratios = HEADLINE_RATIOS
+    ratios = [(a, b) for a, b in ratios if a in shown and b in shown]
     head = [f"{e} ops/s" for e in shown] + [f"{a}/{b}" for a, b in ratios]
     cells = []
     for e in shown:
-        r = ix.get((e, HEADLINE_WORKLOAD, t))
-        cells.append("-" if r is None else fmt_int(r["ops_per_s"]) + (" ⚠" if r["errors"] else ""))
+        r = at_threads(ix, e, HEADLINE_WORKLOAD, t, rows)
+        note = f" ({r['threads']} threads)" if r is not None and r["threads"] != t else ""
+        cells.append("-" if r is None else
+                     fmt_int(r["ops_per_s"]) + note + (" ⚠" if r["errors"] else ""))
     for a, b in ratios:
-        ra, rb = ix.get((a, HEADLINE_WORKLOAD, t)), ix.get((b, HEADLINE_WORKLOAD, t))
+        ra = at_threads(ix, a, HEADLINE_WORKLOAD, t, rows)
+        rb = at_threads(ix, b, HEADLINE_WORKLOAD, t, rows)
         v = fmt_ratio(ra, rb)
         cells.append(f"**{v}**" if v != "-" else v)
     out = [f"**{HEADLINE_WORKLOAD}, {t} threads** (durable inserts with 3 unique values; "
@@ -216,6 +248,40 @@ def make_headline(rows):
            "| " + " | ".join(head) + " |",
            "|" + "|".join(["---:"] * len(head)) + "|",
            "| " + " | ".join(cells) + " |"]
+    return "\n".join(out) + "\n"
+
+
+def make_cpu_section(rows, nosync):
+    """Issue 20's three figures per workload: the library's own CPU per
+    operation (unico-log, 1 thread, sync=off), the CPU per durable operation
+    at 32 threads (the async engine at its most threads), and context
+    switches per operation there."""
+    ix = index(rows)
+    nix = index(nosync)
+    out = ["CPU per operation is the process's user+system time over the "
+           "measured interval divided by the operations (postgres: its server "
+           "processes included), context switches per operation the same with "
+           "`getrusage`'s voluntary and involuntary switches (postgres: its "
+           "processes' from /proc). **Own work** is unico-log at 1 thread with "
+           "`sync=off`: the library's CPU with no sync and no waiting. The "
+           "other two columns are at 32 threads, or for unico-async (one "
+           "thread per core, writes in flight) at its most threads.\n"]
+    head = ["workload", "engine", "own work µs/op (1 thread, sync=off)",
+            "ops/s", "CPU µs/op (durable)", "context switches/op"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|---|---|" + "|".join(["---:"] * (len(head) - 2)) + "|")
+    for w in WORKLOADS:
+        own = nix.get((NOSYNC, w, 1))
+        for e in engine_list(rows):
+            r = at_threads(ix, e, w, HEADLINE_THREADS, rows)
+            if r is None:
+                continue
+            t = f" ({r['threads']} threads)" if r["threads"] != HEADLINE_THREADS else ""
+            cells = [w, e + t,
+                     fmt_num(own["cpu_us_per_op"]) if own and e == "unico-log" else "",
+                     fmt_int(r["ops_per_s"]), fmt_num(r["cpu_us_per_op"]),
+                     "-" if r["ctxsw_per_op"] is None else f"{r['ctxsw_per_op']:.2f}"]
+            out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -305,7 +371,7 @@ def main():
     csv_path = os.path.join(a.results, "results.csv")
     if not os.path.exists(csv_path):
         sys.exit(f"report.py: {csv_path} not found (run bench/run.sh first)")
-    rows = read_csv(csv_path)
+    rows, nosync = split_nosync(read_csv(csv_path))
     table = make_table(rows)
     with open(os.path.join(a.results, "table.md"), "w") as f:
         f.write(table)
@@ -329,7 +395,10 @@ def main():
               "concurrent writes are group-committed as LMDB transactions.\n"
               "- **unico-log**, log mode (`lmdb:DIR?wal=on`): one owner process; each batch "
               "is appended to a write-ahead log with one `fdatasync`, then checkpointed "
-              "into LMDB.\n")
+              "into LMDB.\n"
+              "- **unico-async**, log mode driven through `unico_submit` (asynchronous "
+              "writes, answered once durable) by one thread per core with 256 writes in "
+              "flight each: signup only.\n")
     md.append(headline or "_No signup points in results.csv._\n")
     md.append("## How to reproduce\n")
     md.append("From the repository root (installs what is missing, builds Release in "
@@ -351,6 +420,11 @@ def main():
         "one owner process; each batch of writes is appended to a write-ahead log "
         "with one `fdatasync`, kept in an in-memory table, and checkpointed into "
         "LMDB in the background.\n"
+        "- **unico-async**: the log mode store through `unico_submit` "
+        "(`unico-bench --engine unico --label unico-async --async 256 --store-base "
+        "'DIR?wal=on'`), one thread per core, each keeping 256 inserts in flight; an "
+        "insert counts, and its latency ends, when its answer arrives, which is once "
+        "it is durable. Signup only.\n"
         "- **postgres**: PostgreSQL 15 on a private unix socket, libpq, one connection "
         "per thread, prepared statements, autocommit, `fsync=on`, "
         "`synchronous_commit=on`.\n"
@@ -379,6 +453,8 @@ def main():
                   f"and SQLite]({png_rel})\n")
     md.append("## Table\n")
     md.append(table)
+    md.append("## CPU and context switches per operation\n")
+    md.append(make_cpu_section(rows, nosync))
     md.append(analysis)
     out_dir = os.path.dirname(os.path.abspath(a.out))
     md.append(profile_section(a.results, "profile.txt", "unico", out_dir))

@@ -13,8 +13,10 @@
 #   BENCH_DURATION      measured seconds per point (default 5; --quick: 1)
 #   BENCH_WARMUP        warm-up seconds per point (default 1; --quick: 0.3)
 #   BENCH_THREADS       thread counts (default 1,2,4,8,16,32,64)
-#   BENCH_ENGINES       engines (default "unico unico-log postgres sqlite");
-#                       unico-log is unico's store in log mode (?wal=on)
+#   BENCH_ENGINES       engines (default "unico unico-log unico-async postgres
+#                       sqlite"); unico-log is unico's store in log mode
+#                       (?wal=on), unico-async the same through unico_submit
+#                       (signup, one thread per core, 256 writes in flight)
 #   BENCH_WORKLOADS     workloads (default all)
 #   BENCH_NO_DEPS=1     skip scripts/deps.sh
 #   BENCH_NO_PERF=1     skip the perf profiles (of the unico modes in
@@ -41,7 +43,9 @@ else
   WARMUP=${BENCH_WARMUP:-1}
   THREADS=${BENCH_THREADS:-1,2,4,8,16,32,64}
 fi
-ENGINES=${BENCH_ENGINES:-unico unico-log postgres sqlite}
+ENGINES=${BENCH_ENGINES:-unico unico-log unico-async postgres sqlite}
+# unico-async: one thread per core, each with 256 writes in flight.
+ASYNC_THREADS=$(awk -v n="$(nproc)" 'BEGIN { s = "1"; for (t = 2; t <= n; t *= 2) s = s "," t; if (t / 2 != n) s = s "," n; print s }')
 # The perf runs are shorter than the points: min(DURATION, 3) seconds.
 PERF_DURATION=$(awk -v d="$DURATION" 'BEGIN { print (d + 0 > 3 ? 3 : d + 0) }')
 WORKLOADS=${BENCH_WORKLOADS:-all}
@@ -113,6 +117,9 @@ for e in $ENGINES; do
   case "$e" in
     # unico's store in log mode: one owner process, a write-ahead log, checkpoints.
     unico-log) set -- --engine unico --label unico-log --store-base "$WORK/data-log?wal=on" "$@" ;;
+    # the same through unico_submit: signup, one thread per core
+    unico-async) set -- --engine unico --label unico-async --async 256 \
+      --store-base "$WORK/data-async?wal=on" "$@" --workload signup --threads "$ASYNC_THREADS" ;;
     *) set -- --engine "$e" --store-base "$WORK/data" "$@" ;;
   esac
   if [ "$e" = postgres ]; then
@@ -126,6 +133,19 @@ for e in $ENGINES; do
   [ "$rc" = 0 ] || status=1
 done
 pg_stop "$WORK/pg"
+
+# The library's own CPU per operation: log mode at one thread with
+# sync=off (no sync, no waiting), every workload but hot (whose refusals
+# are most of it); RESULTS.md's CPU section, kept out of the throughput
+# tables.
+case " $ENGINES " in *" unico-log "*)
+  log "engine unico-log, sync=off, 1 thread"
+  { rc=0; "$BENCH" --engine unico --label unico-log-nosync \
+      --store-base "$WORK/data-nosync?wal=on&sync=off" --workload signup,email-change,mixed \
+      --threads 1 --duration "$DURATION" --warmup "$WARMUP" --csv "$RESULTS/results.csv" ||
+      rc=$?; echo "$rc" > "$WORK/rc"; } 2>&1 | tee -a "$RESULTS/run.log"
+  [ "$(cat "$WORK/rc")" = 0 ] || { log "unico-log sync=off: unico-bench failed"; status=1; } ;;
+esac
 
 # 5. Where unico spends its time: signup at 32 threads (without the
 # unico_check that ends each point), for each unico mode in $ENGINES:

@@ -1,7 +1,9 @@
 #!/bin/sh
 # bench_kill.sh - SIGKILL in the middle of a benchmark run, on the plain and
-# on the log-mode LMDB store. unico-bench appends the id of every insert it
-# counted as acknowledged to a file, right after the answer; after the kill,
+# on the log-mode LMDB store, and on the log mode through asynchronous writes
+# (unico_submit, --async: answered from the store's syncing thread once
+# durable). unico-bench appends the id of every insert it counted as
+# acknowledged to a file, right after the answer; after the kill,
 # `unico-bench verify` reopens the store (replaying the log in log mode),
 # looks up every one of those ids, and runs unico_check (invariants 1, 2 and
 # 5: no value with two owners, claims and records agree).
@@ -12,12 +14,15 @@ DIR=$2
 rm -rf "$DIR"
 mkdir -p "$DIR"
 fail=0
-for mode in plain log; do
+for mode in plain log async; do
   q=""
+  how="--threads 8"
   # log mode with a small table: checkpoints run while the kill lands
-  [ "$mode" = log ] && q="?wal=on&wal_size=1MiB"
+  [ "$mode" = plain ] || q="?wal=on&wal_size=1MiB"
+  [ "$mode" = async ] && how="--threads 2 --async 64"
   store="lmdb:$DIR/$mode$q"
-  "$BENCH" --engine unico --workload signup --threads 8 --duration 60 \
+  # shellcheck disable=SC2086 # $how is two options
+  "$BENCH" --engine unico --workload signup $how --duration 60 \
     --warmup 0 --no-check --store "$store" --ack-log "$DIR/$mode.ack" \
     >"$DIR/$mode.out" 2>&1 &
   pid=$!
