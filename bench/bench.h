@@ -91,6 +91,7 @@ typedef struct bench_engine {
    * it is answered (durable). NULL: the engine has no asynchronous writes.
    * Returns 0, or -1 when it could not submit (a->done then never runs). */
   int (*submit_insert)(void *conn, const bench_user *u, bench_async *a);
+  int (*submit_update_email)(void *conn, const char *id, const char *email, bench_async *a);
 } bench_engine;
 
 extern const bench_engine bench_engine_unico;

@@ -218,6 +218,16 @@ static int u_submit_insert(void *conn, const bench_user *p, bench_async *a) {
   return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
 }
 
+static int u_submit_update_email(void *conn, const char *id, const char *email,
+                                 bench_async *a) {
+  uconn *c = conn;
+  char pk[80];
+  snprintf(pk, sizeof pk, "\"%s\"", id);
+  snprintf(c->buf, sizeof c->buf, "{\"email\":\"%s\"}", email);
+  unico_write w = {UNICO_WRITE_UPDATE, "users", c->buf, pk, NULL};
+  return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
+}
+
 static void u_update_email(void *conn, const char *id, const char *email, bench_outcome *o) {
   uconn *c = conn;
   char pk[80];
@@ -258,4 +268,5 @@ const bench_engine bench_engine_unico = {
     .lookup_email = u_lookup_email,
     .server_cpu_us = NULL,
     .submit_insert = u_submit_insert,
+    .submit_update_email = u_submit_update_email,
 };

@@ -177,6 +177,8 @@ def make_plot(rows, results, png_name="throughput.png"):
     engines = engine_list(rows)
     for w in workloads:
         for e in engines:
+            if not any(ee == e and ww == w for (ee, ww, _t) in ix):
+                continue
             pts = sorted((t, r["ops_per_s"]) for (ee, ww, t), r in ix.items() if ee == e and ww == w)
             with open(os.path.join(datadir, f"{e}-{w}.dat"), "w") as f:
                 for t, v in pts:
@@ -398,7 +400,7 @@ def main():
               "into LMDB.\n"
               "- **unico-async**, log mode driven through `unico_submit` (asynchronous "
               "writes, answered once durable) by one thread per core with 256 writes in "
-              "flight each: signup only.\n")
+              "flight each (signup, email-change, mixed).\n")
     md.append(headline or "_No signup points in results.csv._\n")
     md.append("## How to reproduce\n")
     md.append("From the repository root (installs what is missing, builds Release in "
@@ -422,9 +424,9 @@ def main():
         "LMDB in the background.\n"
         "- **unico-async**: the log mode store through `unico_submit` "
         "(`unico-bench --engine unico --label unico-async --async 256 --store-base "
-        "'DIR?wal=on'`), one thread per core, each keeping 256 inserts in flight; an "
-        "insert counts, and its latency ends, when its answer arrives, which is once "
-        "it is durable. Signup only.\n"
+        "'DIR?wal=on'`), one thread per core, each keeping 256 writes in flight; a "
+        "write counts, and its latency ends, when its answer arrives, which is once "
+        "it is durable; mixed's lookups are synchronous calls. Not hot.\n"
         "- **postgres**: PostgreSQL 15 on a private unix socket, libpq, one connection "
         "per thread, prepared statements, autocommit, `fsync=on`, "
         "`synchronous_commit=on`.\n"

@@ -149,6 +149,7 @@ static _Atomic int holders[HOT_K];
 typedef struct tracked {
   uint64_t id;    /* serial of the id (and of phone and external_id) */
   uint64_t email; /* serial of the current email */
+  int busy;       /* --async: an update of it is in flight */
 } tracked;
 
 typedef struct worker {
@@ -405,31 +406,45 @@ static void step_hot(worker *w, bench_user *u, bench_outcome *o) {
   if (o->st != ST_OK) report_error(w, "delete of the winner's record (must succeed)", u, o);
 }
 
-/* ---- --async: signup with N writes in flight per thread ---------------- */
+/* ---- --async: N writes in flight per thread ----------------------------
+ * signup, email-change and mixed with their writes submitted (the engine's
+ * submit_*) and counted when answered; mixed's lookups stay synchronous. A
+ * user with an update in flight is busy: no lookup or update picks it until
+ * the answer (its email is unknown till then). Answers arrive on other
+ * threads, so what they change (counters, histogram, users) is under w->mu. */
+
+enum { AK_INSERT, AK_UPDATE };
 
 typedef struct pending {
   bench_async a; /* first: the engine hands it back */
   worker *w;
+  int kind;      /* AK_* */
   int m;         /* measuring when submitted */
   uint64_t t0;
-  uint64_t id, email; /* a fresh insert's serials */
-  int expect;    /* -1: must succeed; else the CONS_* it must conflict on */
+  uint64_t id, email; /* insert: the serials; update: the new email's */
+  size_t user;   /* update: the index in w->users */
+  int expect;    /* insert: -1 must succeed, else the CONS_* it must hit */
   char prev_id[48];
   bench_user u;
 } pending;
 
-/* An answer: checked and counted like step_signup's, from any thread. */
 static void async_done(bench_async *a, const bench_outcome *o) {
   pending *p = (pending *)a;
   worker *w = p->w;
   pthread_mutex_lock(&w->mu);
   account(w, p->m, p->t0, o);
-  if (p->expect < 0) {
+  if (p->kind == AK_UPDATE) {
+    tracked *x = &w->users[p->user];
+    if (o->st != ST_OK) report_error(w, "update to a fresh email (must succeed)", &p->u, o);
+    else x->email = p->email;
+    x->busy = 0;
+  } else if (p->expect < 0) {
     if (o->st != ST_OK) {
-      report_error(w, "signup insert of fresh values (must succeed)", &p->u, o);
+      report_error(w, "insert of fresh values (must succeed)", &p->u, o);
     } else {
       /* (no rnd() here: the worker's thread draws from it) */
       size_t i = w->nusers < TRACK_CAP ? w->nusers++ : w->track_next++ % TRACK_CAP;
+      while (w->users[i].busy) i = w->track_next++ % TRACK_CAP;
       w->users[i].id = p->id;
       w->users[i].email = p->email;
       if (w->workload == W_SIGNUP) ack(p->u.id);
@@ -447,22 +462,75 @@ static void async_done(bench_async *a, const bench_outcome *o) {
   pthread_mutex_unlock(&w->mu);
 }
 
-static void signup_async(worker *w) {
+/* A user no update has in flight, or -1 (a few tries). With w->mu. */
+static long pick_idle(worker *w) {
+  for (int i = 0; i < 16 && w->nusers; i++) {
+    size_t k = (size_t)(rnd(w) % w->nusers);
+    if (!w->users[k].busy) return (long)k;
+  }
+  return -1;
+}
+
+/* mixed's lookup, synchronous: a user's current email in another case. */
+static void async_lookup(worker *w, tracked x) {
+  bench_user u;
+  bench_outcome o;
+  make_user(&u, w->t, x.id, x.email);
+  char spelled[sizeof u.email];
+  memcpy(spelled, u.email, sizeof spelled);
+  case_change(spelled, (int)(rnd(w) & 1));
+  int m = measuring();
+  uint64_t t0 = now_ns();
+  clear_outcome(&o);
+  w->eng->lookup_email(w->conn, spelled, &o);
+  pthread_mutex_lock(&w->mu);
+  account(w, m, t0, &o);
+  if (o.st != ST_OK || strcmp(o.found_id, u.id)) {
+    if (o.st == ST_OK) snprintf(o.msg, sizeof o.msg, "found id %s", o.found_id);
+    report_error(w, "lookup of a current email in another case (must find its record)", &u, &o);
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void run_async(worker *w) {
   bench_outcome o;
   while (atomic_load_explicit(&phase, memory_order_relaxed) != PH_STOP) {
+    unsigned r = (unsigned)(rnd(w) % 100);
+    int kind = w->workload == W_SIGNUP ? AK_INSERT
+               : w->workload == W_EMAIL_CHANGE ? AK_UPDATE
+               : r < 70 ? -1 : r < 90 ? AK_INSERT : AK_UPDATE;
     pthread_mutex_lock(&w->mu);
+    long k = kind == AK_INSERT ? 0 : pick_idle(w);
+    if (k < 0) { /* every user tried is busy: wait for an answer */
+      if (w->inflight) pthread_cond_wait(&w->cv, &w->mu);
+      pthread_mutex_unlock(&w->mu);
+      continue;
+    }
+    if (kind < 0) {
+      tracked x = w->users[k];
+      pthread_mutex_unlock(&w->mu);
+      async_lookup(w, x);
+      continue;
+    }
     while (w->inflight >= async_depth) pthread_cond_wait(&w->cv, &w->mu);
     pending *p = w->free_slots[--w->nfree];
     w->inflight++;
-    int collide = w->nusers > 0 && rnd(w) % 10 == 0;
-    tracked old = collide ? w->users[rnd(w) % w->nusers] : (tracked){0, 0};
-    pthread_mutex_unlock(&w->mu);
     p->w = w;
     p->a.done = async_done;
-    p->id = w->next_id++;
-    p->email = w->next_email++;
-    make_user(&p->u, w->t, p->id, p->email);
+    p->kind = kind;
     p->expect = -1;
+    int collide = kind == AK_INSERT && w->workload == W_SIGNUP && w->nusers > 0 &&
+                  rnd(w) % 10 == 0;
+    tracked old = collide ? w->users[rnd(w) % w->nusers] : (tracked){0, 0, 0};
+    if (kind == AK_UPDATE) {
+      p->user = (size_t)k;
+      w->users[k].busy = 1;
+      p->id = w->users[k].id;
+    }
+    pthread_mutex_unlock(&w->mu);
+    p->email = w->next_email++;
+    if (kind == AK_INSERT) p->id = w->next_id++;
+    make_user(&p->u, w->t, p->id, p->email);
     if (collide) { /* a deliberate collision with an answered insert */
       bench_user prev;
       make_user(&prev, w->t, old.id, old.email);
@@ -480,7 +548,10 @@ static void signup_async(worker *w) {
     }
     p->m = measuring();
     p->t0 = now_ns();
-    if (w->eng->submit_insert(w->conn, &p->u, &p->a)) {
+    int rc = kind == AK_INSERT
+                 ? w->eng->submit_insert(w->conn, &p->u, &p->a)
+                 : w->eng->submit_update_email(w->conn, p->u.id, p->u.email, &p->a);
+    if (rc) {
       clear_outcome(&o);
       snprintf(o.msg, sizeof o.msg, "the engine could not submit the write");
       async_done(&p->a, &o);
@@ -498,7 +569,7 @@ static void *worker_main(void *arg) {
   pthread_barrier_wait(w->barrier); /* main checked the connections */
   bench_user u;
   bench_outcome o;
-  if (w->conn && async_depth) signup_async(w);
+  if (w->conn && async_depth) run_async(w);
   while (w->conn && atomic_load_explicit(&phase, memory_order_relaxed) != PH_STOP) {
     switch (w->workload) {
     case W_SIGNUP: step_signup(w, &u, &o); break;
@@ -769,8 +840,9 @@ static void usage(FILE *to) {
           "  --fresh             (the default) every point starts from an empty dataset\n"
           "  --keep              keep per-point data directories/files\n"
           "  --no-check          unico: skip unico_check after each point\n"
-          "  --async N           signup through asynchronous writes (unico_submit), N in\n"
+          "  --async N           writes through asynchronous calls (unico_submit), N in\n"
           "                      flight per thread, each counted when answered durable\n"
+          "                      (signup, email-change, mixed; mixed's lookups wait)\n"
           "verify: unico_get every id of the ack log (all must exist), then unico_check;\n"
           "        prints counts as JSON; exit 0 when all is well, 1 when not, 2 on setup errors\n");
 }
@@ -918,15 +990,16 @@ int main(int argc, char **argv) {
   }
   if (async_depth) {
     for (int e = 0; e < neng; e++)
-      if (!engs[e]->submit_insert) {
+      if (!engs[e]->submit_insert || !engs[e]->submit_update_email) {
         fprintf(stderr, "unico-bench: --async: engine %s has no asynchronous writes\n",
                 engs[e]->name);
         return 2;
       }
-    if (nwl != 1 || wls[0] != W_SIGNUP) {
-      fprintf(stderr, "unico-bench: --async runs the signup workload only (--workload signup)\n");
-      return 2;
-    }
+    for (int i = 0; i < nwl; i++)
+      if (wls[i] == W_HOT) {
+        fprintf(stderr, "unico-bench: --async runs signup, email-change and mixed, not hot\n");
+        return 2;
+      }
   }
   /* --label: one name per engine, in the same order. */
   static char label_buf[256];
