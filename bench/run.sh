@@ -123,6 +123,7 @@ for e in $ENGINES; do
     unico-async)
       aw=$(echo ",$WORKLOADS," | sed 's/,hot,/,/; s/^,//; s/,$//')
       [ "$WORKLOADS" = all ] && aw=signup,email-change,mixed
+      [ -n "$aw" ] || continue
       set -- --engine unico --label unico-async --async 256 \
         --store-base "$WORK/data-async?wal=on" "$@" --workload "$aw" --threads "$ASYNC_THREADS" ;;
     *) set -- --engine "$e" --store-base "$WORK/data" "$@" ;;
