@@ -265,6 +265,7 @@ static void gen_value(ubuf *b, int type) {
       "\"2024-05-01T12:00:00Z\"", "\"2024-05-01T12:00:00.123+02:00\"",
       "\"2024-13-01T12:00:00Z\"", "1714564800000", "\"yesterday\""};
   if (tu_rng_below(&frng, 10) == 0) type = (int)tu_rng_below(&frng, 9);
+  else if (tu_rng_below(&frng, 12) == 0) type = 5; /* null: a patch clears */
   switch (type) {
   case 0: gen_string(b); break;
   case 1: put_s(b, ints[tu_rng_below(&frng, 15)]); break;
@@ -420,6 +421,54 @@ static void test_flat_scan_edges(void **state) {
   assert_int_equal(f.f[1].v.n, 1);
 }
 
+/* An update without jansson (urec_flat_patch, then bind) against
+ * urec_patch on random stored records and patches: the same record text
+ * whenever the flat way takes it, and a refusal by jansson's way whenever
+ * the flat way leaves it. */
+static void test_flat_patch_matches_jansson(void **state) {
+  (void)state;
+  ubuf rec = UBUF_INIT, pat = UBUF_INIT, out = UBUF_INIT;
+  unsigned taken = 0, left = 0;
+  tu_rng_seed(&frng, 11272026);
+  for (int round = 0; round < 400000 && (taken < 1000 || left < 1000); round++) {
+    const utable *t = round % 3 ? T : C;
+    urec_flat of, pf, nf;
+    gen_record(t, &rec);
+    if (urec_flat_scan((const char *)rec.p, &of) || urec_flat_bind(t, &of)) continue;
+    gen_record(t, &pat);
+    if (urec_flat_scan((const char *)pat.p, &pf)) continue;
+    json_t *oj = json_loads((const char *)rec.p, 0, NULL);
+    json_t *pj = json_loads((const char *)pat.p, 0, NULL), *nj = NULL;
+    assert_non_null(oj);
+    assert_non_null(pj);
+    int jrc = urec_patch(t, oj, pj, &nj, NULL);
+    if (urec_flat_patch(t, &of, &pf, &out) ||
+        urec_flat_scan((const char *)out.p, &nf) || urec_flat_bind(t, &nf)) {
+      left++;
+      if (jrc == UNICO_OK)
+        fprintf(stderr, "flat refused %s patched by %s\n", rec.p, pat.p);
+      assert_int_not_equal(jrc, UNICO_OK);
+    } else {
+      taken++;
+      if (jrc != UNICO_OK) fprintf(stderr, "flat took %s patched by %s\n", rec.p, pat.p);
+      assert_int_equal(jrc, UNICO_OK);
+      char *d = dump(nj, JSON_COMPACT);
+      assert_string_equal(d, (const char *)out.p);
+      free(d);
+      same_claims(t, nj, &nf);
+    }
+    json_decref(oj);
+    json_decref(pj);
+    json_decref(nj);
+  }
+  fprintf(stderr, "flat patch: %u taken, %u left to jansson\n", taken, left);
+  assert_true(taken >= 1000);
+  assert_true(left >= 1000);
+  ubuf_free(&rec);
+  ubuf_free(&pat);
+  ubuf_free(&out);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -430,6 +479,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_pk_parse),
       cmocka_unit_test(test_flat_matches_jansson),
       cmocka_unit_test(test_flat_scan_edges),
+      cmocka_unit_test(test_flat_patch_matches_jansson),
   };
   return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

@@ -565,7 +565,7 @@ typedef struct wcall {
   const char *op_id;     /* the caller's, or generated */
   char opbuf[64];
   json_t *input;         /* insert: the record; update: the patch */
-  urec_flat flat;        /* insert: the record read without jansson, */
+  urec_flat flat;        /* the record or patch read without jansson, */
   int have_flat;         /* when its text is in the compact form */
   uint8_t (*hashes)[32]; /* of the hold tokens presented */
   takeovers tk;          /* holds this write may take over */
@@ -585,7 +585,11 @@ typedef struct wround {
   uint64_t fp;            /* caller's op id: the request's fingerprint */
   int outcome_later;      /* its outcome not read yet (see round_seen) */
   json_t *body;
-  int flat;               /* insert: w->flat is the record (bound to t) */
+  const urec_flat *flat;  /* the new record (insert: &w->flat; update and
+                             delete: &mflat) read without jansson, bound
+                             to t, or NULL */
+  urec_flat mflat;        /* update, delete: the record, read or patched */
+  ubuf mtext;             /* update: the patched record's text */
   char *output, *canon_s;
   uplan plan;
   uexec_refused why;
@@ -623,8 +627,7 @@ static int call_init(wcall *w, unico *u, const uapi_req *rq,
     w->op_id = w->opbuf;
   }
   if (rq->kind == UPLAN_DELETE) return UNICO_OK;
-  if (rq->kind == UPLAN_INSERT && rq->json &&
-      !urec_flat_scan(rq->json, &w->flat)) {
+  if (rq->json && !urec_flat_scan(rq->json, &w->flat)) {
     w->have_flat = 1;
     return UNICO_OK;
   }
@@ -640,6 +643,7 @@ static void round_free(wround *r) {
   ubuf_free(&r->rkey);
   ustored_record_free(&r->old);
   json_decref(r->body);
+  ubuf_free(&r->mtext);
   free(r->output);
   free(r->canon_s);
   uapi_sch_put(r->sc);
@@ -675,7 +679,7 @@ static int round_target(wcall *w, wround *r, unico_result *res) {
   if (rq->kind != UPLAN_INSERT) return urec_pk_parse(r->t, rq->pk_json, &r->pk, res);
   if (w->have_flat && !w->input) {
     if (!urec_flat_bind(r->t, &w->flat)) {
-      r->flat = 1;
+      r->flat = &w->flat;
       return urec_flat_pk(r->t, &w->flat, &r->pk, res);
     }
     /* (not for this table as it is: jansson's way says why) */
@@ -699,7 +703,7 @@ static int round_target(wcall *w, wround *r, unico_result *res) {
 static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
   const uapi_req *rq = w->rq;
   if (!rq->op_id) return UNICO_OK;
-  if (r->flat) {
+  if (w->have_flat && !w->input) {
     ubuf c = UBUF_INIT;
     urec_flat_canon(&w->flat, &c);
     if (!ubuf_ok(&c)) {
@@ -722,6 +726,22 @@ static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
   if (rc == UNICO_ENOTFOUND) return UNICO_OK;
   r->answered = rc == UNICO_OK;
   return rc;
+}
+
+/* The new record without jansson: a delete's as read, an update's read
+ * and patched, each bound to the table. 0, or -1 when either text is not
+ * in the compact form or the result does not fit the table (the jansson
+ * way then applies, or says why). */
+static int flat_old(wcall *w, wround *r) {
+  if (urec_flat_scan(r->old.body, &r->mflat)) return -1;
+  if (w->rq->kind == UPLAN_UPDATE) {
+    if (urec_flat_patch(r->t, &r->mflat, &w->flat, &r->mtext) ||
+        urec_flat_scan((const char *)r->mtext.p, &r->mflat))
+      return -1;
+  }
+  if (urec_flat_bind(r->t, &r->mflat)) return -1;
+  r->flat = &r->mflat;
+  return 0;
 }
 
 /* Update, delete: the record as it is (remembered, or read), checked
@@ -772,6 +792,14 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
                 ", not %" PRIu64,
                 rq->pk_json, r->t->name, r->old.version, rq->if_version);
   }
+  /* Without jansson where the stored record and the patch allow it. */
+  if (rq->kind == UPLAN_DELETE || (w->have_flat && !w->input)) {
+    if (!flat_old(w, r)) return UNICO_OK;
+    if (rq->kind == UPLAN_UPDATE && !w->input) {
+      int prc = urec_parse_object(rq->json, "update", &w->input, res);
+      if (prc) return prc;
+    }
+  }
   json_t *ob = json_loads(r->old.body, 0, NULL);
   if (!ob)
     return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
@@ -804,12 +832,12 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
   size_t pkl;
   ubuf pkt = UBUF_INIT;
   if (r->flat && r->t->npk == 1) {
-    const urec_field *x = &w->flat.f[0];
+    const urec_field *x = &r->flat->f[0];
     while (x->col != r->t->pk[0]) x++;
     pks = x->t;
     pkl = x->tl;
   } else if (r->flat) {
-    urec_flat_pk_text(r->t, &w->flat, &pkt);
+    urec_flat_pk_text(r->t, r->flat, &pkt);
     pks = ubuf_ok(&pkt) ? (const char *)pkt.p : NULL;
     pkl = pkt.len;
   } else {
@@ -826,7 +854,7 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
                         .table = r->t,
                         .pk = &r->pk,
                         .body = rq->kind == UPLAN_DELETE ? NULL : r->body,
-                        .flat = r->flat ? &w->flat : NULL,
+                        .flat = rq->kind == UPLAN_DELETE ? NULL : r->flat,
                         .old = base,
                         .old_sver = r->sver,
                         .schema_ver = r->sc->store_ver,

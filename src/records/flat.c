@@ -174,6 +174,53 @@ void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out) {
   if (t->npk != 1) ubuf_putc(out, ']');
 }
 
+/* The field of f whose key is k, or NULL. */
+static const urec_field *field_named(const urec_flat *f, const char *k,
+                                     size_t kl) {
+  for (size_t i = 0; i < f->n; i++)
+    if (f->f[i].kl == kl && !memcmp(f->f[i].k, k, kl)) return &f->f[i];
+  return NULL;
+}
+
+static void put_field(ubuf *out, int *first, const urec_field *name,
+                      const urec_field *value) {
+  if (!*first) ubuf_putc(out, ',');
+  *first = 0;
+  ubuf_put(out, name->k - 1, name->kl + 2); /* (with its quotes) */
+  ubuf_putc(out, ':');
+  ubuf_put(out, value->t, value->tl);
+}
+
+int urec_flat_patch(const utable *t, const urec_flat *old,
+                    const urec_flat *patch, ubuf *out) {
+  for (size_t i = 0; i < patch->n; i++) {
+    const urec_field *p = &patch->f[i];
+    int c = column_of(t, p->k, p->kl);
+    if (c < 0) return -1;
+    if (t->cols[c].pk_pos >= 0) {
+      const urec_field *o = field_named(old, p->k, p->kl);
+      /* (both compact: equal values are equal texts) */
+      if (!o || o->tl != p->tl || memcmp(o->t, p->t, p->tl)) return -1;
+    }
+  }
+  int first = 1;
+  ubuf_reset(out);
+  ubuf_putc(out, '{');
+  for (size_t i = 0; i < old->n; i++) {
+    const urec_field *o = &old->f[i];
+    const urec_field *p = field_named(patch, o->k, o->kl);
+    if (!p) put_field(out, &first, o, o);
+    else if (p->v.kind != UREC_V_NULL) put_field(out, &first, o, p);
+  }
+  for (size_t i = 0; i < patch->n; i++) {
+    const urec_field *p = &patch->f[i];
+    if (p->v.kind != UREC_V_NULL && !field_named(old, p->k, p->kl))
+      put_field(out, &first, p, p);
+  }
+  ubuf_putc(out, '}');
+  return ubuf_ok(out) ? 0 : -1;
+}
+
 void urec_flat_canon(const urec_flat *f, ubuf *out) {
   /* jansson sorts the keys with strcmp: byte order, a key before the keys
    * it is a prefix of */

@@ -54,6 +54,15 @@ int urec_flat_unique_value(const utable *t, const uconstraint *c,
                            unico_result *res);
 void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out);
 
+/* An update's new record as compact text into out: old (a stored record,
+ * scanned) with patch (scanned) applied as urec_patch does it (a value
+ * replaced where it stands, a null removing its column, new columns after
+ * the others in the patch's order, primary key columns unchanged). 0, or -1
+ * when the patch names a column t lacks or changes a primary key column
+ * (the jansson way then says so); out may need urec_flat_bind after. */
+int urec_flat_patch(const utable *t, const urec_flat *old,
+                    const urec_flat *patch, ubuf *out);
+
 /* The text json_dumps(JSON_COMPACT | JSON_SORT_KEYS) gives for f. */
 void urec_flat_canon(const urec_flat *f, ubuf *out);
 
