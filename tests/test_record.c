@@ -369,6 +369,10 @@ static void test_flat_matches_jansson(void **state) {
       urec_flat_pk_text(t, &f, &pt);
       assert_int_equal(pt.len, strlen(pk));
       assert_memory_equal(pt.p, pk, pt.len);
+      char named[512];
+      assert_int_equal(urec_flat_pk_named(t, &f, named, sizeof named), (long)strlen(pk));
+      assert_string_equal(named, pk);
+      assert_int_equal(urec_flat_pk_named(t, &f, named, strlen(pk)), -1);
       free(pk);
       json_decref(pj);
       same_claims(t, j, &f);

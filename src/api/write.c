@@ -246,13 +246,21 @@ static int not_found(const utable *t, const char *pk_json, unico_result *res) {
  * as it is; only the key is taken from it parsed. */
 static int record_output(const utable *t, const ustored_record *r,
                          const char *extra, unico_result *res) {
-  json_t *body = json_loads(r->body, 0, NULL);
-  if (!body) return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
-  json_t *pk = urec_pk_json(t, body);
-  json_decref(body);
-  char pkbuf[512], *pkheap;
-  const char *pks = dump_small(pk, pkbuf, sizeof pkbuf, &pkheap);
-  json_decref(pk);
+  char pkbuf[512], *pkheap = NULL;
+  const char *pks;
+  /* the key's JSON: read from the body's text where it is compact */
+  urec_flat f;
+  if (!urec_flat_scan(r->body, &f) &&
+      urec_flat_pk_named(t, &f, pkbuf, sizeof pkbuf) >= 0) {
+    pks = pkbuf;
+  } else {
+    json_t *body = json_loads(r->body, 0, NULL);
+    if (!body) return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
+    json_t *pk = urec_pk_json(t, body);
+    json_decref(body);
+    pks = dump_small(pk, pkbuf, sizeof pkbuf, &pkheap);
+    json_decref(pk);
+  }
   int ok = pks != NULL;
   if (ok && res) {
     size_t xl = extra ? strlen(extra) : 0,

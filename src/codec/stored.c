@@ -76,16 +76,40 @@ static int rd_int(utup_reader *r, int64_t *v) {
   return 0;
 }
 
+/* A text or bytes element as a malloc'd, NUL-terminated copy of its
+ * exact size. */
 static int rd_str(utup_reader *r, char **out, size_t *len) {
   utup_item it;
-  ubuf b = UBUF_INIT;
   *out = NULL;
   if (utup_next(r, &it) != 1 || (it.type != UTUP_TEXT && it.type != UTUP_BYTES))
     return -1;
+  char *s = malloc(it.len + 1);
+  if (!s) return -1;
+  ubuf b = {(uint8_t *)s, 0, it.len + 1, 0};
   utup_item_copy(&it, &b);
   if (len) *len = b.len;
-  *out = ubuf_take(&b);
-  return *out ? 0 : -1;
+  *out = s;
+  return 0;
+}
+
+/* A text or bytes element's bytes: in place when nothing in it is
+ * escaped, else unescaped into scratch. */
+static int rd_slice(utup_reader *r, const uint8_t **p, size_t *n,
+                    ubuf *scratch) {
+  utup_item it;
+  if (utup_next(r, &it) != 1 || (it.type != UTUP_TEXT && it.type != UTUP_BYTES))
+    return -1;
+  if (it.len == it.rawlen) {
+    *p = it.raw;
+    *n = it.len;
+    return 0;
+  }
+  ubuf_reset(scratch);
+  utup_item_copy(&it, scratch);
+  if (!ubuf_ok(scratch)) return -1;
+  *p = scratch->p;
+  *n = scratch->len;
+  return 0;
 }
 
 static void put_str(ubuf *b, const char *s) { utup_str(b, s ? s : ""); }
@@ -224,16 +248,19 @@ int ustored_record_decode(const uint8_t *p, size_t n, ustored_record *rec) {
     goto bad;
   rec->state = (int)state;
   rec->version = (uint64_t)ver;
+  ubuf scratch = UBUF_INIT;
   for (int64_t i = 0; i < nc; i++) {
-    char *k;
+    const uint8_t *k;
     size_t kl, voff;
-    if (rd_str(&r, &k, &kl)) goto bad;
-    int bad = ustored_claim_key_split((uint8_t *)k, kl, &voff, NULL, 0,
-                                      NULL) ||
-              uclaims_add(&rec->claims, (uint8_t *)k, kl, voff, -1);
-    free(k);
-    if (bad) goto bad;
+    int bad = rd_slice(&r, &k, &kl, &scratch) ||
+              ustored_claim_key_split(k, kl, &voff, NULL, 0, NULL) ||
+              uclaims_add(&rec->claims, k, kl, voff, -1);
+    if (bad) {
+      ubuf_free(&scratch);
+      goto bad;
+    }
   }
+  ubuf_free(&scratch);
   int intent = state == UREC_INTENT;
   if ((intent || r.off != r.len) && rd_int(&r, &rec->since_ms)) goto bad;
   if (intent || r.off != r.len) {

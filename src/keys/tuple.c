@@ -132,6 +132,12 @@ int utup_next(utup_reader *r, utup_item *it) {
 void utup_item_copy(const utup_item *it, ubuf *out) {
   if (ubuf_reserve(out, it->len)) return;
   uint8_t *o = out->p + out->len;
+  if (it->len == it->rawlen) { /* no escaped NUL: the bytes as they are */
+    if (it->len) memcpy(o, it->raw, it->len);
+    out->len += it->len;
+    out->p[out->len] = 0;
+    return;
+  }
   for (size_t i = 0; i < it->rawlen; i++) {
     *o++ = it->raw[i];
     if (it->raw[i] == 0) i++; /* skip the 0xFF escape */

@@ -182,6 +182,23 @@ static const urec_field *field_named(const urec_flat *f, const char *k,
   return NULL;
 }
 
+long urec_flat_pk_named(const utable *t, const urec_flat *f, char *buf,
+                        size_t cap) {
+  size_t n = 0;
+  if (t->npk != 1 && n < cap) buf[n++] = '[';
+  for (size_t i = 0; i < t->npk; i++) {
+    const char *name = t->cols[t->pk[i]].name;
+    const urec_field *x = field_named(f, name, strlen(name));
+    if (!x || n + x->tl + 3 > cap) return -1;
+    if (i) buf[n++] = ',';
+    memcpy(buf + n, x->t, x->tl);
+    n += x->tl;
+  }
+  if (t->npk != 1) buf[n++] = ']';
+  buf[n] = 0;
+  return (long)n;
+}
+
 static void put_field(ubuf *out, int *first, const urec_field *name,
                       const urec_field *value) {
   if (!*first) ubuf_putc(out, ',');

@@ -63,6 +63,12 @@ void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out);
 int urec_flat_patch(const utable *t, const urec_flat *old,
                     const urec_flat *patch, ubuf *out);
 
+/* urec_pk_json's text for a scanned (not necessarily bound) f, its
+ * primary key columns found by name, into buf (cap bytes, NUL-terminated):
+ * its length, or -1 when a column is missing or it does not fit. */
+long urec_flat_pk_named(const utable *t, const urec_flat *f, char *buf,
+                        size_t cap);
+
 /* The text json_dumps(JSON_COMPACT | JSON_SORT_KEYS) gives for f. */
 void urec_flat_canon(const urec_flat *f, ubuf *out);
 
