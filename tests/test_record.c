@@ -473,6 +473,65 @@ static void test_flat_patch_matches_jansson(void **state) {
   ubuf_free(&out);
 }
 
+/* Lookup values without jansson (urec_flat_values) against
+ * urec_values_parse, and claim values printed without jansson
+ * (urec_tuple_text) against urec_tuple_json, on random arrays. */
+static void test_flat_values_match_jansson(void **state) {
+  (void)state;
+  static const int want[] = {
+      [UCOL_TEXT] = 0, [UCOL_INT] = 1, [UCOL_BIGINT] = 1, [UCOL_BOOLEAN] = 2,
+      [UCOL_UUID] = 3, [UCOL_TIMESTAMP] = 4, [UCOL_DOUBLE] = 7};
+  ubuf text = UBUF_INIT, a = UBUF_INIT, b = UBUF_INIT, pt = UBUF_INIT;
+  unsigned flat = 0, printed = 0, left = 0;
+  tu_rng_seed(&frng, 27112026);
+  for (int round = 0; round < 20000; round++) {
+    const uconstraint *c = &T->cons[tu_rng_below(&frng, (unsigned)T->ncons)];
+    unsigned n = c->ncols + (tu_rng_below(&frng, 20) == 0);
+    ubuf_reset(&text);
+    put_s(&text, tu_rng_below(&frng, 20) ? "[" : "[ ");
+    for (unsigned i = 0; i < n; i++) {
+      if (i) ubuf_putc(&text, ',');
+      gen_value(&text, i < c->ncols ? want[T->cols[c->cols[i]].type] : 0);
+    }
+    put_s(&text, "]");
+    ubuf_putc(&text, 0);
+    ubuf_reset(&a);
+    ubuf_reset(&b);
+    int jrc = urec_values_parse(T, c, (const char *)text.p, &a, NULL);
+    if (!urec_flat_values(T, c, (const char *)text.p, &b)) {
+      flat++;
+      assert_int_equal(jrc, UNICO_OK);
+      assert_int_equal(a.len, b.len);
+      assert_memory_equal(a.p, b.p, a.len);
+    } else {
+      assert_int_equal(b.len, 0);
+    }
+    if (jrc) continue;
+    json_t *tj = urec_tuple_json(a.p, a.len);
+    char *d = dump(tj, JSON_COMPACT);
+    ubuf_reset(&pt);
+    if (!urec_tuple_text(a.p, a.len, &pt)) {
+      printed++;
+      ubuf_putc(&pt, 0);
+      assert_string_equal((const char *)pt.p, d);
+    } else {
+      left++;
+      assert_int_equal(pt.len, 0);
+    }
+    free(d);
+    json_decref(tj);
+  }
+  fprintf(stderr, "flat values: %u taken; tuple text: %u printed, %u left\n",
+          flat, printed, left);
+  assert_true(flat > 2000);
+  assert_true(printed > 2000);
+  assert_true(left > 100);
+  ubuf_free(&text);
+  ubuf_free(&a);
+  ubuf_free(&b);
+  ubuf_free(&pt);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -484,6 +543,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_flat_matches_jansson),
       cmocka_unit_test(test_flat_scan_edges),
       cmocka_unit_test(test_flat_patch_matches_jansson),
+      cmocka_unit_test(test_flat_values_match_jansson),
   };
   return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

@@ -76,13 +76,58 @@ static void describe_conflict(const utable *t, const uconstraint *c,
        c ? c->name : "PRIMARY KEY");
 }
 
+/* A claim value's compact JSON (an array), malloc'd; NULL when out of
+ * memory or not valid. */
+static char *value_text(const uint8_t *p, size_t n) {
+  ubuf b = UBUF_INIT;
+  if (!urec_tuple_text(p, n, &b)) return ubuf_take(&b);
+  ubuf_free(&b);
+  json_t *vj = urec_tuple_json(p, n);
+  char *vs = vj ? json_dumps(vj, JSON_COMPACT) : NULL;
+  json_decref(vj);
+  return vs;
+}
+
+/* A string's JSON text (quoted, escaped), malloc'd; NULL out of memory. */
+static char *json_text_of(const char *s) {
+  size_t n = strlen(s);
+  if (urec_json_plain(s, n)) {
+    char *q = malloc(n + 3);
+    if (q) snprintf(q, n + 3, "\"%s\"", s);
+    return q;
+  }
+  json_t *j = json_string(s);
+  char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+  json_decref(j);
+  return q;
+}
+
+/* The owner's primary key as JSON (a scalar for a one-column key),
+ * malloc'd, printed without jansson; NULL when only the jansson way prints
+ * it right (a timestamp key column, a double, an escape). */
+static char *owner_text(const utable *t, const uint8_t *owner, size_t olen) {
+  for (size_t i = 0; i < t->npk; i++)
+    if (t->cols[t->pk[i]].type == UCOL_TIMESTAMP) return NULL;
+  if (utup_count(owner, olen) != (long)t->npk) return NULL;
+  ubuf b = UBUF_INIT;
+  if (urec_tuple_text(owner, olen, &b)) {
+    ubuf_free(&b);
+    return NULL;
+  }
+  if (t->npk == 1) { /* [x] -> x */
+    memmove(b.p, b.p + 1, b.len - 2);
+    b.len -= 2;
+    b.p[b.len] = 0;
+  }
+  return ubuf_take(&b);
+}
+
 /* Fill res with a unique conflict on claim key ops[i] (or the primary key). */
 static int report_conflict(const utable *t, int con, const uint8_t *val,
                            size_t vlen, const uint8_t *owner, size_t olen,
                            unico_result *res) {
-  json_t *vj = urec_tuple_json(val, vlen);
-  json_t *oj = urec_tuple_json(owner, olen);
-  char *vs = NULL, *os = NULL;
+  char *vs = value_text(val, vlen), *os = owner_text(t, owner, olen);
+  json_t *oj = os ? NULL : urec_tuple_json(owner, olen);
   /* The owner's timestamp key columns as RFC 3339, the form get prints
    * for them and every command accepts */
   for (size_t i = 0; oj && i < t->npk && i < json_array_size(oj); i++) {
@@ -93,12 +138,10 @@ static int report_conflict(const utable *t, int con, const uint8_t *val,
     uapi_format_time((int64_t)json_integer_value(e), when, sizeof when);
     json_array_set_new(oj, i, json_string(when));
   }
-  if (vj && oj) {
-    vs = json_dumps(vj, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (oj) {
     json_t *one = t->npk == 1 ? json_array_get(oj, 0) : oj;
     os = json_dumps(one ? one : oj, JSON_COMPACT | JSON_ENCODE_ANY);
   }
-  json_decref(vj);
   json_decref(oj);
   if (!vs || !os) {
     free(vs);
@@ -453,10 +496,7 @@ static void con_cols(const utable *t, const uconstraint *c, char *out,
 
 /* The value part of a claim or group key as JSON text (malloc'd). */
 static char *key_value_json(const uclaim *c) {
-  json_t *vj = urec_tuple_json(c->key + c->voff, c->klen - c->voff);
-  char *vs = vj ? json_dumps(vj, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-  json_decref(vj);
-  return vs;
+  return value_text(c->key + c->voff, c->klen - c->voff);
 }
 
 /* Name the constraint and give the value (vs, JSON, taken over) in res. */
@@ -1112,11 +1152,11 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     goto leave;
   }
   const uconstraint *c = &t->cons[ci];
-  rc = urec_values_parse(t, c, values_json, &val, res);
-  if (rc) goto leave;
-  json_t *vj = urec_tuple_json(val.p, val.len);
-  char *vs = vj ? json_dumps(vj, JSON_COMPACT) : NULL;
-  json_decref(vj);
+  if (urec_flat_values(t, c, values_json, &val)) {
+    rc = urec_values_parse(t, c, values_json, &val, res);
+    if (rc) goto leave;
+  }
+  char *vs = value_text(val.p, val.len);
   ukey_claim(&key, t->name, c->name, val.p, val.len);
   /* The claim names the owner; the owner's record must hold the value
    * (validity rule). A reader racing a writer may see the claim of a record
@@ -1163,9 +1203,7 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
               vs ? vs : "the value", c->name);
   } else if (rc == UNICO_OK) {
     /* "constraint":NAME,"value":VALUE (vs: the value's compact JSON) */
-    json_t *cn = json_string(c->name);
-    char *cs = cn ? json_dumps(cn, JSON_ENCODE_ANY) : NULL;
-    json_decref(cn);
+    char *cs = json_text_of(c->name);
     size_t xn = (cs ? strlen(cs) : 0) + (vs ? strlen(vs) : 4) + 32;
     char *extra = cs ? malloc(xn) : NULL;
     if (extra)

@@ -1,7 +1,11 @@
 /* flat.c - see flat.h. */
 #include "records/flat.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "keys/tuple.h"
 
 #include "keys/normalize.h"
 
@@ -236,6 +240,80 @@ int urec_flat_patch(const utable *t, const urec_flat *old,
   }
   ubuf_putc(out, '}');
   return ubuf_ok(out) ? 0 : -1;
+}
+
+int urec_flat_values(const utable *t, const uconstraint *c, const char *text,
+                     ubuf *val) {
+  size_t mark = val->len;
+  const char *p = text;
+  if (!p || *p != '[') return -1;
+  p++;
+  for (size_t i = 0; i < c->ncols; i++) {
+    urec_view v;
+    if (i) {
+      if (*p != ',') goto no;
+      p++;
+    }
+    p = scan_value(p, &v);
+    if (!p || v.kind == UREC_V_NULL ||
+        urec_put_view(val, &t->cols[c->cols[i]], c->norm, &v, NULL))
+      goto no;
+  }
+  if (p[0] != ']' || p[1]) goto no;
+  return 0;
+no:
+  val->len = mark;
+  if (val->p) val->p[mark] = 0;
+  return -1;
+}
+
+int urec_json_plain(const char *s, size_t n) {
+  int ascii = 1;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char b = (unsigned char)s[i];
+    if (b < 0x20 || b == '"' || b == '\\') return 0;
+    if (b >= 0x80) ascii = 0;
+  }
+  return ascii || unorm_utf8_valid(s, n);
+}
+
+int urec_tuple_text(const uint8_t *p, size_t n, ubuf *out) {
+  size_t mark = out->len;
+  utup_reader r;
+  utup_item it;
+  int rc, first = 1;
+  char num[32];
+  utup_reader_init(&r, p, n);
+  ubuf_putc(out, '[');
+  while ((rc = utup_next(&r, &it)) == 1) {
+    if (!first) ubuf_putc(out, ',');
+    first = 0;
+    switch (it.type) {
+    case UTUP_NULL: ubuf_put(out, "null", 4); break;
+    case UTUP_TRUE: ubuf_put(out, "true", 4); break;
+    case UTUP_FALSE: ubuf_put(out, "false", 5); break;
+    case UTUP_INT:
+      ubuf_put(out, num, (size_t)snprintf(num, sizeof num, "%" PRId64, it.i));
+      break;
+    case UTUP_TEXT:
+    case UTUP_BYTES: {
+      ubuf_putc(out, '"');
+      size_t at = out->len;
+      utup_item_copy(&it, out);
+      if (!ubuf_ok(out) || !urec_json_plain((const char *)out->p + at, it.len))
+        goto no;
+      ubuf_putc(out, '"');
+      break;
+    }
+    default: goto no; /* a double: jansson's own formatting */
+    }
+  }
+  ubuf_putc(out, ']');
+  if (rc >= 0 && ubuf_ok(out)) return 0;
+no:
+  out->len = mark;
+  if (out->p) out->p[mark] = 0;
+  return -1;
 }
 
 void urec_flat_canon(const urec_flat *f, ubuf *out) {

@@ -69,6 +69,22 @@ int urec_flat_patch(const utable *t, const urec_flat *old,
 long urec_flat_pk_named(const utable *t, const urec_flat *f, char *buf,
                         size_t cap);
 
+/* urec_values_parse of a compact array (text) without jansson: 0 with
+ * the values appended to val, or -1 with val as it was (a value null or
+ * not of its column's type, the wrong count, anything not compact: the
+ * jansson way then says why). */
+int urec_flat_values(const utable *t, const uconstraint *c, const char *text,
+                     ubuf *val);
+
+/* The compact JSON text of urec_tuple_json(p, n) into out, without
+ * jansson: 0, or -1 (out as it was) for what only jansson prints the same
+ * (a double, a string needing an escape or not valid UTF-8). */
+int urec_tuple_text(const uint8_t *p, size_t n, ubuf *out);
+
+/* Whether s (n bytes) prints as a JSON string as it is, between quotes:
+ * valid UTF-8 with no control character, quote or backslash. */
+int urec_json_plain(const char *s, size_t n);
+
 /* The text json_dumps(JSON_COMPACT | JSON_SORT_KEYS) gives for f. */
 void urec_flat_canon(const urec_flat *f, ubuf *out);
 
