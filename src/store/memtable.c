@@ -32,10 +32,33 @@ int umt_init(umt *t, size_t psize) {
 
 void umt_free(umt *t) {
   if (!t->tab) return;
-  for (size_t i = 0; i < t->cap; i++)
-    if (t->tab[i].hash) free(t->tab[i].kv);
+  for (umt_block *b = t->blocks, *nx; b; b = nx) {
+    nx = b->next;
+    free(b);
+  }
   free(t->tab);
   memset(t, 0, sizeof *t);
+}
+
+/* n bytes from the table's blocks (a new block when the newest is full:
+ * 64 KiB, doubling up to 1 MiB, or n when larger); NULL out of memory. */
+static uint8_t *umt_alloc(umt *t, size_t n) {
+  umt_block *b = t->blocks;
+  n = (n + 7) & ~(size_t)7;
+  if (!b || b->cap - b->used < n) {
+    size_t cap = b ? b->cap * 2 : (size_t)64 << 10;
+    if (cap > (size_t)1 << 20) cap = (size_t)1 << 20;
+    if (cap < n) cap = n;
+    umt_block *nb = malloc(sizeof *nb + cap);
+    if (!nb) return NULL;
+    nb->next = b;
+    nb->used = 0;
+    nb->cap = cap;
+    t->blocks = b = nb;
+  }
+  uint8_t *p = b->data + b->used;
+  b->used += n;
+  return p;
 }
 
 static umt_entry *slot(const umt *t, uint64_t h, const void *key,
@@ -75,7 +98,7 @@ int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
             int deleted, const void *val, size_t vlen) {
   if (deleted) vlen = 0;
   if ((t->n + 1) * 10 > t->cap * 7 && grow(t)) return -1;
-  uint8_t *kv = malloc(klen + vlen + 1);
+  uint8_t *kv = umt_alloc(t, klen + vlen + 1);
   if (!kv) return -1;
   memcpy(kv, key, klen);
   if (vlen) memcpy(kv + klen, val, vlen);
@@ -84,7 +107,6 @@ int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
   if (e->hash) {
     t->bytes -= e->klen + e->vlen;
     t->cost -= umt_cost(t->psize, e->klen, e->vlen, e->deleted);
-    free(e->kv);
   } else {
     t->n++;
     t->lead[lead_of(key, klen)]++;

@@ -11,13 +11,23 @@
 typedef struct umt_entry {
   uint64_t hash;    /* 0: empty slot */
   uint64_t version; /* of the value (0 for a tombstone) */
-  uint8_t *kv;      /* key bytes, then value bytes (one allocation) */
+  uint8_t *kv;      /* key bytes, then value bytes (in the table's blocks) */
   uint32_t klen, vlen;
   int deleted; /* a tombstone */
 } umt_entry;
 
+/* Where entries' keys and values live: blocks taken in turn, all freed
+ * with the table (a value replaced leaves its old bytes unused until then,
+ * which the log's own size bounds: each write is also a log record). */
+typedef struct umt_block {
+  struct umt_block *next;
+  size_t used, cap;
+  uint8_t data[];
+} umt_block;
+
 typedef struct umt {
   umt_entry *tab;
+  umt_block *blocks; /* the newest first */
   size_t cap;   /* a power of two */
   size_t n;     /* entries in use */
   size_t bytes; /* keys and values held */
