@@ -70,16 +70,21 @@ static int u_point_begin(const bench_config *cfg, const char *tag, char *err, si
   return open_url(url, &U, err, errlen);
 }
 
+/* A user as the record unico takes. */
+static void user_json(char *buf, size_t n, const bench_user *p) {
+  snprintf(buf, n,
+           "{\"id\":\"%s\",\"email\":\"%s\",\"phone\":\"%s\",\"provider\":\"%s\","
+           "\"external_id\":\"%s\",\"name\":\"%s\"}",
+           p->id, p->email, p->phone, p->provider, p->external_id, p->name);
+}
+
 static int insert_all(unico *h, const bench_user *users, size_t n, char *err, size_t errlen) {
   unico_result r = UNICO_RESULT_INIT;
   char buf[512];
   int rc = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     const bench_user *p = &users[i];
-    snprintf(buf, sizeof buf,
-             "{\"id\":\"%s\",\"email\":\"%s\",\"phone\":\"%s\",\"provider\":\"%s\","
-             "\"external_id\":\"%s\",\"name\":\"%s\"}",
-             p->id, p->email, p->phone, p->provider, p->external_id, p->name);
+    user_json(buf, sizeof buf, p);
     rc = unico_insert(h, "users", buf, NULL, &r);
     if (rc) snprintf(err, errlen, "unico: preload insert %s: %s", p->id, r.message);
   }
@@ -191,10 +196,7 @@ static void map_rc(uconn *c, int rc, bench_outcome *o) {
 
 static void u_insert(void *conn, const bench_user *p, bench_outcome *o) {
   uconn *c = conn;
-  snprintf(c->buf, sizeof c->buf,
-           "{\"id\":\"%s\",\"email\":\"%s\",\"phone\":\"%s\",\"provider\":\"%s\","
-           "\"external_id\":\"%s\",\"name\":\"%s\"}",
-           p->id, p->email, p->phone, p->provider, p->external_id, p->name);
+  user_json(c->buf, sizeof c->buf, p);
   RUN_WRITE(unico_insert(U, "users", c->buf, NULL, &c->res));
 }
 
@@ -210,20 +212,22 @@ static void u_submitted(void *ctx, const unico_result *res) {
 
 static int u_submit_insert(void *conn, const bench_user *p, bench_async *a) {
   uconn *c = conn;
-  snprintf(c->buf, sizeof c->buf,
-           "{\"id\":\"%s\",\"email\":\"%s\",\"phone\":\"%s\",\"provider\":\"%s\","
-           "\"external_id\":\"%s\",\"name\":\"%s\"}",
-           p->id, p->email, p->phone, p->provider, p->external_id, p->name);
+  user_json(c->buf, sizeof c->buf, p);
   unico_write w = {UNICO_WRITE_INSERT, "users", c->buf, NULL, NULL};
   return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
+}
+
+/* An email change: the key's JSON into pk, the patch into c->buf. */
+static void email_patch(uconn *c, char *pk, size_t n, const char *id, const char *email) {
+  snprintf(pk, n, "\"%s\"", id);
+  snprintf(c->buf, sizeof c->buf, "{\"email\":\"%s\"}", email);
 }
 
 static int u_submit_update_email(void *conn, const char *id, const char *email,
                                  bench_async *a) {
   uconn *c = conn;
   char pk[80];
-  snprintf(pk, sizeof pk, "\"%s\"", id);
-  snprintf(c->buf, sizeof c->buf, "{\"email\":\"%s\"}", email);
+  email_patch(c, pk, sizeof pk, id, email);
   unico_write w = {UNICO_WRITE_UPDATE, "users", c->buf, pk, NULL};
   return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
 }
@@ -231,8 +235,7 @@ static int u_submit_update_email(void *conn, const char *id, const char *email,
 static void u_update_email(void *conn, const char *id, const char *email, bench_outcome *o) {
   uconn *c = conn;
   char pk[80];
-  snprintf(pk, sizeof pk, "\"%s\"", id);
-  snprintf(c->buf, sizeof c->buf, "{\"email\":\"%s\"}", email);
+  email_patch(c, pk, sizeof pk, id, email);
   RUN_WRITE(unico_update(U, "users", pk, c->buf, 0, NULL, &c->res));
 }
 

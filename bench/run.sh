@@ -133,6 +133,11 @@ for e in $ENGINES; do
     set -- "$@" --pg "$PG_CONNINFO" --pg-pid "$PG_PID"
   fi
   log "engine $e"
+  # (each engine starts with what the ones before wrote on disk: the
+  # kernel's writeback and the discards of deleted stores otherwise slow
+  # its syncs)
+  sync
+  sleep 3
   { rc=0; "$BENCH" "$@" || rc=$?; echo "$rc" > "$WORK/rc"; } 2>&1 | tee -a "$RESULTS/run.log"
   rc=$(cat "$WORK/rc")
   [ "$rc" = 0 ] || log "engine $e: unico-bench exited with status $rc"
