@@ -1063,6 +1063,9 @@ void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   ureq *r = *con_cls;
   userv_conn_next(userv_conn_of(c)); /* keep-alive: the next request */
   if (!r) return;
+  /* A held answer whose client left: its connection ends on resuming
+   * without the handler's second call, which would have counted it out. */
+  if (r->held) atomic_fetch_sub(&s->suspended, 1);
   uint64_t us = userv_now_us() - r->start_us;
   (void)toe; /* a queued status counts even if the client left early */
   umetrics_request(&s->m, r->method, r->route, r->status, us);

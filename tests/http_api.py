@@ -1336,7 +1336,43 @@ def t_event_loop():
         check(srv.stop() == 0, "exits 0")
 
 
-OWN = [t_event_loop, t_token, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+def t_client_gone():
+    # Clients that leave while their answers wait for a sync (event loops on
+    # a log-mode store, where each answer is held until durable): every
+    # held answer is accounted for when its connection ends, so SIGTERM
+    # afterwards drains to exit 0 (it once found answers "still waiting"
+    # for connections long gone and exited 7).
+    store = "lmdb:" + os.path.join(WORK, "gone-data") + "?wal=on"
+    shutil.rmtree(os.path.join(WORK, "gone-data"), ignore_errors=True)
+    srv = Server("gone", "--event-loop", "2", store=store)
+    try:
+        r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
+        check(r.status == 200, "schema", r)
+
+        def leaver(k):
+            for i in range(150):
+                body = json.dumps({"id": "g%d-%d" % (k, i), "username": "g%d-%d" % (k, i)}).encode()
+                s = socket.create_connection((srv.host, srv.port), timeout=20)
+                s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                s.close()  # gone before the answer
+
+        ths = [threading.Thread(target=leaver, args=(k,)) for k in range(8)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        time.sleep(1.0)  # the last syncs end, the last connections with them
+        r = fetch(srv, "GET", "/v1/users/g0-0")
+        check(r.status in (200, 404), "still serving", r)
+    finally:
+        rc = srv.stop()
+    log = srv.stderr()
+    check(rc == 0, "SIGTERM after clients left: exit 0", (rc, log[-1500:]))
+    check("still wait" not in log and "stopped" in log, "nothing left waiting", log[-1500:])
+
+
+OWN = [t_event_loop, t_client_gone, t_token, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):
