@@ -18,7 +18,12 @@
  *   - the planned insert's stored record decodes, with the same claims;
  *   - a patch either fails cleanly or gives a record the table accepts
  *     with the same primary key.
- * A refused record or patch must say why (a message).
+ * A refused record or patch must say why (a message). And the way without
+ * jansson (records/flat.h) agrees with it: a text urec_flat_scan takes is
+ * one jansson reads and prints back byte for byte; urec_flat_bind takes it
+ * exactly when urec_validate does, with the same key, key text and claim
+ * values; a patch urec_flat_patch applies gives jansson's record text, and
+ * one it leaves is one jansson's way refuses.
  *
  * Linked with tests/fuzz/replay.c instead of libFuzzer it replays the
  * corpus: a test in every build. */
@@ -29,6 +34,7 @@
 
 #include "codec/stored.h"
 #include "plan/plan.h"
+#include "records/flat.h"
 #include "records/record.h"
 #include "schema/schema.h"
 
@@ -131,6 +137,59 @@ static void check_record(const utable *t, json_t *obj, ubuf *pk) {
   unico_result_clear(&res);
 }
 
+/* The way without jansson against jansson's, for the record text (obj:
+ * what jansson made of it, NULL when it refused it) and a patch. */
+static void check_flat(const utable *t, const char *text, json_t *obj,
+                       const char *patch_text) {
+  urec_flat f, pf, nf;
+  if (urec_flat_scan(text, &f)) return;
+  CHECK(obj);
+  char *d = json_dumps(obj, JSON_COMPACT);
+  CHECK(d && !strcmp(d, text));
+  free(d);
+  int valid = urec_validate(t, obj, NULL) == UNICO_OK;
+  CHECK(urec_flat_bind(t, &f) == (valid ? 0 : -1));
+  if (!valid) return;
+  ubuf a = UBUF_INIT, b = UBUF_INIT;
+  CHECK(urec_pk(t, obj, &a, NULL) == UNICO_OK);
+  CHECK(urec_flat_pk(t, &f, &b, NULL) == UNICO_OK);
+  CHECK(a.len == b.len && !memcmp(a.p, b.p, a.len));
+  json_t *pj = urec_pk_json(t, obj);
+  char *ps = pj ? json_dumps(pj, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+  char named[512];
+  long nl = urec_flat_pk_named(t, &f, named, sizeof named);
+  CHECK(ps && (nl < 0 ? strlen(ps) + 4 >= sizeof named : !strcmp(named, ps)));
+  free(ps);
+  json_decref(pj);
+  for (size_t i = 0; i < t->ncons; i++) {
+    int p1, p2;
+    ubuf_reset(&a);
+    ubuf_reset(&b);
+    int r1 = urec_unique_value(t, &t->cons[i], obj, &a, &p1, NULL);
+    int r2 = urec_flat_unique_value(t, &t->cons[i], &f, &b, &p2, NULL);
+    CHECK(r1 == r2 && p1 == p2 && a.len == b.len && !memcmp(a.p, b.p, a.len));
+  }
+  ubuf_free(&a);
+  ubuf_free(&b);
+  if (!patch_text || urec_flat_scan(patch_text, &pf)) return;
+  json_t *patch = json_loads(patch_text, JSON_REJECT_DUPLICATES, NULL), *out = NULL;
+  CHECK(patch);
+  int jrc = urec_patch(t, obj, patch, &out, NULL);
+  ubuf m = UBUF_INIT;
+  if (urec_flat_patch(t, &f, &pf, &m) || urec_flat_scan((const char *)m.p, &nf) ||
+      urec_flat_bind(t, &nf)) {
+    CHECK(jrc != UNICO_OK);
+  } else {
+    CHECK(jrc == UNICO_OK);
+    char *od = json_dumps(out, JSON_COMPACT);
+    CHECK(od && !strcmp(od, (const char *)m.p));
+    free(od);
+  }
+  ubuf_free(&m);
+  json_decref(patch);
+  json_decref(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!schema) {
     uparse_error err;
@@ -155,6 +214,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   json_t *obj = NULL;
   ubuf pk = UBUF_INIT;
   int rc = urec_parse_object(text, "the record", &obj, &res);
+  check_flat(t, text, obj, patch_text);
   if (rc) {
     check_refusal(rc, &res);
     goto leave;
