@@ -880,8 +880,7 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
   size_t pkl;
   ubuf pkt = UBUF_INIT;
   if (r->flat && r->t->npk == 1) {
-    const urec_field *x = &r->flat->f[0];
-    while (x->col != r->t->pk[0]) x++;
+    const urec_field *x = urec_flat_field(r->flat, r->t->pk[0]);
     pks = x->t;
     pkl = x->tl;
   } else if (r->flat) {

@@ -105,10 +105,15 @@ static int column_of(const utable *t, const char *k, size_t kl) {
   return -1;
 }
 
-const urec_view *urec_flat_get(const urec_flat *f, int col) {
+const urec_field *urec_flat_field(const urec_flat *f, int col) {
   for (size_t i = 0; i < f->n; i++)
-    if (f->f[i].col == col) return &f->f[i].v;
+    if (f->f[i].col == col) return &f->f[i];
   return NULL;
+}
+
+const urec_view *urec_flat_get(const urec_flat *f, int col) {
+  const urec_field *x = urec_flat_field(f, col);
+  return x ? &x->v : NULL;
 }
 
 int urec_flat_bind(const utable *t, urec_flat *f) {
@@ -162,16 +167,10 @@ int urec_flat_unique_value(const utable *t, const uconstraint *c,
   return UNICO_OK;
 }
 
-static const urec_field *field_of(const urec_flat *f, int col) {
-  for (size_t i = 0; i < f->n; i++)
-    if (f->f[i].col == col) return &f->f[i];
-  return NULL;
-}
-
 void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out) {
   if (t->npk != 1) ubuf_putc(out, '[');
   for (size_t i = 0; i < t->npk; i++) {
-    const urec_field *x = field_of(f, t->pk[i]);
+    const urec_field *x = urec_flat_field(f, t->pk[i]);
     if (i) ubuf_putc(out, ',');
     ubuf_put(out, x->t, x->tl);
   }

@@ -43,7 +43,8 @@ int urec_flat_scan(const char *text, urec_flat *f);
  * why). */
 int urec_flat_bind(const utable *t, urec_flat *f);
 
-/* The value of column col in a bound f, NULL when absent. */
+/* The field, or the value, of column col in a bound f; NULL when absent. */
+const urec_field *urec_flat_field(const urec_flat *f, int col);
 const urec_view *urec_flat_get(const urec_flat *f, int col);
 
 /* urec_pk, urec_unique_value and urec_pk_json's text for a bound f. */
