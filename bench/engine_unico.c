@@ -213,7 +213,7 @@ static void u_submitted(void *ctx, const unico_result *res) {
 static int u_submit_insert(void *conn, const bench_user *p, bench_async *a) {
   uconn *c = conn;
   user_json(c->buf, sizeof c->buf, p);
-  unico_write w = {UNICO_WRITE_INSERT, "users", c->buf, NULL, NULL};
+  unico_write w = {.kind = UNICO_WRITE_INSERT, .table = "users", .json = c->buf};
   return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
 }
 
@@ -228,7 +228,7 @@ static int u_submit_update_email(void *conn, const char *id, const char *email,
   uconn *c = conn;
   char pk[80];
   email_patch(c, pk, sizeof pk, id, email);
-  unico_write w = {UNICO_WRITE_UPDATE, "users", c->buf, pk, NULL};
+  unico_write w = {.kind = UNICO_WRITE_UPDATE, .table = "users", .json = c->buf, .pk_json = pk};
   return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
 }
 

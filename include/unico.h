@@ -156,6 +156,52 @@ int unico_update_with(unico *u, const char *table, const char *pk_json,
                       const char *patch_json, const unico_write_options *opts,
                       unico_result *res);
 
+/* Typed values: a record handed over column by column, for C callers that
+ * hold their data in variables rather than in JSON text. A value names
+ * its column and carries one of these types; each must suit the column as
+ * the same value written in JSON would (UNICO_TEXT for text, uuid and a
+ * timestamp as RFC 3339 text; UNICO_INT for int, bigint and a timestamp in
+ * milliseconds; UNICO_DOUBLE or UNICO_INT for double; UNICO_NULL for "no
+ * value"). The write is then the same write as with the record's JSON,
+ * with the same checks and answers: unico_insert_values(u, "users", v, 2,
+ * NULL, &res) with v = {{"id", UNICO_TEXT, "u1", 2}, {"email", UNICO_TEXT,
+ * "a@x", 3}} is unico_insert(u, "users", "{\"id\":\"u1\",\"email\":
+ * \"a@x\"}", NULL, &res). Text is UTF-8 of len bytes with no NUL byte;
+ * an array of values names each column at most once. */
+enum {
+  UNICO_NULL = 0,
+  UNICO_TEXT = 1,   /* text, len */
+  UNICO_INT = 2,    /* i */
+  UNICO_BOOL = 3,   /* i: 0 or 1 */
+  UNICO_DOUBLE = 4  /* d: finite */
+};
+
+typedef struct unico_value {
+  const char *column; /* the column's name, as the schema stores it */
+  int type;           /* UNICO_TEXT, UNICO_INT, UNICO_BOOL, ... */
+  const char *text;   /* UNICO_TEXT: len bytes of UTF-8 (not NUL-ended) */
+  size_t len;
+  int64_t i;          /* UNICO_INT, UNICO_BOOL */
+  double d;           /* UNICO_DOUBLE */
+} unico_value;
+
+/* unico_insert_with, the record given as n typed values. */
+int unico_insert_values(unico *u, const char *table, const unico_value *vals,
+                        size_t n, const unico_write_options *opts,
+                        unico_result *res);
+
+/* unico_update_with: the record whose primary key columns have the nkey
+ * values of key (one per key column, in any order), patched with the
+ * npatch values of patch (UNICO_NULL clears a column). */
+int unico_update_values(unico *u, const char *table, const unico_value *key,
+                        size_t nkey, const unico_value *patch, size_t npatch,
+                        const unico_write_options *opts, unico_result *res);
+
+/* unico_delete, the key given as typed values (opts: op_id, if_version). */
+int unico_delete_values(unico *u, const char *table, const unico_value *key,
+                        size_t nkey, const unico_write_options *opts,
+                        unico_result *res);
+
 /* Reserve a value of a unique constraint for ttl_ms milliseconds (at most
  * 30 days): while the hold lives, only a write presenting its token takes
  * the value. values_json as for unico_lookup. res->json:
@@ -296,6 +342,12 @@ typedef struct unico_write {
   const char *pk_json;              /* update, delete: the primary key */
   const unico_write_options *opts;  /* may be NULL (delete: op_id and
                                        if_version are read) */
+  /* The same as typed values (unico_insert_values...), read only where
+   * json (values) or pk_json (key) is NULL. */
+  const unico_value *values;        /* insert: the record; update: patch */
+  size_t nvalues;
+  const unico_value *key;           /* update, delete: the primary key */
+  size_t nkey;
 } unico_write;
 
 enum { UNICO_WRITE_INSERT = 1, UNICO_WRITE_UPDATE = 2, UNICO_WRITE_DELETE = 3 };

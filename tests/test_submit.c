@@ -74,7 +74,7 @@ static void *submitter(void *arg) {
     int e = k % 4 == 3 ? k - 1 : k;
     snprintf(rec, sizeof rec, "{\"id\":\"u%d\",\"email\":\"%s%d@x.org\",\"n\":%d}",
              k, k % 4 == 3 ? "USER" : "user", e, k);
-    unico_write w = {UNICO_WRITE_INSERT, "users", rec, NULL, NULL};
+    unico_write w = {.kind = UNICO_WRITE_INSERT, .table = "users", .json = rec};
     t->ctx[k].r = t->r;
     t->ctx[k].i = k;
     int p = unico_submit(t->u, &w, on_done, &t->ctx[k]);
@@ -153,14 +153,18 @@ static void test_submit_kinds(void **state) {
   unico_write_options o = UNICO_WRITE_OPTIONS_INIT;
   o.if_version = 1;
   unico_write w[] = {
-      {UNICO_WRITE_INSERT, "users", "{\"id\":\"a\",\"email\":\"a@x\"}", NULL, NULL},
-      {UNICO_WRITE_UPDATE, "users", "{\"email\":\"b@x\"}", "\"a\"", &o},
-      {UNICO_WRITE_UPDATE, "users", "{\"email\":\"c@x\"}", "\"a\"", &o},
-      {UNICO_WRITE_INSERT, "users", "{\"id\":\"b\",\"n\":\"x\"}", NULL, NULL},
-      {UNICO_WRITE_INSERT, "nope", "{\"id\":\"b\"}", NULL, NULL},
-      {UNICO_WRITE_DELETE, "users", NULL, "\"a\"", NULL},
-      {UNICO_WRITE_DELETE, "users", NULL, "\"a\"", NULL},
-      {9, "users", "{}", NULL, NULL}};
+      {.kind = UNICO_WRITE_INSERT, .table = "users",
+       .json = "{\"id\":\"a\",\"email\":\"a@x\"}"},
+      {.kind = UNICO_WRITE_UPDATE, .table = "users",
+       .json = "{\"email\":\"b@x\"}", .pk_json = "\"a\"", .opts = &o},
+      {.kind = UNICO_WRITE_UPDATE, .table = "users",
+       .json = "{\"email\":\"c@x\"}", .pk_json = "\"a\"", .opts = &o},
+      {.kind = UNICO_WRITE_INSERT, .table = "users",
+       .json = "{\"id\":\"b\",\"n\":\"x\"}"},
+      {.kind = UNICO_WRITE_INSERT, .table = "nope", .json = "{\"id\":\"b\"}"},
+      {.kind = UNICO_WRITE_DELETE, .table = "users", .pk_json = "\"a\""},
+      {.kind = UNICO_WRITE_DELETE, .table = "users", .pk_json = "\"a\""},
+      {.kind = 9, .table = "users", .json = "{}"}};
   /* one at a time: each is decided on what the ones before it left */
   for (int i = 0; i < 8; i++) {
     assert_true(unico_submit(u, &w[i], on_done, &ctx[i]) >= 0);
@@ -205,7 +209,7 @@ static void child_submit(const char *url, long from) {
     char rec[160];
     long e = k % 3 == 2 ? k - 1 : k;
     snprintf(rec, sizeof rec, "{\"id\":\"k%ld\",\"email\":\"e%ld@x.org\"}", k, e);
-    unico_write w = {UNICO_WRITE_INSERT, "users", rec, NULL, NULL};
+    unico_write w = {.kind = UNICO_WRITE_INSERT, .table = "users", .json = rec};
     if (unico_submit(u, &w, on_ack, (void *)(intptr_t)k) < 0) _exit(4);
   }
 }

@@ -61,6 +61,18 @@ typedef struct uapi_req {
 /* Insert, update or delete, with retries when the schema or the record
  * moved under it. */
 int uapi_write(unico *u, const uapi_req *rq, unico_result *res);
+/* A write whose record or patch (json NULL) and key (pk_json NULL) may be
+ * given as typed values (api/values.c): checked, written as the JSON text
+ * the write takes, then uapi_write. */
+typedef struct uapi_values_req {
+  int kind; /* UPLAN_INSERT, _UPDATE, _DELETE */
+  const char *table;
+  const char *json, *pk_json;
+  const unico_value *values, *key;
+  size_t nvalues, nkey;
+  const unico_write_options *opts;
+} uapi_values_req;
+int uapi_write_values(unico *u, const uapi_values_req *vr, unico_result *res);
 int uapi_reserve(unico *u, const char *table, const char *constraint,
                  const char *values_json, uint64_t ttl_ms, const char *op_id,
                  unico_result *res);

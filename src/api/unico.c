@@ -258,6 +258,49 @@ int unico_update_with(unico *u, const char *table, const char *pk_json,
   return finish(res, uapi_write(u, &rq, res));
 }
 
+/* A write whose parts may be typed values; the JSON ones as the calls
+ * above take them. */
+static int write_values(unico *u, const uapi_values_req *vr,
+                        unico_result *res) {
+  begin(res);
+  NEED(u);
+  const unico_write_options *o = vr->opts;
+  int rc = vr->kind == UPLAN_DELETE ? UNICO_OK : bad_opts(o, res);
+  if (rc) return finish(res, rc);
+  uapi_values_req r = *vr;
+  /* (a delete takes only op_id and if_version of its options, as
+   * unico_delete does) */
+  unico_write_options del = UNICO_WRITE_OPTIONS_INIT;
+  if (o && vr->kind == UPLAN_DELETE) {
+    del.op_id = o->op_id;
+    del.if_version = o->if_version;
+    r.opts = &del;
+  }
+  return finish(res, uapi_write_values(u, &r, res));
+}
+
+int unico_insert_values(unico *u, const char *table, const unico_value *vals,
+                        size_t n, const unico_write_options *opts,
+                        unico_result *res) {
+  uapi_values_req vr = {UPLAN_INSERT, table, NULL, NULL, vals, NULL, n, 0, opts};
+  return write_values(u, &vr, res);
+}
+
+int unico_update_values(unico *u, const char *table, const unico_value *key,
+                        size_t nkey, const unico_value *patch, size_t npatch,
+                        const unico_write_options *opts, unico_result *res) {
+  uapi_values_req vr = {UPLAN_UPDATE, table, NULL, NULL, patch, key,
+                        npatch, nkey, opts};
+  return write_values(u, &vr, res);
+}
+
+int unico_delete_values(unico *u, const char *table, const unico_value *key,
+                        size_t nkey, const unico_write_options *opts,
+                        unico_result *res) {
+  uapi_values_req vr = {UPLAN_DELETE, table, NULL, NULL, NULL, key, 0, nkey, opts};
+  return write_values(u, &vr, res);
+}
+
 /* A submitted write: its answer, kept until its sync is done. */
 typedef struct submitted {
   uexec_watch w; /* first: the callback gets it back */
@@ -289,20 +332,13 @@ int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx) {
   if (!c) return UNICO_ENOMEM;
   c->cb = cb;
   c->ctx = ctx;
-  const unico_write_options *o = w->opts;
   unico_defer_begin(u);
-  switch (w->kind) {
-  case UNICO_WRITE_INSERT:
-    unico_insert_with(u, w->table, w->json, o, &c->res);
-    break;
-  case UNICO_WRITE_UPDATE:
-    unico_update_with(u, w->table, w->pk_json, w->json, o, &c->res);
-    break;
-  case UNICO_WRITE_DELETE:
-    unico_delete(u, w->table, w->pk_json, o ? o->if_version : 0,
-                 o ? o->op_id : NULL, &c->res);
-    break;
-  default:
+  static const int kinds[] = {0, UPLAN_INSERT, UPLAN_UPDATE, UPLAN_DELETE};
+  if (w->kind >= UNICO_WRITE_INSERT && w->kind <= UNICO_WRITE_DELETE) {
+    uapi_values_req vr = {kinds[w->kind], w->table, w->json, w->pk_json,
+                          w->values, w->key, w->nvalues, w->nkey, w->opts};
+    write_values(u, &vr, &c->res);
+  } else {
     begin(&c->res);
     finish(&c->res, uerr(&c->res, UNICO_EINVAL, NULL,
                          "unico_write.kind is %d: give UNICO_WRITE_INSERT, "
