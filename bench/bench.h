@@ -57,6 +57,7 @@ typedef struct bench_config {
   const char *sqlite_path; /* sqlite: database file, recreated per point */
   int keep;                /* keep per-point data after the point */
   int no_check;            /* unico: skip unico_check after each point */
+  int typed;               /* unico: writes as typed values, not JSON text */
 } bench_config;
 
 /* An asynchronous write in flight (--async): the engine calls done once

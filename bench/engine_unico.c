@@ -28,6 +28,7 @@ static unico *U;            /* the measured (durable) handle of the point */
 static char url[4200];      /* its URL */
 static char dir[4096];      /* per-point directory, "" for an explicit store */
 static int keep_dir;
+static int typed;           /* --typed: writes as typed values */
 
 typedef struct uconn {
   unico_result res;
@@ -49,6 +50,7 @@ static int open_url(const char *u_url, unico **out, char *err, size_t errlen) {
 
 static int u_point_begin(const bench_config *cfg, const char *tag, char *err, size_t errlen) {
   keep_dir = cfg->keep;
+  typed = cfg->typed;
   if (cfg->store_url) {
     dir[0] = 0;
     snprintf(url, sizeof url, "%s", cfg->store_url);
@@ -194,8 +196,20 @@ static void map_rc(uconn *c, int rc, bench_outcome *o) {
   map_res(rc, &c->res, o);
 }
 
+/* --typed: the same user as the typed values unico_insert_values takes. */
+#define V_TEXT(c, s) {(c), UNICO_TEXT, (s), strlen(s), 0, 0}
+#define USER_VALUES(p)                                                        \
+  {V_TEXT("id", (p)->id), V_TEXT("email", (p)->email),                      \
+   V_TEXT("phone", (p)->phone), V_TEXT("provider", (p)->provider),          \
+   V_TEXT("external_id", (p)->external_id), V_TEXT("name", (p)->name)}
+
 static void u_insert(void *conn, const bench_user *p, bench_outcome *o) {
   uconn *c = conn;
+  if (typed) {
+    unico_value v[] = USER_VALUES(p);
+    RUN_WRITE(unico_insert_values(U, "users", v, 6, NULL, &c->res));
+    return;
+  }
   user_json(c->buf, sizeof c->buf, p);
   RUN_WRITE(unico_insert(U, "users", c->buf, NULL, &c->res));
 }
@@ -212,8 +226,15 @@ static void u_submitted(void *ctx, const unico_result *res) {
 
 static int u_submit_insert(void *conn, const bench_user *p, bench_async *a) {
   uconn *c = conn;
-  user_json(c->buf, sizeof c->buf, p);
-  unico_write w = {.kind = UNICO_WRITE_INSERT, .table = "users", .json = c->buf};
+  unico_value v[] = USER_VALUES(p);
+  unico_write w = {.kind = UNICO_WRITE_INSERT, .table = "users"};
+  if (typed) {
+    w.values = v;
+    w.nvalues = 6;
+  } else {
+    user_json(c->buf, sizeof c->buf, p);
+    w.json = c->buf;
+  }
   return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
 }
 
@@ -227,13 +248,28 @@ static int u_submit_update_email(void *conn, const char *id, const char *email,
                                  bench_async *a) {
   uconn *c = conn;
   char pk[80];
-  email_patch(c, pk, sizeof pk, id, email);
-  unico_write w = {.kind = UNICO_WRITE_UPDATE, .table = "users", .json = c->buf, .pk_json = pk};
+  unico_value key[] = {V_TEXT("id", id)}, patch[] = {V_TEXT("email", email)};
+  unico_write w = {.kind = UNICO_WRITE_UPDATE, .table = "users"};
+  if (typed) {
+    w.values = patch;
+    w.nvalues = 1;
+    w.key = key;
+    w.nkey = 1;
+  } else {
+    email_patch(c, pk, sizeof pk, id, email);
+    w.json = c->buf;
+    w.pk_json = pk;
+  }
   return unico_submit(U, &w, u_submitted, a) < 0 ? -1 : 0;
 }
 
 static void u_update_email(void *conn, const char *id, const char *email, bench_outcome *o) {
   uconn *c = conn;
+  if (typed) {
+    unico_value key[] = {V_TEXT("id", id)}, patch[] = {V_TEXT("email", email)};
+    RUN_WRITE(unico_update_values(U, "users", key, 1, patch, 1, NULL, &c->res));
+    return;
+  }
   char pk[80];
   email_patch(c, pk, sizeof pk, id, email);
   RUN_WRITE(unico_update(U, "users", pk, c->buf, 0, NULL, &c->res));

@@ -29,6 +29,8 @@ UNICO_VARIANTS = ["unico", "unico-log", "unico-async"]
 # Points kept out of the throughput tables: unico-log with sync=off at one
 # thread, the library's own CPU per operation (the CPU section).
 NOSYNC = "unico-log-nosync"
+# the same with writes handed over as typed values (unico-bench --typed)
+NOSYNC_TYPED = "unico-log-nosync-typed"
 HEADLINE_WORKLOAD, HEADLINE_THREADS = "signup", 32
 # (numerator, denominator) ratios of the headline, in this order.
 HEADLINE_RATIOS = [("unico-async", "postgres"), ("unico-log", "postgres"),
@@ -63,8 +65,9 @@ def read_csv(path):
 
 def split_nosync(rows):
     """(the throughput rows, the sync=off rows)."""
-    return ([r for r in rows if r["engine"] != NOSYNC],
-            [r for r in rows if r["engine"] == NOSYNC])
+    own = (NOSYNC, NOSYNC_TYPED)
+    return ([r for r in rows if r["engine"] not in own],
+            [r for r in rows if r["engine"] in own])
 
 
 def at_threads(ix, e, w, t, rows):
@@ -265,15 +268,19 @@ def make_cpu_section(rows, nosync):
            "processes included), context switches per operation the same with "
            "`getrusage`'s voluntary and involuntary switches (postgres: its "
            "processes' from /proc). **Own work** is unico-log at 1 thread with "
-           "`sync=off`: the library's CPU with no sync and no waiting. The "
+           "`sync=off`: the library's CPU with no sync and no waiting; "
+           "**typed** the same with the records and keys handed over as "
+           "typed column values (`unico_insert_values`, `unico-bench "
+           "--typed`) instead of JSON text. The "
            "other two columns are at 32 threads, or for unico-async (one "
            "thread per core, writes in flight) at its most threads.\n"]
     head = ["workload", "engine", "own work µs/op (1 thread, sync=off)",
-            "ops/s", "CPU µs/op (durable)", "context switches/op"]
+            "own work, typed", "ops/s", "CPU µs/op (durable)", "context switches/op"]
     out.append("| " + " | ".join(head) + " |")
     out.append("|---|---|" + "|".join(["---:"] * (len(head) - 2)) + "|")
     for w in WORKLOADS:
         own = nix.get((NOSYNC, w, 1))
+        owt = nix.get((NOSYNC_TYPED, w, 1))
         for e in engine_list(rows):
             r = at_threads(ix, e, w, HEADLINE_THREADS, rows)
             if r is None:
@@ -281,6 +288,7 @@ def make_cpu_section(rows, nosync):
             t = f" ({r['threads']} threads)" if r["threads"] != HEADLINE_THREADS else ""
             cells = [w, e + t,
                      fmt_num(own["cpu_us_per_op"]) if own and e == "unico-log" else "",
+                     fmt_num(owt["cpu_us_per_op"]) if owt and e == "unico-log" else "",
                      fmt_int(r["ops_per_s"]), fmt_num(r["cpu_us_per_op"]),
                      "-" if r["ctxsw_per_op"] is None else f"{r['ctxsw_per_op']:.2f}"]
             out.append("| " + " | ".join(cells) + " |")

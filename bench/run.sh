@@ -155,7 +155,14 @@ case " $ENGINES " in *" unico-log "*)
       --store-base "$WORK/data-nosync?wal=on&sync=off" --workload signup,email-change,mixed \
       --threads 1 --duration "$DURATION" --warmup "$WARMUP" --csv "$RESULTS/results.csv" ||
       rc=$?; echo "$rc" > "$WORK/rc"; } 2>&1 | tee -a "$RESULTS/run.log"
-  [ "$(cat "$WORK/rc")" = 0 ] || { log "unico-log sync=off: unico-bench failed"; status=1; } ;;
+  [ "$(cat "$WORK/rc")" = 0 ] || { log "unico-log sync=off: unico-bench failed"; status=1; }
+  # the same with typed values instead of JSON text (unico_insert_values)
+  log "engine unico-log, sync=off, 1 thread, typed values"
+  { rc=0; "$BENCH" --engine unico --label unico-log-nosync-typed --typed \
+      --store-base "$WORK/data-nosync?wal=on&sync=off" --workload signup,email-change,mixed \
+      --threads 1 --duration "$DURATION" --warmup "$WARMUP" --csv "$RESULTS/results.csv" ||
+      rc=$?; echo "$rc" > "$WORK/rc"; } 2>&1 | tee -a "$RESULTS/run.log"
+  [ "$(cat "$WORK/rc")" = 0 ] || { log "unico-log sync=off typed: unico-bench failed"; status=1; } ;;
 esac
 
 # 5. Where unico spends its time: signup at 32 threads (without the

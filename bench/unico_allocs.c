@@ -7,7 +7,9 @@
  * Runs the bench's schema (three unique constraints, one casefolded),
  * warms up, then measures N operations of each kind in a steady state:
  * insert, get, lookup, update (a new email), refused insert (a taken
- * email), delete. Prints allocations per operation; with --max, exits 1
+ * email), delete, and an insert and an update given as typed values
+ * (unico_insert_values, unico_update_values). Prints allocations per
+ * operation; with --max, exits 1
  * when a kind needs more than its ceiling (one for all, or per kind: a
  * ratchet, bench/README.md). Built
  * only without sanitizers, which interpose the allocator themselves. */
@@ -48,9 +50,15 @@ static const char SCHEMA[] =
     "UNIQUE (email) NORMALIZE casefold, UNIQUE (phone), "
     "UNIQUE (provider, external_id));";
 
-enum { K_INSERT, K_GET, K_LOOKUP, K_UPDATE, K_REFUSED, K_DELETE, NKIND };
+enum {
+  K_INSERT, K_GET, K_LOOKUP, K_UPDATE, K_REFUSED, K_DELETE,
+  K_TYPED_INSERT, K_TYPED_UPDATE, NKIND
+};
 static const char *const kind_name[NKIND] = {
-    "insert", "get", "lookup", "update", "refused-insert", "delete"};
+    "insert", "get", "lookup", "update", "refused-insert", "delete",
+    "typed-insert", "typed-update"};
+
+#define V_TEXT(c, s) {(c), UNICO_TEXT, (s), strlen(s), 0, 0}
 
 /* One operation of kind k on record i (of generation g); 0 when it gave
  * the answer it must. */
@@ -86,10 +94,32 @@ static int op(unico *u, int k, int i, int g, unico_result *res) {
     rc = unico_insert(u, "users", a, NULL, res);
     want = UNICO_ECONFLICT;
     break;
-  default:
+  case K_DELETE:
     snprintf(a, sizeof a, "\"u%d-%d\"", g, i);
     rc = unico_delete(u, "users", a, 0, NULL, res);
     break;
+  case K_TYPED_INSERT: {
+    /* the insert's record as typed values (unico_insert_values) */
+    char id[32], email[64], phone[32], ext[32], name[32];
+    snprintf(id, sizeof id, "t%d-%d", g, i);
+    snprintf(email, sizeof email, "Typed%d-%d@Example.org", g, i);
+    snprintf(phone, sizeof phone, "+2%03d%07d", g, i);
+    snprintf(ext, sizeof ext, "t%d-%d", g, i);
+    snprintf(name, sizeof name, "User %d", i);
+    unico_value v[] = {V_TEXT("id", id), V_TEXT("email", email),
+                       V_TEXT("phone", phone), V_TEXT("provider", "google"),
+                       V_TEXT("external_id", ext), V_TEXT("name", name)};
+    rc = unico_insert_values(u, "users", v, 6, NULL, res);
+    break;
+  }
+  default: {
+    char id[32], email[64];
+    snprintf(id, sizeof id, "t%d-%d", g, i);
+    snprintf(email, sizeof email, "tmoved%d-%d@example.org", g, i);
+    unico_value key[] = {V_TEXT("id", id)}, patch[] = {V_TEXT("email", email)};
+    rc = unico_update_values(u, "users", key, 1, patch, 1, NULL, res);
+    break;
+  }
   }
   if (rc != want) {
     fprintf(stderr, "unico-allocs: %s of record %d: %s (%s)\n", kind_name[k],

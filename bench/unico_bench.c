@@ -840,6 +840,8 @@ static void usage(FILE *to) {
           "  --fresh             (the default) every point starts from an empty dataset\n"
           "  --keep              keep per-point data directories/files\n"
           "  --no-check          unico: skip unico_check after each point\n"
+          "  --typed             unico: writes hand over typed column values\n"
+          "                      (unico_insert_values...) instead of JSON text\n"
           "  --async N           writes through asynchronous calls (unico_submit), N in\n"
           "                      flight per thread, each counted when answered durable\n"
           "                      (signup, email-change, mixed; mixed's lookups wait)\n"
@@ -908,6 +910,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--keep")) cfg.keep = 1;
     else if (!strcmp(a, "--fresh")) continue; /* always: a new dataset per point */
     else if (!strcmp(a, "--no-check")) do_check = 0;
+    else if (!strcmp(a, "--typed")) cfg.typed = 1;
     else {
       fprintf(stderr, "unico-bench: unknown or incomplete option %s\n", a);
       usage(stderr);

@@ -473,6 +473,53 @@ static void test_flat_patch_matches_jansson(void **state) {
   ubuf_free(&out);
 }
 
+/* Primary keys without jansson (urec_flat_key) against the jansson way
+ * (urec_pk_parse_json), on random scalars and arrays: what the flat way
+ * takes gives the same key, what it leaves it leaves untouched. */
+static void test_flat_key_matches_jansson(void **state) {
+  (void)state;
+  static const int want[] = {
+      [UCOL_TEXT] = 0, [UCOL_INT] = 1, [UCOL_BIGINT] = 1, [UCOL_BOOLEAN] = 2,
+      [UCOL_UUID] = 3, [UCOL_TIMESTAMP] = 4, [UCOL_DOUBLE] = 7};
+  ubuf text = UBUF_INIT, a = UBUF_INIT, b = UBUF_INIT;
+  unsigned flat = 0, left = 0, scalars = 0;
+  tu_rng_seed(&frng, 26112026);
+  for (int round = 0; round < 20000; round++) {
+    const utable *tb = round & 1 ? C : T; /* one key column, then two */
+    unsigned n = (unsigned)tb->npk + (tu_rng_below(&frng, 20) == 0) -
+                 (tb->npk > 1 && tu_rng_below(&frng, 20) == 0);
+    int arr = tb->npk > 1 || tu_rng_below(&frng, 4) == 0 || n != 1;
+    ubuf_reset(&text);
+    if (arr) put_s(&text, tu_rng_below(&frng, 20) ? "[" : "[ ");
+    for (unsigned i = 0; i < n; i++) {
+      if (i) ubuf_putc(&text, ',');
+      gen_value(&text, i < tb->npk ? want[tb->cols[tb->pk[i]].type] : 0);
+    }
+    if (arr) put_s(&text, "]");
+    ubuf_putc(&text, 0);
+    ubuf_reset(&a);
+    ubuf_reset(&b);
+    int jrc = urec_pk_parse_json(tb, (const char *)text.p, &a, NULL);
+    if (!urec_flat_key(tb, (const char *)text.p, &b)) {
+      flat++;
+      scalars += !arr;
+      if (jrc) fprintf(stderr, "flat took key %s\n", text.p);
+      assert_int_equal(jrc, UNICO_OK);
+      assert_int_equal(a.len, b.len);
+      assert_memory_equal(a.p, b.p, a.len);
+    } else {
+      left++;
+      assert_int_equal(b.len, 0);
+    }
+  }
+  fprintf(stderr, "flat keys: %u taken (%u scalars), %u left\n", flat, scalars, left);
+  assert_true(flat > 2000);
+  assert_true(left > 1000);
+  ubuf_free(&text);
+  ubuf_free(&a);
+  ubuf_free(&b);
+}
+
 /* Lookup values without jansson (urec_flat_values) against
  * urec_values_parse, and claim values printed without jansson
  * (urec_tuple_text) against urec_tuple_json, on random arrays. */
@@ -544,6 +591,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_flat_scan_edges),
       cmocka_unit_test(test_flat_patch_matches_jansson),
       cmocka_unit_test(test_flat_values_match_jansson),
+      cmocka_unit_test(test_flat_key_matches_jansson),
   };
   return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }

@@ -106,7 +106,7 @@ static void push_live(obs_scan *os, const uclaim *c, size_t si) {
 static void check_body(run *r, const utable *t, const ustored_record *rec,
                        size_t si) {
   json_t *body = json_loads(rec->body, 0, NULL);
-  uclaims want = {0, NULL};
+  uclaims want = UCLAIMS_INIT;
   unico_result tmp = UNICO_RESULT_INIT;
   char *ks = NULL;
   if (!body || uplan_claims(t, body, &want, &tmp)) {

@@ -37,7 +37,7 @@ static void make_intent(ustored_record *r, uclaims *cl, ustored_hist *h) {
 static void test_intent_round_trip(void **state) {
   (void)state;
   ustored_record in, out;
-  uclaims cl = {0, NULL};
+  uclaims cl = UCLAIMS_INIT;
   ustored_hist h = {0, NULL};
   ubuf b = UBUF_INIT, b2 = UBUF_INIT;
   make_intent(&in, &cl, &h);

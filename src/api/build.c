@@ -95,7 +95,7 @@ static int heartbeat(bld *b) {
 
 /* The keys a record body needs under the touched constraints of b->t. */
 static int touched_keys(bld *b, json_t *body, uclaims *out) {
-  uclaims all = {0, NULL};
+  uclaims all = UCLAIMS_INIT;
   int rc = uplan_claims(b->t, body, &all, b->res);
   if (rc) return rc;
   for (size_t i = 0; i < all.n; i++) {
@@ -115,7 +115,7 @@ static int collect_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   bld *b = ctx;
   ustored_record r;
   size_t pkoff;
-  uclaims want = {0, NULL};
+  uclaims want = UCLAIMS_INIT;
   (void)ver;
   if (ukey_split_table(k, kl, "r", NULL, 0, &pkoff) ||
       ustored_record_decode(v, vl, &r)) {
@@ -315,7 +315,7 @@ static int relist_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                      size_t vl, uint64_t ver) {
   bld *b = ctx;
   ustored_record r;
-  uclaims want = {0, NULL};
+  uclaims want = UCLAIMS_INIT;
   unico_result tmp = UNICO_RESULT_INIT;
   ubuf nv = UBUF_INIT;
   if (ustored_record_decode(v, vl, &r)) return 0; /* counted in phase 1 */

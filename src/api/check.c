@@ -186,7 +186,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   ustored_record r;
   char table[256];
   size_t pkoff;
-  uclaims want = {0, NULL};
+  uclaims want = UCLAIMS_INIT;
   ubuf cv = UBUF_INIT;
   if (ukey_split_table(k, kl, "r", table, sizeof table, &pkoff) ||
       ustored_record_decode(v, vl, &r)) {

@@ -1257,7 +1257,7 @@ int uapi_record_keys(unico *u, const char *table, const char *json,
                      unico_result *res) {
   usch *sc = schema_for(u, table, NULL);
   json_t *input = NULL, *keys = NULL, *o = NULL;
-  uclaims cl = {0, NULL};
+  uclaims cl = UCLAIMS_INIT;
   int rc;
   const utable *t = find_table(sc, table, res);
   if (!t) {

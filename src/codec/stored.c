@@ -1,6 +1,7 @@
 /* stored.c - encoders and decoders of the stored forms (stored.h). */
 #include "codec/stored.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,30 +9,51 @@
 
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
+#include "util/tcache.h"
 
 #define FMT 1 /* first element of every stored value: its format version */
 
 void uclaims_free(uclaims *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->n; i++) free(c->v[i].key);
-  free(c->v);
-  c->v = NULL;
-  c->n = 0;
+  if (c->v) utc_free(c->v, c->cap * sizeof *c->v + c->kcap);
+  memset(c, 0, sizeof *c);
+}
+
+/* Room for one more entry and kl more bytes of keys: a new block (entries
+ * and keys doubling, from 4 and 256) when the list's is full. *key, when
+ * it points into the list's own keys, follows them. */
+static int claims_room(uclaims *c, size_t kl, const uint8_t **key) {
+  if (c->v && c->n < c->cap && c->kcap - c->kused >= kl) return 0;
+  size_t cap = c->cap ? c->cap : 4, kcap = c->kcap ? c->kcap : 256;
+  if (c->n == cap) cap *= 2;
+  while (kcap - c->kused < kl) kcap *= 2;
+  size_t got;
+  uclaim *v = utc_alloc(cap * sizeof *v + kcap, &got);
+  if (!v) return -1;
+  kcap = got - cap * sizeof *v; /* (all the room the block has) */
+  uint8_t *keys = (uint8_t *)(v + cap);
+  if (c->v) {
+    const uint8_t *old = (const uint8_t *)(c->v + c->cap);
+    memcpy(v, c->v, c->n * sizeof *v);
+    memcpy(keys, old, c->kused);
+    for (size_t i = 0; i < c->n; i++) v[i].key = keys + (v[i].key - old);
+    uintptr_t k = (uintptr_t)*key, o = (uintptr_t)old;
+    if (k >= o && k < o + c->kused) *key = keys + (k - o);
+    utc_free(c->v, c->cap * sizeof *c->v + c->kcap);
+  }
+  c->v = v;
+  c->cap = cap;
+  c->kcap = kcap;
+  return 0;
 }
 
 int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,
                 int con) {
-  /* Room for max(4, the next power of two) entries: a list grows by
-   * doubling, and a record's few claims cost one allocation. */
+  if (claims_room(c, klen ? klen : 1, &key)) return -1;
+  uint8_t *k = (uint8_t *)(c->v + c->cap) + c->kused;
+  if (klen) memcpy(k, key, klen);
+  c->kused += klen ? klen : 1;
   uclaim *v = c->v;
-  if (c->n == 0 || (c->n >= 4 && (c->n & (c->n - 1)) == 0)) {
-    v = realloc(c->v, (c->n ? 2 * c->n : 4) * sizeof *v);
-    if (!v) return -1;
-    c->v = v;
-  }
-  uint8_t *k = malloc(klen ? klen : 1);
-  if (!k) return -1;
-  memcpy(k, key, klen);
   v[c->n].key = k;
   v[c->n].klen = klen;
   v[c->n].voff = voff;

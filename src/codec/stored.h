@@ -27,10 +27,19 @@ typedef struct uclaim {
                     (0: the claim must be absent); set by the write path */
 } uclaim;
 
+/* A list of claims. Its entries and their keys' bytes share one block:
+ * v[0..cap) then kcap bytes of keys, so a record's few claims cost one
+ * allocation. Adding to a list may move its keys (copy a pointer to one
+ * only for as long as nothing is added); a struct copy shares the block. */
 typedef struct uclaims {
   size_t n;
   uclaim *v;
+  size_t cap;   /* entries v has room for */
+  size_t kused; /* bytes of keys used after v[cap] */
+  size_t kcap;  /* and room for */
 } uclaims;
+
+#define UCLAIMS_INIT {0, NULL, 0, 0, 0}
 
 void uclaims_free(uclaims *c);
 int uclaims_add(uclaims *c, const uint8_t *key, size_t klen, size_t voff,

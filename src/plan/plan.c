@@ -94,7 +94,7 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   const ubuf *pk = w->pk;
   json_t *body = w->body;
   const ustored_record *old = w->old;
-  uclaims need = {0, NULL};
+  uclaims need = UCLAIMS_INIT;
   char *body_s = NULL, body_buf[1024];
   int rc = UNICO_OK;
   uplan_free(p);

@@ -266,6 +266,32 @@ no:
   return -1;
 }
 
+int urec_flat_key(const utable *t, const char *text, ubuf *pk) {
+  size_t mark = pk->len;
+  const char *p = text;
+  int arr = t->npk > 1 || (p && *p == '[');
+  if (!p || (arr && *p++ != '[')) return -1;
+  for (size_t i = 0; i < t->npk; i++) {
+    urec_view v;
+    if (i) {
+      if (*p != ',') goto no;
+      p++;
+    }
+    p = scan_value(p, &v);
+    /* (null and "" are no key: the jansson way says so) */
+    if (!p || v.kind == UREC_V_NULL || (v.kind == UREC_V_STR && !v.n) ||
+        urec_put_view(pk, &t->cols[t->pk[i]], UNORM_EXACT, &v, NULL))
+      goto no;
+  }
+  if (arr && *p++ != ']') goto no;
+  if (*p) goto no;
+  return 0;
+no:
+  pk->len = mark;
+  if (pk->p) pk->p[mark] = 0;
+  return -1;
+}
+
 int urec_json_plain(const char *s, size_t n) {
   int ascii = 1;
   for (size_t i = 0; i < n; i++) {

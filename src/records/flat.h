@@ -77,6 +77,11 @@ long urec_flat_pk_named(const utable *t, const urec_flat *f, char *buf,
 int urec_flat_values(const utable *t, const uconstraint *c, const char *text,
                      ubuf *val);
 
+/* urec_pk_parse of a compact key (text: a value, or an array of one value
+ * per key column) without jansson: 0 with the key appended to pk, or -1
+ * with pk as it was (the jansson way then gives the key or says why). */
+int urec_flat_key(const utable *t, const char *text, ubuf *pk);
+
 /* The compact JSON text of urec_tuple_json(p, n) into out, without
  * jansson: 0, or -1 (out as it was) for what only jansson prints the same
  * (a double, a string needing an escape or not valid UTF-8). */

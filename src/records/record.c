@@ -1,5 +1,6 @@
 /* record.c - JSON records against their table; typed key elements. */
 #include "records/record.h"
+#include "records/flat.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -263,6 +264,16 @@ json_t *urec_pk_json(const utable *t, json_t *obj) {
 
 int urec_pk_parse(const utable *t, const char *pk_json, ubuf *pk,
                   unico_result *res) {
+  if (!pk_json)
+    return uerr(res, UNICO_EINVAL, NULL, "no primary key given");
+  /* (the common compact form without jansson, records/flat.c) */
+  if (!urec_flat_key(t, pk_json, pk))
+    return ubuf_ok(pk) ? UNICO_OK : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  return urec_pk_parse_json(t, pk_json, pk, res);
+}
+
+int urec_pk_parse_json(const utable *t, const char *pk_json, ubuf *pk,
+                       unico_result *res) {
   json_error_t je;
   int rc = UNICO_OK;
   if (!pk_json)

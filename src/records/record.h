@@ -53,6 +53,10 @@ json_t *urec_pk_json(const utable *t, json_t *obj);
  * otherwise) into its tuple. */
 int urec_pk_parse(const utable *t, const char *pk_json, ubuf *pk,
                   unico_result *res);
+/* urec_pk_parse the jansson way only (what the way without it is held
+ * to, test_record). */
+int urec_pk_parse_json(const utable *t, const char *pk_json, ubuf *pk,
+                       unico_result *res);
 
 /* The normalized value of a unique constraint in a record, as a tuple.
  * *present = 0 (and nothing appended) when any component is null or absent:

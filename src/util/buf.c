@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/tcache.h"
+
 void ubuf_free(ubuf *b) {
   if (!b) return;
-  free(b->p);
+  utc_free(b->p, b->cap);
   b->p = NULL;
   b->len = b->cap = 0;
   b->oom = 0;
@@ -28,10 +30,14 @@ int ubuf_reserve(ubuf *b, size_t extra) {
     if (cap > SIZE_MAX / 2) goto fail;
     cap *= 2;
   }
-  uint8_t *p = realloc(b->p, cap);
+  /* (the thread's cache of small buffers, tcache.h, or malloc) */
+  size_t got;
+  uint8_t *p = utc_alloc(cap, &got);
   if (!p) goto fail;
+  if (b->len) memcpy(p, b->p, b->len + 1);
+  utc_free(b->p, b->cap);
   b->p = p;
-  b->cap = cap;
+  b->cap = got;
   return 0;
 fail:
   b->oom = 1;

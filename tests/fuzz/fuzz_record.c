@@ -105,7 +105,7 @@ static void check_record(const utable *t, json_t *obj, ubuf *pk) {
   ubuf_free(&pk2);
   free(ps);
 
-  uclaims c1 = {0, NULL}, c2 = {0, NULL};
+  uclaims c1 = UCLAIMS_INIT, c2 = UCLAIMS_INIT;
   CHECK(uplan_claims(t, obj, &c1, &res) == UNICO_OK);
   CHECK(uplan_claims(t, obj, &c2, &res) == UNICO_OK);
   CHECK(c1.n == c2.n);
