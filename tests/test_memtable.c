@@ -125,11 +125,56 @@ static void test_lead_buckets(void **state) {
   umt_free(&t);
 }
 
+/* Tables handing blocks on (umt_spare): a table's full-size blocks go to
+ * the spare list when it is freed, up to its maximum, and the next table
+ * takes them before it allocates; every entry reads back what was set,
+ * in blocks a table before it used; a table sized like the one before
+ * starts at that capacity. */
+static void test_spare_blocks(void **state) {
+  (void)state;
+  umt_spare sp;
+  assert_int_equal(umt_spare_init(&sp, 3), 0);
+  static uint8_t val[1000];
+  size_t cap = 0;
+  for (int round = 0; round < 4; round++) {
+    umt t;
+    assert_int_equal(umt_init_like(&t, 4096, cap, &sp), 0);
+    if (round) assert_int_equal(t.cap, cap);
+    /* about 6 MiB of values: several full blocks */
+    for (int i = 0; i < 6000; i++) {
+      char key[32];
+      int kl = snprintf(key, sizeof key, "k%d-%d", round, i);
+      memset(val, 'a' + (i + round) % 26, sizeof val);
+      assert_int_equal(umt_set(&t, key, (size_t)kl, (uint64_t)i + 1, 0, val, sizeof val), 0);
+    }
+    /* a table after the first took what the spare list held */
+    if (round) assert_int_equal(sp.n, 0);
+    for (int i = 0; i < 6000; i++) {
+      char key[32];
+      int kl = snprintf(key, sizeof key, "k%d-%d", round, i);
+      umt_entry *e = umt_find(&t, key, (size_t)kl);
+      assert_non_null(e);
+      assert_int_equal(e->version, (uint64_t)i + 1);
+      assert_int_equal(e->vlen, sizeof val);
+      memset(val, 'a' + (i + round) % 26, sizeof val);
+      assert_memory_equal(e->kv + e->klen, val, sizeof val);
+    }
+    cap = t.cap;
+    umt_free(&t);
+    /* its full blocks kept, no more than the maximum */
+    assert_int_equal(sp.n, 3);
+    assert_non_null(sp.list);
+  }
+  umt_spare_free(&sp);
+  assert_null(sp.list);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_collect_sorted),
       cmocka_unit_test(test_sort_prefix_chains),
       cmocka_unit_test(test_lead_buckets),
+      cmocka_unit_test(test_spare_blocks),
   };
   ucm_init(argc, argv);
   return ucm_done(ucm_run_group("memtable", tests, NULL, NULL));

@@ -4,6 +4,10 @@
 # few connection counts (the store in log mode, unico serve's default); beside it, the same workload with no HTTP in
 # between (unico-bench, in process) on unico and on PostgreSQL 15 as the
 # baseline. Appends to bench/results/http.csv and prints a markdown table.
+# CPU µs/op: for unico serve, the server process's CPU (user + system, from
+# /proc; wrk's not counted) over the run per request; in process, the
+# benchmark process's per operation; for PostgreSQL, the client's and the
+# server processes' per operation (unico-bench's figure).
 #
 # Usage: sh bench/http/load.sh
 # Environment:
@@ -65,12 +69,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-[ -f "$CSV" ] || echo "date,engine,transport,workload,clients,duration_s,ops_per_s,p50_us,p99_us,created,conflicts,unexpected" >"$CSV"
+HEADER="date,engine,transport,workload,clients,duration_s,ops_per_s,p50_us,p99_us,created,conflicts,unexpected,cpu_us_per_op"
+if [ ! -f "$CSV" ]; then
+  echo "$HEADER" >"$CSV"
+elif [ "$(head -1 "$CSV")" != "$HEADER" ]; then
+  # (rows from before the CPU column have it empty)
+  sed -i "1s/.*/$HEADER/" "$CSV"
+fi
 ROWS=$WORK/rows.csv
 : >"$ROWS"
-row() { # engine transport clients ops p50 p99 created conflicts unexpected
-  echo "$DATE,$1,$2,signup,$3,$DURATION,$4,$5,$6,$7,$8,$9" | tee -a "$CSV" >>"$ROWS"
+row() { # engine transport clients ops p50 p99 created conflicts unexpected cpu_us_per_op
+  echo "$DATE,$1,$2,signup,$3,$DURATION,$4,$5,$6,$7,$8,$9,${10:-}" | tee -a "$CSV" >>"$ROWS"
 }
+# CPU time (user + system, clock ticks) a process has used so far.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
 
 # 0. The ceiling: wrk against a server that does no work at all.
 if has null; then
@@ -117,7 +130,10 @@ serve_rows() { # a tag, the transport's label, then unico serve's options
     [ -n "$url" ] || { log "unico serve did not start:"; cat "$dir/err.txt" >&2; exit 1; }
     t=2
     [ "$c" -lt 2 ] && t=1
+    # the server's CPU over the run, per request (wrk itself not counted)
+    cpu0=$(cpu_ticks "$SERVER_PID")
     wrk -t"$t" -c"$c" -d"${DURATION}s" --latency -s "$LUA" "$url" >"$dir/wrk.txt" 2>&1 || status=1
+    cpu1=$(cpu_ticks "$SERVER_PID")
     kill -TERM "$SERVER_PID"
     rc=0
     wait "$SERVER_PID" || rc=$?
@@ -128,6 +144,9 @@ serve_rows() { # a tag, the transport's label, then unico serve's options
     created=${1:-0} conflicts=${2:-0} other=${3:-?}
     set -- $(sed -n 's/^latency_us: p50=\([0-9]*\) p90=[0-9]* p99=\([0-9]*\)/\1 \2/p' "$dir/wrk.txt")
     p50=${1:-} p99=${2:-}
+    nreq=$(sed -n 's/^[[:space:]]*\([0-9]*\) requests in .*/\1/p' "$dir/wrk.txt")
+    cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v t="$TICK" -v n="${nreq:-0}" \
+      'BEGIN { if (n > 0) printf "%.1f", (b - a) * 1e6 / t / n }')
     if [ -z "$rps" ] || [ "$other" != 0 ]; then
       log "wrk at $c connections: unexpected statuses or no result:"
       cat "$dir/wrk.txt" >&2
@@ -138,18 +157,18 @@ serve_rows() { # a tag, the transport's label, then unico serve's options
       status=1
     fi
     row unico-log "$label${HTTP_SERVE_ARGS:+ $HTTP_SERVE_ARGS}" "$c" "$rps" "$p50" "$p99" \
-      "$created" "$conflicts" "$other"
+      "$created" "$conflicts" "$other" "$cpu"
     rm -rf "$dir/data"
   done
 }
 if has http; then serve_rows threads http-wrk; fi
 if has http-loop; then serve_rows loop "http-wrk --event-loop 2" --event-loop 2; fi
 
-# unico-bench CSV: engine,workload,threads,ops_per_s,p50_us,p99_us,p999_us,cpu_us_per_op,ops,errors,conflicts,retries
+# unico-bench CSV: engine,workload,threads,ops_per_s,p50_us,p99_us,p999_us,cpu_us_per_op,ops,errors,conflicts,retries,...
 bench_rows() { # engine transport csv
   # shellcheck disable=SC2034
-  tail -n +2 "$3" | while IFS=, read -r eng wl th ops p50 p99 p999 cpu n errors conflicts retries; do
-    row "$1" "$2" "$th" "$ops" "$p50" "$p99" "$((n - conflicts))" "$conflicts" "$errors"
+  tail -n +2 "$3" | while IFS=, read -r eng wl th ops p50 p99 p999 cpu n errors conflicts retries rest; do
+    row "$1" "$2" "$th" "$ops" "$p50" "$p99" "$((n - conflicts))" "$conflicts" "$errors" "$cpu"
   done
 }
 
@@ -192,9 +211,9 @@ fi
 echo
 echo "signup, ${DURATION}s per point, $(nproc) CPUs ($DATE)"
 echo
-echo "| engine | transport | clients | ops/s | p50 µs | p99 µs | created | conflicts (409) | unexpected |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
-while IFS=, read -r d eng tr wl c dur ops p50 p99 cr cf un; do
-  echo "| $eng | $tr | $c | $ops | $p50 | $p99 | $cr | $cf | $un |"
+echo "| engine | transport | clients | ops/s | p50 µs | p99 µs | created | conflicts (409) | unexpected | CPU µs/op |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+while IFS=, read -r d eng tr wl c dur ops p50 p99 cr cf un cpu; do
+  echo "| $eng | $tr | $c | $ops | $p50 | $p99 | $cr | $cf | $un | $cpu |"
 done <"$ROWS"
 exit $status

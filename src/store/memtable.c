@@ -22,22 +22,63 @@ static unsigned lead_of(const uint8_t *k, size_t klen) {
   return (a * 31u + b) & 255u;
 }
 
-int umt_init(umt *t, size_t psize) {
+int umt_spare_init(umt_spare *sp, size_t max) {
+  memset(sp, 0, sizeof *sp);
+  sp->max = max;
+  return pthread_mutex_init(&sp->mu, NULL) ? -1 : 0;
+}
+
+void umt_spare_free(umt_spare *sp) {
+  for (umt_block *b = sp->list, *nx; b; b = nx) {
+    nx = b->next;
+    free(b);
+  }
+  pthread_mutex_destroy(&sp->mu);
+  memset(sp, 0, sizeof *sp);
+}
+
+int umt_init_like(umt *t, size_t psize, size_t cap, umt_spare *spare) {
   memset(t, 0, sizeof *t);
   t->psize = psize;
+  t->spare = spare;
   t->cap = 1024;
+  while (t->cap < cap && t->cap < ((size_t)1 << 40)) t->cap *= 2;
   t->tab = calloc(t->cap, sizeof *t->tab);
   return t->tab ? 0 : -1;
 }
 
+int umt_init(umt *t, size_t psize) { return umt_init_like(t, psize, 0, NULL); }
+
 void umt_free(umt *t) {
   if (!t->tab) return;
+  umt_spare *sp = t->spare;
+  if (sp) pthread_mutex_lock(&sp->mu);
   for (umt_block *b = t->blocks, *nx; b; b = nx) {
     nx = b->next;
-    free(b);
+    if (sp && b->cap == UMT_BLOCK_MAX && sp->n < sp->max) {
+      b->next = sp->list;
+      sp->list = b;
+      sp->n++;
+    } else {
+      free(b);
+    }
   }
+  if (sp) pthread_mutex_unlock(&sp->mu);
   free(t->tab);
   memset(t, 0, sizeof *t);
+}
+
+/* A full-size block from the spare ones, or NULL. */
+static umt_block *spare_block(umt_spare *sp) {
+  if (!sp) return NULL;
+  pthread_mutex_lock(&sp->mu);
+  umt_block *b = sp->list;
+  if (b) {
+    sp->list = b->next;
+    sp->n--;
+  }
+  pthread_mutex_unlock(&sp->mu);
+  return b;
 }
 
 /* n bytes from the table's blocks (a new block when the newest is full:
@@ -47,9 +88,11 @@ static uint8_t *umt_alloc(umt *t, size_t n) {
   n = (n + 7) & ~(size_t)7;
   if (!b || b->cap - b->used < n) {
     size_t cap = b ? b->cap * 2 : (size_t)64 << 10;
-    if (cap > (size_t)1 << 20) cap = (size_t)1 << 20;
+    if (cap > UMT_BLOCK_MAX) cap = UMT_BLOCK_MAX;
     if (cap < n) cap = n;
-    umt_block *nb = malloc(sizeof *nb + cap);
+    umt_block *nb = n <= UMT_BLOCK_MAX ? spare_block(t->spare) : NULL;
+    if (nb) cap = UMT_BLOCK_MAX;
+    else nb = malloc(sizeof *nb + cap);
     if (!nb) return NULL;
     nb->next = b;
     nb->used = 0;

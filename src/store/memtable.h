@@ -5,6 +5,7 @@
 #ifndef UNICO_MEMTABLE_H
 #define UNICO_MEMTABLE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,8 +26,24 @@ typedef struct umt_block {
   uint8_t data[];
 } umt_block;
 
+/* Full-size blocks (UMT_BLOCK_MAX) a store's tables hand on to the ones
+ * after them: a checkpointed table's blocks are kept here, up to max,
+ * instead of freed, and the next table takes them before it allocates
+ * (a fresh block's pages cost a fault and a zeroing each, every time). */
+#define UMT_BLOCK_MAX ((size_t)1 << 20)
+typedef struct umt_spare {
+  pthread_mutex_t mu;
+  umt_block *list;
+  size_t n, max;
+} umt_spare;
+
+/* 0, or -1 (a mutex that cannot be made). */
+int umt_spare_init(umt_spare *sp, size_t max);
+void umt_spare_free(umt_spare *sp);
+
 typedef struct umt {
   umt_entry *tab;
+  umt_spare *spare;  /* NULL, or where blocks come from and go back to */
   umt_block *blocks; /* the newest first */
   size_t cap;   /* a power of two */
   size_t n;     /* entries in use */
@@ -40,6 +57,11 @@ typedef struct umt {
 
 /* 0, or -1 out of memory. psize: the page size of the LMDB it goes to. */
 int umt_init(umt *t, size_t psize);
+/* umt_init with room for cap entries' slots at first (a power of two, at
+ * least 1024): the size the table before it reached, say, so that it does
+ * not grow through every size again; and its blocks from spare (may be
+ * NULL), where umt_free gives them back. */
+int umt_init_like(umt *t, size_t psize, size_t cap, umt_spare *spare);
 void umt_free(umt *t);
 /* The entry of key, or NULL. */
 umt_entry *umt_find(const umt *t, const void *key, size_t klen);

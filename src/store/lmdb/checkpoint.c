@@ -330,8 +330,13 @@ int lm_log_start(lmdb_store *s, ustore_err *e) {
   char path[4200];
   if (pthread_rwlock_init(&s->mt_lock, NULL)) return UNICO_ENOMEM;
   s->mt_init = 1;
+  /* (enough full blocks for one table: it is checkpointed at about
+   * ckpt_bytes of keys and values) */
+  if (umt_spare_init(&s->spare, s->ckpt_bytes / UMT_BLOCK_MAX + 2))
+    return UNICO_ENOMEM;
+  s->spare_init = 1;
   s->active = malloc(sizeof *s->active);
-  if (!s->active || umt_init(s->active, s->psize)) {
+  if (!s->active || umt_init_like(s->active, s->psize, 0, &s->spare)) {
     free(s->active);
     s->active = NULL;
     return UNICO_ENOMEM;
@@ -386,6 +391,8 @@ void lm_log_stop(lmdb_store *s) {
     free(*t);
     *t = NULL;
   }
+  if (s->spare_init) umt_spare_free(&s->spare);
+  s->spare_init = 0;
   ubuf_free(&s->wal_buf);
   if (s->mt_init) pthread_rwlock_destroy(&s->mt_lock);
 }

@@ -109,6 +109,8 @@ typedef struct lmdb_store {
   int mt_init;
   umt *active;              /* written since the current log file began */
   umt *frozen;              /* being checkpointed into LMDB, or NULL */
+  umt_spare spare;          /* blocks the tables hand on (memtable.h) */
+  int spare_init;
   int wal_fd;               /* current log file (q_lock for syncers) */
   uint64_t wal_no;          /* its number */
   uint64_t wal_off;         /* where the next batch goes (leader) */

@@ -309,7 +309,9 @@ void lm_log_rotate(lmdb_store *s) {
   }
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
   umt *t = malloc(sizeof *t);
-  if (fd < 0 || !t || umt_init(t, s->psize)) {
+  /* (the new table starts at the size this one reached, and takes the
+   * blocks the last checkpointed one gave back) */
+  if (fd < 0 || !t || umt_init_like(t, s->psize, s->active->cap, &s->spare)) {
     int err = fd < 0 ? errno : ENOMEM;
     if (fd >= 0) close(fd);
     free(t);
