@@ -161,6 +161,35 @@ int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn,
   return UNICO_EUNAVAILABLE;
 }
 
+int lm_begin_read(lmdb_store *s, MDB_txn **keep, MDB_txn **txn,
+                  ustore_err *e) {
+  for (int tries = 0; tries < 8; tries++) {
+    pthread_rwlock_rdlock(&s->resize);
+    int rc = MDB_BAD_TXN;
+    if (*keep && (rc = mdb_txn_renew(*keep)) != 0) {
+      mdb_txn_abort(*keep); /* (begin a new one instead) */
+      *keep = NULL;
+    }
+    if (!*keep && (rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, keep)) != 0)
+      *keep = NULL;
+    if (rc == 0) {
+      *txn = *keep;
+      return UNICO_OK;
+    }
+    pthread_rwlock_unlock(&s->resize);
+    if (rc != MDB_MAP_RESIZED) return lm_map_rc(s, rc, "beginning a transaction", e);
+    int r = lm_remap(s, 0, 0, e); /* another process grew the map */
+    if (r) return r;
+  }
+  seterr(e, "the map of %s keeps changing size", s->path);
+  return UNICO_EUNAVAILABLE;
+}
+
+void lm_end_read(lmdb_store *s, MDB_txn *txn) {
+  mdb_txn_reset(txn);
+  pthread_rwlock_unlock(&s->resize);
+}
+
 void lm_abort(lmdb_store *s, MDB_txn *txn) {
   mdb_txn_abort(txn);
   pthread_rwlock_unlock(&s->resize);

@@ -391,6 +391,8 @@ void lm_log_stop(lmdb_store *s) {
     free(*t);
     *t = NULL;
   }
+  if (s->lead_rtxn) mdb_txn_abort(s->lead_rtxn);
+  s->lead_rtxn = NULL;
   if (s->spare_init) umt_spare_free(&s->spare);
   s->spare_init = 0;
   ubuf_free(&s->wal_buf);

@@ -110,6 +110,7 @@ typedef struct lmdb_store {
   umt *active;              /* written since the current log file began */
   umt *frozen;              /* being checkpointed into LMDB, or NULL */
   umt_spare spare;          /* blocks the tables hand on (memtable.h) */
+  MDB_txn *lead_rtxn;       /* the leader's read handle (lm_begin_read) */
   int spare_init;
   int wal_fd;               /* current log file (q_lock for syncers) */
   uint64_t wal_no;          /* its number */
@@ -188,6 +189,12 @@ uint64_t lm_get_ver(const MDB_val *v);
 int lm_remap(lmdb_store *s, size_t want, int exact, ustore_err *e);
 void lm_set_reserve(lmdb_store *s, int on);
 int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn, ustore_err *e);
+/* A read transaction from the handle *keep (renewed; begun into *keep
+ * when it is NULL), so that a thread reading again and again allocates
+ * none: end it with lm_end_read(), which resets it for the next time. The
+ * owner of *keep aborts it when done. */
+int lm_begin_read(lmdb_store *s, MDB_txn **keep, MDB_txn **txn, ustore_err *e);
+void lm_end_read(lmdb_store *s, MDB_txn *txn);
 void lm_abort(lmdb_store *s, MDB_txn *txn);
 int lm_commit(lmdb_store *s, MDB_txn *txn);
 void lm_space_add(space_acc *a, const ustore_op *op, int exists,

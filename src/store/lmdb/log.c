@@ -265,11 +265,11 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
     }
     MDB_txn *txn;
     pthread_rwlock_wrlock(&s->mt_lock);
-    int rc = lm_begin(s, MDB_RDONLY, &txn, r->e);
+    int rc = lm_begin_read(s, &s->lead_rtxn, &txn, r->e);
     if (rc == UNICO_OK) {
       size_t before = s->wal_buf.len;
       rc = log_apply(s, txn, r);
-      lm_abort(s, txn);
+      lm_end_read(s, txn);
       if (rc == UNICO_OK) {
         r->applied = 1;
         applied++;
