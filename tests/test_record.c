@@ -473,6 +473,45 @@ static void test_flat_patch_matches_jansson(void **state) {
   ubuf_free(&out);
 }
 
+/* A claim list keeps its entries and keys in one block: it grows for
+ * either, a key added from the list itself survives the move, and every
+ * key reads back as added. */
+static void test_claims_block(void **state) {
+  (void)state;
+  uclaims c = UCLAIMS_INIT;
+  static uint8_t want[64][600];
+  size_t len[64];
+  tu_rng_seed(&frng, 20261128);
+  for (int i = 0; i < 64; i++) {
+    if (i == 2) { /* a long key while entries still have room: the keys
+                     alone make the block grow */
+      len[i] = 450;
+      memset(want[i], 'x', len[i]);
+      assert_int_equal(uclaims_add(&c, want[i], len[i], 3, i), 0);
+    } else if (i % 9 == 8) { /* one of its own keys again */
+      size_t j = tu_rng_below(&frng, (unsigned)i);
+      memcpy(want[i], want[j], len[j]);
+      len[i] = len[j];
+      assert_int_equal(uclaims_add(&c, c.v[j].key, c.v[j].klen, 0, -1), 0);
+    } else {
+      len[i] = tu_rng_below(&frng, 20) ? 1 + tu_rng_below(&frng, 60)
+                                        : 300 + tu_rng_below(&frng, 300);
+      for (size_t k = 0; k < len[i]; k++) want[i][k] = (uint8_t)tu_rng_next(&frng);
+      assert_int_equal(uclaims_add(&c, want[i], len[i], 3, i), 0);
+    }
+    assert_true(c.n <= c.cap);
+    assert_true(c.kused <= c.kcap);
+    for (int j = 0; j <= i; j++) {
+      assert_int_equal(c.v[j].klen, len[j]);
+      assert_memory_equal(c.v[j].key, want[j], len[j]);
+    }
+  }
+  assert_int_equal(c.n, 64);
+  uclaims_free(&c);
+  assert_null(c.v);
+  assert_int_equal(c.n, 0);
+}
+
 /* Primary keys without jansson (urec_flat_key) against the jansson way
  * (urec_pk_parse_json), on random scalars and arrays: what the flat way
  * takes gives the same key, what it leaves it leaves untouched. */
@@ -592,6 +631,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_flat_patch_matches_jansson),
       cmocka_unit_test(test_flat_values_match_jansson),
       cmocka_unit_test(test_flat_key_matches_jansson),
+      cmocka_unit_test(test_claims_block),
   };
   return ucm_done(ucm_run_group("tests", tests, setup, teardown));
 }
