@@ -305,6 +305,23 @@ static void do_insert_fresh(worker *w, bench_user *u, bench_outcome *o, const ch
   if (w->workload == W_SIGNUP) ack(u->id);
 }
 
+/* Make u take one of prev's unique values (which: the return, a CONS_*):
+ * its email in another letter case, its phone, or its (provider,
+ * external_id). */
+static int collide_with(worker *w, bench_user *u, const bench_user *prev) {
+  int c = (int)(rnd(w) % 3);
+  if (c == CONS_EMAIL) {
+    memcpy(u->email, prev->email, sizeof u->email);
+    case_change(u->email, (int)(rnd(w) & 1)); /* same value under casefold */
+  } else if (c == CONS_PHONE) {
+    memcpy(u->phone, prev->phone, sizeof u->phone);
+  } else {
+    u->provider = prev->provider;
+    memcpy(u->external_id, prev->external_id, sizeof u->external_id);
+  }
+  return c;
+}
+
 static void step_signup(worker *w, bench_user *u, bench_outcome *o) {
   if (w->nusers == 0 || rnd(w) % 10 != 0) {
     do_insert_fresh(w, u, o, "signup insert of fresh values (must succeed)");
@@ -315,16 +332,7 @@ static void step_signup(worker *w, bench_user *u, bench_outcome *o) {
   bench_user prev;
   make_user(&prev, w->t, old->id, old->email);
   make_user(u, w->t, w->next_id++, w->next_email++);
-  int c = (int)(rnd(w) % 3);
-  if (c == CONS_EMAIL) {
-    memcpy(u->email, prev.email, sizeof u->email);
-    case_change(u->email, (int)(rnd(w) & 1)); /* same value under casefold */
-  } else if (c == CONS_PHONE) {
-    memcpy(u->phone, prev.phone, sizeof u->phone);
-  } else {
-    u->provider = prev.provider;
-    memcpy(u->external_id, prev.external_id, sizeof u->external_id);
-  }
+  int c = collide_with(w, u, &prev);
   int m = measuring();
   uint64_t t0 = now_ns();
   clear_outcome(o);
@@ -535,16 +543,7 @@ static void run_async(worker *w) {
       bench_user prev;
       make_user(&prev, w->t, old.id, old.email);
       snprintf(p->prev_id, sizeof p->prev_id, "%s", prev.id);
-      p->expect = (int)(rnd(w) % 3);
-      if (p->expect == CONS_EMAIL) {
-        memcpy(p->u.email, prev.email, sizeof p->u.email);
-        case_change(p->u.email, (int)(rnd(w) & 1));
-      } else if (p->expect == CONS_PHONE) {
-        memcpy(p->u.phone, prev.phone, sizeof p->u.phone);
-      } else {
-        p->u.provider = prev.provider;
-        memcpy(p->u.external_id, prev.external_id, sizeof p->u.external_id);
-      }
+      p->expect = collide_with(w, &p->u, &prev);
     }
     p->m = measuring();
     p->t0 = now_ns();

@@ -366,13 +366,15 @@ static void test_flat_matches_jansson(void **state) {
       assert_memory_equal(pa.p, pb.p, pa.len);
       json_t *pj = urec_pk_json(t, j);
       char *pk = dump(pj, JSON_COMPACT);
-      urec_flat_pk_text(t, &f, &pt);
-      assert_int_equal(pt.len, strlen(pk));
-      assert_memory_equal(pt.p, pk, pt.len);
-      char named[512];
-      assert_int_equal(urec_flat_pk_named(t, &f, named, sizeof named), (long)strlen(pk));
-      assert_string_equal(named, pk);
-      assert_int_equal(urec_flat_pk_named(t, &f, named, strlen(pk)), -1);
+      ubuf_putc(&pt, '>'); /* (appended after what out holds) */
+      assert_int_equal(urec_flat_pk_named(t, &f, &pt), 0);
+      assert_int_equal(pt.len, strlen(pk) + 1);
+      assert_memory_equal(pt.p + 1, pk, pt.len - 1);
+      /* a record without its key's columns: nothing appended */
+      urec_flat none = f;
+      none.n = 0;
+      assert_int_equal(urec_flat_pk_named(t, &none, &pt), -1);
+      assert_int_equal(pt.len, strlen(pk) + 1);
       free(pk);
       json_decref(pj);
       same_claims(t, j, &f);

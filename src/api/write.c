@@ -293,9 +293,9 @@ static int record_output(const utable *t, const ustored_record *r,
   const char *pks;
   /* the key's JSON: read from the body's text where it is compact */
   urec_flat f;
-  if (!urec_flat_scan(r->body, &f) &&
-      urec_flat_pk_named(t, &f, pkbuf, sizeof pkbuf) >= 0) {
-    pks = pkbuf;
+  ubuf pkt = UBUF_INIT;
+  if (!urec_flat_scan(r->body, &f) && !urec_flat_pk_named(t, &f, &pkt)) {
+    pks = ubuf_ok(&pkt) ? (const char *)pkt.p : NULL;
   } else {
     json_t *body = json_loads(r->body, 0, NULL);
     if (!body) return uerr(res, UNICO_ECORRUPT, NULL, "a stored record body is corrupt");
@@ -319,6 +319,7 @@ static int record_output(const utable *t, const ustored_record *r,
     ok = o != NULL;
   }
   free(pkheap);
+  ubuf_free(&pkt);
   if (!ok) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   return UNICO_OK;
 }
@@ -883,8 +884,7 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
     const urec_field *x = urec_flat_field(r->flat, r->t->pk[0]);
     pks = x->t;
     pkl = x->tl;
-  } else if (r->flat) {
-    urec_flat_pk_text(r->t, r->flat, &pkt);
+  } else if (r->flat && !urec_flat_pk_named(r->t, r->flat, &pkt)) {
     pks = ubuf_ok(&pkt) ? (const char *)pkt.p : NULL;
     pkl = pkt.len;
   } else {

@@ -167,16 +167,6 @@ int urec_flat_unique_value(const utable *t, const uconstraint *c,
   return UNICO_OK;
 }
 
-void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out) {
-  if (t->npk != 1) ubuf_putc(out, '[');
-  for (size_t i = 0; i < t->npk; i++) {
-    const urec_field *x = urec_flat_field(f, t->pk[i]);
-    if (i) ubuf_putc(out, ',');
-    ubuf_put(out, x->t, x->tl);
-  }
-  if (t->npk != 1) ubuf_putc(out, ']');
-}
-
 /* The field of f whose key is k, or NULL. */
 static const urec_field *field_named(const urec_flat *f, const char *k,
                                      size_t kl) {
@@ -185,21 +175,22 @@ static const urec_field *field_named(const urec_flat *f, const char *k,
   return NULL;
 }
 
-long urec_flat_pk_named(const utable *t, const urec_flat *f, char *buf,
-                        size_t cap) {
-  size_t n = 0;
-  if (t->npk != 1 && n < cap) buf[n++] = '[';
+int urec_flat_pk_named(const utable *t, const urec_flat *f, ubuf *out) {
+  size_t mark = out->len;
+  if (t->npk != 1) ubuf_putc(out, '[');
   for (size_t i = 0; i < t->npk; i++) {
     const char *name = t->cols[t->pk[i]].name;
     const urec_field *x = field_named(f, name, strlen(name));
-    if (!x || n + x->tl + 3 > cap) return -1;
-    if (i) buf[n++] = ',';
-    memcpy(buf + n, x->t, x->tl);
-    n += x->tl;
+    if (!x) {
+      out->len = mark;
+      if (out->p) out->p[mark] = 0;
+      return -1;
+    }
+    if (i) ubuf_putc(out, ',');
+    ubuf_put(out, x->t, x->tl);
   }
-  if (t->npk != 1) buf[n++] = ']';
-  buf[n] = 0;
-  return (long)n;
+  if (t->npk != 1) ubuf_putc(out, ']');
+  return 0;
 }
 
 static void put_field(ubuf *out, int *first, const urec_field *name,

@@ -47,13 +47,12 @@ int urec_flat_bind(const utable *t, urec_flat *f);
 const urec_field *urec_flat_field(const urec_flat *f, int col);
 const urec_view *urec_flat_get(const urec_flat *f, int col);
 
-/* urec_pk, urec_unique_value and urec_pk_json's text for a bound f. */
+/* urec_pk and urec_unique_value for a bound f. */
 int urec_flat_pk(const utable *t, const urec_flat *f, ubuf *pk,
                  unico_result *res);
 int urec_flat_unique_value(const utable *t, const uconstraint *c,
                            const urec_flat *f, ubuf *val, int *present,
                            unico_result *res);
-void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out);
 
 /* An update's new record as compact text into out: old (a stored record,
  * scanned) with patch (scanned) applied as urec_patch does it (a value
@@ -64,11 +63,10 @@ void urec_flat_pk_text(const utable *t, const urec_flat *f, ubuf *out);
 int urec_flat_patch(const utable *t, const urec_flat *old,
                     const urec_flat *patch, ubuf *out);
 
-/* urec_pk_json's text for a scanned (not necessarily bound) f, its
- * primary key columns found by name, into buf (cap bytes, NUL-terminated):
- * its length, or -1 when a column is missing or it does not fit. */
-long urec_flat_pk_named(const utable *t, const urec_flat *f, char *buf,
-                        size_t cap);
+/* urec_pk_json's text for a scanned (bound or not) f, its primary key
+ * columns found by name, appended to out: 0, or -1 (out as it was) when
+ * a column is missing. */
+int urec_flat_pk_named(const utable *t, const urec_flat *f, ubuf *out);
 
 /* urec_values_parse of a compact array (text) without jansson: 0 with
  * the values appended to val, or -1 with val as it was (a value null or

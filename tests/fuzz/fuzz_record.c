@@ -156,9 +156,11 @@ static void check_flat(const utable *t, const char *text, json_t *obj,
   CHECK(a.len == b.len && !memcmp(a.p, b.p, a.len));
   json_t *pj = urec_pk_json(t, obj);
   char *ps = pj ? json_dumps(pj, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-  char named[512];
-  long nl = urec_flat_pk_named(t, &f, named, sizeof named);
-  CHECK(ps && (nl < 0 ? strlen(ps) + 4 >= sizeof named : !strcmp(named, ps)));
+  ubuf named = UBUF_INIT;
+  CHECK(urec_flat_pk_named(t, &f, &named) == 0);
+  ubuf_putc(&named, 0);
+  CHECK(ps && named.p && !strcmp((const char *)named.p, ps));
+  ubuf_free(&named);
   free(ps);
   json_decref(pj);
   for (size_t i = 0; i < t->ncons; i++) {
