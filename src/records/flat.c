@@ -9,6 +9,14 @@
 
 #include "keys/normalize.h"
 
+/* Put b back to its first mark bytes (what a failed append found);
+ * returns -1, what the caller then answers. */
+static int cut(ubuf *b, size_t mark) {
+  b->len = mark;
+  if (b->p) b->p[mark] = 0;
+  return -1;
+}
+
 /* A string from p (at its opening quote) in the compact form: no escape,
  * no control character, valid UTF-8. Returns the byte after its closing
  * quote, or NULL. */
@@ -182,9 +190,7 @@ int urec_flat_pk_named(const utable *t, const urec_flat *f, ubuf *out) {
     const char *name = t->cols[t->pk[i]].name;
     const urec_field *x = field_named(f, name, strlen(name));
     if (!x) {
-      out->len = mark;
-      if (out->p) out->p[mark] = 0;
-      return -1;
+      return cut(out, mark);
     }
     if (i) ubuf_putc(out, ',');
     ubuf_put(out, x->t, x->tl);
@@ -232,55 +238,42 @@ int urec_flat_patch(const utable *t, const urec_flat *old,
   return ubuf_ok(out) ? 0 : -1;
 }
 
+/* The n comma-separated values at p, of t's columns cols[0..n), each
+ * appended to out as urec_put_view does it (normalized by norm); null is
+ * refused, and so is "" where nonempty. The byte after them, or NULL
+ * (out then holds part of them: the caller cuts it). */
+static const char *put_values(const utable *t, const int *cols, size_t n,
+                              unorm norm, int nonempty, const char *p,
+                              ubuf *out) {
+  for (size_t i = 0; i < n; i++) {
+    urec_view v;
+    if (i && *p++ != ',') return NULL;
+    p = scan_value(p, &v);
+    if (!p || v.kind == UREC_V_NULL || (nonempty && v.kind == UREC_V_STR && !v.n) ||
+        urec_put_view(out, &t->cols[cols[i]], norm, &v, NULL))
+      return NULL;
+  }
+  return p;
+}
+
 int urec_flat_values(const utable *t, const uconstraint *c, const char *text,
                      ubuf *val) {
   size_t mark = val->len;
-  const char *p = text;
-  if (!p || *p != '[') return -1;
-  p++;
-  for (size_t i = 0; i < c->ncols; i++) {
-    urec_view v;
-    if (i) {
-      if (*p != ',') goto no;
-      p++;
-    }
-    p = scan_value(p, &v);
-    if (!p || v.kind == UREC_V_NULL ||
-        urec_put_view(val, &t->cols[c->cols[i]], c->norm, &v, NULL))
-      goto no;
-  }
-  if (p[0] != ']' || p[1]) goto no;
+  if (!text || *text != '[') return -1;
+  const char *p = put_values(t, c->cols, c->ncols, c->norm, 0, text + 1, val);
+  if (!p || p[0] != ']' || p[1]) return cut(val, mark);
   return 0;
-no:
-  val->len = mark;
-  if (val->p) val->p[mark] = 0;
-  return -1;
 }
 
 int urec_flat_key(const utable *t, const char *text, ubuf *pk) {
   size_t mark = pk->len;
-  const char *p = text;
-  int arr = t->npk > 1 || (p && *p == '[');
-  if (!p || (arr && *p++ != '[')) return -1;
-  for (size_t i = 0; i < t->npk; i++) {
-    urec_view v;
-    if (i) {
-      if (*p != ',') goto no;
-      p++;
-    }
-    p = scan_value(p, &v);
-    /* (null and "" are no key: the jansson way says so) */
-    if (!p || v.kind == UREC_V_NULL || (v.kind == UREC_V_STR && !v.n) ||
-        urec_put_view(pk, &t->cols[t->pk[i]], UNORM_EXACT, &v, NULL))
-      goto no;
-  }
-  if (arr && *p++ != ']') goto no;
-  if (*p) goto no;
+  int arr = t->npk > 1 || (text && *text == '[');
+  if (!text || (arr && *text != '[')) return -1;
+  /* (null and "" are no key: the jansson way says so) */
+  const char *p = put_values(t, t->pk, t->npk, UNORM_EXACT, 1, text + arr, pk);
+  if (p && arr && *p++ != ']') p = NULL;
+  if (!p || *p) return cut(pk, mark);
   return 0;
-no:
-  pk->len = mark;
-  if (pk->p) pk->p[mark] = 0;
-  return -1;
 }
 
 int urec_json_plain(const char *s, size_t n) {
@@ -327,9 +320,7 @@ int urec_tuple_text(const uint8_t *p, size_t n, ubuf *out) {
   ubuf_putc(out, ']');
   if (rc >= 0 && ubuf_ok(out)) return 0;
 no:
-  out->len = mark;
-  if (out->p) out->p[mark] = 0;
-  return -1;
+  return cut(out, mark);
 }
 
 void urec_flat_canon(const urec_flat *f, ubuf *out) {

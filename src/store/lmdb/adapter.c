@@ -144,13 +144,30 @@ void lm_set_reserve(lmdb_store *s, int on) {
   pthread_rwlock_unlock(&s->resize);
 }
 
-/* Begin a transaction holding the resize lock shared. On success the caller
- * must end it with lm_end(). */
-int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn,
-                    ustore_err *e) {
+/* One try at a transaction: begun, or for a kept read handle (keep not
+ * NULL) renewed, or begun into *keep when there is none or it cannot be
+ * renewed. An LMDB code. */
+static int begin_once(lmdb_store *s, unsigned flags, MDB_txn **keep,
+                      MDB_txn **txn) {
+  if (!keep) return mdb_txn_begin(s->env, NULL, flags, txn);
+  int rc = MDB_BAD_TXN;
+  if (*keep && (rc = mdb_txn_renew(*keep)) != 0) {
+    mdb_txn_abort(*keep); /* (begin a new one instead) */
+    *keep = NULL;
+  }
+  if (!*keep && (rc = mdb_txn_begin(s->env, NULL, flags, keep)) != 0)
+    *keep = NULL;
+  if (rc == 0) *txn = *keep;
+  return rc;
+}
+
+/* Begin a transaction holding the resize lock shared, remapping when
+ * another process grew the map. */
+static int begin_held(lmdb_store *s, unsigned flags, MDB_txn **keep,
+                      MDB_txn **txn, ustore_err *e) {
   for (int tries = 0; tries < 8; tries++) {
     pthread_rwlock_rdlock(&s->resize);
-    int rc = mdb_txn_begin(s->env, NULL, flags, txn);
+    int rc = begin_once(s, flags, keep, txn);
     if (rc == 0) return UNICO_OK;
     pthread_rwlock_unlock(&s->resize);
     if (rc != MDB_MAP_RESIZED) return lm_map_rc(s, rc, "beginning a transaction", e);
@@ -161,28 +178,16 @@ int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn,
   return UNICO_EUNAVAILABLE;
 }
 
+/* Begin a transaction holding the resize lock shared. On success the caller
+ * must end it with lm_end(). */
+int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn,
+                    ustore_err *e) {
+  return begin_held(s, flags, NULL, txn, e);
+}
+
 int lm_begin_read(lmdb_store *s, MDB_txn **keep, MDB_txn **txn,
                   ustore_err *e) {
-  for (int tries = 0; tries < 8; tries++) {
-    pthread_rwlock_rdlock(&s->resize);
-    int rc = MDB_BAD_TXN;
-    if (*keep && (rc = mdb_txn_renew(*keep)) != 0) {
-      mdb_txn_abort(*keep); /* (begin a new one instead) */
-      *keep = NULL;
-    }
-    if (!*keep && (rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, keep)) != 0)
-      *keep = NULL;
-    if (rc == 0) {
-      *txn = *keep;
-      return UNICO_OK;
-    }
-    pthread_rwlock_unlock(&s->resize);
-    if (rc != MDB_MAP_RESIZED) return lm_map_rc(s, rc, "beginning a transaction", e);
-    int r = lm_remap(s, 0, 0, e); /* another process grew the map */
-    if (r) return r;
-  }
-  seterr(e, "the map of %s keeps changing size", s->path);
-  return UNICO_EUNAVAILABLE;
+  return begin_held(s, MDB_RDONLY, keep, txn, e);
 }
 
 void lm_end_read(lmdb_store *s, MDB_txn *txn) {
