@@ -34,7 +34,8 @@ int ubuf_reserve(ubuf *b, size_t extra) {
   size_t got;
   uint8_t *p = utc_alloc(cap, &got);
   if (!p) goto fail;
-  if (b->len) memcpy(p, b->p, b->len + 1);
+  if (b->len) memcpy(p, b->p, b->len);
+  p[b->len] = 0; /* (NUL-terminated as before, even when empty) */
   utc_free(b->p, b->cap);
   b->p = p;
   b->cap = got;
