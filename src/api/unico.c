@@ -264,19 +264,11 @@ static int write_values(unico *u, const uapi_values_req *vr,
                         unico_result *res) {
   begin(res);
   NEED(u);
-  const unico_write_options *o = vr->opts;
-  int rc = vr->kind == UPLAN_DELETE ? UNICO_OK : bad_opts(o, res);
+  /* (a delete reads only op_id and if_version of its options, as
+   * unico_delete does: api/values.c) */
+  int rc = vr->kind == UPLAN_DELETE ? UNICO_OK : bad_opts(vr->opts, res);
   if (rc) return finish(res, rc);
-  uapi_values_req r = *vr;
-  /* (a delete takes only op_id and if_version of its options, as
-   * unico_delete does) */
-  unico_write_options del = UNICO_WRITE_OPTIONS_INIT;
-  if (o && vr->kind == UPLAN_DELETE) {
-    del.op_id = o->op_id;
-    del.if_version = o->if_version;
-    r.opts = &del;
-  }
-  return finish(res, uapi_write_values(u, &r, res));
+  return finish(res, uapi_write_values(u, vr, res));
 }
 
 int unico_insert_values(unico *u, const char *table, const unico_value *vals,

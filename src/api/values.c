@@ -270,10 +270,12 @@ int uapi_write_values(unico *u, const uapi_values_req *vr,
     pk_json = pk.p;
   }
   if (!rc) {
+    /* (a delete presents no holds) */
     const unico_write_options *o = vr->opts;
+    int holds = o && kind != UPLAN_DELETE;
     uapi_req rq = {kind, vr->table, json, pk_json, o ? o->if_version : 0,
-                   o ? o->op_id : NULL, o ? o->holds : NULL,
-                   o ? o->nholds : 0};
+                   o ? o->op_id : NULL, holds ? o->holds : NULL,
+                   holds ? o->nholds : 0};
     rc = uapi_write(u, &rq, res);
   }
   if (body.p) vtext_free(&body);
