@@ -102,9 +102,9 @@ static int pct_decode(char *s, int plus) {
 /* Percent-encode s as one path segment: every byte but A-Z a-z 0-9 - . _ ~
  * is escaped, and the first byte too when `all_first` (a segment that would
  * otherwise read as a route word: "by", "holds"). */
-static void pct_encode(usbuf *b, const char *s, int all_first) {
+static void pct_encode(usbuf *b, const char *s, size_t n, int all_first) {
   static const char hex[] = "0123456789ABCDEF";
-  for (const char *s0 = s; *s; s++) {
+  for (const char *s0 = s, *end = s + n; s < end; s++) {
     unsigned char c = (unsigned char)*s;
     if (all_first && s == s0) {
       char e[3] = {'%', hex[c >> 4], hex[c & 15]};
@@ -384,25 +384,46 @@ static int if_match(struct MHD_Connection *c, const ureq *r, uint64_t *version) 
 
 /* Whether the segment after the table is a route word when left as is
  * (route_of): a first key value "by" or "holds" is written %62y, %68olds. */
-static int route_word(const char *seg) {
-  return !strcmp(seg, "by") || !strcmp(seg, "holds");
+static int route_word(const char *seg, size_t n) {
+  return (n == 2 && !memcmp(seg, "by", 2)) || (n == 5 && !memcmp(seg, "holds", 5));
+}
+
+/* The answer's usual shape, {"pk":"TEXT",... with no escape in TEXT: the
+ * segment read without parsing the answer (*n its length); NULL for any
+ * other shape (a number, a composite key, an escape). */
+static const char *plain_pk(const char *out, size_t *n) {
+  static const char lead[] = "{\"pk\":\"";
+  if (strncmp(out, lead, sizeof lead - 1)) return NULL;
+  const char *p = out + sizeof lead - 1, *q = p;
+  while (*q && *q != '"' && *q != '\\') q++;
+  if (*q != '"' || (q[1] != ',' && q[1] != '}')) return NULL;
+  *n = (size_t)(q - p);
+  return p;
 }
 
 /* The Location of a record: /v1/TABLE/PK... from the pk of the output, in
  * the form route_of reads back as that record. */
 static char *location_of(const char *table, const char *out_json) {
-  json_t *o = json_loads(out_json, 0, NULL);
-  json_t *pk = json_object_get(o, "pk");
   usbuf b = {0};
   usb_add(&b, "/v1/", 4);
-  pct_encode(&b, table, 0);
+  pct_encode(&b, table, strlen(table), 0);
+  size_t len;
+  const char *plain = plain_pk(out_json, &len);
+  if (plain) {
+    usb_add(&b, "/", 1);
+    pct_encode(&b, plain, len, route_word(plain, len));
+    return usb_take(&b);
+  }
+  json_t *o = json_loads(out_json, 0, NULL);
+  json_t *pk = json_object_get(o, "pk");
   size_t n = json_is_array(pk) ? json_array_size(pk) : 1;
   for (size_t i = 0; i < n && pk; i++) {
     json_t *v = json_is_array(pk) ? json_array_get(pk, i) : pk;
     char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     const char *seg = json_is_string(v) ? json_string_value(v) : t ? t : "";
     usb_add(&b, "/", 1);
-    pct_encode(&b, seg, i == 0 && route_word(seg));
+    len = strlen(seg);
+    pct_encode(&b, seg, len, i == 0 && route_word(seg, len));
     free(t);
   }
   json_decref(o);

@@ -6,6 +6,7 @@
  * batches, yet each is all or nothing and sees the writes of the requests
  * batched before it. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -226,9 +227,9 @@ static void test_reopen_other_options(void **state) {
   ustore *a = open_store("reopen", NULL);
   const char *other[] = {"wal=on", "sync=off", "sync=data",
                          "max_map_size=64MiB", "map_size=4MiB",
-                         "wal_size=1MiB"};
+                         "wal_size=1MiB", "sync_delay_us=500"};
   const char *named[] = {"wal", "sync", "sync", "max_map_size", "map_size",
-                         "wal_size"};
+                         "wal_size", "sync_delay_us"};
   for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
     char url[512];
     snprintf(url, sizeof url, "lmdb:%s/reopen?%s", dir, other[i]);
@@ -361,6 +362,149 @@ static void test_deferred(void **state) {
   assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
   assert_int_equal(ustore_defer_end(), 0);
   s->vt->close(s);
+}
+
+/* ---- gathering (sync_delay_us) ---- */
+
+static void test_gather_goal(void **state) {
+  (void)state;
+  /* off, a lone writer or two or three: sync at once */
+  assert_int_equal(ustore_lmdb_gather_goal(10, 0), 0);
+  for (size_t n = 0; n < 4; n++) assert_int_equal(ustore_lmdb_gather_goal(n, 1000), 0);
+  /* from four: wait for four times as many, at most 64 */
+  assert_int_equal(ustore_lmdb_gather_goal(4, 1000), 16);
+  assert_int_equal(ustore_lmdb_gather_goal(15, 1), 60);
+  assert_int_equal(ustore_lmdb_gather_goal(16, 1000), 64);
+  assert_int_equal(ustore_lmdb_gather_goal(63, 1000), 64);
+  /* 64 or more: enough already */
+  assert_int_equal(ustore_lmdb_gather_goal(64, 1000), 0);
+  assert_int_equal(ustore_lmdb_gather_goal(500, 100000), 0);
+}
+
+/* A lone writer whose every write waits for its sync: the syncer never
+ * waits for more, however long sync_delay_us allows (100 ms here: 40
+ * writes would take 4 s if it did). */
+static void test_gather_lone_writer(void **state) {
+  (void)state;
+  ustore *s = open_store("gather-lone", "wal=on&sync_delay_us=100000");
+  ustore_err e = {{0}};
+  for (int i = 0; i < 40; i++) {
+    char k[16];
+    snprintf(k, sizeof k, "k%02d", i);
+    ustore_defer_begin();
+    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, "v");
+    assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
+    watch_and_wait(s, ustore_defer_end());
+  }
+  ustore_lmdb_stats st;
+  ustore_lmdb_stats_get(s, &st);
+  assert_int_equal(st.gathers, 0);
+  assert_true(st.syncs >= 40);
+  s->vt->close(s);
+}
+
+/* Writers many at once: every watch is called back once, durable by then
+ * (watch_and_wait), whether the syncer gathered or not; then a store
+ * closed while watches wait for a sync with a long delay answers them
+ * and closes (the gathering ends at stop). */
+#define GW_THREADS 8
+#define GW_WRITES 60
+static ustore *gw_store;
+
+/* A watch that counts its calls and keeps the outcome. */
+typedef struct cwatch {
+  ustore_watch w;
+  atomic_int calls;
+  int rc;
+  uint64_t durable_then;
+} cwatch;
+
+static void cwatch_cb(ustore_watch *w, int rc, const char *msg) {
+  (void)msg;
+  cwatch *c = (cwatch *)w;
+  ustore_lmdb_stats st;
+  ustore_lmdb_stats_get(gw_store, &st);
+  c->rc = rc;
+  c->durable_then = st.durable;
+  atomic_fetch_add(&c->calls, 1);
+}
+
+/* Each write waits for its callback (or is durable already); 1 on any
+ * wrong answer (no assertions off the main thread). */
+static void *gather_writer(void *p) {
+  int t = (int)(intptr_t)p;
+  ustore_err e = {{0}};
+  for (int i = 0; i < GW_WRITES; i++) {
+    char k[32];
+    snprintf(k, sizeof k, "w%d/%03d", t, i);
+    ustore_defer_begin();
+    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, "v");
+    if (gw_store->vt->cas(gw_store, &o, &e) != UNICO_OK) return (void *)1;
+    cwatch c = {.rc = -1};
+    c.w.seq = ustore_defer_end();
+    c.w.cb = cwatch_cb;
+    int pending = ustore_watch_durable(gw_store, &c.w);
+    if (pending < 0) return (void *)1;
+    if (pending == 0) continue; /* durable already */
+    for (int n = 0; n < 60000 && !atomic_load(&c.calls); n++) tu_sleep_ms(1);
+    if (atomic_load(&c.calls) != 1 || c.rc != UNICO_OK || c.durable_then < c.w.seq)
+      return (void *)1;
+  }
+  return NULL;
+}
+
+static void test_gather_many(void **state) {
+  (void)state;
+  gw_store = open_store("gather-many", "wal=on&sync_delay_us=2000");
+  pthread_t th[GW_THREADS];
+  for (intptr_t t = 0; t < GW_THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, gather_writer, (void *)t), 0);
+  for (int t = 0; t < GW_THREADS; t++) {
+    void *r;
+    pthread_join(th[t], &r);
+    assert_null(r);
+  }
+  ustore_lmdb_stats st;
+  ustore_lmdb_stats_get(gw_store, &st);
+  assert_true(st.syncs <= st.requests);
+  for (int t = 0; t < GW_THREADS; t++)
+    for (int i = 0; i < GW_WRITES; i++) {
+      char k[32];
+      snprintf(k, sizeof k, "w%d/%03d", t, i);
+      ubuf v = UBUF_INIT;
+      ustore_err e = {{0}};
+      assert_int_equal(gw_store->vt->get(gw_store, k, strlen(k), &v, NULL, &e), UNICO_OK);
+      ubuf_free(&v);
+    }
+  gw_store->vt->close(gw_store);
+
+  /* 20 watches of 20 deferred writes, then close at once, 100 ms allowed */
+  gw_store = open_store("gather-close", "wal=on&sync_delay_us=100000");
+  static cwatch c[20];
+  ustore_err e = {{0}};
+  int pending = 0;
+  for (int i = 0; i < 20; i++) {
+    char k[16];
+    snprintf(k, sizeof k, "c%02d", i);
+    ustore_defer_begin();
+    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, "v");
+    assert_int_equal(gw_store->vt->cas(gw_store, &o, &e), UNICO_OK);
+    memset(&c[i], 0, sizeof c[i]);
+    c[i].rc = -1;
+    c[i].w.seq = ustore_defer_end();
+    c[i].w.cb = cwatch_cb;
+    int p = ustore_watch_durable(gw_store, &c[i].w);
+    assert_true(p == 0 || p == 1);
+    if (p == 0) atomic_store(&c[i].calls, 1), c[i].rc = UNICO_OK, c[i].durable_then = c[i].w.seq;
+    pending += p;
+  }
+  assert_true(pending > 0);
+  gw_store->vt->close(gw_store); /* the syncer calls back every watch first */
+  for (int i = 0; i < 20; i++) {
+    assert_int_equal(atomic_load(&c[i].calls), 1);
+    assert_int_equal(c[i].rc, UNICO_OK);
+    assert_true(c[i].durable_then >= c[i].w.seq);
+  }
 }
 
 /* ---- group commit ---- */
@@ -531,6 +675,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_shared_env),
       cmocka_unit_test(test_reopen_other_options),
+      cmocka_unit_test(test_gather_goal),
+      cmocka_unit_test(test_gather_lone_writer),
+      cmocka_unit_test(test_gather_many),
       cmocka_unit_test(test_deferred),
       cmocka_unit_test(test_group_commit_races),
       cmocka_unit_test(test_group_commit_races_log),

@@ -620,13 +620,17 @@ static void test_log_over_limit(void **state) {
 
 static void test_log_options(void **state) {
   (void)state;
-  const char *bad[] = {"wal=maybe", "wal_size=1", "wal_size=abc"};
-  for (int i = 0; i < 3; i++) {
+  const char *bad[] = {"wal=maybe", "wal_size=1", "wal_size=abc",
+                       "sync_delay_us=-1", "sync_delay_us=100001",
+                       "sync_delay_us=1ms"};
+  const char *named[] = {"wal", "wal_size", "wal_size", "sync_delay_us",
+                         "sync_delay_us", "sync_delay_us"};
+  for (int i = 0; i < 6; i++) {
     ustore *s;
     ustore_err e = {{0}};
     assert_int_equal(try_open(&s, "opts", bad[i], &e), UNICO_EINVAL);
     assert_null(s);
-    assert_non_null(strstr(e.msg, "wal"));
+    assert_non_null(strstr(e.msg, named[i]));
   }
 }
 

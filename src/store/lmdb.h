@@ -8,7 +8,7 @@
 #include "store/store.h"
 
 #define USTORE_LMDB_OPTIONS \
-  "map_size, max_map_size, sync, txn, wal, wal_size"
+  "map_size, max_map_size, sync, sync_delay_us, txn, wal, wal_size"
 
 /* Open (or share, within this process) the environment in directory loc,
  * created if missing. A directory already open in this process is shared;
@@ -27,9 +27,15 @@ int ustore_lmdb_caps(const struct ustore_opts *opts, unsigned *caps,
  * checkpoints of log mode. For tests and benchmarks. */
 typedef struct ustore_lmdb_stats {
   uint64_t requests, batches, syncs, checkpoints;
+  /* the syncs for deferred writes that waited first for more (sync_delay_us) */
+  uint64_t gathers;
   /* the number of the last commit, and of the last one known durable */
   uint64_t committed, durable;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
+
+/* With sync_delay_us set, how many deferred writes the syncer waits for
+ * when `pending` wait for a sync: 0 to sync at once (syncer.c). */
+size_t ustore_lmdb_gather_goal(size_t pending, uint64_t delay_us);
 
 #endif

@@ -56,6 +56,7 @@ typedef struct lm_config {
   int wal;                  /* log mode */
   int txn_off;              /* a handle without transactions (its own) */
   size_t wal_size;          /* log mode: freeze the active table past this */
+  long sync_delay_us;       /* deferred writes: the syncer's gathering */
 } lm_config;
 
 typedef struct lmdb_store {
@@ -101,6 +102,9 @@ typedef struct lmdb_store {
   int watch_cv_init;
   pthread_t syncer;
   int syncer_started, syncer_stop; /* (q_lock) */
+  size_t nwatches;                /* (q_lock) watches waiting */
+  size_t gather_goal;             /* (q_lock) the syncer waits for this many */
+  uint64_t n_gathers;             /* (q_lock) syncs that waited for more */
   int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
   int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */
   /* log mode (wal=on; see "log mode" below) */
@@ -141,6 +145,7 @@ enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
 
 #define BATCH_MAX 512 /* requests per write transaction */
 #define SYNCS_MAX 2   /* syncs in flight at once */
+#define SYNC_DELAY_MAX_US 100000 /* sync_delay_us: at most 100 ms */
 
 /* One caller's write, queued for a batch. Lives on the caller's stack; the
  * leader fills rc/err and sets done under q_lock, then signals cv. */

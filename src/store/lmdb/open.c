@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/lmdb/lmdb_int.h"
@@ -150,13 +151,16 @@ static char *join_options(const ustore_opts *o) {
 static int read_options(const ustore_opts *o, lm_config *c, ustore_err *e) {
   int rc, txn = 1;
   size_t max = 0, map = 0;
+  long delay = 0;
   if ((rc = ustore_opt_size(o, "wal_size", 4096, &c->wal_size, e)) ||
       (rc = ustore_opt_size(o, "map_size", (size_t)1 << 20, &map, e)) ||
       (rc = ustore_opt_size(o, "max_map_size", (size_t)1 << 20, &max, e)) ||
       (rc = ustore_opt_word(o, "wal", on_off, &c->wal, e)) ||
       (rc = ustore_opt_word(o, "txn", on_off, &txn, e)) ||
-      (rc = ustore_opt_word(o, "sync", sync_names, &c->sync_mode, e)))
+      (rc = ustore_opt_word(o, "sync", sync_names, &c->sync_mode, e)) ||
+      (rc = ustore_opt_long(o, "sync_delay_us", 0, SYNC_DELAY_MAX_US, &delay, e)))
     return rc;
+  c->sync_delay_us = delay;
   c->txn_off = !txn;
   if (map) c->map_size = map;
   if (max) c->max_map = max;
@@ -189,6 +193,10 @@ static int reopen_differs(const lmdb_store *r, const lm_config *c,
     name = "sync";
     snprintf(was, sizeof was, "%s", sync_names[o->sync_mode]);
     snprintf(now, sizeof now, "%s", sync_names[c->sync_mode]);
+  } else if (o->sync_delay_us != c->sync_delay_us) {
+    name = "sync_delay_us";
+    snprintf(was, sizeof was, "%ld", o->sync_delay_us);
+    snprintf(now, sizeof now, "%ld", c->sync_delay_us);
   } else {
     static const struct {
       const char *name;
@@ -261,7 +269,12 @@ static int lm_new(lmdb_store **out, const char *path, const struct stat *st,
   s->resize_init = 1;
   if (pthread_mutex_init(&s->q_lock, NULL)) return UNICO_ENOMEM;
   s->q_init = 1;
-  if (pthread_cond_init(&s->watch_cv, NULL)) return UNICO_ENOMEM;
+  pthread_condattr_t ca; /* the syncer's gathering waits on the monotonic clock */
+  if (pthread_condattr_init(&ca)) return UNICO_ENOMEM;
+  int crc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  if (!crc) crc = pthread_cond_init(&s->watch_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (crc) return UNICO_ENOMEM;
   s->watch_cv_init = 1;
   return UNICO_OK;
 }
@@ -314,7 +327,7 @@ leave:
 
 #define LM_CONFIG_INIT                                                    \
   {(size_t)1 << 30 /* 1 GiB to start */, (size_t)1 << 40 /* up to 1 TiB */, \
-   SYNC_ON, 0, 0, CKPT_BYTES}
+   SYNC_ON, 0, 0, CKPT_BYTES, 0}
 
 int ustore_lmdb_caps(const ustore_opts *opts, unsigned *caps,
                      ustore_err *e) {
