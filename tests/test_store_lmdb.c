@@ -368,17 +368,17 @@ static void test_deferred(void **state) {
 
 static void test_gather_goal(void **state) {
   (void)state;
-  /* off, a lone writer or two or three: sync at once */
-  assert_int_equal(ustore_lmdb_gather_goal(10, 0), 0);
-  for (size_t n = 0; n < 4; n++) assert_int_equal(ustore_lmdb_gather_goal(n, 1000), 0);
-  /* from four: wait for four times as many, at most 64 */
-  assert_int_equal(ustore_lmdb_gather_goal(4, 1000), 16);
-  assert_int_equal(ustore_lmdb_gather_goal(15, 1), 60);
-  assert_int_equal(ustore_lmdb_gather_goal(16, 1000), 64);
-  assert_int_equal(ustore_lmdb_gather_goal(63, 1000), 64);
+  /* off, a lone writer or a few (up to 15): sync at once */
+  assert_int_equal(ustore_lmdb_gather_goal(20, 40, 0), 0);
+  for (size_t n = 0; n < 16; n++) assert_int_equal(ustore_lmdb_gather_goal(n, 40, 1000), 0);
+  /* from 16: wait for as many as were lately seen waiting, at most 64 */
+  assert_int_equal(ustore_lmdb_gather_goal(16, 40, 1000), 40);
+  assert_int_equal(ustore_lmdb_gather_goal(20, 20, 1), 20);
+  assert_int_equal(ustore_lmdb_gather_goal(30, 100, 1000), 64);
+  assert_int_equal(ustore_lmdb_gather_goal(63, 64, 1000), 64);
   /* 64 or more: enough already */
-  assert_int_equal(ustore_lmdb_gather_goal(64, 1000), 0);
-  assert_int_equal(ustore_lmdb_gather_goal(500, 100000), 0);
+  assert_int_equal(ustore_lmdb_gather_goal(64, 64, 1000), 0);
+  assert_int_equal(ustore_lmdb_gather_goal(500, 500, 100000), 0);
 }
 
 /* A lone writer whose every write waits for its sync: the syncer never
@@ -403,12 +403,13 @@ static void test_gather_lone_writer(void **state) {
   s->vt->close(s);
 }
 
-/* Writers many at once: every watch is called back once, durable by then
- * (watch_and_wait), whether the syncer gathered or not; then a store
+/* Writers many at once (24, enough for the syncer to gather: it prints how
+ * often it did): every watch is called back once, durable by then, whether
+ * the syncer gathered or not; then a store
  * closed while watches wait for a sync with a long delay answers them
  * and closes (the gathering ends at stop). */
-#define GW_THREADS 8
-#define GW_WRITES 60
+#define GW_THREADS 24
+#define GW_WRITES 40
 static ustore *gw_store;
 
 /* A watch that counts its calls and keeps the outcome. */
@@ -467,6 +468,9 @@ static void test_gather_many(void **state) {
   ustore_lmdb_stats st;
   ustore_lmdb_stats_get(gw_store, &st);
   assert_true(st.syncs <= st.requests);
+  printf("gather-many: %llu writes, %llu syncs, %llu of them gathered first\n",
+         (unsigned long long)st.requests, (unsigned long long)st.syncs,
+         (unsigned long long)st.gathers);
   for (int t = 0; t < GW_THREADS; t++)
     for (int i = 0; i < GW_WRITES; i++) {
       char k[32];

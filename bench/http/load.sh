@@ -13,9 +13,10 @@
 # Environment:
 #   HTTP_CLIENTS     connection (and bench thread) counts (default 1,4,32,64)
 #   HTTP_DURATION    seconds per point (default 5)
-#   HTTP_ENGINES     which rows: "null http http-loop unico postgres" (default
-#                    all; http: a thread per connection, http-loop:
-#                    --event-loop 2;
+#   HTTP_ENGINES     which rows: "null http http-loop http-delay unico postgres"
+#                    (default all; http: unico serve's defaults, http-loop:
+#                    --event-loop 2; http-delay: the defaults with the store
+#                    option sync_delay_us=1000 (docs/cli.md);
 #                    null: wrk against unico-null-server, an HTTP server
 #                    that answers 201 and does nothing else: the ceiling)
 #   HTTP_SERVE_ARGS  extra options for unico serve (e.g. "--event-loop 32")
@@ -32,7 +33,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 CLIENTS=${HTTP_CLIENTS:-1,4,32,64}
 DURATION=${HTTP_DURATION:-5}
-ENGINES=${HTTP_ENGINES:-null http http-loop unico postgres}
+ENGINES=${HTTP_ENGINES:-null http http-loop http-delay unico postgres}
 BUILD=$ROOT/build-bench
 WORK=$BUILD/http
 RESULTS=$ROOT/bench/results
@@ -110,18 +111,20 @@ if has null; then
   fi
 fi
 
-# 1. unico serve + wrk, a fresh store per connection count; "http" with a
-# thread per connection, "http-loop" with two event loops whose answers wait
-# for durability on suspended connections.
-serve_rows() { # a tag, the transport's label, then unico serve's options
-  tag=$1 label=$2
-  shift 2
+# 1. unico serve + wrk, a fresh store per connection count; "http" with
+# unico serve's defaults (in log mode an event loop per CPU, at least two,
+# whose answers wait for durability on suspended connections), "http-loop"
+# with --event-loop 2 (the same on 2 CPUs), "http-delay" the defaults on a
+# store with sync_delay_us=1000.
+serve_rows() { # a tag, the transport's label, store options, then unico serve's options
+  tag=$1 label=$2 query=$3
+  shift 3
   opts="$*" # (the loop's "set --" takes over the positional parameters)
   for c in $(echo "$CLIENTS" | tr ',' ' '); do
     dir=$WORK/serve-$tag-$c
     mkdir -p "$dir"
     # shellcheck disable=SC2086
-    "$UNICO" serve --store "lmdb:$dir/data?wal=on" --listen 127.0.0.1:0 --access-log off \
+    "$UNICO" serve --store "lmdb:$dir/data?wal=on$query" --listen 127.0.0.1:0 --access-log off \
       --schema "$SCHEMA" $opts ${HTTP_SERVE_ARGS:-} >"$dir/out.txt" 2>"$dir/err.txt" &
     SERVER_PID=$!
     i=0
@@ -161,8 +164,9 @@ serve_rows() { # a tag, the transport's label, then unico serve's options
     rm -rf "$dir/data"
   done
 }
-if has http; then serve_rows threads http-wrk; fi
-if has http-loop; then serve_rows loop "http-wrk --event-loop 2" --event-loop 2; fi
+if has http; then serve_rows threads http-wrk ""; fi
+if has http-loop; then serve_rows loop "http-wrk --event-loop 2" "" --event-loop 2; fi
+if has http-delay; then serve_rows delay "http-wrk sync_delay_us=1000" "&sync_delay_us=1000"; fi
 
 # unico-bench CSV: engine,workload,threads,ops_per_s,p50_us,p99_us,p999_us,cpu_us_per_op,ops,errors,conflicts,retries,...
 bench_rows() { # engine transport csv

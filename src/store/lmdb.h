@@ -35,7 +35,8 @@ typedef struct ustore_lmdb_stats {
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
 
 /* With sync_delay_us set, how many deferred writes the syncer waits for
- * when `pending` wait for a sync: 0 to sync at once (syncer.c). */
-size_t ustore_lmdb_gather_goal(size_t pending, uint64_t delay_us);
+ * when `pending` wait for a sync (or its last sync covered that many) and
+ * `seen` were lately seen waiting at once: 0 to sync at once (syncer.c). */
+size_t ustore_lmdb_gather_goal(size_t pending, size_t seen, uint64_t delay_us);
 
 #endif

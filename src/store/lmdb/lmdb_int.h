@@ -104,6 +104,7 @@ typedef struct lmdb_store {
   int syncer_started, syncer_stop; /* (q_lock) */
   size_t nwatches;                /* (q_lock) watches waiting */
   size_t gather_goal;             /* (q_lock) the syncer waits for this many */
+  size_t watches_seen;            /* (q_lock) the most lately waiting at once */
   uint64_t n_gathers;             /* (q_lock) syncs that waited for more */
   int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
   int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */

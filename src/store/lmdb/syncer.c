@@ -32,35 +32,56 @@ static void watch_fire(ustore_watch *w, int rc, const ustore_err *se) {
  * come from many writers at once, the syncer may wait a little for more
  * before it syncs. It waits only when at least GATHER_MIN writes wait, or
  * the last sync covered that many (the syncer is often idle when the next
- * write comes: one waiting says little), so a lone writer, or two, never
- * waits; and only below GATHER_ENOUGH (a sync spread thin enough). It waits
- * until four times as many wait (at most GATHER_ENOUGH) or sync_delay_us
- * passes. Off (0) by default, as
- * PostgreSQL's commit_delay is: it trades latency for CPU, which pays only
- * where the CPU, not the disk, is what runs out. */
-#define GATHER_MIN 4
+ * write comes: one waiting says little), so a lone writer, or a few, never
+ * waits (with few writers the sync is better overlapped with their work:
+ * waiting for all of them idles the CPU; measured in docs/cpu.md); and
+ * only below GATHER_ENOUGH (a sync spread thin enough).
+ * It waits until as many wait as it has lately seen waiting at once (the
+ * writers there are: past that, every one of them waits for this very
+ * sync and waiting longer would only idle them), at most GATHER_ENOUGH,
+ * or until a step of a quarter of sync_delay_us brings no new write, or
+ * the delay is over. Off (0) by default, as PostgreSQL's commit_delay is: it
+ * trades latency for CPU, which pays only where the CPU, not the disk, is
+ * what runs out. */
+#define GATHER_MIN 16
 #define GATHER_ENOUGH 64
 
-size_t ustore_lmdb_gather_goal(size_t pending, uint64_t delay_us) {
+size_t ustore_lmdb_gather_goal(size_t pending, size_t seen, uint64_t delay_us) {
   if (!delay_us || pending < GATHER_MIN || pending >= GATHER_ENOUGH) return 0;
-  return pending < GATHER_ENOUGH / 4 ? 4 * pending : GATHER_ENOUGH;
+  return seen < GATHER_ENOUGH ? seen : GATHER_ENOUGH;
 }
 
-/* With q_lock: wait for the goal, the delay or stop; count the wait.
- * `last`: how many the last sync covered. */
+static struct timespec mono_at(uint64_t ns) {
+  struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  return t;
+}
+
+static uint64_t mono_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* With q_lock: wait as above; count the waits. `last`: how many the last
+ * sync covered. */
 static void gather(lmdb_store *s, size_t last) {
   uint64_t us = (uint64_t)s->cfg.sync_delay_us;
-  size_t goal = ustore_lmdb_gather_goal(s->nwatches > last ? s->nwatches : last, us);
+  size_t goal = ustore_lmdb_gather_goal(s->nwatches > last ? s->nwatches : last,
+                                        s->watches_seen, us);
   if (goal <= s->nwatches || s->syncer_stop) return;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t ns = (uint64_t)ts.tv_nsec + us * 1000u;
-  ts.tv_sec += (time_t)(ns / 1000000000u);
-  ts.tv_nsec = (long)(ns % 1000000000u);
+  uint64_t now = mono_now(), end = now + us * 1000u;
+  uint64_t step = us * 250u > 1000u ? us * 250u : 1000u;
   s->gather_goal = goal;
   s->n_gathers++;
-  while (s->nwatches < goal && !s->syncer_stop)
-    if (pthread_cond_timedwait(&s->watch_cv, &s->q_lock, &ts) == ETIMEDOUT) break;
+  for (;;) {
+    size_t before = s->nwatches;
+    struct timespec ts = mono_at(now + step < end ? now + step : end);
+    while (s->nwatches < goal && !s->syncer_stop)
+      if (pthread_cond_timedwait(&s->watch_cv, &s->q_lock, &ts) == ETIMEDOUT) break;
+    now = mono_now();
+    if (s->nwatches >= goal || s->syncer_stop || now >= end || s->nwatches == before)
+      break;
+  }
   s->gather_goal = 0;
 }
 
@@ -78,6 +99,7 @@ static void *syncer_main(void *arg) {
     if (!s->watches) break;
     gather(s, last);
     last = 0;
+    s->watches_seen -= s->watches_seen / 8; /* (forgets writers gone) */
     uint64_t target = 0;
     for (ustore_watch *w = s->watches; w; w = w->next)
       if (w->seq > target) target = w->seq;
@@ -127,6 +149,7 @@ int lm_watch(ustore *base, ustore_watch *w) {
   w->next = s->watches;
   s->watches = w;
   s->nwatches++;
+  if (s->watches_seen < s->nwatches) s->watches_seen = s->nwatches;
   /* (a gathering syncer is woken once it has what it waits for) */
   if (!s->gather_goal || s->nwatches >= s->gather_goal)
     pthread_cond_signal(&s->watch_cv);
