@@ -381,20 +381,29 @@ static void test_gather_goal(void **state) {
   assert_int_equal(ustore_lmdb_gather_goal(500, 500, 100000), 0);
 }
 
+/* A deferred put of a new key: its ticket, 0 if it failed (no assertion:
+ * writer threads call it too). */
+static uint64_t deferred_put(ustore *s, const char *key) {
+  ustore_err e = {{0}};
+  ustore_defer_begin();
+  ustore_op o = op(key, USTORE_ABSENT, 0, USTORE_PUT, "v");
+  int rc = s->vt->cas(s, &o, &e);
+  uint64_t seq = ustore_defer_end();
+  return rc == UNICO_OK ? seq : 0;
+}
+
 /* A lone writer whose every write waits for its sync: the syncer never
  * waits for more, however long sync_delay_us allows (100 ms here: 40
  * writes would take 4 s if it did). */
 static void test_gather_lone_writer(void **state) {
   (void)state;
   ustore *s = open_store("gather-lone", "wal=on&sync_delay_us=100000");
-  ustore_err e = {{0}};
   for (int i = 0; i < 40; i++) {
     char k[16];
     snprintf(k, sizeof k, "k%02d", i);
-    ustore_defer_begin();
-    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, "v");
-    assert_int_equal(s->vt->cas(s, &o, &e), UNICO_OK);
-    watch_and_wait(s, ustore_defer_end());
+    uint64_t seq = deferred_put(s, k);
+    assert_true(seq > 0);
+    watch_and_wait(s, seq);
   }
   ustore_lmdb_stats st;
   ustore_lmdb_stats_get(s, &st);
@@ -434,15 +443,12 @@ static void cwatch_cb(ustore_watch *w, int rc, const char *msg) {
  * wrong answer (no assertions off the main thread). */
 static void *gather_writer(void *p) {
   int t = (int)(intptr_t)p;
-  ustore_err e = {{0}};
   for (int i = 0; i < GW_WRITES; i++) {
     char k[32];
     snprintf(k, sizeof k, "w%d/%03d", t, i);
-    ustore_defer_begin();
-    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, "v");
-    if (gw_store->vt->cas(gw_store, &o, &e) != UNICO_OK) return (void *)1;
     cwatch c = {.rc = -1};
-    c.w.seq = ustore_defer_end();
+    c.w.seq = deferred_put(gw_store, k);
+    if (!c.w.seq) return (void *)1;
     c.w.cb = cwatch_cb;
     int pending = ustore_watch_durable(gw_store, &c.w);
     if (pending < 0) return (void *)1;
@@ -485,17 +491,14 @@ static void test_gather_many(void **state) {
   /* 20 watches of 20 deferred writes, then close at once, 100 ms allowed */
   gw_store = open_store("gather-close", "wal=on&sync_delay_us=100000");
   static cwatch c[20];
-  ustore_err e = {{0}};
   int pending = 0;
   for (int i = 0; i < 20; i++) {
     char k[16];
     snprintf(k, sizeof k, "c%02d", i);
-    ustore_defer_begin();
-    ustore_op o = op(k, USTORE_ABSENT, 0, USTORE_PUT, "v");
-    assert_int_equal(gw_store->vt->cas(gw_store, &o, &e), UNICO_OK);
     memset(&c[i], 0, sizeof c[i]);
     c[i].rc = -1;
-    c[i].w.seq = ustore_defer_end();
+    c[i].w.seq = deferred_put(gw_store, k);
+    assert_true(c[i].w.seq > 0);
     c[i].w.cb = cwatch_cb;
     int p = ustore_watch_durable(gw_store, &c[i].w);
     assert_true(p == 0 || p == 1);
