@@ -197,11 +197,13 @@ static void map_rc(uconn *c, int rc, bench_outcome *o) {
 }
 
 /* --typed: the same user as the typed values unico_insert_values takes. */
-#define V_TEXT(c, s) {(c), UNICO_TEXT, (s), strlen(s), 0, 0}
-#define USER_VALUES(p)                                                        \
-  {V_TEXT("id", (p)->id), V_TEXT("email", (p)->email),                      \
-   V_TEXT("phone", (p)->phone), V_TEXT("provider", (p)->provider),          \
-   V_TEXT("external_id", (p)->external_id), V_TEXT("name", (p)->name)}
+#define USER_VALUES(p)                                                      \
+  {UNICO_VALUE_TEXT("id", (p)->id),                                         \
+   UNICO_VALUE_TEXT("email", (p)->email),                                   \
+   UNICO_VALUE_TEXT("phone", (p)->phone),                                   \
+   UNICO_VALUE_TEXT("provider", (p)->provider),                             \
+   UNICO_VALUE_TEXT("external_id", (p)->external_id),                       \
+   UNICO_VALUE_TEXT("name", (p)->name)}
 
 static void u_insert(void *conn, const bench_user *p, bench_outcome *o) {
   uconn *c = conn;
@@ -248,7 +250,8 @@ static int u_submit_update_email(void *conn, const char *id, const char *email,
                                  bench_async *a) {
   uconn *c = conn;
   char pk[80];
-  unico_value key[] = {V_TEXT("id", id)}, patch[] = {V_TEXT("email", email)};
+  unico_value key[] = {UNICO_VALUE_TEXT("id", id)};
+  unico_value patch[] = {UNICO_VALUE_TEXT("email", email)};
   unico_write w = {.kind = UNICO_WRITE_UPDATE, .table = "users"};
   if (typed) {
     w.values = patch;
@@ -266,7 +269,8 @@ static int u_submit_update_email(void *conn, const char *id, const char *email,
 static void u_update_email(void *conn, const char *id, const char *email, bench_outcome *o) {
   uconn *c = conn;
   if (typed) {
-    unico_value key[] = {V_TEXT("id", id)}, patch[] = {V_TEXT("email", email)};
+    unico_value key[] = {UNICO_VALUE_TEXT("id", id)};
+    unico_value patch[] = {UNICO_VALUE_TEXT("email", email)};
     RUN_WRITE(unico_update_values(U, "users", key, 1, patch, 1, NULL, &c->res));
     return;
   }

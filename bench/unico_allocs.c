@@ -58,7 +58,6 @@ static const char *const kind_name[NKIND] = {
     "insert", "get", "lookup", "update", "refused-insert", "delete",
     "typed-insert", "typed-update"};
 
-#define V_TEXT(c, s) {(c), UNICO_TEXT, (s), strlen(s), 0, 0}
 
 /* One operation of kind k on record i (of generation g); 0 when it gave
  * the answer it must. */
@@ -106,9 +105,9 @@ static int op(unico *u, int k, int i, int g, unico_result *res) {
     snprintf(phone, sizeof phone, "+2%03d%07d", g, i);
     snprintf(ext, sizeof ext, "t%d-%d", g, i);
     snprintf(name, sizeof name, "User %d", i);
-    unico_value v[] = {V_TEXT("id", id), V_TEXT("email", email),
-                       V_TEXT("phone", phone), V_TEXT("provider", "google"),
-                       V_TEXT("external_id", ext), V_TEXT("name", name)};
+    unico_value v[] = {UNICO_VALUE_TEXT("id", id), UNICO_VALUE_TEXT("email", email),
+                       UNICO_VALUE_TEXT("phone", phone), UNICO_VALUE_TEXT("provider", "google"),
+                       UNICO_VALUE_TEXT("external_id", ext), UNICO_VALUE_TEXT("name", name)};
     rc = unico_insert_values(u, "users", v, 6, NULL, res);
     break;
   }
@@ -116,7 +115,8 @@ static int op(unico *u, int k, int i, int g, unico_result *res) {
     char id[32], email[64];
     snprintf(id, sizeof id, "t%d-%d", g, i);
     snprintf(email, sizeof email, "tmoved%d-%d@example.org", g, i);
-    unico_value key[] = {V_TEXT("id", id)}, patch[] = {V_TEXT("email", email)};
+    unico_value key[] = {UNICO_VALUE_TEXT("id", id)};
+    unico_value patch[] = {UNICO_VALUE_TEXT("email", email)};
     rc = unico_update_values(u, "users", key, 1, patch, 1, NULL, res);
     break;
   }

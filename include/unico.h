@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* strlen, for UNICO_VALUE_TEXT */
 
 #include "unico_errors.h"
 
@@ -184,6 +185,18 @@ typedef struct unico_value {
   int64_t i;          /* UNICO_INT, UNICO_BOOL */
   double d;           /* UNICO_DOUBLE */
 } unico_value;
+
+/* Initializers of one value, for an array or a compound literal:
+ *   unico_value rec[] = {UNICO_VALUE_TEXT("id", id), UNICO_VALUE_INT("n", 3)};
+ * UNICO_VALUE_TEXT takes a NUL-terminated string (strlen(s) bytes); for
+ * bytes with a length, fill .text and .len yourself. */
+#define UNICO_VALUE_TEXT(col, s) \
+  {.column = (col), .type = UNICO_TEXT, .text = (s), .len = strlen(s)}
+#define UNICO_VALUE_INT(col, v) {.column = (col), .type = UNICO_INT, .i = (v)}
+#define UNICO_VALUE_BOOL(col, v) \
+  {.column = (col), .type = UNICO_BOOL, .i = (v) ? 1 : 0}
+#define UNICO_VALUE_DOUBLE(col, v) {.column = (col), .type = UNICO_DOUBLE, .d = (v)}
+#define UNICO_VALUE_NULL(col) {.column = (col), .type = UNICO_NULL}
 
 /* unico_insert_with, the record given as n typed values. */
 int unico_insert_values(unico *u, const char *table, const unico_value *vals,

@@ -26,6 +26,18 @@ int main(void) {
       strcmp(unico_version_string(), UNICO_VERSION_STRING))
     bad++;
   bad += headertest_errors();
+  /* The value initializers fill what their type reads, and nothing else. */
+  const char *s = "abc";
+  unico_value v[] = {UNICO_VALUE_TEXT("t", s), UNICO_VALUE_INT("i", -7),
+                     UNICO_VALUE_BOOL("b", 5), UNICO_VALUE_DOUBLE("d", 2.5),
+                     UNICO_VALUE_NULL("n")};
+  if (strcmp(v[0].column, "t") || v[0].type != UNICO_TEXT || v[0].text != s ||
+      v[0].len != 3 || v[0].i != 0)
+    bad++;
+  if (v[1].type != UNICO_INT || v[1].i != -7 || v[1].text != NULL) bad++;
+  if (v[2].type != UNICO_BOOL || v[2].i != 1) bad++;
+  if (v[3].type != UNICO_DOUBLE || v[3].d != 2.5 || v[3].i != 0) bad++;
+  if (strcmp(v[4].column, "n") || v[4].type != UNICO_NULL || v[4].text != NULL) bad++;
   printf("%s\n", bad ? "header test FAILED" : "header test ok");
   return bad != 0;
 }

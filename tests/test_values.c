@@ -40,8 +40,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-#define TEXT(c, s) {(c), UNICO_TEXT, (s), strlen(s), 0, 0}
-#define INT(c, v) {(c), UNICO_INT, NULL, 0, (v), 0}
 
 /* Texts that test the JSON string writer: plain, escapes, control
  * characters, non-ASCII, empty. */
@@ -152,7 +150,7 @@ static void test_values_same_as_json(void **state) {
     json_t *o = json_object();
     /* the key first, mostly as text */
     if (tu_rng_below(&r, 20)) {
-      v[n] = (unico_value)TEXT("id", id);
+      v[n] = (unico_value)UNICO_VALUE_TEXT("id", id);
       json_object_set_new(o, "id", json_string(id));
       n++;
     }
@@ -176,7 +174,7 @@ static void test_values_same_as_json(void **state) {
       if (np && !strcmp(p[0].column, "id")) p++, np--;
       char pk[40];
       snprintf(pk, sizeof pk, "\"%s\"", id);
-      unico_value key[1] = {TEXT("id", id)};
+      unico_value key[1] = {UNICO_VALUE_TEXT("id", id)};
       snprintf(what, sizeof what, "update %s %s", pk, text);
       if (kind == 1) {
         rc1 = unico_update(a, "users", pk, text, 0, NULL, &ra);
@@ -228,16 +226,18 @@ static void test_values_key(void **state) {
   (void)state;
   unico *u = open_store("key", "?sync=off");
   unico_result res = UNICO_RESULT_INIT;
-  unico_value rec[] = {TEXT("role", "admin"), INT("uid", 7), TEXT("org", "acme")};
+  unico_value rec[] = {UNICO_VALUE_TEXT("role", "admin"), UNICO_VALUE_INT("uid", 7),
+                       UNICO_VALUE_TEXT("org", "acme")};
   assert_int_equal(unico_insert_values(u, "memb", rec, 3, NULL, &res), UNICO_OK);
   assert_string_equal(res.json, "{\"pk\":[\"acme\",7],\"version\":1}");
   /* the unique (org, role) refuses another admin of acme */
-  unico_value dup[] = {TEXT("org", "acme"), INT("uid", 8), TEXT("role", "admin")};
+  unico_value dup[] = {UNICO_VALUE_TEXT("org", "acme"), UNICO_VALUE_INT("uid", 8),
+                       UNICO_VALUE_TEXT("role", "admin")};
   assert_int_equal(unico_insert_values(u, "memb", dup, 3, NULL, &res), UNICO_ECONFLICT);
   assert_string_equal(res.constraint, "memb_role");
   /* the key in reverse order */
-  unico_value key[] = {INT("uid", 7), TEXT("org", "acme")};
-  unico_value patch[] = {TEXT("role", "owner")};
+  unico_value key[] = {UNICO_VALUE_INT("uid", 7), UNICO_VALUE_TEXT("org", "acme")};
+  unico_value patch[] = {UNICO_VALUE_TEXT("role", "owner")};
   unico_write_options o = UNICO_WRITE_OPTIONS_INIT;
   o.if_version = 1;
   assert_int_equal(unico_update_values(u, "memb", key, 2, patch, 1, &o, &res), UNICO_OK);
@@ -250,14 +250,14 @@ static void test_values_key(void **state) {
   assert_int_equal(unico_insert_values(u, "memb", dup, 3, NULL, &res), UNICO_OK);
 
   /* wrong keys: a column outside the key, one missing, a table missing */
-  unico_value notkey[] = {TEXT("org", "acme"), TEXT("role", "owner")};
+  unico_value notkey[] = {UNICO_VALUE_TEXT("org", "acme"), UNICO_VALUE_TEXT("role", "owner")};
   refused(unico_delete_values(u, "memb", notkey, 2, NULL, &res),
           &res, "role, which is not in the primary key of table memb");
   refused(unico_delete_values(u, "memb", key, 1, NULL, &res),
           &res, "has 2 columns, 1 key value is given");
   refused(unico_delete_values(u, "nope", key, 2, NULL, &res),
           &res, "table nope does not exist");
-  unico_value badtype[] = {TEXT("uid", "7"), TEXT("org", "acme")};
+  unico_value badtype[] = {UNICO_VALUE_TEXT("uid", "7"), UNICO_VALUE_TEXT("org", "acme")};
   assert_int_equal(unico_delete_values(u, "memb", badtype, 2, NULL, &res), UNICO_EINVAL);
   /* nothing of that touched the record */
   assert_int_equal(unico_get(u, "memb", "[\"acme\",7]", &res), UNICO_OK);
@@ -294,7 +294,7 @@ static void test_values_bad(void **state) {
       {{"nosuch", UNICO_TEXT, "x", 1, 0, 0}, "nosuch"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    unico_value v[2] = {TEXT("id", "u1"), cases[i].v};
+    unico_value v[2] = {UNICO_VALUE_TEXT("id", "u1"), cases[i].v};
     /* the id of case "id" replaces the first */
     size_t n = 2;
     const unico_value *p = v;
@@ -302,14 +302,15 @@ static void test_values_bad(void **state) {
     refused(unico_insert_values(u, "users", p, n, NULL, &res), &res, cases[i].msg);
     assert_int_equal(unico_get(u, "users", "\"u1\"", &res), UNICO_ENOTFOUND);
   }
-  unico_value two[] = {TEXT("id", "u1"), TEXT("email", "a"), TEXT("email", "b")};
+  unico_value two[] = {UNICO_VALUE_TEXT("id", "u1"), UNICO_VALUE_TEXT("email", "a"),
+                       UNICO_VALUE_TEXT("email", "b")};
   refused(unico_insert_values(u, "users", two, 3, NULL, &res),
           &res, "record values 1 and 2 both name column email");
   refused(unico_insert_values(u, "users", NULL, 2, NULL, &res),
           &res, "record: 2 values but the array is NULL");
   refused(unico_insert_values(u, "users", two, 1001, NULL, &res),
           &res, "1001 values, more than a table has columns");
-  unico_value key[] = {TEXT("id", "u1")};
+  unico_value key[] = {UNICO_VALUE_TEXT("id", "u1")};
   refused(unico_update_values(u, "users", key, 1, two + 1, 2, NULL, &res),
           &res, "patch values 0 and 1 both name column email");
   unico_write_options bad = UNICO_WRITE_OPTIONS_INIT;
@@ -323,7 +324,7 @@ static void test_values_bad(void **state) {
   char big[3000];
   memset(big, 'e', sizeof big - 1);
   big[sizeof big - 1] = 0;
-  unico_value large[] = {TEXT("id", "u2"), TEXT("note", big)};
+  unico_value large[] = {UNICO_VALUE_TEXT("id", "u2"), UNICO_VALUE_TEXT("note", big)};
   assert_int_equal(unico_insert_values(u, "users", large, 2, NULL, &res), UNICO_OK);
   assert_int_equal(unico_get(u, "users", "\"u2\"", &res), UNICO_OK);
   assert_non_null(strstr(res.json, big));
@@ -353,9 +354,10 @@ static void wait_sub(sub *s) {
 static void test_values_submit(void **state) {
   (void)state;
   unico *u = open_store("submit", "?wal=on");
-  unico_value rec[] = {TEXT("id", "s1"), TEXT("email", "S1@x.org"), INT("n", 3)};
-  unico_value key[] = {TEXT("id", "s1")};
-  unico_value patch[] = {TEXT("email", "s2@x.org")};
+  unico_value rec[] = {UNICO_VALUE_TEXT("id", "s1"), UNICO_VALUE_TEXT("email", "S1@x.org"),
+                       UNICO_VALUE_INT("n", 3)};
+  unico_value key[] = {UNICO_VALUE_TEXT("id", "s1")};
+  unico_value patch[] = {UNICO_VALUE_TEXT("email", "s2@x.org")};
   unico_write w[] = {
       {.kind = UNICO_WRITE_INSERT, .table = "users", .values = rec, .nvalues = 3},
       {.kind = UNICO_WRITE_INSERT, .table = "users", .values = rec, .nvalues = 3},
