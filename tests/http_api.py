@@ -480,6 +480,8 @@ def t_keys():
     check(r.status == 201 and r.headers["location"] == "/v1/users/q%22b%5Cc%2Fd", "Location of a key with escapes", r)
     r = fetch(S, "GET", r.headers["location"])
     check(r.status == 200 and r.json["pk"] == 'q"b\\c/d', "GET the Location of a key with escapes", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "back\\slash"})
+    check(r.status == 201 and r.headers["location"] == "/v1/users/back%5Cslash", "Location of a key with a backslash", r)
     r = fetch(S, "POST", "/v1/users", {"id": "by"})
     check(r.status == 201 and r.headers["location"] == "/v1/users/%62y", "Location of pk by", r)
     r = fetch(S, "POST", "/v1/users", {"id": "z\u00e9 x"})
