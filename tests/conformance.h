@@ -220,6 +220,7 @@ void test_schema_changes_filled(void **state);
 void test_limit_poll(void **state);
 void test_holds(void **state);
 void test_hold_op_id(void **state);
+void test_holds_in_one_write(void **state);
 void test_schema_build_filled(void **state);
 void test_schema_syntax_error(void **state);
 void test_unknown_table(void **state);

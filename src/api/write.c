@@ -472,6 +472,14 @@ static void takeovers_drop(takeovers *tk, const uclaim *c) {
   }
 }
 
+/* The hold of claim c this write takes over was put back by the undo of
+ * a refused round, at store version ver: take it over there next. */
+static void takeovers_move(takeovers *tk, const uclaim *c, uint64_t ver) {
+  for (size_t i = 0; i < tk->n; i++)
+    if (tk->v[i].klen == c->klen && !memcmp(tk->v[i].key, c->key, c->klen))
+      tk->v[i].ver = ver;
+}
+
 /* Mark the plan's claims that take over a hold, and drop the holds'
  * index keys in the same transaction. */
 static int takeovers_apply(const takeovers *tk, uplan *p, unico_result *res) {
@@ -686,7 +694,7 @@ static int call_init(wcall *w, unico *u, const uapi_req *rq,
 }
 
 static void round_free(wround *r) {
-  ustored_claim_free(&r->why.owner);
+  uexec_refused_free(&r->why);
   uplan_free(&r->plan);
   ubuf_free(&r->pk);
   ubuf_free(&r->rkey);
@@ -963,6 +971,9 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     res->version = 0;
   }
   const uclaim *c = why->claim < p->take.n ? &p->take.v[why->claim] : NULL;
+  for (size_t k = 0; why->restored && k < p->take.n; k++)
+    if (why->restored[k])
+      takeovers_move(&w->tk, &p->take.v[k], why->restored[k]);
   switch (why->why) {
   case UREFUSED_SCHEMA:
     rc = uapi_sch_reload(w->u, res);

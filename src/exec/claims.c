@@ -1070,14 +1070,28 @@ static void free_claim(cx *c, const uclaim *ck, uint64_t ver) {
  * which the validity rule already disregards. */
 /* Put the claim at ck back to val (a hold this write took over), where it
  * is at version ver. */
-static void restore_claim(cx *c, const uclaim *ck, uint64_t ver,
-                          const ubuf *val) {
+static int restore_claim(cx *c, const uclaim *ck, uint64_t ver,
+                         const ubuf *val) {
   ustore_op o = kop(ck->key, ck->klen, USTORE_VERSION, ver, USTORE_PUT, val);
-  cas(c, &o, NULL);
+  int rc = cas(c, &o, NULL);
   ubuf_free(&o.cur);
+  return rc;
 }
 
-static void undo(cx *c) {
+/* Undo put back the hold take k took over, now at store version ver: tell
+ * the write path (why->restored), whose take over of it is at an older
+ * version now. Without this, a write taking two holds could never win:
+ * each round's refusal of the one put back the other at a version the
+ * next round no longer expects (issue 32). */
+static void note_restored(cx *c, uexec_refused *why, size_t k, uint64_t ver) {
+  if (!why || !c->p->take.v[k].ver) return;
+  if (!why->restored)
+    why->restored = calloc(c->p->take.n ? c->p->take.n : 1,
+                           sizeof *why->restored);
+  if (why->restored) why->restored[k] = ver; /* (else: a later round) */
+}
+
+static void undo(cx *c, uexec_refused *why) {
   if (c->unsettled || c->keep) return; /* (it may be done, or is) */
   if (c->intent && c->fast) {
     /* Our intent may be complete: abort it first (a cas at its version);
@@ -1097,9 +1111,12 @@ static void undo(cx *c) {
     if (!c->held[k]) continue;
     const uclaim *ck = &c->p->take.v[k];
     if (ck->kind == UKEY_GROUP) leave_group(c, ck, c->me.op_id);
-    else if (c->carry[k].len) restore_claim(c, ck, c->held[k], &c->carry[k]);
-    else if (c->prev[k].len) restore_claim(c, ck, c->held[k], &c->prev[k]);
-    else free_claim(c, ck, c->held[k]);
+    else if (c->carry[k].len || c->prev[k].len) {
+      if (restore_claim(c, ck, c->held[k],
+                        c->carry[k].len ? &c->carry[k] : &c->prev[k]) ==
+          UNICO_OK)
+        note_restored(c, why, k, c->held[k] + 1);
+    } else free_claim(c, ck, c->held[k]);
   }
   if (c->intent) { /* (the history it carries stays with the key) */
     ubuf tomb = UBUF_INIT;
@@ -1852,7 +1869,7 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   if (undo_it) {
     if (c.unsettled && rc != USTORE_NOT_APPLIED && rc != UNICO_EUNKNOWN)
       rc = unknown_outcome(res, "with this insert's intent written");
-    undo(&c);
+    undo(&c, rc == USTORE_NOT_APPLIED ? why : NULL);
   }
 leave:
   batch_free(&b, nt);

@@ -113,6 +113,12 @@ int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
   return x->proto->apply(x, p, why, res);
 }
 
+void uexec_refused_free(uexec_refused *why) {
+  ustored_claim_free(&why->owner);
+  free(why->restored);
+  why->restored = NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* sweep */
 

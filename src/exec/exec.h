@@ -60,7 +60,16 @@ typedef struct uexec_refused {
    * (its record version continues from the tombstone's) */
   int tomb;
   uint64_t tomb_sver, tomb_version;
+  /* (claims protocol) per take of plan->take, the store version at which
+   * the undo of this refused write put back a hold the plan took over
+   * (uclaim.ver set), 0 where it put back none; NULL when it put back
+   * none at all. The write path takes those holds over at these versions
+   * next round: a hold put back is the same hold, at a newer version. */
+  uint64_t *restored;
 } uexec_refused;
+
+/* Free what a refusal holds (its owner claim, restored). */
+void uexec_refused_free(uexec_refused *why);
 
 /* Apply a plan all or nothing. UNICO_OK when applied; USTORE_NOT_APPLIED
  * when a condition failed (nothing written; *why says which, in the order

@@ -119,7 +119,7 @@ static int claims_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
     memset(&why, 0, sizeof why);
     rc = uexec_apply(x, &p, &why, res);
     if (rc != USTORE_NOT_APPLIED) break;
-    ustored_claim_free(&why.owner);
+    uexec_refused_free(&why);
     rc = UEXEC_NOT_APPLIED;
     if (why.why != UREFUSED_RECORD || attempt == 2) break;
     rc = UNICO_OK; /* the row moved: look again */
