@@ -20,6 +20,7 @@
  * duplicate's owner came from) and one per refused record (the report is
  * grouped and sorted, so it is written at the end). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -549,6 +550,33 @@ static void pool_run(imp *im, int job, const size_t *idx, size_t n) {
 
 /* ------------------------------------------------------------ results */
 
+/* A store error's message may end in advice for one write: "retry it with
+ * the same operation id". An import gives its inserts no operation id, and
+ * a record whose write failed is not retried: the import stops. What fits
+ * is to run it again, which inserts what is missing and reports the
+ * records that are in as PRIMARY KEY duplicates; that advice replaces the
+ * other one, and is added to an outcome left unknown. malloc'd, or NULL. */
+static char *import_message(int rc, const char *msg) {
+  static const char advice[] =
+      "run the import again once the cause is fixed: the records already in "
+      "are then reported as PRIMARY KEY duplicates, the others inserted";
+  size_t n = strlen(msg);
+  const char *same = strstr(msg, "same operation id");
+  if (!same) same = strstr(msg, "same op id");
+  if (same) { /* cut from the "retry" before it */
+    const char *r = NULL;
+    for (const char *p = msg; (p = strstr(p, "retry")) && p < same; p++) r = p;
+    n = (size_t)((r ? r : same) - msg);
+    while (n && strchr(" :;,", msg[n - 1])) n--;
+  } else if (rc != UNICO_EUNKNOWN) {
+    return strdup(msg);
+  }
+  char *out = malloc(n + sizeof advice + 2);
+  if (out) snprintf(out, n + sizeof advice + 2, "%.*s%s%s", (int)n, msg,
+                    n ? "; " : "", advice);
+  return out;
+}
+
 /* Move the refusal of r into the report. */
 static int add_refusal(imp *im, irec *r) {
   if (im->nrefs == im->caprefs) {
@@ -565,7 +593,8 @@ static int add_refusal(imp *im, irec *r) {
   f->line = r->line;
   f->pk = r->pk;
   r->pk = NULL;
-  f->message = strdup(r->res.message[0] ? r->res.message : unico_strerror(r->rc));
+  const char *msg = r->res.message[0] ? r->res.message : unico_strerror(r->rc);
+  f->message = r->state == ST_ERROR ? import_message(r->rc, msg) : strdup(msg);
   if (r->res.constraint[0]) f->constraint = strdup(r->res.constraint);
   if (r->res.column[0]) f->column = strdup(r->res.column);
   f->value = norm_json(r->res.value);
@@ -896,6 +925,49 @@ static int summary(imp *im, int report_failed) {
   return code;
 }
 
+/* Open the report file to write it, without truncating it: an old report
+ * is replaced only once the input has been read to its end (empty_report),
+ * so that nothing the input could be is emptied before it is read. A report
+ * file that is the input itself (in is its stat, NULL if unknown), under
+ * any name (the same path, a symbolic or a hard link, another path to it,
+ * or the file standard input reads), is refused. 0, or the exit code of
+ * the usage error printed. */
+static int open_report(imp *im, const char *path, const struct stat *in) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd < 0)
+    return ucli_usage_error(WHO, "cannot create the report file %s: %s", path,
+                            strerror(errno));
+  struct stat rs;
+  /* (a character device, /dev/null, may be both) */
+  if (in && !S_ISCHR(in->st_mode) && fstat(fd, &rs) == 0 &&
+      rs.st_dev == in->st_dev && rs.st_ino == in->st_ino) {
+    close(fd);
+    if (!strcmp(im->path, "-"))
+      return ucli_usage_error(WHO, "--report %s is the file standard input reads: "
+                              "writing the report would overwrite the input; "
+                              "choose another report file", path);
+    return ucli_usage_error(WHO, "--report %s is the input file %s: writing the "
+                            "report would overwrite the input; choose another "
+                            "report file", path, im->path);
+  }
+  if (!(im->rep = fdopen(fd, "w"))) {
+    int err = errno;
+    close(fd);
+    return ucli_usage_error(WHO, "cannot create the report file %s: %s", path,
+                            strerror(err));
+  }
+  return 0;
+}
+
+/* Empty the report file (an old report in it), now that the input has been
+ * read; a file that is not a regular one is left as it is. 0, or -1. */
+static int empty_report(imp *im) {
+  struct stat rs;
+  int fd = fileno(im->rep);
+  if (fstat(fd, &rs) || !S_ISREG(rs.st_mode)) return 0;
+  return ftruncate(fd, 0);
+}
+
 int ucli_import(unico *u, const char *table, const char *path,
                 const ucli_import_opts *o) {
   static const ucli_import_opts defaults = UCLI_IMPORT_OPTS_INIT;
@@ -925,7 +997,8 @@ int ucli_import(unico *u, const char *table, const char *path,
     code = ucli_usage_error(WHO, "cannot read %s: %s", path, strerror(errno));
     goto leave;
   }
-  if (fstat(fileno(im.in), &st) == 0) {
+  int have_st = fstat(fileno(im.in), &st) == 0;
+  if (have_st) {
     if (S_ISDIR(st.st_mode)) {
       code = ucli_usage_error(WHO, "cannot read %s: %s", path, strerror(EISDIR));
       goto leave;
@@ -933,14 +1006,9 @@ int ucli_import(unico *u, const char *table, const char *path,
     if (S_ISREG(st.st_mode)) im.total_bytes = (long long)st.st_size;
   }
   im.rep = stdout;
-  if (o->report_path && strcmp(o->report_path, "-")) {
-    im.rep = fopen(o->report_path, "w");
-    if (!im.rep) {
-      code = ucli_usage_error(WHO, "cannot create the report file %s: %s", o->report_path,
-                              strerror(errno));
-      goto leave;
-    }
-  }
+  if (o->report_path && strcmp(o->report_path, "-") &&
+      (code = open_report(&im, o->report_path, have_st ? &st : NULL)))
+    goto leave;
   /* An unknown table (or no schema) is one error, not one per record. An
    * empty object is refused either for the table or for its missing
    * primary key; only the first is the library's "does not exist". */
@@ -968,7 +1036,7 @@ int ucli_import(unico *u, const char *table, const char *path,
     progress(&im, 0);
   }
   progress(&im, 1);
-  int report_failed = write_report(&im) != 0;
+  int report_failed = (im.rep != stdout && empty_report(&im)) || write_report(&im) != 0;
   if (report_failed)
     fprintf(stderr, "%s: import: cannot write the report: %s\n", WHO, strerror(errno));
   code = summary(&im, report_failed);

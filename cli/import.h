@@ -44,8 +44,9 @@ int ucli_import_set_option(ucli_import_opts *o, const char *name,
  * and progress on stderr as o says; returns the process exit code: 0 when
  * every record was inserted, otherwise the rule in docs/cli.md. Errors
  * found before any record is read (unreadable file, report file that
- * cannot be created, unknown table) print an error object and return
- * before anything is written. */
+ * cannot be created or that is the input file, unknown table) print an
+ * error object and return before anything is written. The report file is
+ * emptied and written only once the input has been read to its end. */
 int ucli_import(unico *u, const char *table, const char *path,
                 const ucli_import_opts *o);
 

@@ -99,12 +99,14 @@ static void print_object(json_t *o) {
 }
 
 /* What happened, in a few words, before the message on stderr. The
- * library's text for busy speaks of a value; a busy without a constraint
- * is about something else (the store, a schema change), and at open it is
- * the store being owned by another process. */
-static const char *label(int rc, const unico_result *res, int at_open) {
+ * library's text for busy speaks of an operation in flight, but a value
+ * may as well be reserved by a hold, and a busy without a constraint is
+ * about something else (the store, a schema change): the message says
+ * which, after "busy". At open, busy is the store being owned by another
+ * process. */
+static const char *label(int rc, int at_open) {
   if (rc == UNICO_EBUSY && at_open) return "store in use by another process";
-  if (rc == UNICO_EBUSY && !(res && res->constraint[0])) return "busy";
+  if (rc == UNICO_EBUSY) return "busy";
   return unico_strerror(rc);
 }
 
@@ -115,7 +117,7 @@ static int report_error(const char *who, int rc, const unico_result *res,
   snprintf(msg, sizeof msg, "%s",
            res && res->message[0] ? res->message : unico_strerror(rc));
   ucli_redact_message(msg, sizeof msg, NULL);
-  fprintf(stderr, "%s: %s: %s\n", who, label(rc, res, at_open), msg);
+  fprintf(stderr, "%s: %s: %s\n", who, label(rc, at_open), msg);
   return unico_exit_code(rc);
 }
 

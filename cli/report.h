@@ -26,7 +26,8 @@ json_t *ucli_error_object(int rc, const char *name, int with_code,
 
 /* Print a failed call: the object (with its exit code) on stdout, then
  * "WHO: what: message" on stderr ("what" is unico_strerror(rc), or "busy"
- * for a busy that names no constraint). Returns the exit code. */
+ * for any busy: the message says whether a hold or an operation in flight
+ * has the value). Returns the exit code. */
 int ucli_report_error(const char *who, int rc, const unico_result *res);
 
 /* The same for a failed unico_open(): there busy means that another

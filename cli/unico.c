@@ -77,6 +77,8 @@ typedef struct opts {
   size_t nholds;
   uint64_t ttl_s;
   unsigned given; /* OPT_* bits of the options on the command line */
+  char seen[16][32]; /* the single-valued options given, by name */
+  int nseen;
   int help;
   ucli_import_opts imp; /* import's options (cli/import.h) */
   int npos;
@@ -447,15 +449,20 @@ static const command COMMANDS[] = {
          "counts, writing nothing.\n",
      .accepts = OPT_NO_SETTLE, .arg_error = "check takes no arguments",
      .run = run_check},
-    {.name = "repair", .summary = "remove orphans and expired holds",
+    {.name = "repair", .summary = "fix what check finds, when it can",
      .help =
          "usage: unico repair\n"
          "\n"
          "Remove orphan claims (their owner is gone or no longer holds the\n"
-         "value), expired holds and outcomes past retention; restore a missing\n"
-         "claim when its value is free. Every fix is conditional on what was\n"
-         "read, so concurrent writes are never undone. Prints what it removed\n"
-         "and the check report from before.\n",
+         "value), stale claims (a record lists them, its values do not need\n"
+         "them), expired holds and outcomes past retention; restore a missing\n"
+         "claim when its value is free; recount a limit group's counter that\n"
+         "disagrees with its records (stores with transactions). Every fix is\n"
+         "conditional on what was read, so concurrent writes are never undone.\n"
+         "Prints what it fixed and the check reports from before and after;\n"
+         "exit 0 when the store is clean after it, 7 (as check) when violations\n"
+         "it cannot fix are left (two records holding a value, a group over its\n"
+         "limit, a record that does not fit its table).\n",
      .arg_error = "repair takes no arguments", .run = run_repair},
 #ifdef UNICO_HAVE_SERVER
     /* its options are its own (and so is its help): server/serve.c */
@@ -498,6 +505,14 @@ static int parse_option(int argc, char **argv, int *i, opts *o) {
   }
   const char *val = NULL;
   if (p->value && !(val = option_value(argc, argv, i, eq))) return UCLI_EXIT_USAGE;
+  /* An option that takes one value takes it once: given twice, which one
+   * was meant is a guess (--hold, a list, may be repeated). */
+  if (p->value && p->bit != OPT_HOLD) {
+    for (int k = 0; k < o->nseen; k++)
+      if (!strcmp(o->seen[k], name))
+        return usage_error("option %s is given more than once; it takes one value", name);
+    if (o->nseen < (int)N_OF(o->seen)) memcpy(o->seen[o->nseen++], name, sizeof name);
+  }
   int code = !p->name ? ucli_import_set_option(&o->imp, name, val)
              : p->set ? p->set(o, val) : 0;
   o->given |= p->bit;
@@ -605,8 +620,11 @@ static int find_command(const opts *o, const command **out) {
  * streams, and no option it does not take; in that order, so the first
  * fault is the one reported. 0, or the usage error's exit code. */
 static int check_call(const command *c, const call *k) {
-  if (k->nargs < c->min_args || (c->max_args != ANY_ARGS && k->nargs > c->max_args))
-    return usage_error("%s", c->arg_error);
+  if (c->max_args != ANY_ARGS && k->nargs > c->max_args)
+    return usage_error("unexpected extra argument \"%.200s\" (usage: unico %s%s%s%s%s)",
+                       k->args[c->max_args], c->name, c->sub ? " " : "",
+                       or_empty(c->sub), c->synopsis ? " " : "", or_empty(c->synopsis));
+  if (k->nargs < c->min_args) return usage_error("%s", c->arg_error);
   for (size_t i = 0; i < N_OF(OPTIONS); i++) {
     const option *p = &OPTIONS[i];
     if (p->name && (c->needs & p->bit) && !(k->o->given & p->bit))

@@ -47,13 +47,24 @@ else()
   message(WARNING "scdoc not found: no man pages (scripts/deps.sh installs it)")
 endif()
 
-# unico.pc. Requires.private names the pkg-config modules of what the
-# library links (Debian: liblmdb-dev, libjansson-dev, libutf8proc-dev,
-# zlib1g-dev, libcurl4-openssl-dev, libssl-dev; all ship a .pc file), so
-# `pkg-config --static --libs unico` gives a static link's whole list;
-# threads and libm have none: Libs.private. The prefix is the one installed
-# to (`--prefix` may differ from CMAKE_INSTALL_PREFIX at configure time), so
-# the file is made in two steps: everything else now, the prefix at install.
+# unico.pc. Cflags is unico's include directory alone: unico.h includes no
+# header of the libraries unico links, so their flags (libutf8proc.pc's
+# -DUTF8PROC_EXPORTS, libcurl.pc's -I of a multiarch directory) have no
+# place in a program that uses unico. That is why they are not named in
+# Requires.private, whose modules' Cflags pkg-config adds to --cflags:
+# Libs.private lists what a static link needs instead, each module's
+# `pkg-config --libs` (Debian: liblmdb-dev, libjansson-dev,
+# libutf8proc-dev, zlib1g-dev, libcurl4-openssl-dev, libssl-dev), with
+# threads and libm, so `pkg-config --static --libs unico` gives a static
+# link's whole list. The prefix is the one installed to (`--prefix` may
+# differ from CMAKE_INSTALL_PREFIX at configure time), so the file is made
+# in two steps: everything else now, the prefix at install.
+set(_flags -pthread -lm)
+foreach(_mod LMDB JANSSON UTF8PROC ZLIB CURL LIBSSL LIBCRYPTO)
+  list(APPEND _flags ${${_mod}_LDFLAGS})
+endforeach()
+list(REMOVE_DUPLICATES _flags) # (the same -L of each module)
+string(JOIN " " UNICO_PC_LIBS_PRIVATE ${_flags})
 foreach(_dir LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${_dir}}")
     set(UNICO_PC_${_dir} "${CMAKE_INSTALL_${_dir}}")

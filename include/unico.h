@@ -48,12 +48,21 @@ const char *unico_version_string(void);
  * above: a header of its own that the layers underneath (the stores)
  * include alone. */
 
+/* The longest constraint name the DDL accepts, in bytes: a default name,
+ * TABLE_COL1_..._COL16_limit, of 16 columns, every name 48 bytes
+ * (docs/ddl.md, "Limits"). unico_result's constraint holds it whole.
+ * (0.1: the field was 128 bytes before, and cut longer names; the layout
+ * of unico_result changed with it, so a program built against an older
+ * unico.h must be built again.) */
+#define UNICO_CONSTRAINT_NAME_MAX 838
+
 /* The result of one call; see the comment at the top of this file. */
 typedef struct unico_result {
   int rc;               /* the call's return code */
   char *json;           /* success output, malloc'd JSON text, or NULL */
   char message[512];    /* failure: one human sentence */
-  char constraint[128]; /* conflict/limit: constraint name, "PRIMARY KEY" */
+  /* conflict/limit/busy: the constraint's name, or "PRIMARY KEY" */
+  char constraint[UNICO_CONSTRAINT_NAME_MAX + 1];
   char column[128];     /* bad input: the offending column, if any */
   char *value;          /* conflict: the normalized value, JSON array */
   char *owner;          /* conflict: owner's primary key, JSON */
@@ -99,6 +108,25 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
 
 /* Close a handle. Accepts NULL. No call may be running on it. */
 void unico_close(unico *u);
+
+/* unico_close(), saying whether the store was left whole: UNICO_OK, or an
+ * error with res->message saying what was left undone. On the embedded
+ * store in log mode that is a final checkpoint that could not be made (a
+ * full disk, a failed log): nothing acknowledged is lost, the next open
+ * replays the log; or the store's directory removed while it was open.
+ * The handle is closed either way. */
+int unico_close_checked(unico *u, unico_result *res);
+
+/* Whether the store takes writes now, cheaply (a few system calls; for a
+ * health check, which may call it every time): UNICO_OK, or the error
+ * writes get now with res->message saying why and *reason (may be NULL) a
+ * stable word: "store_removed" (its directory or files were removed or
+ * replaced while open: writes are refused for good), "disk_full" (no
+ * space left on its disk: in log mode writes are refused until there is
+ * room, then resume by themselves), "log_failed" or "checkpoint_failed"
+ * (log mode: writes are refused until the store is reopened). Reads are
+ * still answered. Stores without such checks always say UNICO_OK. */
+int unico_health(unico *u, const char **reason, unico_result *res);
 
 /* Set the schema to the DDL text (the complete schema: every table it
  * should have). Changes the store allows are documented in docs/ddl.md; any
@@ -274,13 +302,18 @@ int unico_check(unico *u, unico_result *res);
 int unico_audit(unico *u, unico_result *res);
 
 /* Repair what check finds that can be repaired safely: remove orphan
- * claims (their owner is gone or no longer holds the value), expired holds
- * and index entries of holds that are gone, outcomes past retention; and
- * restore a missing claim when its value is free. Each fix is made with
- * the conditions it was found under, so a concurrent write is never undone
- * (a fix whose key moved is skipped and counted). res->json reports what
- * was removed and the check report from before. Duplicates and limit
- * counts that disagree with the records are reported, not changed. */
+ * claims (their owner is gone or no longer holds the value), stale claims
+ * (a record lists them, its values do not need them), expired holds and
+ * index entries of holds that are gone, outcomes past retention; restore a
+ * missing claim when its value is free; and, on stores with transactions,
+ * recount a limit group's counter that disagrees with its live records.
+ * Each fix is made with the conditions it was found under, so a concurrent
+ * write is never undone (a fix whose key moved is skipped and counted).
+ * res->json reports what was fixed and the check reports from before and
+ * after. Returns UNICO_OK when the store is clean after it; UNICO_ECORRUPT,
+ * with that report still in res->json, when violations it cannot fix are
+ * left (duplicates, groups over their limit, records that do not fit
+ * their table: a person's to decide). */
 int unico_repair(unico *u, unico_result *res);
 
 /* The unique values and limit groups a record would hold, normalized:

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ typedef struct uresp {
   int retry_after;   /* seconds; 0: no Retry-After */
   const char *allow;
   int www_auth;
+  int preflight;            /* a CORS preflight's answer (204) */
+  const char *cors_methods; /* its Access-Control-Allow-Methods */
 } uresp;
 
 /* One request, from its headers to its last byte (MHD's con_cls). */
@@ -43,7 +46,8 @@ typedef struct ureq {
   int dropping;   /* the answer is early: the body is read and dropped */
   int close;      /* close the connection after the answer */
   int bad_path;   /* malformed percent-encoding in the path */
-  int n_if_match; /* If-Match header lines */
+  char *op_id;    /* Idempotency-Key, trimmed; NULL: none */
+  char *cors;     /* the Origin, when an --allow-origin: CORS headers */
   char *body;
   size_t len, cap, dropped;
   int status;
@@ -283,13 +287,42 @@ static int status_of(int rc, const unico_result *res, const char *table) {
   }
 }
 
+/* Retry-After for a busy value. A value reserved by a hold is busy until
+ * the hold expires, and the library's sentence says when ("... hold until
+ * 2026-11-28T16:02:55.098Z ..."; the last such words: the quoted value
+ * comes before them): the seconds left until then, at least 1. Busy for
+ * another reason (an operation in flight): 1. */
+static int busy_retry_after(const unico_result *res) {
+  static const char mark[] = "hold until ";
+  const char *at = NULL;
+  for (const char *q = res->message; (q = strstr(q, mark)); q++) at = q;
+  if (!at) return 1;
+  struct tm tm;
+  int ms;
+  memset(&tm, 0, sizeof tm);
+  if (sscanf(at + sizeof mark - 1, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year,
+             &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+    return 1;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t left = ((int64_t)timegm(&tm) * 1000 + ms) -
+                 ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+  int64_t secs = (left + 999) / 1000;
+  return secs < 1 ? 1 : secs > INT_MAX ? INT_MAX : (int)secs;
+}
+
 /* The CLI's error object (cli/unico.c report()), without the exit code. */
 static void fail_rc(uresp *o, int rc, const unico_result *res, const char *table) {
   o->status = status_of(rc, res, table);
   /* an unknown table or constraint is a missing resource over HTTP */
   const char *name = rc == UNICO_EINVAL && o->status == 404 ? "not_found" : NULL;
   json_t *e = ucli_error_object(rc, name, 0, res);
-  if (rc == UNICO_EBUSY || o->status == 503) o->retry_after = 1;
+  if (rc == UNICO_EBUSY)
+    o->retry_after = busy_retry_after(res);
+  else if (o->status == 503)
+    o->retry_after = 1;
   free(o->body);
   o->body = dump(e);
 }
@@ -307,8 +340,9 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
     return MHD_NO;
   }
   o->body = NULL;
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                          o->ctype ? o->ctype : "application/json");
+  if (o->status != 204)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            o->ctype ? o->ctype : "application/json");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   char num[48];
   if (o->etag) {
@@ -324,6 +358,20 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
   if (o->www_auth)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer realm=\"unico\"");
+  if (r->cors) { /* an allowed origin (--allow-origin): CORS */
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", r->cors);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
+    if (o->preflight) {
+      MHD_add_response_header(resp, "Access-Control-Allow-Methods", o->cors_methods);
+      MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                              "Authorization, Content-Type, If-Match, "
+                              "Idempotency-Key, Unico-Hold");
+      MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    } else {
+      MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                              "ETag, Location, Retry-After, WWW-Authenticate");
+    }
+  }
   /* Draining: answer, then close, so that keep-alive clients go away. */
   if (atomic_load(&s->draining) || r->close)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -353,19 +401,28 @@ static const char *header(struct MHD_Connection *c, const char *name) {
   return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-/* If-Match: "N", N or *. 0 for none or *; -1 if malformed: a list (one
- * header with commas, or several If-Match lines: MHD would show only the
- * first), a weak tag, or anything but a version written as ETag writes it
- * (digits, no sign, no blank inside the quotes, no leading zero: If-Match
- * compares tags octet by octet). */
-static int if_match(struct MHD_Connection *c, const ureq *r, uint64_t *version) {
-  const char *h = header(c, MHD_HTTP_HEADER_IF_MATCH);
-  *version = 0;
-  if (!h) return 0;
-  if (r->n_if_match > 1) return -1;
+/* A header value without the optional whitespace (SP, HTAB) at either end
+ * (RFC 9110 5.5): *v is moved to its first byte; the length is returned.
+ * The one rule for Idempotency-Key, If-Match, Authorization, Origin. */
+static size_t ows_trim(const char **v) {
+  const char *h = *v;
   while (*h == ' ' || *h == '\t') h++;
   size_t n = strlen(h);
   while (n && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+  *v = h;
+  return n;
+}
+
+/* If-Match: "N", N or *. 0 for none or *; -1 if malformed: a list (one
+ * header with commas; several If-Match lines are refused before), a weak
+ * tag, or anything but a version written as ETag writes it
+ * (digits, no sign, no blank inside the quotes, no leading zero: If-Match
+ * compares tags octet by octet). */
+static int if_match(struct MHD_Connection *c, uint64_t *version) {
+  const char *h = header(c, MHD_HTTP_HEADER_IF_MATCH);
+  *version = 0;
+  if (!h) return 0; /* (two If-Match lines were refused by head_check) */
+  size_t n = ows_trim(&h);
   if (n == 1 && h[0] == '*') return 0;
   if (n >= 2 && h[0] == '"' && h[n - 1] == '"') {
     h++;
@@ -467,8 +524,9 @@ static void do_healthz(userv *s, uresp *o) {
     return;
   }
   unico *u = userv_store(s, &res);
-  int rc = u ? UNICO_OK : res.rc;
-  if (u) STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
+  const char *why = NULL; /* the store refuses writes: why (unico_health) */
+  int rc = u ? unico_health(u, &why, &res) : res.rc;
+  if (u && rc == UNICO_OK) STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
   if (rc == UNICO_OK || rc == UNICO_ENOTFOUND) {
     json_t *j = rc == UNICO_OK ? json_loads(res.json, 0, NULL) : NULL;
     json_int_t ver = json_integer_value(json_object_get(j, "schema_version"));
@@ -477,8 +535,12 @@ static void do_healthz(userv *s, uresp *o) {
   } else {
     o->status = 503;
     o->retry_after = 1;
-    o->body = dump(json_pack("{s:s,s:s,s:o}", "status", "unavailable", "error",
-                             unico_errname(rc), "message", ucli_json_text(res.message)));
+    /* degraded: open, reads answered, writes refused (e.g. disk full) */
+    int degraded = why && strcmp(why, "store_removed") != 0;
+    o->body = dump(json_pack("{s:s,s:s,s:o,s:s*}", "status",
+                             degraded ? "degraded" : "unavailable", "error",
+                             unico_errname(rc), "message",
+                             ucli_json_text(res.message), "reason", why));
   }
   unico_result_clear(&res);
 }
@@ -547,8 +609,7 @@ static int hold_tokens(struct MHD_Connection *c, holdlist *l, uresp *o) {
 }
 
 /* POST /v1/{table}/holds {"constraint":C,"value":V|[..],"ttl":SECONDS} */
-static void do_reserve(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
-                       unico *u) {
+static void do_reserve(userv *s, ureq *r, uresp *o, unico *u) {
   unico_result res = UNICO_RESULT_INIT;
   const char *table = r->segs[0], *text;
   json_error_t je;
@@ -582,7 +643,7 @@ static void do_reserve(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
     uint64_t ms = (uint64_t)(json_number_value(ttl) * 1000.0);
     STORE(UO_RESERVE,
           unico_reserve(u, table, json_string_value(con), vals, ms ? ms : 1,
-                        header(c, "Idempotency-Key"), &res));
+                        r->op_id, &res));
     free(vals);
     if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
     answer_unversioned(o, rc, &res, 201, table);
@@ -608,7 +669,7 @@ static void do_insert(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   if (body_text(r, o, &text)) return;
   unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
   holdlist hl;
-  wo.op_id = header(c, "Idempotency-Key");
+  wo.op_id = r->op_id;
   if (hold_tokens(c, &hl, o)) return;
   wo.holds = (const char *const *)hl.v;
   wo.nholds = (size_t)hl.n;
@@ -628,7 +689,7 @@ static void do_record(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
                       unico *u) {
   unico_result res = UNICO_RESULT_INIT;
   const char *table = r->segs[0];
-  const char *op_id = header(c, "Idempotency-Key");
+  const char *op_id = r->op_id;
   char *pk = NULL;
   uint64_t ver = 0;
   int rc = unico_args_json(u, table, NULL, (const char *const *)r->segs + 1,
@@ -637,7 +698,7 @@ static void do_record(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   pk = res.json;
   res.json = NULL;
   if (r->method == UM_PATCH || r->method == UM_DELETE) {
-    if (if_match(c, r, &ver)) {
+    if (if_match(c, &ver)) {
       fail(o, 400, "invalid", "If-Match must be one version such as \"3\" (or *); "
                               "weak tags and lists are refused");
       goto leave;
@@ -764,7 +825,7 @@ static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   case UR_COLLECTION: do_insert(s, c, r, o, u); break;
   case UR_RECORD: do_record(s, c, r, o, u); break;
   case UR_LOOKUP: do_lookup(s, c, r, o, u); break;
-  case UR_HOLDS: do_reserve(s, c, r, o, u); break;
+  case UR_HOLDS: do_reserve(s, r, o, u); break;
   case UR_HOLD: do_release(s, r, o, u); break;
   default: fail(o, 404, "not_found", "no such route"); break;
   }
@@ -806,11 +867,15 @@ static int hold_answer(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
 /* Constant-time in the length of the token the server holds. */
 static int token_ok(const userv *s, struct MHD_Connection *c) {
   const char *h = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
-  if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
+  if (!h) return 0;
+  size_t n = ows_trim(&h);
+  if (n < 7 || strncasecmp(h, "Bearer ", 7)) return 0;
   h += 7;
-  while (*h == ' ') h++;
-  size_t n = strlen(h);
-  while (n && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+  n -= 7;
+  while (n && *h == ' ') {
+    h++;
+    n--;
+  }
   unsigned char diff = (unsigned char)(n != s->token_len);
   for (size_t i = 0; i < s->token_len; i++)
     diff |= (unsigned char)(s->token[i] ^ (i < n ? h[i] : 0));
@@ -820,10 +885,133 @@ static int token_ok(const userv *s, struct MHD_Connection *c) {
 /* The most body bytes read and dropped before an early answer. */
 static size_t drop_cap(const userv *s) { return 4 * s->cfg.max_body + (1u << 20); }
 
+/* ------------------------------------------------------------------ */
+/* what a browser may do (docs/http.md#security) */
+
+/* Whether a Host header names this server as a browser on this machine
+ * would: localhost, a loopback address (127.0.0.0/8, [::1]) or the host
+ * of --listen as given, with or without a port. A page of another site
+ * whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends its
+ * own name. */
+static int host_ok(const userv *s, const char *h) {
+  size_t n = ows_trim(&h);
+  const char *name = h, *rest;
+  size_t len;
+  int v6 = n && h[0] == '[';
+  if (v6) {
+    const char *e = memchr(h, ']', n);
+    if (!e) return 0;
+    name = h + 1;
+    len = (size_t)(e - name);
+    rest = e + 1;
+  } else {
+    const char *colon = memchr(h, ':', n);
+    len = colon ? (size_t)(colon - h) : n;
+    rest = h + len;
+  }
+  size_t rn = n - (size_t)(rest - h);
+  if (rn && (rest[0] != ':' || rn > 6 || strspn(rest + 1, "0123456789") < rn - 1))
+    return 0; /* after the host only :PORT */
+  char host[256];
+  if (!len || len >= sizeof host) return 0;
+  memcpy(host, name, len);
+  host[len] = 0;
+  if (!strcasecmp(host, "localhost")) return 1;
+  if (s->listen_host[0] && !strcasecmp(host, s->listen_host)) return 1;
+  struct in_addr a4;
+  struct in6_addr a6;
+  if (!v6 && inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  if (v6 && inet_pton(AF_INET6, host, &a6) == 1)
+    return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+  return 0;
+}
+
+/* Whether an Origin (o, n bytes) is the server's own: http:// or https://
+ * and the Host the request came with. */
+static int own_origin(struct MHD_Connection *c, const char *o, size_t n) {
+  const char *h = header(c, MHD_HTTP_HEADER_HOST);
+  if (!h) return 0;
+  size_t hn = ows_trim(&h);
+  if (n > 7 && !strncasecmp(o, "http://", 7)) {
+    o += 7;
+    n -= 7;
+  } else if (n > 8 && !strncasecmp(o, "https://", 8)) {
+    o += 8;
+    n -= 8;
+  } else {
+    return 0;
+  }
+  return hn && n == hn && !strncasecmp(o, h, n);
+}
+
+static int origin_allowed(const userv *s, const char *o, size_t n) {
+  for (int i = 0; i < s->cfg.nallow_origin; i++)
+    if (strlen(s->cfg.allow_origin[i]) == n && !strncasecmp(s->cfg.allow_origin[i], o, n))
+      return 1;
+  return 0;
+}
+
+/* Whether a request carries a JSON body: inserts, holds, patches. */
+static int json_body(const ureq *r) {
+  return (r->method == UM_POST && (r->route == UR_COLLECTION || r->route == UR_HOLDS)) ||
+         (r->method == UM_PATCH && r->route == UR_RECORD);
+}
+
+/* A Content-Type of application/json (parameters such as charset aside).
+ * An HTML form can send only text/plain, multipart/form-data and
+ * application/x-www-form-urlencoded without asking the server first. */
+static int json_media(const char *ct) {
+  size_t n = strcspn(ct, ";");
+  while (*ct == ' ' || *ct == '\t') {
+    ct++;
+    n--;
+  }
+  while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t')) n--;
+  return n == 16 && !strncasecmp(ct, "application/json", 16);
+}
+
 /* Checks made as soon as the headers are in, before any body is read.
  * 1 when o is the answer. */
 static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
                     const char *method, uint64_t body_len, uresp *o) {
+  /* Without a token, only this machine's names: a page whose host name
+   * was made to resolve to 127.0.0.1 (DNS rebinding) is refused. */
+  const char *host = header(c, MHD_HTTP_HEADER_HOST);
+  if (!s->token && host && !host_ok(s, host)) {
+    fail(o, 421, "misdirected_request",
+         "this server does not answer to the host name \"%.200s\": without a token it "
+         "answers only to localhost, 127.0.0.1, [::1] and the host of --listen", host);
+    return 1;
+  }
+  /* A request from a web page of another origin: only an --allow-origin
+   * one, which gets CORS headers; the others, forms included, are 403. */
+  const char *org = header(c, "Origin");
+  if (org) {
+    size_t n = ows_trim(&org);
+    if (origin_allowed(s, org, n)) {
+      r->cors = strndup(org, n);
+      if (!r->cors) {
+        fail(o, 503, "out_of_memory", "out of memory");
+        return 1;
+      }
+    } else if (!own_origin(c, org, n)) {
+      fail(o, 403, "forbidden",
+           "a request from the web origin \"%.*s\" is refused: this server serves "
+           "other origins only when given --allow-origin", (int)(n > 200 ? 200 : n), org);
+      return 1;
+    }
+  }
+  /* A CORS preflight of an allowed origin, which carries no token */
+  if (r->cors && !strcmp(method, "OPTIONS")) {
+    if (r->route == UR_OTHER) {
+      fail(o, 404, "not_found", "no route %s %.200s", method, r->path);
+      return 1;
+    }
+    o->status = 204;
+    o->preflight = 1;
+    o->cors_methods = allowed(r->route);
+    return 1;
+  }
   /* /healthz for health checkers; the API's description is public like
    * the source it comes from */
   if (s->token && r->route != UR_HEALTHZ && r->route != UR_OPENAPI && !token_ok(s, c)) {
@@ -846,6 +1034,14 @@ static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
     fail(o, 400, "invalid", "the path has a malformed %%-escape (or an escaped NUL)");
     return 1;
   }
+  /* JSON bodies come as JSON, or untyped: a form's types are refused */
+  const char *ct = header(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+  if (ct && json_body(r) && !json_media(ct)) {
+    fail(o, 415, "unsupported_media_type",
+         "the body must be JSON, sent with Content-Type: application/json (or none), "
+         "not \"%.100s\"", ct);
+    return 1;
+  }
   if (body_len != UINT64_MAX && body_len > s->cfg.max_body) {
     fail(o, 413, "payload_too_large",
          "the request body has %" PRIu64 " bytes; this server takes at most %zu (--max-body)",
@@ -856,32 +1052,39 @@ static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
 }
 
 /* The header lines that must come once, counted (MHD keeps them all, but
- * MHD_lookup_connection_value shows only the first). */
+ * MHD_lookup_connection_value shows only the first). ONCE: those whose
+ * value the server takes; a second line of one is refused (400). */
+static const char *const ONCE[] = {MHD_HTTP_HEADER_IF_MATCH, "Idempotency-Key",
+                                   MHD_HTTP_HEADER_AUTHORIZATION, "Origin"};
+#define NONCE ((int)(sizeof ONCE / sizeof ONCE[0]))
+
 typedef struct hcounts {
-  int host, content_length, transfer_encoding, if_match;
+  int host, content_length, transfer_encoding;
+  int once[NONCE];
+  const char *te; /* the first Transfer-Encoding */
 } hcounts;
 
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind,
                                     const char *key, const char *value) {
   hcounts *h = cls;
   (void)kind;
-  (void)value;
   if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) h->host++;
   else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) h->content_length++;
-  else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) h->transfer_encoding++;
-  else if (!strcasecmp(key, MHD_HTTP_HEADER_IF_MATCH)) h->if_match++;
+  else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) && !h->transfer_encoding++)
+    h->te = value ? value : "";
+  for (int i = 0; i < NONCE; i++)
+    if (!strcasecmp(key, ONCE[i])) h->once[i]++;
   return MHD_YES;
 }
 
 /* RFC 9112 checks on the request head that libmicrohttpd 0.9 leaves to the
  * application. 1 when o is the answer; *framing then says the body's
  * length is unknown (the connection must close without reading on). */
-static int head_check(struct MHD_Connection *c, const char *version, ureq *r,
-                      uresp *o, int *framing) {
+static int head_check(struct MHD_Connection *c, const char *version, uresp *o,
+                      int *framing) {
   hcounts h;
   memset(&h, 0, sizeof h);
   MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
-  r->n_if_match = h.if_match;
   *framing = 1;
   if (h.content_length > 1) {
     fail(o, 400, "invalid", "the request has %d Content-Length headers: its body's "
@@ -890,6 +1093,18 @@ static int head_check(struct MHD_Connection *c, const char *version, ureq *r,
   }
   if (h.content_length && h.transfer_encoding) {
     fail(o, 400, "invalid", "the request has both Content-Length and Transfer-Encoding");
+    return 1;
+  }
+  /* libmicrohttpd decodes "chunked" alone (any case); with another coding
+   * it would wait for the connection to end before the body does */
+  if (h.transfer_encoding > 1) {
+    fail(o, 501, "not_implemented", "the request has %d Transfer-Encoding headers: only "
+                                    "one, \"chunked\", is implemented", h.transfer_encoding);
+    return 1;
+  }
+  if (h.transfer_encoding && strcasecmp(h.te, "chunked")) {
+    fail(o, 501, "not_implemented", "Transfer-Encoding \"%.100s\" is not implemented: "
+                                    "send the body with Content-Length, or chunked alone", h.te);
     return 1;
   }
   *framing = 0;
@@ -901,6 +1116,12 @@ static int head_check(struct MHD_Connection *c, const char *version, ureq *r,
     fail(o, 400, "invalid", "an HTTP/1.1 request needs a Host header");
     return 1;
   }
+  for (int i = 0; i < NONCE; i++)
+    if (h.once[i] > 1) {
+      fail(o, 400, "invalid", "the request has %d %s headers: send one%s", h.once[i], ONCE[i],
+           i == 0 ? " (lists of versions are refused)" : "");
+      return 1;
+    }
   return 0;
 }
 
@@ -980,10 +1201,16 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
     remote_of(c, r->remote, sizeof r->remote);
     route_of(r, url);
     int framing;
-    if (head_check(c, version, r, &o, &framing)) {
+    if (head_check(c, version, &o, &framing)) {
       if (!framing) return answer_early(s, c, r, &o);
       r->close = 1; /* the body cannot be told from what follows it */
       return send_resp(s, c, r, &o);
+    }
+    const char *key = header(c, "Idempotency-Key");
+    if (key) {
+      size_t n = ows_trim(&key);
+      r->op_id = strndup(key, n);
+      if (!r->op_id) return MHD_NO;
     }
     uint64_t len;
     body_follows(c, &len);
@@ -1092,6 +1319,8 @@ void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   umetrics_request(&s->m, r->method, r->route, r->status, us);
   if (s->log_fd >= 0) access_log(s, r, us);
   free(r->body);
+  free(r->op_id);
+  free(r->cors);
   free(r->segbuf);
   free(r->early.body);
   free(r->early.location);

@@ -25,7 +25,7 @@ static const char *const OP_NAMES[UO_NOPS] = {
  * connection ended before a response), UM_NSTATUS-1 any other status. */
 static const int STATUSES[UM_NSTATUS - 2] = {
     200, 201, 204, 304, 400, 401, 403, 404, 405, 408, 409, 411,
-    412, 413, 415, 422, 423, 429, 431, 500, 501, 503, 504, 507};
+    412, 413, 415, 421, 422, 423, 429, 431, 500, 501, 503, 504, 507};
 
 /* Upper bounds of the latency buckets, in microseconds; the last is +Inf. */
 static const uint64_t BUCKET_US[UM_NBUCKETS - 1] = {
@@ -87,8 +87,9 @@ void umetrics_conflict(umetrics *m, const char *table, const char *constraint) {
     if (!strcmp(m->conflicts[i].table, table) &&
         !strcmp(m->conflicts[i].constraint, constraint))
       break;
-  if (i == m->nconflicts && i < UM_NCONFLICTS && strlen(table) < 64 &&
-      strlen(constraint) < 128) {
+  if (i == m->nconflicts && i < UM_NCONFLICTS &&
+      strlen(table) < sizeof m->conflicts[i].table &&
+      strlen(constraint) < sizeof m->conflicts[i].constraint) {
     strcpy(m->conflicts[i].table, table);
     strcpy(m->conflicts[i].constraint, constraint);
     m->conflicts[i].n = 0;
@@ -150,8 +151,19 @@ char *umetrics_render(userv *s) {
   head(&b, "unico_process_start_time_seconds", "gauge",
        "When the server started, in unix seconds.");
   usb_printf(&b, "unico_process_start_time_seconds %.3f\n", m->start_time);
-  head(&b, "unico_store_up", "gauge", "1 when the store is open, 0 while it cannot be opened.");
-  usb_printf(&b, "unico_store_up %d\n", atomic_load(&s->store) != NULL);
+  /* (unico_health: a few system calls) */
+  unico *u = atomic_load(&s->store);
+  const char *why = NULL;
+  if (u) unico_health(u, &why, NULL);
+  head(&b, "unico_store_up", "gauge",
+       "1 when the store is open and takes writes, 0 while it cannot be "
+       "opened, was removed, or refuses writes (see unico_store_degraded).");
+  usb_printf(&b, "unico_store_up %d\n", u && !why);
+  head(&b, "unico_store_degraded", "gauge",
+       "1 while the store is open, answers reads and refuses writes (a full "
+       "disk, a failed log: /healthz says why).");
+  usb_printf(&b, "unico_store_degraded %d\n",
+             why && strcmp(why, "store_removed") != 0);
   head(&b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
   usb_printf(&b, "unico_http_draining %d\n", atomic_load(&s->draining));
 

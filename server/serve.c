@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +65,10 @@ static const char *const SERVE_HELP =
     "  --drain-timeout SECONDS  on SIGTERM, wait at most this long for requests\n"
     "                           in flight (default 10)\n"
     "  --access-log FILE|-|off  where the access log goes (default -: stderr)\n"
+    "  --allow-origin ORIGIN    serve cross-origin requests (CORS) from the web\n"
+    "                           origin ORIGIN (http://HOST[:PORT] or\n"
+    "                           https://...); repeatable; requests with another\n"
+    "                           Origin than the server's own get 403\n"
     "  --store URL              the store (default $UNICO_STORE, else\n"
     "                           lmdb:./unico-data?wal=on: the embedded store in\n"
     "                           log mode, which this process then owns alone;\n"
@@ -219,12 +224,37 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
   return 0;
 }
 
+/* A web origin as browsers send it in Origin: http:// or https://, then a
+ * host (a name, an IPv4 address or a bracketed IPv6 one) and maybe a
+ * port; no path, no user, nothing else. */
+static int origin_ok(const char *v) {
+  const char *p;
+  if (!strncasecmp(v, "http://", 7)) p = v + 7;
+  else if (!strncasecmp(v, "https://", 8)) p = v + 8;
+  else return 0;
+  const char *host = p;
+  if (*p == '[') {
+    p += strspn(p + 1, "0123456789abcdefABCDEF:.") + 1;
+    if (*p != ']' || p == host + 1) return 0;
+    p++;
+  } else {
+    p += strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_");
+    if (p == host) return 0;
+  }
+  if (*p == ':') {
+    size_t n = strspn(p + 1, "0123456789");
+    if (!n || n > 5) return 0;
+    p += 1 + n;
+  }
+  return *p == 0;
+}
+
 static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help) {
   static const char *const names[] = {
       "--store", "--listen", "--token-file", "--schema", "--threads",
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
       "--request-timeout", "--drain-timeout", "--event-loop", "--max-per-ip",
-      "--access-log"};
+      "--access-log", "--allow-origin"};
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -273,6 +303,15 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
     case 11: c->event_loop = (unsigned)v; c->event_loop_set = 1; break;
     case 12: c->max_per_ip = (unsigned)v; c->max_per_ip_set = 1; break;
     case 13: c->access_log = val; break;
+    case 14:
+      if (!origin_ok(val))
+        return usage_error("--allow-origin needs a web origin such as "
+                           "http://localhost:3000 or https://app.example.com "
+                           "(a scheme, a host and maybe a port; no path), got \"%s\"", val);
+      if (c->nallow_origin == USERV_MAX_ORIGINS)
+        return usage_error("at most %d --allow-origin options", USERV_MAX_ORIGINS);
+      c->allow_origin[c->nallow_origin++] = val;
+      break;
     }
   }
   return 0;
@@ -329,26 +368,26 @@ static int is_loopback(const struct sockaddr *sa) {
 }
 
 /* Resolve ADDR (HOST:PORT, [V6]:PORT, PORT or HOST) to one address. */
-static int resolve(const char *spec, struct sockaddr_storage *ss, socklen_t *len) {
-  char host[256];
+static int resolve(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+                   char *host, size_t host_cap) {
   const char *port = "8080";
   if (!*spec) return usage_error("--listen needs an address");
   if (strspn(spec, "0123456789") == strlen(spec)) {
-    snprintf(host, sizeof host, "127.0.0.1");
+    snprintf(host, host_cap, "127.0.0.1");
     port = spec;
   } else if (spec[0] == '[') {
     const char *end = strchr(spec, ']');
-    if (!end || (end[1] && end[1] != ':') || (size_t)(end - spec) >= sizeof host)
+    if (!end || (end[1] && end[1] != ':') || (size_t)(end - spec) >= host_cap)
       return usage_error("--listen %s: expected [IPV6]:PORT", spec);
-    snprintf(host, sizeof host, "%.*s", (int)(end - spec - 1), spec + 1);
+    snprintf(host, host_cap, "%.*s", (int)(end - spec - 1), spec + 1);
     if (end[1]) port = end + 2;
   } else {
     const char *colon = strrchr(spec, ':');
     if (colon && strchr(spec, ':') != colon)
       return usage_error("--listen %s: write an IPv6 address in brackets: [%s]:8080", spec, spec);
     size_t hl = colon ? (size_t)(colon - spec) : strlen(spec);
-    if (hl >= sizeof host) return usage_error("--listen %s: host name too long", spec);
-    snprintf(host, sizeof host, "%.*s", (int)hl, spec);
+    if (hl >= host_cap) return usage_error("--listen %s: host name too long", spec);
+    snprintf(host, host_cap, "%.*s", (int)hl, spec);
     if (colon) port = colon + 1;
   }
   if (!host[0])
@@ -467,7 +506,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
 
   struct sockaddr_storage ss;
   socklen_t sslen = 0;
-  code = resolve(c->listen, &ss, &sslen);
+  code = resolve(c->listen, &ss, &sslen, s->listen_host, sizeof s->listen_host);
   if (code) goto leave;
   /* Off the loopback interface, one address may not take every
    * connection (a quarter of them by default; 0: no cap). On loopback all
@@ -678,7 +717,15 @@ leave:
   if (d) MHD_stop_daemon(d);
   if (have_watch) userv_watch_stop(s); /* after MHD: no connection is left */
   if (fd >= 0) close(fd);
-  unico_close(atomic_load(&s->store));
+  /* A store left incomplete (log mode: no final checkpoint, e.g. on a full
+   * disk) makes the exit status say so: nothing acknowledged is lost, the
+   * next open replays the log. */
+  unico_result cres = UNICO_RESULT_INIT;
+  if (unico_close_checked(atomic_load(&s->store), &cres) != UNICO_OK) {
+    fprintf(stderr, "unico serve: %s\n", cres.message);
+    if (code == 0) code = unico_exit_code(cres.rc);
+  }
+  unico_result_clear(&cres);
   if (s->log_fd > 2) close(s->log_fd);
   free(s->token);
   free(s->store_shown);

@@ -45,7 +45,7 @@ enum {
   UO_SCHEMA_SHOW, UO_OPEN, UO_RESERVE, UO_RELEASE, UO_NOPS
 };
 
-#define UM_NSTATUS 26  /* the statuses of docs/http.md, "aborted", "other" */
+#define UM_NSTATUS 27  /* the statuses of docs/http.md, "aborted", "other" */
 #define UM_NBUCKETS 17 /* latency buckets, the last one +Inf */
 #define UM_NOUTCOMES 16 /* ok, the 14 error names, other */
 #define UM_NCONFLICTS 128
@@ -70,8 +70,8 @@ typedef struct umetrics {
   pthread_mutex_t conflicts_lock;
   int nconflicts;
   struct {
-    char table[64];
-    char constraint[128];
+    char table[64];                                /* (names: 48 bytes) */
+    char constraint[UNICO_CONSTRAINT_NAME_MAX + 1]; /* (unico.h) */
     uint64_t n;
   } conflicts[UM_NCONFLICTS];
   uint64_t conflicts_other;
@@ -108,6 +108,11 @@ typedef struct userv_config {
   unsigned idle_timeout;    /* seconds */
   unsigned request_timeout; /* seconds for a request to arrive, from its first byte */
   unsigned drain_timeout;   /* seconds */
+  /* --allow-origin: the origins (scheme://host[:port]) whose cross-origin
+   * requests are served, with CORS headers; any other Origin is 403 */
+#define USERV_MAX_ORIGINS 16
+  const char *allow_origin[USERV_MAX_ORIGINS];
+  int nallow_origin;
 } userv_config;
 
 /* An open connection (MHD's socket context; conns.c). */
@@ -141,6 +146,9 @@ typedef struct userv {
   char open_msg[512];
   char *token;
   size_t token_len;
+  /* the host of --listen as given (a name or an address): without a
+   * token, a request's Host must be it or a loopback name (http.c) */
+  char listen_host[256];
   int log_fd; /* -1: no access log */
   atomic_int draining;
   _Atomic int64_t inflight;

@@ -436,6 +436,34 @@ out_contains "insert, update, delete and reserve only"
 expect_exit 1 u get users u1 --if-version 1
 expect_exit 1 u insert users '{"id":"u9"}' --op-id
 expect_exit 2 u get users u9
+# an option that takes one value, given twice, is refused naming it (not
+# the last one silently taken); nothing is written
+expect_exit 1 u insert users '{"id":"u9"}' --op-id a --op-id b
+field error '"usage"'
+out_contains "option --op-id is given more than once"
+expect_exit 1 u insert users '{"id":"u9"}' --op-id=a --op-id=a
+out_contains "--op-id"
+expect_exit 2 u get users u9
+expect_exit 1 "$UNICO" --store "$STORE" --store "lmdb:$SCRATCH/elsewhere" get users u1
+out_contains "option --store is given more than once"
+check_true "two --store: no store opened" test ! -e "$SCRATCH/elsewhere"
+expect_exit 1 u update users u1 '{"phone":"1"}' --if-version 1 --if-version=2
+out_contains "--if-version"
+expect_exit 1 u reserve users users_email x@example.com --ttl 60 --ttl 120
+out_contains "--ttl"
+expect_exit 1 u import users "$DDL" --threads 2 --threads=3
+out_contains "--threads"
+expect_exit 1 u import users "$DDL" --report "$SCRATCH/r1" --report "$SCRATCH/r2"
+out_contains "--report"
+# an argument too many is named as such
+expect_exit 1 u insert users '{"id":"u9"}' extra
+field error '"usage"'
+err_contains 'unexpected extra argument "extra"'
+err_lacks "needs TABLE and JSON"
+expect_exit 1 u schema show --ddl more
+err_contains 'unexpected extra argument "more"'
+expect_exit 1 u release-hold uh_1 uh_2
+err_contains 'unexpected extra argument "uh_2"'
 # bad input from the library: exit 1 with the library's error name
 expect_exit 1 u insert nosuchtable '{"id":"u1"}'
 field error '"invalid"'
@@ -688,6 +716,30 @@ kill "$FLOCK_PID" 2>/dev/null
 wait "$FLOCK_PID" 2>/dev/null
 fi
 
+scenario "a long default constraint name comes back whole, and a lookup by it works" long_names
+# six columns of 48-byte names (the most a name may have): the default
+# name of their UNIQUE is 301 bytes
+X44=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+LCOLS="" LREC='{"id":"l1"' LNAME=lng
+for i in 0 1 2 3 4 5; do
+  LCOLS="$LCOLS${LCOLS:+, }c0${i}_$X44"
+  LREC="$LREC,\"c0${i}_$X44\":\"v\""
+  LNAME="${LNAME}_c0${i}_$X44"
+done
+LNAME=${LNAME}_key
+printf 'CREATE TABLE lng (id text PRIMARY KEY, %s text, %s text, %s text, %s text, %s text, %s text, UNIQUE (%s));\n' \
+  $(echo "$LCOLS" | tr -d ,) "$LCOLS" >"$SCRATCH/long.cql"
+expect_exit 0 u schema apply "$SCRATCH/long.cql"
+expect_exit 0 u insert lng "$LREC}"
+expect_exit 3 u insert lng "$(printf '%s' "$LREC" | sed 's/"l1"/"l2"/')}"
+field constraint "\"$LNAME\""
+expect_exit 0 u lookup lng "$LNAME" v v v v v v
+field pk '"l1"'
+field constraint "\"$LNAME\""
+printf '%s}\n' "$(printf '%s' "$LREC" | sed 's/"l1"/"l3"/')" >"$SCRATCH/long.jsonl"
+expect_text 3 u import lng "$SCRATCH/long.jsonl" --progress none
+out_contains "\"constraint\":\"$LNAME\""
+
 scenario "check on a healthy store" check
 expect_exit 0 u check
 field ok true
@@ -708,6 +760,9 @@ TOKEN=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["token"])
 expect_exit 6 u insert users '{"id":"x","email":"ann@example.com"}'
 field error '"busy"'
 field constraint '"users_email"'
+# a hold is no operation in flight: stderr says busy, then what holds it
+err_contains 'unico: busy: users.(email) = ("ann@example.com") is reserved by a hold'
+err_lacks "in flight"
 expect_exit 6 u reserve users users_email ann@example.com --ttl 600
 expect_exit 6 u insert users '{"id":"x","email":"ann@example.com"}' --hold uh_wrong
 expect_exit 0 u insert users '{"id":"ann","email":"ANN@example.com"}' --hold "$TOKEN"
@@ -728,6 +783,60 @@ expect_exit 0 u repair
 field orphan_claims_removed 0
 expect_exit 0 u check
 field holds 0
+
+if command -v mdb_dump >/dev/null 2>&1 && command -v mdb_load >/dev/null 2>&1; then
+scenario "repair fixes a counter and a stale claim damaged by hand, and exits 7 on what it cannot fix" repair
+# damage WHAT: the store's LMDB data dumped (mdb_dump -p), edited, loaded
+# back; WHAT: "counter" sets group (p, a)'s counter to 0, "stale" makes s1
+# list a claim of a name it does not have, "invalid" gives s1 an int option
+damage() {
+  mdb_dump -p "$SCRATCH/repair" >"$SCRATCH/repair.dump" &&
+    python3 - "$SCRATCH/repair.dump" "$@" <<'PY' &&
+import sys
+path, what = sys.argv[1], sys.argv[2:]
+lines = open(path).read().split("\n")
+for i, l in enumerate(lines[:-1]):
+    v = lines[i + 1]
+    if "counter" in what and l == r" \11l\00\11subs\00\11per_option\00\11p\00\11a\00":
+        lines[i + 1] = v[:-3] + r"\00"  # the count's last byte: 1 -> 0
+    if l == r" \11r\00\11subs\00\11s1\00":
+        if "stale" in what:  # a third claim listed, and the count of them
+            v = v.replace(r"\80\00\00\00\00\00\00\02\10", r"\80\00\00\00\00\00\00\03\10", 1)
+            v += r"\10\11u\00\ff\11subs\00\ff\11subs_poll_id_name_key\00\ff\11p\00\ff\11zed\00\ff\00"
+        if "invalid" in what:
+            v = v.replace('"option":"a"', '"option":7')
+        lines[i + 1] = v
+open(path, "w").write("\n".join(lines))
+PY
+    mdb_load -f "$SCRATCH/repair.dump" "$SCRATCH/repair" 2>/dev/null
+}
+printf 'CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, option text,\n  UNIQUE (poll_id, name) NORMALIZE casefold,\n  CONSTRAINT per_option LIMIT 1 PER (poll_id, option));\n' >"$SCRATCH/repair.cql"
+expect_exit 0 u schema apply "$SCRATCH/repair.cql"
+expect_exit 0 u insert subs '{"id":"s1","poll_id":"p","name":"Ann","option":"a"}'
+check_true "repair: the store damaged by hand" damage counter stale
+expect_exit 7 u check
+field report.violations_total 2
+out_contains '"kind":"group_count_mismatch"'
+out_contains '"kind":"stale_claim"'
+expect_exit 0 u repair
+field group_counts_fixed 1
+field stale_claims_removed 1
+field after.ok true
+field before.violations_total 2
+expect_exit 0 u check
+# the counter counts s1 again: the group is full; the stale name is free
+expect_exit 4 u insert subs '{"id":"s2","poll_id":"p","name":"Bob","option":"a"}'
+expect_exit 0 u insert subs '{"id":"s3","poll_id":"p","name":"zed","option":"b"}'
+# a record that does not fit its table is a person's to decide: repair
+# says it is left, exit 7 as check, with its report
+check_true "repair: s1 damaged by hand" damage invalid
+expect_exit 7 u repair
+field error '"corrupt"'
+field report.after.ok false
+field report.after.violations.0.kind '"invalid_record"'
+out_contains "cannot fix"
+err_contains "cannot fix"
+fi
 
 scenario "a count limit: exit 4 names the limit and the group" limits
 printf 'CREATE TABLE subs (id text PRIMARY KEY, poll_id text, name text, option text,\n  UNIQUE (poll_id, name) NORMALIZE casefold,\n  CONSTRAINT per_option LIMIT 1 PER (poll_id, option));\n' >"$SCRATCH/poll.cql"

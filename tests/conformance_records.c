@@ -184,6 +184,69 @@ void test_unique_conflict(void **state) {
   EXPECT_STR(f->r.message, "");
 }
 
+/* Constraint names longer than a short buffer (the DDL makes default
+ * names up to 838 bytes, test_ddl) come back whole in a conflict and in a
+ * limit, and a lookup by the name given finds the owner. (Names of this
+ * length, 301 and 254 bytes, keep the keys within every store's limit.) */
+void test_long_constraint_names(void **state) {
+  fx *f = *state;
+  enum { NCOLS = 11, NUNIQUE = 6 };
+  char cols[NCOLS][49], ddl[2048], uname[512], lname[512], rec[2048], vals[64];
+  size_t n;
+  for (int i = 0; i < NCOLS; i++) /* 48 bytes each, the most a name has */
+    snprintf(cols[i], sizeof cols[i], "c%02d_%s", i,
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+  n = (size_t)snprintf(ddl, sizeof ddl, "CREATE TABLE lng (id text PRIMARY KEY");
+  for (int i = 0; i < NCOLS; i++)
+    n += (size_t)snprintf(ddl + n, sizeof ddl - n, ", %s text", cols[i]);
+  n += (size_t)snprintf(ddl + n, sizeof ddl - n, ", UNIQUE (");
+  for (int i = 0; i < NUNIQUE; i++)
+    n += (size_t)snprintf(ddl + n, sizeof ddl - n, "%s%s", i ? ", " : "", cols[i]);
+  n += (size_t)snprintf(ddl + n, sizeof ddl - n, "), LIMIT 1 PER (");
+  for (int i = NUNIQUE; i < NCOLS; i++)
+    n += (size_t)snprintf(ddl + n, sizeof ddl - n, "%s%s", i > NUNIQUE ? ", " : "",
+                          cols[i]);
+  snprintf(ddl + n, sizeof ddl - n, "));");
+  n = (size_t)snprintf(uname, sizeof uname, "lng");
+  for (int i = 0; i < NUNIQUE; i++)
+    n += (size_t)snprintf(uname + n, sizeof uname - n, "_%s", cols[i]);
+  snprintf(uname + n, sizeof uname - n, "_key");
+  n = (size_t)snprintf(lname, sizeof lname, "lng");
+  for (int i = NUNIQUE; i < NCOLS; i++)
+    n += (size_t)snprintf(lname + n, sizeof lname - n, "_%s", cols[i]);
+  snprintf(lname + n, sizeof lname - n, "_limit");
+  EXPECT_TRUE(strlen(uname) == 301 && strlen(lname) == 254);
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, ddl, &f->r));
+  /* rec: id, the unique columns' value u, the group columns' value g */
+#define LNG_REC(id, u, g)                                                      \
+  do {                                                                         \
+    size_t m = (size_t)snprintf(rec, sizeof rec, "{\"id\":\"%s\"", id);      \
+    for (int i = 0; i < NCOLS; i++)                                            \
+      m += (size_t)snprintf(rec + m, sizeof rec - m, ",\"%s\":\"%s\"",       \
+                            cols[i], i < NUNIQUE ? (u) : (g));                 \
+    snprintf(rec + m, sizeof rec - m, "}");                                    \
+  } while (0)
+  LNG_REC("r1", "a", "g1");
+  INS("lng", rec);
+  LNG_REC("r2", "a", "g2"); /* the same unique value */
+  INS_CONFLICT("lng", rec);
+  snprintf(vals, sizeof vals, "[\"a\",\"a\",\"a\",\"a\",\"a\",\"a\"]");
+  EXPECT_CONFLICT(&f->r, uname, vals, "\"r1\"");
+  LNG_REC("r3", "b", "g1"); /* the same (full) group */
+  EXPECT(UNICO_ELIMIT, unico_insert(f->u, "lng", rec, NULL, &f->r));
+  EXPECT_STR(f->r.constraint, lname);
+  EXPECT(UNICO_OK, unico_lookup(f->u, "lng", uname, vals, &f->r));
+  EXPECT_FIELD(f->r.json, "pk", "\"r1\"");
+  EXPECT_TRUE(strstr(f->r.json, uname) != NULL);
+  /* a value a hold reserves: busy, naming the constraint whole */
+  snprintf(vals, sizeof vals, "[\"h\",\"h\",\"h\",\"h\",\"h\",\"h\"]");
+  EXPECT(UNICO_OK, unico_reserve(f->u, "lng", uname, vals, 60000, NULL, &f->r));
+  LNG_REC("r4", "h", "g4");
+  EXPECT(UNICO_EBUSY, unico_insert(f->u, "lng", rec, NULL, &f->r));
+  EXPECT_STR(f->r.constraint, uname);
+#undef LNG_REC
+}
+
 void test_casefold(void **state) {
   fx *f = *state;
   APPLY_SCHEMA();
@@ -546,6 +609,8 @@ void test_json_validation(void **state) {
       {"typed", "{\"id\":1,\"ts\":\"2024-05-01T12:00:00\"}", "ts"},
       {"typed", "{\"id\":1,\"ts\":\"2024-05-01T12:00:00+2\"}", "ts"},
       {"typed", "{\"id\":1,\"ts\":\"2024-05-01T12:00:00.1234Z\"}", "ts"},
+      {"typed", "{\"id\":1,\"ts\":\"2016-12-31T23:59:60Z\"}", "ts"},
+      {"typed", "{\"id\":1,\"ts\":\"2024-05-01T12:30:60Z\"}", "ts"},
       {"typed", "{\"id\":1,\"ts\":\"2024-05-01T12:00:00Zjunk\"}", "ts"},
       {"typed", "{\"id\":1,\"ts\":true}", "ts"},
   };

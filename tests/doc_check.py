@@ -37,6 +37,15 @@ sessions):
   command and waits for it: its output is what the command printed since,
   its status that of the background command.
 
+A ```sql block directly after a line `<!-- doc-check-schema: FILE -->`
+(FILE relative to the repository, e.g. examples/schema.cql) shows part of
+that schema: each table it creates must be in FILE, and each of its
+UNIQUE constraints must be one of that table's in FILE under the same
+name, so that the sessions that use FILE can name the constraints the
+block shows. The binary says what each name is: the block is applied to
+one fresh store and FILE to another, and a lookup of every constraint
+must find it in both (exit 2, no owner; exit 1 is "no such constraint").
+
 With --openapi DOC, `curl` on the sessions' PATH is a wrapper that runs
 the real curl with `--trace` to a file of the session, which changes none
 of its output; after the session, every answer curl got is checked
@@ -101,6 +110,81 @@ def parse(page):
         sessions.append(Session(page, start + 1, m.group(1), steps))
         i = j + 1
     return sessions
+
+
+SCHEMA_MARK = re.compile(r"^<!--\s*doc-check-schema:\s*(\S+)\s*-->\s*$")
+
+
+def schema_blocks(page):
+    """The marked sql blocks of a page: [(line, FILE, ddl text)]."""
+    lines = open(page, encoding="utf-8").read().split("\n")
+    blocks = []
+    for i, line in enumerate(lines):
+        m = SCHEMA_MARK.match(line)
+        if not m:
+            continue
+        if i + 1 >= len(lines) or lines[i + 1].strip() != "```sql":
+            sys.exit("%s:%d: doc-check-schema mark not followed by a ```sql block"
+                     % (page, i + 1))
+        j = i + 2
+        while j < len(lines) and lines[j].strip() != "```":
+            j += 1
+        blocks.append((i + 2, m.group(1), "\n".join(lines[i + 2:j])))
+    return blocks
+
+
+def unique_constraints(ddl):
+    """{table: {constraint name: number of columns}} of the UNIQUE
+    constraints of a DDL text (the default name of one without a name is
+    TABLE_COL..._key; the binary confirms each name, below)."""
+    ddl = re.sub(r"--[^\n]*", "", ddl)
+    out = {}
+    for m in re.finditer(r"CREATE\s+TABLE\s+(\w+)\s*\((.*?)\)\s*;", ddl, re.I | re.S):
+        table = m.group(1).lower()
+        cons = out.setdefault(table, {})
+        for c in re.finditer(r"(?:CONSTRAINT\s+(\w+)\s+)?UNIQUE\s*\(([^)]*)\)",
+                             m.group(2), re.I):
+            cols = [x.strip().lower() for x in c.group(2).split(",")]
+            name = (c.group(1) or "_".join([table] + cols + ["key"])).lower()
+            cons[name] = len(cols)
+    return out
+
+
+def check_schema_block(unico, root, page, line, path, ddl):
+    """The mismatches of one doc-check-schema block (see the top)."""
+    fails = []
+    shown, full = unique_constraints(ddl), None
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.pop("UNICO_STORE", None)
+        block = os.path.join(tmp, "block.cql")
+        with open(block, "w", encoding="utf-8") as f:
+            f.write(ddl)
+        stores = {}
+        for what, ddl_file in (("block", block), (path, os.path.join(root, path))):
+            store = "lmdb:" + os.path.join(tmp, what.replace("/", "_"))
+            p = subprocess.run([unico, "--store", store, "schema", "apply", ddl_file],
+                               capture_output=True, text=True, env=env, timeout=CMD_TIMEOUT)
+            if p.returncode:
+                return ["%s:%d: the schema of %s is refused: %s" % (
+                    page, line, what, p.stdout.strip())]
+            stores[what] = store
+        full = unique_constraints(open(os.path.join(root, path), encoding="utf-8").read())
+        for table, cons in sorted(shown.items()):
+            if table not in full:
+                fails.append("%s:%d: table %s is not in %s" % (page, line, table, path))
+                continue
+            for name, ncols in sorted(cons.items()):
+                for what, store in sorted(stores.items()):
+                    p = subprocess.run([unico, "--store", store, "lookup", table, name]
+                                       + ["x"] * ncols, capture_output=True, text=True,
+                                       env=env, timeout=CMD_TIMEOUT)
+                    if p.returncode != 2:
+                        fails.append("%s:%d: constraint %s of table %s: lookup in the "
+                                     "schema of %s exits %d, not 2 (%s)" % (
+                                         page, line, name, table, what, p.returncode,
+                                         p.stdout.strip()))
+    return fails
 
 
 def expected_parts(lines):
@@ -371,6 +455,16 @@ def main():
             sys.exit("%s: no <!-- doc-check --> session" % page)
         sessions += found
     failed = 0
+    checked_blocks = []
+    for page in pages:
+        for line, path, ddl in schema_blocks(os.path.join(root, page)):
+            fails = check_schema_block(unico, root, page, line, path, ddl)
+            print("%s:%d: the schema shown is part of %s: %s" % (
+                page, line, path, "ok" if not fails else "%d mismatches" % len(fails)))
+            for f in fails:
+                print("MISMATCH " + f + "\n")
+            failed += len(fails)
+            checked_blocks.append((page, line, path, ddl))
     for s in sessions:
         t0 = time.time()
         failures = run_session(s, unico, root)
@@ -391,6 +485,12 @@ def main():
         print("self-check FAILED: a changed output line went unnoticed")
         return 1
     print("self-check: a changed output line is caught")
+    for page, line, path, ddl in checked_blocks[:1]:
+        renamed = re.sub(r"(CONSTRAINT\s+)(\w+)", r"\1\2_renamed", ddl, count=1, flags=re.I)
+        if renamed == ddl or not check_schema_block(unico, root, page, line, path, renamed):
+            print("self-check FAILED: a renamed constraint in a doc-check-schema block went unnoticed")
+            return 1
+        print("self-check: a renamed constraint in a schema block is caught")
     return 0
 
 

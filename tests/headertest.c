@@ -26,6 +26,16 @@ int main(void) {
       strcmp(unico_version_string(), UNICO_VERSION_STRING))
     bad++;
   bad += headertest_errors();
+  /* unico_result holds the DDL's longest constraint name whole, and the
+   * rest of its layout is the documented one */
+  {
+    unico_result r = UNICO_RESULT_INIT;
+    if (sizeof r.constraint != UNICO_CONSTRAINT_NAME_MAX + 1 ||
+        UNICO_CONSTRAINT_NAME_MAX != 838 || sizeof r.message != 512 ||
+        sizeof r.column != 128 || r.rc != 0 || r.json || r.constraint[0] ||
+        r.value || r.owner || r.version)
+      bad++;
+  }
   /* The value initializers fill what their type reads, and nothing else. */
   const char *s = "abc";
   unico_value v[] = {UNICO_VALUE_TEXT("t", s), UNICO_VALUE_INT("i", -7),

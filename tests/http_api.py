@@ -344,7 +344,7 @@ def t_bad_input():
     check(r.status == 400, "bad %-escape: 400", r)
     r = call(S, "GET", "/v1/users/a%00b")
     check(r.status == 400, "escaped NUL: 400", r)
-    r = raw(S, b"GET /healthz HTTP/1.1\r\nHost: t\r\nno colon here\r\n\r\n")
+    r = raw(S, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n")
     check(status_of_raw(r) == 400, "malformed header: 400", r[:100])
 
 
@@ -399,7 +399,7 @@ def t_versions():
         check(r.status == 400, "If-Match %s: 400" % bad, r)
     # two If-Match lines are a list too (MHD shows only the first)
     for first, second in (('"4"', '"1"'), ('"1"', '"4"')):
-        out = raw(S, b'DELETE /v1/users/v1 HTTP/1.1\r\nHost: t\r\nIf-Match: %s\r\nIf-Match: %s\r\n\r\n'
+        out = raw(S, b'DELETE /v1/users/v1 HTTP/1.1\r\nHost: localhost\r\nIf-Match: %s\r\nIf-Match: %s\r\n\r\n'
                   % (first.encode(), second.encode()))
         check(status_of_raw(out) == 400 and b"lists" in out, "two If-Match headers: 400", out)
     r = fetch(S, "DELETE", "/v1/users/v1", None, {"If-Match": '"3"'})
@@ -523,7 +523,7 @@ def t_idempotency():
 def t_head_rules():
     # RFC 9112: a request's framing must be unambiguous (else 400 and close)
     s = socket.create_connection((S.host, S.port), timeout=5)
-    s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n"
+    s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n"
               b'{"id":"q"}')
     out = checked_raw(b"POST /v1/users ", read_response(s))
     s.close()
@@ -531,7 +531,7 @@ def t_head_rules():
           "two Content-Length headers: 400 and close", out)
     r = fetch(S, "GET", "/v1/users/q")
     check(r.status == 404, "nothing written", r)
-    out = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\nTransfer-Encoding: chunked\r\n\r\n"
+    out = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\nTransfer-Encoding: chunked\r\n\r\n"
                  b'b\r\n{"id":"q2"}\r\n0\r\n\r\n')
     check(status_of_raw(out) == 400 and b"Connection: close" in out, "Content-Length and chunked: 400", out)
     # HTTP/1.1 needs exactly one Host; HTTP/1.0 needs none
@@ -541,6 +541,194 @@ def t_head_rules():
     check(status_of_raw(out) == 400 and b"Host" in out, "two Host headers: 400", out)
     out = raw(S, b"GET /healthz HTTP/1.0\r\n\r\n")
     check(status_of_raw(out) == 200, "HTTP/1.0 without Host: 200", out)
+
+
+def t_cross_site():
+    # issue 32 #5: a web page the user visits must not write to the
+    # default (loopback, no token) server: no form body (415), no other
+    # origin (403), no other host name (421, DNS rebinding)
+    for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                  "application/jsonx", "text/json"):
+        r = call(S, "POST", "/v1/users", '{"id":"csrf1"}', {"Content-Type": ctype})
+        check(r.status == 415 and r.json["error"] == "unsupported_media_type"
+              and "application/json" in r.json["message"], "POST with Content-Type %s: 415" % ctype, r)
+    r = call(S, "PATCH", "/v1/users/u1", '{"phone":"+1"}', {"Content-Type": "text/plain"})
+    check(r.status == 415, "PATCH with a form Content-Type: 415", r)
+    r = call(S, "POST", "/v1/users/holds", '{"constraint":"users_username","value":"cs","ttl":5}',
+             {"Content-Type": "text/plain;charset=UTF-8"})
+    check(r.status == 415, "POST holds with a form Content-Type: 415", r)
+    r = call(S, "POST", "/v1/users", '{"id":"csrf1"}',
+             {"Content-Type": "text/plain", "Origin": "https://evil.example"})
+    check(r.status == 403 and r.json["error"] == "forbidden" and "evil.example" in r.json["message"],
+          "POST from another origin: 403", r)
+    r = call(S, "POST", "/v1/users", '{"id":"csrf1"}',
+             {"Content-Type": "application/json", "Origin": "https://evil.example"})
+    check(r.status == 403, "another origin, even with a JSON body: 403", r)
+    for origin in ("null", "http://localhost", "http://127.0.0.1:%d.evil.example" % S.port):
+        r = call(S, "GET", "/v1/users/u1", headers={"Origin": origin})
+        check(r.status == 403, "Origin %s: 403" % origin, r)
+    r = call(S, "OPTIONS", "/v1/users", headers={"Origin": "https://evil.example",
+                                                  "Access-Control-Request-Method": "POST"})
+    check(r.status == 403 and "access-control-allow-origin" not in r.headers,
+          "a preflight from another origin: 403, no CORS header", r)
+    r = call(S, "POST", "/v1/users", '{"id":"csrf1"}', {"Content-Type": "text/plain", "Host": "evil.example"})
+    check(r.status == 421 and r.json["error"] == "misdirected_request" and "evil.example" in r.json["message"],
+          "Host evil.example (DNS rebinding): 421", r)
+    r = call(S, "GET", "/v1/users/csrf1")
+    check(r.status == 404, "none of them wrote", r)
+    for host in ("evil.example", "evil.example:%d" % S.port, "localhost.evil.example", "127.0.0.1.nip.io",
+                 "[::2]:%d" % S.port, "10.0.0.1", "localhost:x", "[::1", ""):
+        r = call(S, "GET", "/healthz", headers={"Host": host})
+        check(r.status == 421, "Host %r: 421" % host, r)
+    for host in ("localhost", "LocalHost:%d" % S.port, "127.0.0.1", "127.0.0.1:%d" % S.port, "[::1]",
+                 "[::1]:8080", "127.0.0.1:80", " localhost\t"):
+        r = call(S, "GET", "/healthz", headers={"Host": host})
+        check(r.status == 200, "Host %r: 200" % host, r)
+    # HTTP/1.0 needs no Host (browsers always send one)
+    out = raw(S, b"GET /healthz HTTP/1.0\r\n\r\n")
+    check(status_of_raw(out) == 200, "HTTP/1.0 without Host: 200", out)
+    # its own origin, and bodies typed as JSON or not typed at all, pass
+    own = "http://127.0.0.1:%d" % S.port
+    r = call(S, "POST", "/v1/users", '{"id":"cs-own"}', {"Content-Type": "application/json", "Origin": own})
+    check(r.status == 201 and "access-control-allow-origin" not in r.headers, "its own origin: 201", r)
+    r = call(S, "POST", "/v1/users", '{"id":"cs-utf8"}', {"Content-Type": "Application/JSON ; charset=utf-8"})
+    check(r.status == 201, "application/json with a charset: 201", r)
+    r = call(S, "POST", "/v1/users", '{"id":"cs-none"}')
+    check(r.status == 201, "no Content-Type at all: 201 (taken as JSON)", r)
+    out = raw(S, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nOrigin: %s\r\nOrigin: %s\r\n\r\n"
+              % (own.encode(), own.encode()))
+    check(status_of_raw(out) == 400 and b"Origin" in out, "two Origin headers: 400", out)
+    # no other origin may be read either: a preflight-free GET gets no CORS header
+    r = call(S, "OPTIONS", "/v1/users/u1", headers={"Origin": own})
+    check(r.status == 405, "OPTIONS from its own origin: 405 (no preflight needed)", r)
+
+
+def t_allow_origin():
+    tok = os.path.join(WORK, "token-cors.txt")
+    with open(tok, "w") as f:
+        f.write("cors-token-0123456789\n")
+    auth = {"Authorization": "Bearer cors-token-0123456789"}
+    app = "http://app.example:3000"
+    srv = Server("cors", "--token-file", tok, "--allow-origin", app, "--allow-origin=https://b.example")
+    try:
+        r = call(srv, "PUT", "/v1/_schema", SCHEMA, auth)
+        check(r.status == 200, "schema", r)
+        # a preflight: 204 without the token, for an allowed origin only
+        r = call(srv, "OPTIONS", "/v1/users/u1", headers={
+            "Origin": app, "Access-Control-Request-Method": "PATCH",
+            "Access-Control-Request-Headers": "authorization, content-type, if-match"})
+        check(r.status == 204 and r.data == b"", "preflight: 204, no body", r)
+        check(r.headers.get("access-control-allow-origin") == app, "preflight: the origin allowed", r.headers)
+        check("PATCH" in r.headers.get("access-control-allow-methods", ""), "preflight: methods", r.headers)
+        ah = r.headers.get("access-control-allow-headers", "").lower()
+        for h in ("authorization", "content-type", "if-match", "idempotency-key", "unico-hold"):
+            check(h in ah, "preflight allows the header " + h, r.headers)
+        check("origin" in r.headers.get("vary", "").lower(), "preflight: Vary: Origin", r.headers)
+        r = call(srv, "OPTIONS", "/nowhere", headers={"Origin": app, "Access-Control-Request-Method": "GET"})
+        check(r.status == 404, "preflight on no route: 404", r)
+        r = call(srv, "OPTIONS", "/v1/users", headers={"Origin": "https://c.example",
+                                                        "Access-Control-Request-Method": "POST"})
+        check(r.status == 403 and "access-control-allow-origin" not in r.headers, "preflight, other origin: 403", r)
+        # the request itself: the token as always, and CORS headers
+        r = call(srv, "POST", "/v1/users", '{"id":"c1"}', {"Origin": app, "Content-Type": "application/json"})
+        check(r.status == 401 and r.headers.get("access-control-allow-origin") == app,
+              "no token: 401 that the page can read", r)
+        r = call(srv, "POST", "/v1/users", '{"id":"c1"}',
+                 dict(auth, **{"Origin": "HTTPS://B.example", "Content-Type": "application/json"}))
+        check(r.status == 201 and r.headers.get("access-control-allow-origin") == "HTTPS://B.example",
+              "an allowed origin (any case): 201 with Access-Control-Allow-Origin", r)
+        check("etag" in r.headers.get("access-control-expose-headers", "").lower(), "ETag exposed", r.headers)
+        r = call(srv, "POST", "/v1/users", '{"id":"c2"}',
+                 dict(auth, **{"Origin": "https://evil.example", "Content-Type": "application/json"}))
+        check(r.status == 403, "another origin, with the token: 403", r)
+        # with a token, any Host name will do (a proxy in front)
+        r = call(srv, "GET", "/v1/users/c1", headers=dict(auth, Host="api.example.com"))
+        check(r.status == 200 and "access-control-allow-origin" not in r.headers,
+              "with a token, Host api.example.com: 200", r)
+        r = call(srv, "GET", "/v1/users/c1", headers=dict(auth, Host="api.example.com",
+                                                         Origin="https://api.example.com"))
+        check(r.status == 200, "the origin of the Host it was reached by is its own", r)
+    finally:
+        check(srv.stop() == 0, "cors server exits 0")
+    for bad in ("app.example", "http://app.example/", "http://app.example/x", "*", "ftp://x", "http://",
+                "http://a b"):
+        srv = Server("cors-bad", "--allow-origin", bad, expect_start=False)
+        rc = srv.proc.wait(30)
+        out = srv.proc.stdout.read().decode()
+        srv.stop()
+        check(rc == 1 and json.loads(out)["error"] == "usage" and "--allow-origin" in srv.stderr(),
+              "--allow-origin %r: exit 1" % bad, (rc, out, srv.stderr()))
+
+
+def t_header_whitespace():
+    # issue 32 #11: Idempotency-Key, If-Match and Authorization: optional
+    # whitespace trimmed at both ends, a repeated header refused
+    def post(key_line, pk="ws1"):
+        body = json.dumps({"id": pk}).encode()
+        return raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\n%sContent-Length: %d\r\n"
+                      b"Connection: close\r\n\r\n%s" % (key_line, len(body), body))
+    out = post(b"Idempotency-Key: ws-1\r\n")
+    check(status_of_raw(out) == 201, "insert under ws-1", out)
+    first = out.partition(b"\r\n\r\n")[2]
+    for line in (b"Idempotency-Key: ws-1 \r\n", b"Idempotency-Key: ws-1\t\r\n", b"Idempotency-Key:  \tws-1 \t \r\n"):
+        out = post(line)
+        check(status_of_raw(out) == 201 and out.partition(b"\r\n\r\n")[2] == first,
+              "%r is the key ws-1: the first answer again" % line, out)
+    out = post(b"Idempotency-Key: ws-1 \r\n", pk="ws2")
+    check(status_of_raw(out) == 422 and b"op_id_reused" in out, "ws-1 with another body: 422", out)
+    out = post(b"Idempotency-Key: ws-3\r\nIdempotency-Key: ws-4\r\n", pk="ws3")
+    check(status_of_raw(out) == 400 and b"2 Idempotency-Key headers" in out, "two Idempotency-Key headers: 400", out)
+    out = raw(S, b"GET /v1/users/ws3 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    check(status_of_raw(out) == 404, "nothing written under either key", out)
+    out = raw(S, b"DELETE /v1/users/ws1 HTTP/1.1\r\nHost: localhost\r\nIf-Match: \"1\"\r\nIf-Match: \"1\"\r\n\r\n")
+    check(status_of_raw(out) == 400 and b"2 If-Match headers" in out, "two If-Match headers: 400", out)
+    out = raw(S, b"PATCH /v1/users/ws1 HTTP/1.1\r\nHost: localhost\r\nIf-Match: \t\"1\" \t\r\n"
+                 b"Content-Length: 15\r\n\r\n{\"phone\":\"+42\"}")
+    check(status_of_raw(out) == 200, "If-Match with blanks around it: 200", out)
+    out = raw(S, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer a\r\n"
+                 b"Authorization: Bearer b\r\n\r\n")
+    check(status_of_raw(out) == 400 and b"2 Authorization headers" in out, "two Authorization headers: 400", out)
+
+
+def t_transfer_encoding():
+    # issue 32 #12: a transfer coding other than chunked: 501 at once
+    for te in (b"gzip, chunked", b"gzip", b"chunked, chunked", b"identity"):
+        t0 = time.monotonic()
+        out = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: %s\r\n\r\n"
+                     b"b\r\n{\"id\":\"te\"}\r\n0\r\n\r\n" % te, timeout=5)
+        check(status_of_raw(out) == 501 and b'"not_implemented"' in out and b"Connection: close" in out
+              and time.monotonic() - t0 < 3, "Transfer-Encoding %s: 501 at once" % te, out)
+    out = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
+                 b"Transfer-Encoding: gzip\r\n\r\nb\r\n{\"id\":\"te\"}\r\n0\r\n\r\n", timeout=5)
+    check(status_of_raw(out) == 501, "two Transfer-Encoding headers: 501", out)
+    out = raw(S, b"GET /v1/users/te HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    check(status_of_raw(out) == 404, "nothing written", out)
+    out = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked \r\n\r\n"
+                 b"b\r\n{\"id\":\"te\"}\r\n0\r\n\r\n", timeout=5)
+    check(status_of_raw(out) == 501, "Transfer-Encoding: chunked and a blank (libmicrohttpd would not "
+          "decode it): 501", out)
+    out = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: Chunked\r\n"
+                 b"Connection: close\r\n\r\nb\r\n{\"id\":\"te\"}\r\n0\r\n\r\n", timeout=5)
+    check(status_of_raw(out) == 201, "Transfer-Encoding: Chunked (any case): 201", out)
+
+
+def t_hold_retry_after():
+    # issue 32 #15: a value held by a hold is busy until the hold expires:
+    # Retry-After says how long, not 1
+    for ttl in (600, 2592000):
+        r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "ra%d" % ttl, "ttl": ttl})
+        check(r.status == 201, "hold for %d s" % ttl, r)
+        for what, method, path, body in (
+                ("insert", "POST", "/v1/users", {"id": "ra%d" % ttl, "username": "RA%d" % ttl}),
+                ("another hold", "POST", "/v1/users/holds",
+                 {"constraint": "users_username", "value": "ra%d" % ttl, "ttl": 5})):
+            r = fetch(S, method, path, body)
+            ra = int(r.headers.get("retry-after", "0"))
+            check(r.status == 409 and r.json["error"] == "busy" and ttl - 15 <= ra <= ttl,
+                  "%s on a %d s hold: Retry-After %d" % (what, ttl, ra), r)
+    r = fetch(S, "POST", "/v1/users/holds", {"constraint": "users_username", "value": "ra-short", "ttl": 0.3})
+    r = fetch(S, "POST", "/v1/users", {"id": "ra-short", "username": "ra-short"})
+    check(r.status == 409 and r.headers.get("retry-after") == "1", "a hold about to expire: Retry-After 1", r)
 
 
 def utf8_json(out):
@@ -553,21 +741,21 @@ def t_error_utf8():
     # "message" is always there and valid UTF-8, whatever bytes came in
     def post(pk):
         body = json.dumps({"id": pk}).encode()
-        return raw(S, b"POST /v1/users HTTP/1.1\r\nHost: t\r\nIdempotency-Key: caf\xc3\r\n"
+        return raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nIdempotency-Key: caf\xc3\r\n"
                       b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
     check(status_of_raw(post("utf1")) == 201, "insert with a non-UTF-8 op id")
     out = post("utf2")
     j = utf8_json(out)
     check(status_of_raw(out) == 422 and j["error"] == "op_id_reused" and "caf\\xC3" in j["message"],
           "reused op id caf\\xc3: 422 with a message", out)
-    out = raw(S, b"GET /v1/%ff/x HTTP/1.1\r\nHost: t\r\n\r\n")
+    out = raw(S, b"GET /v1/%ff/x HTTP/1.1\r\nHost: localhost\r\n\r\n")
     j = utf8_json(out)
     check(status_of_raw(out) == 404 and "\\xFF" in j["message"], "table %ff: 404 with a message", out)
-    out = raw(S, b"GET /v1/\xff\xfe/x HTTP/1.1\r\nHost: t\r\n\r\n")
+    out = raw(S, b"GET /v1/\xff\xfe/x HTTP/1.1\r\nHost: localhost\r\n\r\n")
     j = utf8_json(out)
     check(status_of_raw(out) == 404 and j.get("message"), "raw bytes in the path: 404 with a message", out)
     q = urllib.parse.urlencode([("v", "a" + "\u00e9" * 150)])
-    out = raw(S, b"GET /v1/users/by/users_username?%s HTTP/1.1\r\nHost: t\r\n\r\n" % q.encode())
+    out = raw(S, b"GET /v1/users/by/users_username?%s HTTP/1.1\r\nHost: localhost\r\n\r\n" % q.encode())
     j = utf8_json(out)
     check(status_of_raw(out) == 404 and j["message"].startswith("no record"),
           "a message cut inside a character: still there", out[:300])
@@ -594,7 +782,7 @@ def t_limits():
     check(r.status == 413 and r.json["error"] == "payload_too_large", "Content-Length over --max-body: 413", r)
     # chunked: no length up front; refused once it outgrows the limit
     s = socket.create_connection((S.host, S.port), timeout=10)
-    s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+    s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")
     chunk = b"x" * 65536
     try:
         for _ in range(20):
@@ -606,7 +794,7 @@ def t_limits():
     s.close()
     check(status_of_raw(out) == 413, "chunked body over --max-body: 413", out[:200])
     # a client that waits for 100 Continue is answered at once
-    r = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 5000000\r\n"
+    r = raw(S, b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000000\r\n"
                b"Expect: 100-continue\r\n\r\n")
     check(status_of_raw(r) == 413, "Expect: 100-continue and too large: 413 at once", r[:200])
     # an early answer (405 here) to a client busy sending a body still arrives
@@ -615,7 +803,7 @@ def t_limits():
         check(r.status == 405, "405 while a large body arrives", r)
     r = call(S, "GET", "/v1/users/u1", headers={"X-Filler": "y" * 40000})
     check(r.status == 431, "headers over --max-header: 431", r)
-    r = raw(S, b"GET /v1/users/" + b"a" * 40000 + b" HTTP/1.1\r\nHost: t\r\n\r\n")
+    r = raw(S, b"GET /v1/users/" + b"a" * 40000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
     check(status_of_raw(r) in (414, 431), "an over-long URL: 414/431", r[:100])
     r = call(S, "GET", "/healthz")
     check(r.status == 200, "still serving", r)
@@ -725,8 +913,8 @@ def t_stalled(srv=None):
     # than the event-loop server of t_event_loop has threads.
     S = srv or globals()["S"]
     stalls = []
-    for part in (b"GET /v1/us", b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Le",
-                 b'POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{"id":'):
+    for part in (b"GET /v1/us", b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Le",
+                 b'POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{"id":'):
         for _ in range(3):
             s = socket.create_connection((S.host, S.port), timeout=10)
             s.sendall(part)
@@ -878,7 +1066,8 @@ def t_openapi():
 
 SHARED = [t_schema, t_openapi, t_insert_get, t_conflict, t_bad_input, t_not_found, t_method_not_allowed,
           t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_holds, t_count_limits,
-          t_head_rules, t_error_utf8,
+          t_head_rules, t_cross_site, t_header_whitespace, t_transfer_encoding, t_hold_retry_after,
+          t_error_utf8,
           t_limits, t_stalled, t_race,
           t_health_metrics, t_access_log]
 
@@ -913,6 +1102,13 @@ def t_token():
         check(r.status == 200, "right token: 200", r)
         r = fetch(srv, "GET", "/metrics", headers={"Authorization": "bearer s3cret-token-0123456789"})
         check(r.status == 200, "scheme is case-insensitive", r)
+        # blanks around the value are not part of it; a second line is refused
+        out = raw(srv, b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n"
+                       b"Authorization: \t Bearer s3cret-token-0123456789 \t\r\n\r\n")
+        check(status_of_raw(out) == 200, "Authorization with blanks around it: 200", out[:300])
+        out = raw(srv, b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer s3cret-token-0123456789"
+                       b"\r\nAuthorization: Bearer s3cret-token-0123456789\r\n\r\n")
+        check(status_of_raw(out) == 400 and b"2 Authorization headers" in out, "two Authorization lines: 400", out)
     finally:
         check(srv.stop() == 0, "token server exits 0")
     # Off loopback, a token is required.
@@ -1098,7 +1294,7 @@ def t_idle_timeout():
         # 1 s; and not before --request-timeout, counted from its first byte)
         s = socket.create_connection((srv.host, srv.port), timeout=10)
         t0 = time.time()
-        s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
+        s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n")
         closed, sent = False, 0
         try:
             while sent < 99:
@@ -1119,7 +1315,7 @@ def t_idle_timeout():
         time.sleep(0.2)
         s = socket.create_connection((srv.host, srv.port), timeout=5)
         try:
-            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             d = s.recv(100)
         except (ConnectionResetError, BrokenPipeError):
             d = b""
@@ -1301,7 +1497,7 @@ def t_shutdown():
     # A request in flight at SIGTERM: headers and half the body sent.
     slow = socket.create_connection((srv.host, srv.port), timeout=20)
     body = json.dumps({"id": "inflight", "email": "inflight@example.com"}).encode()
-    slow.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:10])
+    slow.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:10])
     ths = [threading.Thread(target=streamer, args=(k,)) for k in range(4)]
     for t in ths:
         t.start()
@@ -1366,7 +1562,7 @@ def t_client_gone():
             for i in range(150):
                 body = json.dumps({"id": "g%d-%d" % (k, i), "username": "g%d-%d" % (k, i)}).encode()
                 s = socket.create_connection((srv.host, srv.port), timeout=20)
-                s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                s.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                           b"Content-Length: %d\r\n\r\n" % len(body) + body)
                 s.close()  # gone before the answer
 
@@ -1385,7 +1581,7 @@ def t_client_gone():
     check("still wait" not in log and "stopped" in log, "nothing left waiting", log[-1500:])
 
 
-OWN = [t_event_loop, t_client_gone, t_token, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+OWN = [t_event_loop, t_client_gone, t_token, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):

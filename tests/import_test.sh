@@ -346,5 +346,79 @@ done
 "$UNICO" --store "lmdb:$DIR/clean" get users c1 --threads 2 >/dev/null 2>&1
 check "import options on another command: exit 1" test $? -eq 1
 
+echo "--- a report file that is the input is refused, and the input is untouched"
+check "same: fresh store" fresh "lmdb:$DIR/same"
+printf '{"id":"s1","email":"s1@x.com"}\n{"id":"s2","email":"s2@x.com"}\n' >"$DIR/same.jsonl"
+cp "$DIR/same.jsonl" "$DIR/same.orig"
+ln -s same.jsonl "$DIR/same-link.jsonl"
+ln "$DIR/same.jsonl" "$DIR/same-hard.jsonl"
+mkdir -p "$DIR/sub"
+# refused IN REPORT [<STDIN]: exit 1, a usage error naming --report, the
+# input as it was, nothing imported
+refused() {
+  label=$1
+  if [ $# -eq 3 ]; then
+    "$UNICO" --store "lmdb:$DIR/same" import users "$2" --report "$3" --progress none \
+      >"$DIR/same.out" 2>"$DIR/same.err"
+  else
+    "$UNICO" --store "lmdb:$DIR/same" import users - --report "$2" --progress none \
+      <"$4" >"$DIR/same.out" 2>"$DIR/same.err"
+  fi
+  code=$?
+  check "$label: exit 1" test "$code" -eq 1
+  pycheck "$label: a usage error" summary "$DIR/same.out" error='"usage"' code=1
+  check "$label: the message names --report" grep -q -- "--report" "$DIR/same.out"
+  check "$label: the input is untouched" cmp -s "$DIR/same.jsonl" "$DIR/same.orig"
+}
+refused "report = input" "$DIR/same.jsonl" "$DIR/same.jsonl"
+refused "report = input through a symlink" "$DIR/same.jsonl" "$DIR/same-link.jsonl"
+refused "input through a symlink = report" "$DIR/same-link.jsonl" "$DIR/same.jsonl"
+refused "report = input by a hard link" "$DIR/same.jsonl" "$DIR/same-hard.jsonl"
+refused "report = input by another path" "$DIR/same.jsonl" "$DIR/sub/../same.jsonl"
+refused "report = standard input's file" "$DIR/same.jsonl" - "$DIR/same.jsonl"
+"$UNICO" --store "lmdb:$DIR/same" get users s1 >/dev/null 2>&1
+check "report = input: nothing was imported" test $? -eq 2
+# an existing report file is replaced, once the input has been read
+printf 'an old report\n' >"$DIR/old.report"
+"$UNICO" --store "lmdb:$DIR/same" import users "$DIR/same.jsonl" --report "$DIR/old.report" \
+  --progress none >"$DIR/old.out" 2>/dev/null
+check "an old report: exit 0" test $? -eq 0
+check "an old report: replaced by the (empty) report" test ! -s "$DIR/old.report"
+"$UNICO" --store "lmdb:$DIR/same" import users "$DIR/same.jsonl" --report "$DIR/old.report" \
+  --progress none >"$DIR/old.out" 2>/dev/null
+check "again: exit 3 (duplicates)" test $? -eq 3
+check "again: the report lists the two duplicates" test "$(wc -l <"$DIR/old.report")" -eq 2
+
+echo "--- a store error (the disk full: here a file size limit) advises what fits an import"
+check "disk full: fresh store" fresh "lmdb:$DIR/disk"
+python3 -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(20000):
+        f.write("{\"id\":\"d%d\",\"email\":\"d%d@x.com\",\"username\":\"%s\"}\n" % (i, i, "x" * 200))
+' "$DIR/disk.jsonl"
+# (SIGXFSZ ignored: a write past the limit then fails with EFBIG, as one
+# past the end of the disk fails with ENOSPC)
+(trap '' XFSZ; ulimit -f 1500; exec "$UNICO" --store "lmdb:$DIR/disk" import users \
+  "$DIR/disk.jsonl" --progress none --report "$DIR/disk.report") >"$DIR/disk.out" 2>"$DIR/disk.err"
+check "disk full: exit 7" test $? -eq 7
+pycheck "disk full: stopped on the store error" summary "$DIR/disk.out" aborted=true code=7
+check "disk full: no advice to retry with an operation id" \
+  sh -c '! grep -qi "operation id\|op id" "$1" "$2" "$3"' - "$DIR/disk.out" "$DIR/disk.err" "$DIR/disk.report"
+check "disk full: the advice is to run the import again" grep -q "run the import again" "$DIR/disk.out"
+"$UNICO" --store "lmdb:$DIR/disk" import users "$DIR/disk.jsonl" --progress none \
+  --report "$DIR/disk2.report" >"$DIR/disk2.out" 2>/dev/null
+code=$?
+check "disk full, run again: exit 0 or 3 (what was in is a duplicate)" test "$code" -eq 0 -o "$code" -eq 3
+python3 -c '
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+ok = s["read"] == 20000 and s["inserted"] + s["duplicates"] == 20000 and s["errors"] == 0
+print("checked" if ok else "run again: %s" % json.dumps(s))
+' "$DIR/disk2.out" >"$DIR/disk2.chk" 2>&1
+check "disk full, run again: every record in ($(cat "$DIR/disk2.chk"))" test "$(cat "$DIR/disk2.chk")" = checked
+"$UNICO" --store "lmdb:$DIR/disk" check >/dev/null
+check "disk full, run again: check exits 0" test $? -eq 0
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

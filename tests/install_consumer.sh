@@ -5,8 +5,8 @@
 # an insert, a conflicting insert that must be UNICO_ECONFLICT):
 #   pc      cc consumer.c $(pkg-config --cflags --libs unico): libunico.so
 #   cmake   find_package(unico CONFIG), linking unico::unico: libunico.so
-#   static  libunico.a with what unico.pc says it needs (Requires.private,
-#           Libs.private)
+#   static  libunico.a with what unico.pc says it needs (Libs.private:
+#           the libraries it links)
 # The shared builds must load libunico.so.MAJOR from the prefix. Any file
 # missing from the install, or a broken unico.pc or CMake package, fails it.
 # Usage: install_consumer.sh BUILD_DIR WORK_DIR CC SOURCE_DIR LIBDIR VERSION
@@ -66,16 +66,29 @@ pkg-config --validate unico || die "pkg-config --validate unico"
   die "pkg-config finds unico.pc in $(pkg-config --variable=pcfiledir unico), not $lib/pkgconfig"
 [ "$(pkg-config --modversion unico)" = "$version" ] ||
   die "pkg-config --modversion unico: $(pkg-config --modversion unico), not $version"
-# (static: unico's own flags with Libs.private, then those of the modules
-# of Requires.private; not their private ones: Debian's libcurl.pc names
-# static libraries that libcurl4-openssl-dev does not install)
+# (static: unico's own flags with Libs.private, which names the libraries
+# unico links; unico.pc requires no module, so nothing of theirs comes in:
+# Debian's libcurl.pc names static libraries that libcurl4-openssl-dev does
+# not install)
 cflags=$(pkg-config --cflags unico) && libs=$(pkg-config --libs unico) &&
-  requires=$(pkg-config --print-requires-private unico) &&
-  slibs="$(pkg-config --static --libs --maximum-traverse-depth=2 unico) $(echo $requires | xargs pkg-config --libs)" ||
+  slibs=$(pkg-config --static --libs unico) ||
   die "pkg-config unico"
+[ -z "$(pkg-config --print-requires --print-requires-private unico)" ] ||
+  die "unico.pc requires modules, whose Cflags come into pkg-config --cflags unico"
 echo "cflags: $cflags"
 echo "libs: $libs"
 echo "static libs: $slibs"
+# unico.h includes no header of the libraries unico links: --cflags is
+# unico's include directory alone (none of their -D or -I), and --libs is
+# libunico alone (they are linked into libunico.so)
+# shellcheck disable=SC2086 # (word splitting of the flags is meant)
+set -- $cflags
+[ "$#" -eq 1 ] && [ "$1" = "-I$prefix/include" ] ||
+  die "pkg-config --cflags unico is '$cflags', not -I$prefix/include alone"
+# shellcheck disable=SC2086
+set -- $libs
+[ "$#" -eq 2 ] && [ "$1" = "-L$lib" ] && [ "$2" = "-lunico" ] ||
+  die "pkg-config --libs unico is '$libs', not -L$lib -lunico"
 # shellcheck disable=SC2086 # (word splitting of the flags is meant)
 "$cc" -std=c11 -Wall -Wextra -Werror -pedantic $flags -o "$work/consumer_pc" \
   "$work/src/consumer.c" $cflags $libs || die "build with pkg-config"

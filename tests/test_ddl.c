@@ -11,6 +11,7 @@
 
 #include "schema/schema.h"
 #include "testutil.h"
+#include "unico.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -845,6 +846,36 @@ static void test_message_truncation(void **state) {
   }
 }
 
+/* The longest name the DDL makes: a LIMIT's default name over 16 columns,
+ * all names 48 bytes long (TABLE_COL1_..._COL16_limit, 838 bytes). It
+ * fits unico_result's constraint field whole, as every name the DDL
+ * accepts must (the API, the CLI and the server report it, and a lookup
+ * needs it whole). */
+static void test_longest_default_name(void **state) {
+  static const char x44[] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+  sbuf b = {0};
+  int i;
+  (void)state;
+  sb_add(&b, "CREATE TABLE t%s___ (k int PRIMARY KEY", x44);
+  for (i = 0; i < 16; i++) sb_add(&b, ", c%02d_%s text", i, x44);
+  sb_add(&b, ", LIMIT 1 PER (");
+  for (i = 0; i < 16; i++) sb_add(&b, "%sc%02d_%s", i ? ", " : "", i, x44);
+  sb_add(&b, "), UNIQUE (");
+  for (i = 0; i < 16; i++) sb_add(&b, "%sc%02d_%s", i ? ", " : "", 15 - i, x44);
+  sb_add(&b, "))");
+  uschema *s = parse_ok(b.p);
+  const utable *t = &s->tables[0];
+  assert_int_equal(strlen(t->name), 48);
+  assert_int_equal(t->ncons, 2);
+  assert_int_equal(strlen(t->cons[0].name), 48 + 16 * 49 + strlen("_limit"));
+  assert_int_equal(strlen(t->cons[1].name), 48 + 16 * 49 + strlen("_key"));
+  unico_result r;
+  assert_true(strlen(t->cons[0].name) < sizeof r.constraint);
+  assert_int_equal(UNICO_CONSTRAINT_NAME_MAX, strlen(t->cons[0].name));
+  uschema_free(s);
+  free(b.p);
+}
+
 static void test_limits(void **state) {
   sbuf b = {0};
   uschema *s;
@@ -1104,6 +1135,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_syntax_errors),
       cmocka_unit_test(test_positions),
       cmocka_unit_test(test_message_truncation),
+      cmocka_unit_test(test_longest_default_name),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_lookups_and_free),
       cmocka_unit_test(test_every_prefix),

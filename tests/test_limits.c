@@ -500,6 +500,220 @@ static void test_check_repair(void **state) {
   unico_close(u);
 }
 
+/* The store, opened beneath unico, to damage it by hand. */
+static ustore *raw_open(void) {
+  char url[400];
+  snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  return st;
+}
+
+/* Write val at key whatever is there. */
+static void raw_put(ustore *st, const ubuf *k, const ubuf *v) {
+  ustore_err e = {{0}};
+  ustore_op put = ustore_op_make(k->p, k->len, USTORE_ANY, 0, USTORE_PUT,
+                                 v->p, v->len);
+  assert_int_equal(st->vt->cas(st, &put, &e), UNICO_OK);
+}
+
+/* The key of group (poll_id, option) of subs' per_option. */
+static void group_key(ubuf *k, const char *poll, const char *option) {
+  ubuf val = UBUF_INIT;
+  utup_str(&val, poll);
+  utup_str(&val, option);
+  ubuf_reset(k);
+  ukey_group(k, "subs", "per_option", val.p, val.len);
+  ubuf_free(&val);
+}
+
+/* Rewrite record pk of table: extra claims listed (keys of users' phone
+ * values), and the body's column col set to the JSON value json (col
+ * NULL: the body kept). */
+static void damage_record(ustore *st, const char *table, const char *pk,
+                          const char *const *phones, size_t nphones,
+                          const char *col, const char *json) {
+  ustore_err e = {{0}};
+  ubuf pkt = UBUF_INIT, k = UBUF_INIT, v = UBUF_INIT, nv = UBUF_INIT;
+  uint64_t ver;
+  ustored_record rec;
+  utup_str(&pkt, pk);
+  ukey_record(&k, table, pkt.p, pkt.len);
+  assert_int_equal(st->vt->get(st, k.p, k.len, &v, &ver, &e), UNICO_OK);
+  assert_int_equal(ustored_record_decode(v.p, v.len, &rec), 0);
+  for (size_t i = 0; i < nphones; i++) {
+    ubuf val = UBUF_INIT, ck = UBUF_INIT;
+    utup_str(&val, phones[i]);
+    ukey_claim(&ck, "users", "users_phone_key", val.p, val.len);
+    assert_int_equal(uclaims_add(&rec.claims, ck.p, ck.len, ck.len - val.len, -1), 0);
+    ubuf_free(&val);
+    ubuf_free(&ck);
+  }
+  char *bs = NULL;
+  if (col) {
+    json_t *body = json_loads(rec.body, 0, NULL);
+    json_object_set_new(body, col, json_loads(json, JSON_DECODE_ANY, NULL));
+    bs = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+  }
+  ustored_record_encode(&nv, rec.state, rec.version, rec.op_id, bs ? bs : rec.body,
+                        &rec.claims);
+  raw_put(st, &k, &nv);
+  free(bs);
+  ustored_record_free(&rec);
+  ubuf_free(&pkt);
+  ubuf_free(&k);
+  ubuf_free(&v);
+  ubuf_free(&nv);
+}
+
+/* The number of violations of kind in check's report j. */
+static int count_kind(json_t *j, const char *kind) {
+  json_t *v = json_object_get(j, "violations");
+  int n = 0;
+  for (size_t i = 0; i < json_array_size(v); i++)
+    n += !strcmp(json_string_value(json_object_get(json_array_get(v, i), "kind")),
+                 kind);
+  return n;
+}
+
+static json_int_t num(json_t *j, const char *key) {
+  json_t *v = json_object_get(j, key);
+  return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* Repair fixes what check calls group_count_mismatch (a counter set by
+ * hand: recounted from the live records) and stale_claim (a record
+ * listing claims its values do not need: the list rewritten, the claim
+ * that names the record removed), and answers UNICO_OK only when the
+ * store is clean after it. */
+static void test_repair_counts_and_stale_claims(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  assert_int_equal(unico_insert(u, "subs", "{\"id\":\"s1\",\"poll_id\":\"p\","
+                                "\"name\":\"a\",\"option\":\"o\"}", NULL, &r), UNICO_OK);
+  assert_int_equal(unico_insert(u, "subs", "{\"id\":\"s2\",\"poll_id\":\"p\","
+                                "\"name\":\"b\",\"option\":\"o\"}", NULL, &r), UNICO_OK);
+  assert_int_equal(unico_insert(u, "users", "{\"id\":\"u1\",\"email\":\"a@x.org\","
+                                "\"phone\":\"1\"}", NULL, &r), UNICO_OK);
+  unico_close(u);
+
+  ustore *st = raw_open();
+  ubuf k = UBUF_INIT, v = UBUF_INIT, pk = UBUF_INIT;
+  /* (p, o) counts 5 (it has 2: three more fit), (p, ghost) 2 (it has none) */
+  group_key(&k, "p", "o");
+  ustored_group_encode(&v, 5);
+  raw_put(st, &k, &v);
+  group_key(&k, "p", "ghost");
+  ubuf_reset(&v);
+  ustored_group_encode(&v, 2);
+  raw_put(st, &k, &v);
+  /* u1 lists phones 7 and 8 beside its own: 7's claim names u1, 8 has none */
+  static const char *const extra[] = {"7", "8"};
+  damage_record(st, "users", "u1", extra, 2, NULL, NULL);
+  ubuf val = UBUF_INIT;
+  utup_str(&val, "7");
+  utup_str(&pk, "u1");
+  ubuf_reset(&v);
+  ustored_claim_encode(&v, UCLAIM_COMMITTED, pk.p, pk.len, "planted", 1);
+  ubuf_reset(&k);
+  ukey_claim(&k, "users", "users_phone_key", val.p, val.len);
+  raw_put(st, &k, &v);
+  st->vt->close(st);
+
+  char url[400];
+  snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
+  assert_int_equal(unico_open(&u, url, NULL, &r), UNICO_OK);
+  assert_int_equal(unico_check(u, &r), UNICO_ECORRUPT);
+  json_t *j = json_loads(r.json, 0, NULL);
+  assert_int_equal(count_kind(j, "group_count_mismatch"), 2);
+  assert_int_equal(count_kind(j, "stale_claim"), 2);
+  assert_int_equal(num(j, "violations_total"), 4);
+  json_decref(j);
+  /* (while the counter says 5, the group refuses a third member) */
+  assert_int_equal(unico_insert(u, "subs", "{\"id\":\"s3\",\"poll_id\":\"p\","
+                                "\"name\":\"c\",\"option\":\"o\"}", NULL, &r),
+                   UNICO_ELIMIT);
+
+  int rc = unico_repair(u, &r);
+  if (rc) fprintf(stderr, "repair: %s %s\n", r.message, r.json ? r.json : "");
+  assert_int_equal(rc, UNICO_OK);
+  j = json_loads(r.json, 0, NULL);
+  assert_int_equal(num(j, "group_counts_fixed"), 2);
+  assert_int_equal(num(j, "stale_claims_removed"), 2);
+  /* (7's claim went with its listing, never an orphan left for later) */
+  assert_int_equal(num(j, "orphan_claims_removed"), 0);
+  assert_int_equal(num(json_object_get(j, "after"), "violations_total"), 0);
+  assert_true(json_is_true(json_object_get(json_object_get(j, "after"), "ok")));
+  json_decref(j);
+  assert_int_equal(unico_check(u, &r), UNICO_OK);
+  /* phone 7 is nobody's: a lookup finds none, a new record takes it */
+  assert_int_equal(unico_lookup(u, "users", "users_phone_key", "[\"7\"]", &r),
+                   UNICO_ENOTFOUND);
+  assert_int_equal(unico_insert(u, "users", "{\"id\":\"u2\",\"phone\":\"7\"}",
+                                NULL, &r), UNICO_OK);
+  assert_int_equal(unico_lookup(u, "users", "users_phone_key", "[\"1\"]", &r),
+                   UNICO_OK);
+  /* (p, o) counts its 2 again: 3 more fit, not a fourth */
+  for (int i = 3; i <= 6; i++) {
+    char rec[128];
+    snprintf(rec, sizeof rec, "{\"id\":\"s%d\",\"poll_id\":\"p\",\"name\":\"n%d\","
+             "\"option\":\"o\"}", i, i);
+    assert_int_equal(unico_insert(u, "subs", rec, NULL, &r),
+                     i <= 5 ? UNICO_OK : UNICO_ELIMIT);
+  }
+  assert_int_equal(unico_check(u, &r), UNICO_OK);
+  /* a second repair finds nothing to do */
+  assert_int_equal(unico_repair(u, &r), UNICO_OK);
+  j = json_loads(r.json, 0, NULL);
+  assert_int_equal(num(j, "group_counts_fixed"), 0);
+  assert_int_equal(num(j, "stale_claims_removed"), 0);
+  json_decref(j);
+  unico_result_clear(&r);
+  unico_close(u);
+  ubuf_free(&k);
+  ubuf_free(&v);
+  ubuf_free(&pk);
+  ubuf_free(&val);
+}
+
+/* What repair cannot fix stays, and repair says so: UNICO_ECORRUPT with
+ * its report, whose "after" lists what is left. A record that does not fit
+ * its table is such a thing; while one is in a limited table, no group
+ * of it is recounted (the record's membership is unknown). */
+static void test_repair_reports_what_is_left(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  assert_int_equal(unico_insert(u, "subs", "{\"id\":\"s1\",\"poll_id\":\"p\","
+                                "\"name\":\"a\",\"option\":\"o\"}", NULL, &r), UNICO_OK);
+  assert_int_equal(unico_insert(u, "subs", "{\"id\":\"s2\",\"poll_id\":\"p\","
+                                "\"name\":\"b\",\"option\":\"o\"}", NULL, &r), UNICO_OK);
+  unico_close(u);
+  ustore *st = raw_open();
+  damage_record(st, "subs", "s1", NULL, 0, "option", "7"); /* text column */
+  st->vt->close(st);
+  char url[400];
+  snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
+  assert_int_equal(unico_open(&u, url, NULL, &r), UNICO_OK);
+  assert_int_equal(unico_repair(u, &r), UNICO_ECORRUPT);
+  assert_non_null(strstr(r.message, "remain"));
+  assert_non_null(r.json);
+  json_t *j = json_loads(r.json, 0, NULL);
+  json_t *after = json_object_get(j, "after");
+  assert_true(json_is_false(json_object_get(after, "ok")));
+  assert_int_equal(count_kind(after, "invalid_record"), 1);
+  /* s1's group is not recounted to s2 alone */
+  assert_int_equal(num(j, "group_counts_fixed"), 0);
+  assert_int_equal(count_kind(after, "group_count_mismatch"), 1);
+  assert_non_null(json_object_get(j, "before"));
+  json_decref(j);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
 /* A repeat of an insert that applied (the same op id, as after an
  * unknown outcome) answers its first outcome, also when the group it
  * joined is now full: its own place is one of those that fill it. On the
@@ -550,6 +764,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_hold_race),
       cmocka_unit_test(test_build_race),
       cmocka_unit_test(test_check_repair),
+      cmocka_unit_test(test_repair_counts_and_stale_claims),
+      cmocka_unit_test(test_repair_reports_what_is_left),
       cmocka_unit_test(test_limit_replay),
   };
   if (tu_scratch("test_limits", dir, sizeof dir)) return 1;

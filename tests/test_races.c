@@ -57,7 +57,7 @@ typedef struct racer {
   atomic_int *go;
   int rc;
   char owner[64];
-  char constraint[128];
+  char constraint[UNICO_CONSTRAINT_NAME_MAX + 1];
 } racer;
 
 static void *race_insert(void *arg) {

@@ -79,6 +79,12 @@ static void test_validation_errors(void **state) {
   bad("{\"id\":\"a\",\"ts\":\"2024-02-30T00:00:00Z\"}", "ts", "RFC 3339");
   bad("{\"id\":\"a\",\"ts\":\"2024-05-01T12:00:00.1234Z\"}", "ts", "RFC 3339");
   bad("{\"id\":\"a\",\"ts\":\"2024-05-01T12:00:00\"}", "ts", "RFC 3339");
+  /* a leap second is refused on any date (it would be the same instant as
+   * second 59, or the next second's, and is real only on a few dates) */
+  bad("{\"id\":\"a\",\"ts\":\"2024-05-01T12:30:60Z\"}", "ts", "leap second");
+  bad("{\"id\":\"a\",\"ts\":\"2016-12-31T23:59:60Z\"}", "ts", "leap second");
+  bad("{\"id\":\"a\",\"ts\":\"2016-12-31T23:59:60.500+00:00\"}", "ts", "leap second");
+  bad("{\"id\":\"a\",\"ts\":\"2024-05-01T12:00:61Z\"}", "ts", "RFC 3339");
   bad("{\"id\":\"a\",\"d\":\"1\"}", "d", "expected a number");
   bad("{\"id\":\"a\",\"s\":5}", "s", "expected a string");
   bad("{\"n\":1}", "id", "missing");

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -429,6 +430,22 @@ static void test_log_torn_tail(void **state) {
 
 /* ---- one log-mode process owns the store ---- */
 
+/* The names of the log files in dir/sub, joined, into out. */
+static void list_logs_of(const char *sub, char *out, size_t n) {
+  char d[512];
+  snprintf(d, sizeof d, "%s/%s", dir, sub);
+  DIR *dd = opendir(d);
+  assert_non_null(dd);
+  struct dirent *de;
+  *out = 0;
+  while ((de = readdir(dd)))
+    if (!strncmp(de->d_name, "log-", 4) && strlen(out) + strlen(de->d_name) + 2 < n) {
+      strcat(out, de->d_name);
+      strcat(out, " ");
+    }
+  closedir(dd);
+}
+
 static void holder(const char *query, int ready_fd, int go_fd) {
   ustore *s;
   ustore_err e = {{0}};
@@ -440,7 +457,12 @@ static void holder(const char *query, int ready_fd, int go_fd) {
   _exit(0);
 }
 
-static void check_refused(const char *held_by, const char *we_try) {
+/* The holder of held_by keeps the store; we_try must be refused. With
+ * unlink_lock, unico.lock is removed first (as a cleaner of old files in
+ * /tmp does): a new file of that name must not hand the store to a second
+ * owner, whose recovery would delete the holder's live log. */
+static void check_refused_as(const char *held_by, const char *we_try,
+                             int unlink_lock) {
   int ready[2], go[2];
   assert_int_equal(pipe(ready), 0);
   assert_int_equal(pipe(go), 0);
@@ -455,18 +477,33 @@ static void check_refused(const char *held_by, const char *we_try) {
   close(go[0]);
   char c;
   assert_int_equal(read(ready[0], &c, 1), 1);
+  char lock[512], logs_before[512] = "", logs_after[512] = "";
+  snprintf(lock, sizeof lock, "%s/lock/unico.lock", dir);
+  if (unlink_lock) {
+    assert_int_equal(unlink(lock), 0);
+    list_logs_of("lock", logs_before, sizeof logs_before);
+  }
   ustore *s;
   ustore_err e = {{0}};
   int rc = try_open(&s, "lock", we_try, &e);
+  if (rc == UNICO_OK) s->vt->close(s);
   assert_int_equal(rc, UNICO_EBUSY);
   assert_null(s);
   fprintf(stderr, "refused as expected: %s\n", e.msg);
   assert_non_null(strstr(e.msg, "wal=on"));
+  if (unlink_lock) { /* the holder's log is as it was */
+    list_logs_of("lock", logs_after, sizeof logs_after);
+    assert_string_equal(logs_before, logs_after);
+  }
   close(go[1]);
   int st;
   waitpid(pid, &st, 0);
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   close(ready[0]);
+}
+
+static void check_refused(const char *held_by, const char *we_try) {
+  check_refused_as(held_by, we_try, 0);
 }
 
 static void test_log_lock(void **state) {
@@ -477,6 +514,124 @@ static void test_log_lock(void **state) {
   /* and once they are gone, anyone may open it */
   ustore *s = open_store("lock", "wal=on");
   s->vt->close(s);
+}
+
+/* Issue 32: unico.lock unlinked under its holder. */
+static void test_log_lock_unlinked(void **state) {
+  (void)state;
+  check_refused_as("wal=on", NULL, 1);
+  check_refused_as("wal=on", "wal=on", 1);
+  check_refused_as(NULL, "wal=on", 1);
+  ustore *s = open_store("lock", "wal=on");
+  s->vt->close(s);
+}
+
+/* ---- the store's files removed under an open store (issue 32) ---- */
+
+static int put1(ustore *s, const char *k, const char *v, ustore_err *e) {
+  ustore_op o = op(k, USTORE_ANY, 0, USTORE_PUT, v);
+  return s->vt->cas(s, &o, e);
+}
+
+static void test_files_removed(void **state) {
+  (void)state;
+  static const char *const queries[] = {"wal=on", NULL};
+  for (int q = 0; q < 2; q++) {
+    char d[512];
+    const char *reason;
+    ustore_err e = {{0}};
+    snprintf(d, sizeof d, "%s/gone%d", dir, q);
+    ustore *s = open_store(q ? "gone1" : "gone0", queries[q]);
+    assert_int_equal(put1(s, "k1", "v1", &e), UNICO_OK);
+    assert_int_equal(ustore_health(s, &reason, &e), UNICO_OK);
+    assert_null(reason);
+    assert_int_equal(tu_rmtree(d), 0);
+    assert_int_equal(ustore_health(s, &reason, &e), UNICO_EUNAVAILABLE);
+    assert_string_equal(reason, USTORE_HEALTH_REMOVED);
+    assert_non_null(strstr(e.msg, "was removed"));
+    /* writes are refused (health noticed it; so does the leader within a
+     * second on its own) */
+    assert_int_equal(put1(s, "k2", "v2", &e), UNICO_EUNAVAILABLE);
+    fprintf(stderr, "refused as expected: %s\n", e.msg);
+    ubuf v = UBUF_INIT; /* reads are answered */
+    uint64_t ver;
+    assert_int_equal(s->vt->get(s, "k1", 2, &v, &ver, &e), UNICO_OK);
+    ubuf_free(&v);
+    assert_int_equal(ustore_close_checked(s, &e), UNICO_EUNAVAILABLE);
+  }
+  /* without a health check: the leader notices within a second */
+  {
+    char d[512];
+    ustore_err e = {{0}};
+    snprintf(d, sizeof d, "%s/gone2", dir);
+    ustore *s = open_store("gone2", NULL);
+    assert_int_equal(put1(s, "k1", "v1", &e), UNICO_OK);
+    assert_int_equal(tu_rmtree(d), 0);
+    tu_sleep_ms(1100);
+    assert_int_equal(put1(s, "k2", "v2", &e), UNICO_EUNAVAILABLE);
+    s->vt->close(s);
+  }
+  /* the data file alone */
+  {
+    char f[512];
+    const char *reason;
+    ustore_err e = {{0}};
+    snprintf(f, sizeof f, "%s/gone3/data.mdb", dir);
+    ustore *s = open_store("gone3", NULL);
+    assert_int_equal(unlink(f), 0);
+    assert_int_equal(ustore_health(s, &reason, &e), UNICO_EUNAVAILABLE);
+    assert_string_equal(reason, USTORE_HEALTH_REMOVED);
+    assert_non_null(strstr(e.msg, "data.mdb"));
+    s->vt->close(s);
+  }
+}
+
+/* Log mode, the log file unlinked: writes are refused, but a clean close
+ * checkpoints what the log held; nothing is lost. */
+static void test_log_file_removed(void **state) {
+  (void)state;
+  const char *reason;
+  ustore_err e = {{0}};
+  ustore *s = open_store("logrm", "wal=on");
+  assert_int_equal(put1(s, "k1", "v1", &e), UNICO_OK);
+  char logs[512], path[1024];
+  list_logs_of("logrm", logs, sizeof logs);
+  *strchr(logs, ' ') = 0;
+  snprintf(path, sizeof path, "%s/logrm/%s", dir, logs);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(ustore_health(s, &reason, &e), UNICO_EUNAVAILABLE);
+  assert_string_equal(reason, USTORE_HEALTH_REMOVED);
+  assert_non_null(strstr(e.msg, "log file"));
+  assert_int_equal(put1(s, "k2", "v2", &e), UNICO_EUNAVAILABLE);
+  assert_int_equal(ustore_close_checked(s, &e), UNICO_OK);
+  s = open_store("logrm", "wal=on");
+  ubuf v = UBUF_INIT;
+  uint64_t ver;
+  assert_int_equal(s->vt->get(s, "k1", 2, &v, &ver, &e), UNICO_OK);
+  assert_int_equal(s->vt->get(s, "k2", 2, &v, &ver, &e), UNICO_ENOTFOUND);
+  ubuf_free(&v);
+  s->vt->close(s);
+}
+
+/* A store opened by a relative path stays healthy when the process
+ * changes its working directory. */
+static void test_files_chdir(void **state) {
+  (void)state;
+  char cwd[4096], sub[512];
+  const char *reason;
+  ustore_err e = {{0}};
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  snprintf(sub, sizeof sub, "%s/rel", dir);
+  assert_int_equal(mkdir(sub, 0777), 0);
+  assert_int_equal(chdir(sub), 0);
+  ustore *s;
+  assert_int_equal(ustore_open(&s, "lmdb:store?wal=on", &e), UNICO_OK);
+  assert_int_equal(chdir("/"), 0);
+  assert_int_equal(ustore_health(s, &reason, &e), UNICO_OK);
+  tu_sleep_ms(1100);
+  assert_int_equal(put1(s, "k1", "v1", &e), UNICO_OK);
+  assert_int_equal(ustore_close_checked(s, &e), UNICO_OK);
+  assert_int_equal(chdir(cwd), 0);
 }
 
 static void test_log_rewrites(void **state) {
@@ -641,6 +796,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_log_sigkill),
       cmocka_unit_test(test_log_torn_tail),
       cmocka_unit_test(test_log_lock),
+      cmocka_unit_test(test_log_lock_unlinked),
+      cmocka_unit_test(test_files_removed),
+      cmocka_unit_test(test_log_file_removed),
+      cmocka_unit_test(test_files_chdir),
       cmocka_unit_test(test_log_rewrites),
       cmocka_unit_test(test_log_options),
       cmocka_unit_test(test_log_full),

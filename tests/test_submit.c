@@ -24,7 +24,7 @@ static const char DDL[] =
 typedef struct answer {
   atomic_int calls;
   int rc;
-  char constraint[128];
+  char constraint[UNICO_CONSTRAINT_NAME_MAX + 1];
   char json[128];
 } answer;
 

@@ -51,6 +51,9 @@ typedef struct chk {
    * version 0), and the values they hold that nobody claims: drift,
    * not violations (repair claims them for the row) */
   uint64_t bare_rows, unclaimed;
+  /* live records whose keys are unknown (corrupt, of no table, not fitting
+   * theirs): while there are some, no limit group is recounted */
+  uint64_t unjudged;
   uint64_t sver; /* the schema key's store version audited under */
   fix *fixes;
   size_t nfixes, fcap;
@@ -180,6 +183,58 @@ static void not_live(chk *c, const uint8_t *k, size_t kl, uint64_t ver,
   }
 }
 
+/* Repair of a live record (key k, its primary key at pkoff, at store
+ * version ver) that lists claims its values (want) do not need: its list
+ * rewritten without them; on an atomic store, in the same transaction,
+ * those of them whose claim names the record removed (each at the version
+ * read, so a claim that moved is left), else they would be orphans. A
+ * claim naming another record, or none, is left as it is. 0, or 1 on an
+ * error (c->err). */
+static int unlist_stale(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
+                        uint64_t ver, ustored_record *r, const uclaims *want) {
+  fix *f = add_fix(c, UEXEC_FIX_UNLIST, k, kl, ver);
+  if (!f) return c->err ? 1 : 0;
+  uclaims keep = UCLAIMS_INIT, all = r->claims;
+  ubuf cv = UBUF_INIT;
+  int rc = 0;
+  f->sver = c->sver;
+  for (size_t i = 0; i < all.n && !rc; i++) {
+    const uclaim *e = &all.v[i];
+    if (uclaims_find(want, e->key, e->klen) >= 0) {
+      rc = uclaims_add(&keep, e->key, e->klen, e->voff, e->con);
+      continue;
+    }
+    f->n++;
+    if (c->claims_mode || e->kind != UKEY_CLAIM) continue;
+    ubuf ck = {e->key, e->klen, e->klen, 0};
+    uint64_t cver = 0;
+    ustored_claim cl;
+    int r2 = uexec_read(c->u->x, &ck, &cv, &cver, c->res);
+    if (r2 == UNICO_ENOTFOUND) continue;
+    if (r2) {
+      c->err = r2;
+      break;
+    }
+    if (ustored_claim_decode(cv.p, cv.len, &cl)) continue; /* (reported) */
+    if (cl.state == UCLAIM_COMMITTED && cl.owner_len == kl - pkoff &&
+        !memcmp(cl.owner, k + pkoff, cl.owner_len)) {
+      rc = uclaims_add(&f->take, e->key, e->klen, e->voff, e->con);
+      if (!rc) f->take.v[f->take.n - 1].ver = cver;
+    }
+    ustored_claim_free(&cl);
+  }
+  if (rc) c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+  if (!c->err) {
+    r->claims = keep;
+    ustored_record_reencode(&f->val, r);
+    r->claims = all;
+    if (!ubuf_ok(&f->val)) c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  uclaims_free(&keep);
+  ubuf_free(&cv);
+  return c->err ? 1 : 0;
+}
+
 static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                      size_t vl, uint64_t ver) {
   chk *c = ctx;
@@ -191,6 +246,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   if (ukey_split_table(k, kl, "r", table, sizeof table, &pkoff) ||
       ustored_record_decode(v, vl, &r)) {
     violation(c, "corrupt_record", k, kl, "the record cannot be decoded");
+    c->unjudged++;
     return 0;
   }
   if (r.state != UREC_LIVE) {
@@ -201,6 +257,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   const utable *t = uschema_table(c->s, table);
   if (!t) {
     violation(c, "unknown_table", k, kl, "record of table %s, which is not in the schema", table);
+    c->unjudged++;
     goto leave;
   }
   json_t *body = json_loads(r.body, 0, NULL);
@@ -208,6 +265,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   if (!body || urec_validate(t, body, &tmp) || uplan_claims(t, body, &want, &tmp)) {
     violation(c, "invalid_record", k, kl, "the record does not fit its table: %s",
               tmp.message[0] ? tmp.message : "bad JSON");
+    c->unjudged++;
     json_decref(body);
     unico_result_clear(&tmp);
     goto leave;
@@ -245,10 +303,18 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     if (uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) < 0)
       violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                 "the record's value is not listed among its claims");
+  size_t nstale = 0;
   for (size_t i = 0; i < r.claims.n; i++)
-    if (uclaims_find(&want, r.claims.v[i].key, r.claims.v[i].klen) < 0)
+    if (uclaims_find(&want, r.claims.v[i].key, r.claims.v[i].klen) < 0) {
       violation(c, "stale_claim", r.claims.v[i].key, r.claims.v[i].klen,
                 "the record lists a claim its values do not need");
+      nstale++;
+    }
+  if (nstale && !bare && unlist_stale(c, k, kl, pkoff, ver, &r, &want)) {
+    ustored_record_free(&r);
+    uclaims_free(&want);
+    return 1;
+  }
   /* Each needed claim must exist and name this record (invariant 5);
    * each group it counts in is counted below (invariant 2). */
   for (size_t i = 0; i < want.n; i++) {
@@ -408,6 +474,7 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
 typedef struct grp {
   uint8_t *key;
   size_t klen;
+  uint64_t ver; /* its store version as read */
   int64_t count;
   ustored_members m; /* claims protocol: the member set */
 } grp;
@@ -423,7 +490,6 @@ static int group_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   grps *g = ctx;
   int64_t count;
   ustored_members m = {0, NULL};
-  (void)ver;
   g->c->groups++;
   if (ustored_members_decode(v, vl, &m, &count)) {
     violation(g->c, "corrupt_group", k, kl, "the limit group cannot be decoded");
@@ -447,6 +513,7 @@ static int group_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   g->v[g->n].m = m;
   memcpy(g->v[g->n].key, k, kl);
   g->v[g->n].klen = kl;
+  g->v[g->n].ver = ver;
   g->v[g->n].count = count;
   g->n++;
   return 0;
@@ -578,57 +645,123 @@ int uapi_check(unico *u, int settle, unico_result *res) {
   return rc;
 }
 
-int uapi_repair(unico *u, unico_result *res) {
-  chk c;
-  uint64_t swept = 0;
-  int rc = uexec_sweep(u->x, uexec_now(u->x), &swept, res);
-  if (rc) return rc;
-  rc = audit(u, 1, &c, res); /* collects fixes; ECORRUPT is expected */
-  if (rc && rc != UNICO_ECORRUPT) goto leave;
-  json_t *before = res && res->json ? json_loads(res->json, 0, NULL) : NULL;
+/* The report an audit left in res (NULL when none), taken out of res. */
+static json_t *take_report(unico_result *res) {
+  json_t *j = res && res->json ? json_loads(res->json, 0, NULL) : NULL;
   if (res) {
     free(res->json);
     res->json = NULL;
     res->message[0] = 0;
   }
-  uint64_t done[UEXEC_FIX_KINDS] = {0}, moved = 0;
-  rc = UNICO_OK;
-  for (size_t i = 0; i < c.nfixes && !rc; i++) {
-    int r = uexec_fix_apply(u->x, &c.fixes[i], res);
-    if (r == UNICO_OK) done[c.fixes[i].kind]++;
-    else if (r == UEXEC_NOT_APPLIED) moved++; /* changed since: left */
-    else rc = r;
-  }
-  if (!rc) {
-    json_t *o = json_pack(
-        "{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "orphan_claims_removed",
-        (json_int_t)done[UEXEC_FIX_ORPHAN], "expired_holds_removed",
-        (json_int_t)done[UEXEC_FIX_EXPIRED], "hold_indexes_removed",
-        (json_int_t)done[UEXEC_FIX_INDEX], "claims_restored",
-        (json_int_t)done[UEXEC_FIX_RESTORE], "outcomes_removed", (json_int_t)swept,
-        "skipped_changed", (json_int_t)moved, "before",
-        before ? before : json_null());
-    before = NULL;
-    if (o && done[UEXEC_FIX_STAMP])
-      json_object_set_new(o, "rows_claimed",
-                          json_integer((json_int_t)done[UEXEC_FIX_STAMP]));
-    if (o && (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)) {
-      json_object_set_new(o, "stale_intents_aborted",
-                          json_integer((json_int_t)done[UEXEC_FIX_INTENT]));
-      json_object_set_new(o, "tombstones_shrunk",
-                          json_integer((json_int_t)done[UEXEC_FIX_TOMB]));
-      json_object_set_new(o, "free_claims_removed",
-                          json_integer((json_int_t)done[UEXEC_FIX_FREE]));
-      json_object_set_new(o, "intents_settled",
-                          json_integer((json_int_t)done[UEXEC_FIX_SETTLE]));
+  return j;
+}
+
+/* How many times repair audits and fixes again while violations are left
+ * and its last pass fixed something: a fix can make another possible (an
+ * orphan claim removed frees the value a record's missing claim needs). */
+#define REPAIR_PASSES 3
+
+int uapi_repair(unico *u, unico_result *res) {
+  chk c;
+  uint64_t swept = 0;
+  json_t *before = NULL, *after = NULL;
+  int rc = uexec_sweep(u->x, uexec_now(u->x), &swept, res);
+  if (rc) return rc;
+  rc = audit(u, 1, &c, res); /* collects fixes; ECORRUPT is expected */
+  if (rc && rc != UNICO_ECORRUPT) goto leave;
+  before = take_report(res);
+  uint64_t done[UEXEC_FIX_KINDS] = {0}, moved = 0, unlisted = 0;
+  for (int pass = 1;; pass++) {
+    uint64_t applied = 0;
+    moved = 0; /* (what the last pass had to leave) */
+    rc = UNICO_OK;
+    for (size_t i = 0; i < c.nfixes && !rc; i++) {
+      int r = uexec_fix_apply(u->x, &c.fixes[i], res);
+      if (r == UNICO_OK) {
+        done[c.fixes[i].kind]++;
+        applied++;
+        if (c.fixes[i].kind == UEXEC_FIX_UNLIST) unlisted += c.fixes[i].n;
+      } else if (r == UEXEC_NOT_APPLIED) {
+        moved++; /* changed since: left */
+      } else {
+        rc = r;
+      }
     }
-    if (res && o) res->json = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
+    fixes_free(&c);
+    if (rc) goto leave;
+    /* the store after: what is left, and what another pass can fix */
+    json_decref(after);
+    rc = audit(u, 1, &c, res);
+    if (rc && rc != UNICO_ECORRUPT) goto leave;
+    after = take_report(res);
+    if (rc == UNICO_OK || !applied || pass == REPAIR_PASSES) break;
   }
-  json_decref(before);
+  json_int_t left = json_integer_value(json_object_get(after, "violations_total"));
+  json_t *o = json_pack(
+      "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "orphan_claims_removed",
+      (json_int_t)done[UEXEC_FIX_ORPHAN], "expired_holds_removed",
+      (json_int_t)done[UEXEC_FIX_EXPIRED], "hold_indexes_removed",
+      (json_int_t)done[UEXEC_FIX_INDEX], "claims_restored",
+      (json_int_t)done[UEXEC_FIX_RESTORE], "stale_claims_removed",
+      (json_int_t)unlisted, "group_counts_fixed",
+      (json_int_t)done[UEXEC_FIX_COUNT], "outcomes_removed", (json_int_t)swept,
+      "skipped_changed", (json_int_t)moved);
+  if (o && done[UEXEC_FIX_STAMP])
+    json_object_set_new(o, "rows_claimed",
+                        json_integer((json_int_t)done[UEXEC_FIX_STAMP]));
+  if (o && (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)) {
+    json_object_set_new(o, "stale_intents_aborted",
+                        json_integer((json_int_t)done[UEXEC_FIX_INTENT]));
+    json_object_set_new(o, "tombstones_shrunk",
+                        json_integer((json_int_t)done[UEXEC_FIX_TOMB]));
+    json_object_set_new(o, "free_claims_removed",
+                        json_integer((json_int_t)done[UEXEC_FIX_FREE]));
+    json_object_set_new(o, "intents_settled",
+                        json_integer((json_int_t)done[UEXEC_FIX_SETTLE]));
+  }
+  if (o) {
+    json_object_set_new(o, "before", before ? before : json_null());
+    json_object_set_new(o, "after", after ? after : json_null());
+    before = after = NULL;
+  }
+  if (res && o) res->json = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  if (!o || (res && !res->json)) {
+    rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  } else if (rc == UNICO_ECORRUPT) {
+    /* what it cannot fix is a person's to decide: said, as check says it */
+    uerr(res, UNICO_ECORRUPT, NULL,
+         "repair left %lld violation%s of the invariants that it cannot fix "
+         "(\"after\" lists them); they remain for a person to decide",
+         (long long)left, left == 1 ? "" : "s");
+  }
 leave:
+  json_decref(before);
+  json_decref(after);
   fixes_free(&c);
   return rc;
+}
+
+/* Repair of a counter (atomic stores: the group key at store version
+ * ver, 0 when absent) that does not count its live records (members): set
+ * to them, or removed when none is live, while the group key is at ver.
+ * The groups are read before the records (audit), and every write that
+ * moves a record in or out of a group moves the group's key, so a counter
+ * still at ver counts what the records said. Not while a record's
+ * membership is unknown (unjudged), nor with rows other clients wrote in
+ * the store (bare rows, which no counter counts), nor for a group of a
+ * constraint the schema does not have (lim < 0). */
+static void recount(chk *c, const uint8_t *k, size_t kl, uint64_t ver,
+                    int64_t members, int64_t lim) {
+  if (!c->repair || c->claims_mode || c->unjudged || c->bare_rows || lim < 0)
+    return;
+  fix *f = add_fix(c, UEXEC_FIX_COUNT, k, kl, ver);
+  if (!f) return;
+  f->sver = c->sver;
+  if (members > 0) {
+    ustored_group_encode(&f->val, members);
+    if (!ubuf_ok(&f->val)) c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+  }
 }
 
 /* Invariant 2: each group's count is its live members, within its
@@ -669,11 +802,13 @@ static void compare_groups(chk *c, grps *g) {
     } else if (c->members_mode && cmp < 0) {
       violation(c, "missing_member", k, kl,
                 "live records are in a group that does not exist");
-    } else if (!c->members_mode && members != stored)
+    } else if (!c->members_mode && members != stored) {
       violation(c, "group_count_mismatch", k, kl,
                 "the group counts %lld records but %lld live records are in "
                 "it",
                 (long long)stored, (long long)members);
+      recount(c, k, kl, cmp >= 0 ? g->v[j].ver : 0, members, lim);
+    }
     if (lim >= 0 && members > lim)
       violation(c, "over_limit", k, kl,
                 "%lld live records are in a group limited to %lld",
@@ -681,6 +816,15 @@ static void compare_groups(chk *c, grps *g) {
     if (cmp <= 0) i = e;
     if (cmp >= 0) j++;
   }
+}
+
+static int scan_groups(chk *c, grps *g) {
+  ubuf p = UBUF_INIT;
+  ukey_kind(&p, "l");
+  int rc = uexec_scan(c->u->x, &p, group_cb, g, c->res);
+  ubuf_free(&p);
+  if (c->err) return c->err;
+  return rc < 0 ? rc : UNICO_OK;
 }
 
 static int audit(unico *u, int repair, chk *out, unico_result *res) {
@@ -708,20 +852,21 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     goto leave;
   }
+  /* Counters are read before the records they count (a counter repair
+   * holds the version read: recount()); member sets after them (a record
+   * is added to the set before it is written, so a record read is in a
+   * set read later). */
+  if (!c.members_mode && (rc = scan_groups(&c, &g))) goto leave;
   if ((rc = scan_kind(&c, "r", record_cb))) goto leave;
   if ((rc = scan_kind(&c, "u", claim_cb))) goto leave;
   if ((rc = scan_kind(&c, "o", count_cb))) goto leave;
   if ((rc = scan_kind(&c, "h", index_cb))) goto leave;
-  {
-    ubuf p = UBUF_INIT;
-    ukey_kind(&p, "l");
-    rc = uexec_scan(u->x, &p, group_cb, &g, res);
-    ubuf_free(&p);
-    if (c.err) rc = c.err;
-    if (rc < 0) goto leave;
-    rc = UNICO_OK;
-  }
+  if (c.members_mode && (rc = scan_groups(&c, &g))) goto leave;
   compare_groups(&c, &g);
+  if (c.err) {
+    rc = c.err;
+    goto leave;
+  }
   /* Invariant 1: no normalized value held by two live records. */
   if (c.npairs) qsort(c.pairs, c.npairs, sizeof *c.pairs, pair_cmp);
   for (size_t i = 1; i < c.npairs; i++)

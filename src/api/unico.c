@@ -140,6 +140,27 @@ void unico_close(unico *u) {
   free(u);
 }
 
+int unico_close_checked(unico *u, unico_result *res) {
+  begin(res);
+  if (!u) return finish(res, UNICO_OK);
+  uapi_sch_put(u->cur);
+  int rc = uexec_close_checked(u->x, res);
+  urcache_free(u->rc);
+  pthread_mutex_destroy(&u->lock);
+  free(u);
+  return finish(res, rc);
+}
+
+int unico_health(unico *u, const char **reason, unico_result *res) {
+  const char *why = NULL;
+  begin(res);
+  if (reason) *reason = NULL;
+  NEED(u);
+  int rc = uexec_health(u->x, &why, res);
+  if (reason) *reason = rc ? (why ? why : "unavailable") : NULL;
+  return finish(res, rc);
+}
+
 void unico_defer_begin(unico *u) {
   (void)u;
   uexec_defer_begin();
@@ -412,7 +433,13 @@ int unico_audit(unico *u, unico_result *res) { return check(u, 0, res); }
 int unico_repair(unico *u, unico_result *res) {
   begin(res);
   NEED(u);
-  return finish(res, uapi_repair(u, res));
+  int rc = uapi_repair(u, res);
+  /* The report stays in res->json when violations are left, as check's. */
+  char *report = res && rc == UNICO_ECORRUPT ? res->json : NULL;
+  if (report) res->json = NULL;
+  finish(res, rc);
+  if (report) res->json = report;
+  return rc;
 }
 
 int unico_record_keys(unico *u, const char *table, const char *record_json,

@@ -325,17 +325,31 @@ static int record_output(const utable *t, const ustored_record *r,
 }
 
 /* The answer an outcome (encoded at p, n) gives a repeat of op_id:
- * UNICO_OK with its output in res, or UNICO_EOPID when the op id was used
- * for a different request. */
-static int outcome_answer(const uint8_t *p, size_t n, const char *op_id,
-                          int kind, const char *table, uint64_t fp,
-                          unico_result *res) {
+ * UNICO_OK with its output in res, UNICO_EOPID when the op id was used
+ * for a different request, or UNICO_ENOTFOUND when it is a marker
+ * (claims protocol: a write in flight or one that died before its
+ * outcome; no answer here). */
+static int outcome_answer(uexec *x, const uint8_t *p, size_t n,
+                          const char *op_id, int kind, const char *table,
+                          uint64_t fp, unico_result *res) {
   ustored_outcome o;
-  int rc = UNICO_OK;
+  int rc = UNICO_OK, verdict = UEXEC_MARK_IN_FORCE;
   if (ustored_outcome_decode(p, n, &o))
     return uerr(res, UNICO_ECORRUPT, NULL,
                 "the outcome of operation %s is corrupt", op_id);
-  if (strcmp(o.kind, uplan_kind_name(kind)) || strcmp(o.table, table) ||
+  int same = !strcmp(o.kind, uplan_kind_name(kind)) &&
+             !strcmp(o.table, table) && o.fingerprint == fp;
+  if (ustored_outcome_is_mark(&o) && x && !same)
+    rc = uexec_mark_judge(x, op_id, &o, &verdict, res);
+  if (rc) {
+    /* (an error judging it) */
+  } else if (ustored_outcome_is_mark(&o) &&
+             (same || verdict != UEXEC_MARK_IN_FORCE)) {
+    /* a marker: this request's (in flight, or it died: the record key's
+     * history says which), or another's whose write may still commit or
+     * died and left it (the executor takes it over, fenced): no answer */
+    rc = UNICO_ENOTFOUND;
+  } else if (strcmp(o.kind, uplan_kind_name(kind)) || strcmp(o.table, table) ||
       o.fingerprint != fp) {
     rc = uerr(res, UNICO_EOPID, NULL,
               "operation id \"%s\" was already used for a different request "
@@ -358,7 +372,7 @@ int uapi_outcome_find(unico *u, const char *op_id, int kind,
   ubuf k = UBUF_INIT, v = UBUF_INIT;
   ukey_outcome(&k, op_id);
   int rc = uexec_read(u->x, &k, &v, NULL, res);
-  if (!rc) rc = outcome_answer(v.p, v.len, op_id, kind, table, fp, res);
+  if (!rc) rc = outcome_answer(u->x, v.p, v.len, op_id, kind, table, fp, res);
   ubuf_free(&k);
   ubuf_free(&v);
   return rc;
@@ -607,7 +621,7 @@ static int repeat_from_record(unico *u, const ustored_record *rec,
   if (i < 0 || rec->hist.v[i].at_ms < cutoff)
     rc = UNICO_ENOTFOUND;
   else
-    rc = outcome_answer(rec->hist.v[i].oval, rec->hist.v[i].olen, op_id, kind,
+    rc = outcome_answer(NULL, rec->hist.v[i].oval, rec->hist.v[i].olen, op_id, kind,
                         table, fp, res);
 leave:
   ustored_record_free(&r);
@@ -1007,6 +1021,10 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     takeovers_drop(&w->tk, c);
     r->retry = 1;
     return UNICO_OK;
+  case UREFUSED_OP_ID:
+    return uerr(res, UNICO_EOPID, NULL,
+                "operation id \"%s\" was already used for a different "
+                "request", w->op_id);
   case UREFUSED_BUSY:
     return report_busy(r->t, c, res);
   case UREFUSED_LIMIT:

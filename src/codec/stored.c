@@ -10,6 +10,7 @@
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "util/tcache.h"
+#include "unico_errors.h"
 
 #define FMT 1 /* first element of every stored value: its format version */
 
@@ -532,6 +533,47 @@ int ustored_outcome_decode(const uint8_t *p, size_t n, ustored_outcome *o) {
   o->fingerprint = (uint64_t)fp;
   o->rc = (int)rc;
   return 0;
+}
+
+void ustored_outcome_mark(ubuf *out, const ustored_outcome *o,
+                          const uint8_t *rkey, size_t rklen) {
+  static const char HEX[] = "0123456789abcdef";
+  char *hex = malloc(2 * rklen + 1);
+  if (!hex) {
+    out->oom = 1;
+    return;
+  }
+  for (size_t i = 0; i < rklen; i++) {
+    hex[2 * i] = HEX[rkey[i] >> 4];
+    hex[2 * i + 1] = HEX[rkey[i] & 15];
+  }
+  hex[2 * rklen] = 0;
+  ustored_outcome_encode(out, o->kind, o->table, o->fingerprint,
+                         UNICO_EUNKNOWN, hex, o->created_ms);
+  free(hex);
+}
+
+int ustored_outcome_mark_key(const ustored_outcome *o, ubuf *rkey) {
+  size_t n = o->output ? strlen(o->output) : 0;
+  ubuf_reset(rkey);
+  if (!n || n % 2) return -1;
+  for (size_t i = 0; i < n; i += 2) {
+    int v = 0;
+    for (int k = 0; k < 2; k++) {
+      char ch = o->output[i + (size_t)k];
+      int d = ch >= '0' && ch <= '9' ? ch - '0'
+              : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    uint8_t b = (uint8_t)v;
+    ubuf_put(rkey, &b, 1);
+  }
+  return ubuf_ok(rkey) ? 0 : -1;
+}
+
+int ustored_outcome_is_mark(const ustored_outcome *o) {
+  return o->rc == UNICO_EUNKNOWN;
 }
 
 void ustored_outcome_free(ustored_outcome *o) {

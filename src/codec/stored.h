@@ -233,6 +233,19 @@ void ustored_outcome_encode(ubuf *out, const char *kind, const char *table,
                             int64_t created_ms);
 int ustored_outcome_decode(const uint8_t *p, size_t n, ustored_outcome *o);
 void ustored_outcome_free(ustored_outcome *o);
+/* The marker of an operation in flight (claims protocol): the outcome
+ * key written before the commit, so that its op id is taken from then on
+ * (another request under it is refused as reused), with the request's
+ * kind, table and fingerprint, rc UNICO_EUNKNOWN, and for output the
+ * key of the record it writes (hex), by which a marker left by a write
+ * that died is judged like an orphan claim. The outcome proper replaces
+ * it after the commit. */
+void ustored_outcome_mark(ubuf *out, const ustored_outcome *o,
+                          const uint8_t *rkey, size_t rklen);
+int ustored_outcome_is_mark(const ustored_outcome *o);
+/* The record key a marker names (its output, in hex) into rkey: 0, or -1
+ * when it names none. */
+int ustored_outcome_mark_key(const ustored_outcome *o, ubuf *rkey);
 
 typedef struct ustored_schema {
   int state;

@@ -150,6 +150,9 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
   if (p->kind == UPLAN_DELETE) ops[r_at].expire_ms = purge_at;
   /* Claims to take must be absent (or the hold taken over); groups joined
    * must have room, at the version read. */
+  size_t full = SIZE_MAX; /* a group found full: judged after the claims */
+  int64_t full_cnt = 0;
+  uint64_t full_ver = 0;
   for (size_t k = 0; k < p->take.n; k++) {
     const uclaim *c = &p->take.v[k];
     if (c->kind == UKEY_CLAIM) {
@@ -164,17 +167,8 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     rc = read_group(x, c, &cnt, &ver, res);
     if (rc) goto leave;
     if (c->limit > 0 && cnt >= c->limit) {
-      int moved;
-      rc = confirm_full(x, p, c, ver, &moved, res);
-      if (rc == UNICO_OK) {
-        rc = USTORE_NOT_APPLIED;
-        why->why = UREFUSED_LIMIT;
-        why->claim = k;
-        why->count = cnt;
-      } else if (rc == USTORE_NOT_APPLIED) {
-        why->why = moved;
-      }
-      goto leave;
+      if (full == SIZE_MAX) full = k, full_cnt = cnt, full_ver = ver;
+      continue;
     }
     ustored_group_encode(&gvals[k], cnt + 1);
     op_of[k] = i;
@@ -214,6 +208,32 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     ops[i++] = uexec_op(&p->okey, USTORE_ABSENT, 0, USTORE_PUT, &p->oval);
     ops[i++] = uexec_op(&p->oidx, USTORE_ANY, 0, USTORE_PUT, NULL);
     ops[i - 2].expire_ms = ops[i - 1].expire_ms = purge_at;
+  }
+  if (full != SIZE_MAX) {
+    /* A full group refuses the write only where nothing before it in the
+     * order of refusals (schema, outcome, record, claims: explain) does,
+     * as the claims protocol finds them in that order too (test_diff):
+     * every condition checked in one transaction that writes nothing. */
+    for (size_t k = 0; k < i; k++) ops[k].action = USTORE_CHECK;
+    int moved;
+    rc = x->st->vt->txn(x->st, ops, i, &e);
+    if (rc == USTORE_NOT_APPLIED)
+      rc = explain(p, ops, s_at, r_at, o_at, op_of, why, res);
+    else if (rc)
+      rc = uexec_store_err(res, rc, "writing", &e);
+    if (rc == USTORE_NOT_APPLIED && why->why != UREFUSED_RACE) goto leave;
+    if (rc && rc != USTORE_NOT_APPLIED) goto leave;
+    memset(why, 0, sizeof *why);
+    rc = confirm_full(x, p, &p->take.v[full], full_ver, &moved, res);
+    if (rc == UNICO_OK) {
+      rc = USTORE_NOT_APPLIED;
+      why->why = UREFUSED_LIMIT;
+      why->claim = full;
+      why->count = full_cnt;
+    } else if (rc == USTORE_NOT_APPLIED) {
+      why->why = moved;
+    }
+    goto leave;
   }
   rc = x->st->vt->txn(x->st, ops, i, &e);
   if (rc == UNICO_OK)

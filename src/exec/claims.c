@@ -71,6 +71,17 @@ typedef struct cx {
   int unsettled;      /* this attempt's intent may be in the store, not yet
                          replaced or settled: nothing of it may be undone */
   int keep;           /* this attempt's intent committed: keep its claims */
+  ustored_outcome out; /* a caller's op id: the outcome the plan stores */
+  ubuf mark;          /* and its marker (ustored_outcome_mark), written at
+                         step 1 so that the op id is taken before the
+                         commit (issue 32: a reserve under an insert's op
+                         id came before the insert's outcome and was
+                         granted) */
+  uint64_t marked;    /* the marker's store version while this write holds
+                         it (0: it does not) */
+  int mark_late;      /* an update or delete that takes no value: no batch
+                         for the marker to ride with, so it goes with the
+                         commit (no round trip of its own) */
 } cx;
 
 static ustore_op kop(const uint8_t *key, size_t klen, int expect,
@@ -157,6 +168,33 @@ static int record_is_mine(const cx *c, const ubuf *rv) {
   return m;
 }
 
+/* Is outcome (or marker) o this request's: its kind, table and
+ * fingerprint? */
+static int same_out(const cx *c, const ustored_outcome *o) {
+  return !strcmp(o->kind, c->out.kind) && !strcmp(o->table, c->out.table) &&
+         o->fingerprint == c->out.fingerprint;
+}
+
+/* rv was written by this op id (record_is_mine): by this very request?
+ * With a caller's op id, the outcome the record's history keeps for it
+ * must be this request's; another request under the same op id is no
+ * repeat (the history then answers "reused"). */
+static int same_request_wrote(const cx *c, const ubuf *rv) {
+  if (!c->p->okey.len) return 1; /* (a generated op id: only this write) */
+  ustored_record r;
+  ustored_outcome o;
+  int same = 0;
+  if (ustored_record_decode(rv->p, rv->len, &r)) return 0;
+  long e = ustored_hist_find(&r.hist, c->me.op_id);
+  if (e >= 0 &&
+      !ustored_outcome_decode(r.hist.v[e].oval, r.hist.v[e].olen, &o)) {
+    same = same_out(c, &o);
+    ustored_outcome_free(&o);
+  }
+  ustored_record_free(&r);
+  return same;
+}
+
 /* Is rv, read at record key rk, this insert's own PENDING intent? Then an
  * orphan claim naming rk's primary key is already fenced: any other op
  * that would commit to rk must first replace this intent, which our own
@@ -184,20 +222,26 @@ static int intent_lists(const ubuf *rv, const uclaim *k) {
  * (present) with value rv: move the record's version, or create it
  * ABORTED. UNICO_OK when fenced; USTORE_NOT_APPLIED when the record moved
  * meanwhile (look again). */
-static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
-                 const ubuf *rv, unico_result *res) {
+static int fence_x(uexec *x, const char *op_id, int64_t now,
+                   const ubuf *rkey, int present, uint64_t rver,
+                   const ubuf *rv, unico_result *res) {
   ubuf tomb = UBUF_INIT;
   ustore_op o;
   if (present) {
     o = kop(rkey->p, rkey->len, USTORE_VERSION, rver, USTORE_PUT, rv);
   } else {
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, 0, NULL);
+    ustored_tombstone_encode(&tomb, op_id, now, 0, NULL);
     o = kop(rkey->p, rkey->len, USTORE_ABSENT, 0, USTORE_PUT, &tomb);
   }
-  int rc = cas(c, &o, res);
+  int rc = xcas(x, &o, res);
   ubuf_free(&o.cur);
   ubuf_free(&tomb);
   return rc;
+}
+
+static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
+                 const ubuf *rv, unico_result *res) {
+  return fence_x(c->x, c->me.op_id, c->now, rkey, present, rver, rv, res);
 }
 
 /* A hold outlives the writes that take it over until one commits: the
@@ -217,6 +261,21 @@ static int carried_hold(const ustored_claim *cl, const ubuf *cur,
   else if (cl->state == UCLAIM_PENDING && cl->hold_len)
     ubuf_put(out, cl->hold, cl->hold_len);
   return out->len != 0;
+}
+
+/* A claim's operation op committed to its owner record rv (the record key's
+ * history names it: a write with a caller's op id), so a hold the claim
+ * carries was used: it is not put back, though the record holds the value
+ * no more (a later write of it let the value go, and the finish that
+ * would have dropped the carry did not land). A write without a caller's
+ * op id leaves no trace in the history: then the hold comes back until
+ * its expiry (docs/protocol.md, the bounded case). */
+static int hold_used(const ubuf *rv, int present, const char *op) {
+  ustored_record r;
+  if (!present || !op || ustored_record_decode(rv->p, rv->len, &r)) return 0;
+  int used = r.state != UREC_INTENT && ustored_hist_find(&r.hist, op) >= 0;
+  ustored_record_free(&r);
+  return used;
 }
 
 /* The PENDING claim value to write at take k: dflt, or one carrying the
@@ -490,8 +549,14 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
   int mine = is_me(c, cl->owner, cl->owner_len, cl->op_id);
   if (holds(rv, rpresent, ck, &live)) {
     if (mine && record_is_mine(c, rv)) {
-      /* our op's earlier intent, committed: this insert is a repeat */
+      /* our op's earlier intent, committed: this insert is a repeat, or
+       * another request under its op id (the history says: "reused") */
       ustored_claim_free(cl);
+      if (!same_request_wrote(c, rv)) {
+        why->why = UREFUSED_REPEAT;
+        *rc = USTORE_NOT_APPLIED;
+        return NEXT_STOP;
+      }
       c->applied = 1;
       *rc = UNICO_OK;
       return NEXT_STOP;
@@ -506,7 +571,7 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
   int pending = cl->state == UCLAIM_PENDING &&
                 cl->since_ms > c->now - c->x->grace_ms;
   ubuf hold = UBUF_INIT;
-  carried_hold(cl, NULL, c->now, &hold);
+  if (!hold_used(rv, rpresent, cl->op_id)) carried_hold(cl, NULL, c->now, &hold);
   ustored_claim_free(cl);
   int next;
   /* our own op's earlier intent, settled and not in force; or an orphan
@@ -774,6 +839,10 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
        * one it committed at, the history has the answer) */
       if (state == UREC_LIVE && mine && (r.version == c->pver || !before)) {
         ustored_record_free(&r);
+        if (!same_request_wrote(c, cur)) { /* (another request: reused) */
+          why->why = UREFUSED_REPEAT;
+          return USTORE_NOT_APPLIED;
+        }
         c->applied = 1;
         return UNICO_OK;
       }
@@ -1118,6 +1187,13 @@ static void undo(cx *c, uexec_refused *why) {
         note_restored(c, why, k, c->held[k] + 1);
     } else free_claim(c, ck, c->held[k]);
   }
+  if (c->marked) { /* a refused write leaves its op id free */
+    ustore_op o = kop(c->p->okey.p, c->p->okey.len, USTORE_VERSION, c->marked,
+                      USTORE_DEL, NULL);
+    cas(c, &o, NULL);
+    ubuf_free(&o.cur);
+    c->marked = 0;
+  }
   if (c->intent) { /* (the history it carries stays with the key) */
     ubuf tomb = UBUF_INIT;
     ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor,
@@ -1142,6 +1218,21 @@ static int keep_outcome(cx *c, const ustored_hist_entry *e) {
                                e->oval, e->olen);
   o.expire_ms = uexec_purge_at(c->x, e->at_ms);
   int rc = cas(c, &o, NULL);
+  if (rc == USTORE_NOT_APPLIED && o.exists) {
+    /* written by its finish; or only its marker, if that finish did not
+     * land: the outcome goes over it */
+    ustored_outcome m;
+    int mark = !ustored_outcome_decode(o.cur.p, o.cur.len, &m) &&
+               ustored_outcome_is_mark(&m);
+    ustored_outcome_free(&m);
+    if (mark) {
+      ustore_op w = ustore_op_make(k.p, k.len, USTORE_VERSION, o.cur_version,
+                                   USTORE_PUT, e->oval, e->olen);
+      w.expire_ms = o.expire_ms;
+      rc = cas(c, &w, NULL);
+      ubuf_free(&w.cur);
+    }
+  }
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK; /* written by its finish */
   if (rc == UNICO_OK) {
@@ -1207,8 +1298,38 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
   o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, expect, USTORE_PUT,
           &c->rval);
   ustore_err e = {{0}};
-  int rc = c->x->st->vt->cas(c->x->st, &o, &e);
-  ubuf_free(&o.cur);
+  int rc;
+  if (c->mark_late && !c->marked) {
+    /* The op id's marker with the commit, in parallel: both land before
+     * the answer. (Found another request's: it was used meanwhile, as
+     * the outcome read before the plan did not show; the commit stands.) */
+    ustore_op ops[3];
+    int rcs[3] = {0, 0, 0};
+    ustore_err errs[3];
+    memset(errs, 0, sizeof errs);
+    ops[0] = o;
+    ops[1] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                 &c->mark);
+    ops[2] = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+    ops[1].expire_ms = ops[2].expire_ms = uexec_purge_at(c->x, c->now);
+    int b = ustore_cas_many(c->x->st, ops, 3, rcs, errs);
+    rc = b ? b : rcs[0];
+    e = errs[0];
+    if (!b && rcs[1] == UNICO_OK) {
+      c->marked = 1;
+    } else if (!b && rcs[1] == USTORE_NOT_APPLIED && ops[1].exists) {
+      ustored_outcome m;
+      if (!ustored_outcome_decode(ops[1].cur.p, ops[1].cur.len, &m)) {
+        if (ustored_outcome_is_mark(&m) && same_out(c, &m))
+          c->marked = ops[1].cur_version;
+        ustored_outcome_free(&m);
+      }
+    }
+    for (int i = 0; i < 3; i++) ubuf_free(&ops[i].cur);
+  } else {
+    rc = c->x->st->vt->cas(c->x->st, &o, &e);
+    ubuf_free(&o.cur);
+  }
   /* Fenced (insert) or the record moved (update, delete): start over. */
   why->why = p->kind == UPLAN_INSERT ? UREFUSED_RACE : UREFUSED_RECORD;
   if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
@@ -1250,6 +1371,31 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
               e.msg[0] ? e.msg : unico_strerror(rc));
 }
 
+/* A write with a caller's op id takes it (its marker) before it commits,
+ * so that no other request can use it once this one is answered, however
+ * late the outcome itself lands (issue 32). */
+static int takes_op_id(const cx *c) { return c->p->okey.len != 0; }
+
+/* The outcome of a write that committed with a caller's op id (into ops,
+ * room for 2): over the marker this write holds; else (none: a repeat
+ * finishing what an earlier call committed) where the key is absent,
+ * with its age index. Returns how many. */
+static size_t outcome_ops(cx *c, ustore_op *ops) {
+  const uplan *p = c->p;
+  size_t n = 0;
+  if (c->marked) {
+    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_VERSION, c->marked,
+                   USTORE_PUT, &p->oval);
+  } else {
+    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   &p->oval);
+    ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
+  }
+  for (size_t i = 0; i < n; i++)
+    ops[i].expire_ms = uexec_purge_at(c->x, c->now);
+  return n;
+}
+
 /* step 4 */
 static void finish(cx *c) {
   const uplan *p = c->p;
@@ -1263,13 +1409,7 @@ static void finish(cx *c) {
     ops[n++] = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k], USTORE_PUT,
                    &p->claim_val);
   }
-  if (ops && p->okey.len) {
-    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                   &p->oval);
-    ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
-    ops[n - 2].expire_ms = ops[n - 1].expire_ms =
-        uexec_purge_at(c->x, c->now);
-  }
+  if (ops && p->okey.len) n += outcome_ops(c, ops + n);
   /* Nothing waits for these: whatever does not land is left to the
    * validity rule (and a retry finds its answer in the record's history). */
   if (n) ustore_post_many(c->x->st, ops, n);
@@ -1441,13 +1581,7 @@ static void fast_finish(cx *c) {
   size_t n = 0;
   ops[n++] = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c->intent,
                  USTORE_PUT, &c->rval);
-  if (p->okey.len) {
-    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                   &p->oval);
-    ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
-    ops[n - 2].expire_ms = ops[n - 1].expire_ms =
-        uexec_purge_at(c->x, c->now);
-  }
+  if (p->okey.len) n += outcome_ops(c, ops + n);
   ustore_post_many(c->x->st, ops, n);
   for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
 }
@@ -1460,6 +1594,8 @@ static void fast_finish(cx *c) {
 /* Step 1's batch: the insert's intent (op index `intent_at` in opk) and
  * every claim to take, issued together, with their answers. */
 #define INTENT_AT (SIZE_MAX - 1)
+#define MARK_AT (SIZE_MAX - 2) /* the op id's marker */
+#define MIDX_AT (SIZE_MAX - 3) /* and its age index */
 typedef struct batch {
   size_t n;
   ustore_op *ops;
@@ -1477,7 +1613,7 @@ typedef struct batch {
 enum { STEP_ON = 0, STEP_REFUSED, STEP_APPLIED, STEP_ERROR };
 
 static void batch_free(batch *b, size_t nt) {
-  for (size_t i = 0; b->ops && i <= nt; i++) ubuf_free(&b->ops[i].cur);
+  for (size_t i = 0; b->ops && i < nt + 3; i++) ubuf_free(&b->ops[i].cur);
   free(b->ops);
   free(b->rcs);
   free(b->opk);
@@ -1527,6 +1663,19 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
             ck->ver, USTORE_PUT,
             fast ? &b->fclaim : pending_for(c, k, &c->pending));
   }
+  int rides = p->kind == UPLAN_INSERT;
+  for (size_t k = 0; k < p->take.n && !rides; k++)
+    rides = p->take.v[k].kind == UKEY_CLAIM;
+  if (takes_op_id(c) && !rides) c->mark_late = 1;
+  if (takes_op_id(c) && rides) { /* the op id, taken before the commit */
+    b->opk[b->n] = MARK_AT;
+    b->ops[b->n] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                       &c->mark);
+    b->ops[b->n++].expire_ms = uexec_purge_at(c->x, c->now);
+    b->opk[b->n] = MIDX_AT;
+    b->ops[b->n] = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+    b->ops[b->n++].expire_ms = uexec_purge_at(c->x, c->now);
+  }
   rc = ustore_cas_many(c->x->st, b->ops, b->n, b->rcs, b->errs);
   if (rc) {
     rc = uexec_store_err(res, rc, "writing", NULL);
@@ -1538,6 +1687,18 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
   }
   for (size_t i = 0; i < b->n; i++) {
     size_t k = b->opk[i];
+    if (k == MIDX_AT) {
+      b->rcs[i] = UNICO_OK; /* (an index: written again by the outcome's
+                                own write if need be; a sweep finds none) */
+      continue;
+    }
+    if (k == MARK_AT) {
+      /* (one that did not apply is resolved by the classic path; on the
+       * parallel commit's, an intent whose claims all landed is complete
+       * whatever the marker, and its second round trip reads the op id) */
+      if (b->rcs[i] == UNICO_OK) c->marked = 1;
+      continue;
+    }
     c->missed |= k != INTENT_AT && b->rcs[i] != UNICO_OK &&
                  b->rcs[i] != UNICO_EUNKNOWN;
     if (b->rcs[i] != UNICO_OK) continue;
@@ -1594,14 +1755,242 @@ static int fall_back(cx *c, batch *b, uexec_refused *why, unico_result *res) {
   return step;
 }
 
+/* The op id belongs to another request: an intent this insert left at
+ * its record key (this call's or an earlier one's: a parallel commit's
+ * whose claims all landed is complete, whatever the op id) must never
+ * commit now. Aborted here at the version read. 1 when it had committed
+ * already (flipped by someone: this request did happen), -1 when it is
+ * still there (aborting it failed: the outcome is unknown), else 0. */
+static int abort_own_intent(cx *c) {
+  const uplan *p = c->p;
+  int done = 0;
+  for (int round = 0; round < 4; round++) {
+    ubuf v = UBUF_INIT, nv = UBUF_INIT;
+    uint64_t ver = 0;
+    ustored_record r;
+    int g = p->kind == UPLAN_INSERT
+                ? get(c, p->rkey.p, p->rkey.len, &v, &ver, NULL)
+                : UNICO_ENOTFOUND;
+    if (g || ustored_record_decode(v.p, v.len, &r)) {
+      if (g && g != UNICO_ENOTFOUND) done = -1; /* (not known) */
+      ubuf_free(&v);
+      break;
+    }
+    int mine = r.op_id && !strcmp(r.op_id, c->me.op_id), again = 0;
+    if (mine && r.state == UREC_PENDING) {
+      /* (a classic intent's history lacks itself: its body says whose it
+       * is; another request's under this op id is that request's to
+       * commit) */
+      ustored_record pr;
+      if (!ustored_record_decode(p->rval.p, p->rval.len, &pr)) {
+        mine = pr.body && r.body && !strcmp(pr.body, r.body);
+        ustored_record_free(&pr);
+      } else {
+        mine = 0;
+      }
+    } else if (mine && r.state == UREC_INTENT) {
+      mine = same_request_wrote(c, &v);
+    }
+    if (mine && (r.state == UREC_INTENT || r.state == UREC_PENDING)) {
+      long h = ustored_hist_find(&r.hist, r.op_id); /* (it did not happen) */
+      if (h >= 0) ustored_hist_remove(&r.hist, (size_t)h);
+      ustored_tombstone_encode(&nv, r.op_id, c->now,
+                               r.version ? r.version - 1 : 0, &r.hist);
+      ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, ver,
+                        USTORE_PUT, &nv);
+      int arc = cas(c, &o, NULL);
+      ubuf_free(&o.cur);
+      if (arc != UNICO_OK && arc != USTORE_NOT_APPLIED) done = -1;
+      if (arc == UNICO_OK && c->intent == ver) {
+        c->intent = 0; /* (this call's own: its claims can be freed) */
+        c->unsettled = 0;
+        c->fast = 0;
+      }
+      again = arc == USTORE_NOT_APPLIED; /* (settled meanwhile: look) */
+    } else if (mine && r.state == UREC_LIVE && same_request_wrote(c, &v)) {
+      done = 1;
+    }
+    ustored_record_free(&r);
+    ubuf_free(&nv);
+    ubuf_free(&v);
+    if (!again) break;
+  }
+  return done;
+}
+
+/* The op id's marker did not apply (or may not have): ours from an
+ * earlier call of this request (a retry: go on), or the outcome of
+ * another request under the op id, or this one's finished (refused as
+ * UREFUSED_OUTCOME: the write path's next round answers from it). */
+static int resolve_mark(cx *c, ustore_op *op, int r, uexec_refused *why,
+                        int *rc, unico_result *res) {
+  ubuf cur = UBUF_INIT;
+  uint64_t cv = op->cur_version;
+  int step = STEP_ON, present = 1;
+  if (r == USTORE_NOT_APPLIED && op->exists) {
+    ubuf_put(&cur, op->cur.p, op->cur.len);
+  } else if (r == USTORE_NOT_APPLIED || r == UNICO_EUNKNOWN) {
+    int g = get(c, op->key, op->klen, &cur, &cv, res);
+    if (g == UNICO_ENOTFOUND) present = 0; /* (gone, or never written) */
+    else if (g) *rc = g, step = STEP_ERROR;
+  } else {
+    *rc = uexec_store_err(res, r, "writing", NULL);
+    step = STEP_ERROR;
+  }
+  for (int round = 0; step == STEP_ON && !c->marked; round++) {
+    ustore_op o;
+    if (round == MAX_ROUNDS) {
+      why->why = UREFUSED_RACE;
+      step = STEP_REFUSED;
+      break;
+    }
+    if (!present) { /* free: take it */
+      o = kop(op->key, op->klen, USTORE_ABSENT, 0, USTORE_PUT, &c->mark);
+      o.expire_ms = uexec_purge_at(c->x, c->now);
+      int w = cas(c, &o, res);
+      if (w == UNICO_OK) c->marked = 1;
+      else if (w == USTORE_NOT_APPLIED) {
+        present = o.exists;
+        cv = o.cur_version;
+        ubuf_reset(&cur);
+        ubuf_put(&cur, o.cur.p, o.cur.len);
+      } else {
+        *rc = w;
+        step = STEP_ERROR;
+      }
+      ubuf_free(&o.cur);
+      continue;
+    }
+    ustored_outcome m;
+    if (ustored_outcome_decode(cur.p, cur.len, &m)) {
+      *rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored outcome is corrupt");
+      step = STEP_ERROR;
+      break;
+    }
+    int same = same_out(c, &m);
+    int mark = ustored_outcome_is_mark(&m);
+    if (mark && same) { /* ours, from an earlier call of this request */
+      c->marked = cv;
+      ustored_outcome_free(&m);
+      break;
+    }
+    /* Another request's marker is judged like a claim (uexec_mark_judge) */
+    int next = UEXEC_MARK_IN_FORCE;
+    if (mark) {
+      int g = uexec_mark_judge(c->x, c->me.op_id, &m, &next, res);
+      c->now = uexec_now(c->x);
+      if (g) *rc = g, step = STEP_ERROR;
+    }
+    ustored_outcome_free(&m);
+    if (step != STEP_ON) break;
+    if (next == UEXEC_MARK_IN_FORCE) {
+      int ab = same ? 0 : abort_own_intent(c); /* (reused: nothing of ours
+                                                  may commit) */
+      if (ab == 1) {
+        c->applied = 1; /* (too late: it had) */
+        step = STEP_APPLIED;
+      } else if (ab < 0 || c->unsettled) { /* (an intent of ours left) */
+        *rc = uerr(res, UNICO_EUNKNOWN, NULL, "%s", "this insert's op id "
+                   "was used for another request, and aborting its intent "
+                   "failed; whether it applied is unknown: retry with the "
+                   "same op id");
+        step = STEP_ERROR;
+      } else {
+        /* (this request's own outcome: the next round answers from it;
+         * another's outcome or marker: reused) */
+        why->why = same ? UREFUSED_OUTCOME : UREFUSED_OP_ID;
+        step = STEP_REFUSED;
+      }
+      break;
+    }
+    if (next == UEXEC_MARK_IN_FLIGHT && wait_in_flight(c)) {
+      why->why = UREFUSED_BUSY;
+      why->claim = SIZE_MAX;
+      step = STEP_REFUSED;
+      break;
+    }
+    if (next == UEXEC_MARK_FENCED) { /* take it over at the version read */
+      o = kop(op->key, op->klen, USTORE_VERSION, cv, USTORE_PUT, &c->mark);
+      o.expire_ms = uexec_purge_at(c->x, c->now);
+      int w = cas(c, &o, res);
+      ubuf_free(&o.cur);
+      if (w == UNICO_OK) {
+        c->marked = cv + 1;
+        break;
+      }
+      if (w != USTORE_NOT_APPLIED) {
+        *rc = w;
+        step = STEP_ERROR;
+        break;
+      }
+    }
+    /* look again */
+    int g = get(c, op->key, op->klen, &cur, &cv, res);
+    if (g == UNICO_ENOTFOUND) present = 0;
+    else if (g) *rc = g, step = STEP_ERROR;
+    else present = 1;
+  }
+  ubuf_free(&cur);
+  return step;
+}
+
+int uexec_mark_judge(uexec *x, const char *op_id, const ustored_outcome *m,
+                     int *verdict, unico_result *res) {
+  ubuf rkey = UBUF_INIT, rv = UBUF_INIT;
+  uint64_t rver = 0;
+  int inflight = 0, rc = UNICO_OK;
+  *verdict = UEXEC_MARK_IN_FORCE;
+  if (!ustored_outcome_is_mark(m) || ustored_outcome_mark_key(m, &rkey)) {
+    ubuf_free(&rkey);
+    return UNICO_OK; /* an outcome kept: used */
+  }
+  rc = uexec_read_record(x, rkey.p, rkey.len, &rv, &rver, NULL,
+                         UEXEC_SETTLE_STALE, &inflight, res);
+  int present = rc == UNICO_OK;
+  if (rc == UNICO_ENOTFOUND) rc = UNICO_OK, rver = 0, ubuf_reset(&rv);
+  ustored_record r;
+  int committed = 0;
+  if (!rc && present && !ustored_record_decode(rv.p, rv.len, &r)) {
+    long e = ustored_hist_find(&r.hist, op_id);
+    ustored_outcome ho;
+    if (e >= 0 && r.state != UREC_INTENT &&
+        !ustored_outcome_decode(r.hist.v[e].oval, r.hist.v[e].olen, &ho)) {
+      committed = ho.fingerprint == m->fingerprint;
+      ustored_outcome_free(&ho);
+    }
+    ustored_record_free(&r);
+  }
+  int64_t now = uexec_now(x);
+  if (!rc && !committed) {
+    if (inflight || m->created_ms > now - (int64_t)x->grace_ms) {
+      *verdict = UEXEC_MARK_IN_FLIGHT;
+    } else {
+      rc = fence_x(x, op_id, now, &rkey, present, rver, &rv, res);
+      *verdict = rc == USTORE_NOT_APPLIED ? UEXEC_MARK_MOVED
+                                          : UEXEC_MARK_FENCED;
+      if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK;
+    }
+  }
+  ubuf_free(&rkey);
+  ubuf_free(&rv);
+  return rc;
+}
+
 /* Step 1, resolved: every op of the batch that did not apply, one by one
  * (unknown answers: look again). *rc gets an error. */
 static int resolve_batch(cx *c, batch *b, uexec_refused *why, int *rc,
                          unico_result *res) {
+  /* The op id first, as the atomic executor does (a parallel commit's
+   * intent of this call is aborted there if the op id is another's). */
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->opk[i] != MARK_AT || b->rcs[i] == UNICO_OK) continue;
+    int step = resolve_mark(c, &b->ops[i], b->rcs[i], why, rc, res);
+    if (step != STEP_ON) return step;
+  }
   for (size_t i = 0; i < b->n; i++) {
     size_t k = b->opk[i];
     int r = b->rcs[i];
-    if (r == UNICO_OK) continue;
+    if (r == UNICO_OK || k == MARK_AT) continue;
     if (r != USTORE_NOT_APPLIED && r != UNICO_EUNKNOWN) {
       *rc = uexec_store_err(res, r, "writing", &b->errs[i]);
       return STEP_ERROR;
@@ -1707,46 +2096,48 @@ static int schema_unmoved(cx *c, ubuf *cur, uexec_refused *why, int *rc,
 static int fast_commit(cx *c, uexec_refused *why, int *undo_it,
                        unico_result *res) {
   const uplan *p = c->p;
-  ustore_op rd[2];
-  int rrc[2] = {UNICO_OK, UNICO_OK}, rc = UNICO_OK;
-  size_t nr = 0;
+  ustore_op rd[1];
+  int rrc[1] = {UNICO_OK}, rc = UNICO_OK, reused = 0;
   *undo_it = 0;
-  rd[nr++] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
-  if (p->okey.len)
-    rd[nr++] = kop(p->okey.p, p->okey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
-  int g = ustore_get_many(c->x->st, rd, nr, rrc, NULL);
+  if (takes_op_id(c) && !c->marked) {
+    /* The op id's marker did not land with the batch: written now (one
+     * more round trip, on this rare road only), so that an answered
+     * insert has always taken its op id; or found another request's
+     * (reused: our intent is aborted), or this one's from a call whose
+     * answer was lost. */
+    ustore_op m = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                      &c->mark);
+    m.expire_ms = uexec_purge_at(c->x, c->now);
+    int mr = cas(c, &m, res);
+    if (mr == UNICO_OK) {
+      c->marked = 1;
+    } else {
+      c->unsettled = 1; /* (our intent landed: nothing undone unless it is
+                           aborted first) */
+      int step = resolve_mark(c, &m, mr, why, &rc, res);
+      if (step == STEP_REFUSED && !c->unsettled) *undo_it = 1;
+      if (step == STEP_REFUSED) reused = 1;
+      else if (step == STEP_ERROR)
+        rc = rc == UNICO_EUNKNOWN ? rc
+                                  : unknown_outcome(res, "taking this "
+                                                    "insert's op id");
+      c->unsettled = step == STEP_APPLIED ? 0 : c->unsettled;
+    }
+    ubuf_free(&m.cur);
+    if (reused) return USTORE_NOT_APPLIED;
+    if (rc) return rc;
+  }
+  rd[0] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  int g = ustore_get_many(c->x->st, rd, 1, rrc, NULL);
   uint64_t sv = rd[0].cur_version;
-  for (size_t i = 0; !g && i < nr; i++)
-    if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) g = rrc[i];
+  if (!g && rrc[0] != UNICO_OK && rrc[0] != UNICO_ENOTFOUND) g = rrc[0];
   if (rrc[0] == UNICO_ENOTFOUND) sv = 0;
-  int reused = nr == 2 && rrc[1] == UNICO_OK;
-  for (size_t i = 0; i < nr; i++) ubuf_free(&rd[i].cur);
+  ubuf_free(&rd[0].cur);
   if (g)
     return uerr(res, UNICO_EUNKNOWN, NULL,
                 "reading the schema after this insert's intent was written: "
                 "%s; whether it applied is unknown: retry with the same op id",
                 unico_strerror(g));
-  if (reused) {
-    /* Abort our intent (a cas at its version); if someone flipped it
-     * first, the insert has happened (a race with the other request). */
-    ubuf tomb = UBUF_INIT;
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor, &c->base);
-    ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c->intent,
-                      USTORE_PUT, &tomb);
-    int r = cas(c, &o, res);
-    ubuf_free(&o.cur);
-    ubuf_free(&tomb);
-    if (r == UNICO_OK) {
-      c->intent = 0; /* aborted: its claims can be freed */
-      why->why = UREFUSED_OUTCOME;
-      *undo_it = 1;
-      return USTORE_NOT_APPLIED;
-    }
-    if (r != USTORE_NOT_APPLIED)
-      return uerr(res, UNICO_EUNKNOWN, NULL, "%s", "aborting an insert "
-                  "whose op id was used before failed; whether it applied "
-                  "is unknown");
-  }
   if (sv != p->schema_ver) {
     rc = settle_own(c, why, res);
     if (rc == USTORE_NOT_APPLIED) {
@@ -1835,10 +2226,11 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   c.p = p;
   c.now = uexec_now(x);
   c.pver = p->version;
-  b.ops = calloc(nt + 1, sizeof *b.ops);
-  b.rcs = calloc(nt + 1, sizeof *b.rcs);
-  b.opk = calloc(nt + 1, sizeof *b.opk);
-  b.errs = calloc(nt + 1, sizeof *b.errs);
+  b.ops = calloc(nt + 3, sizeof *b.ops); /* (the intent, the marker and
+                                             its index) */
+  b.rcs = calloc(nt + 3, sizeof *b.rcs);
+  b.opk = calloc(nt + 3, sizeof *b.opk);
+  b.errs = calloc(nt + 3, sizeof *b.errs);
   c.held = calloc(nt + 1, sizeof *c.held);
   c.prev = calloc(nt + 1, sizeof *c.prev);
   c.carry = calloc(nt + 1, sizeof *c.carry);
@@ -1855,13 +2247,25 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   }
   ustored_claim_encode(&c.pending, UCLAIM_PENDING, c.me.owner, c.me.owner_len,
                        c.me.op_id, c.now);
+  if (p->okey.len) {
+    if (ustored_outcome_decode(p->oval.p, p->oval.len, &c.out)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned outcome is corrupt");
+      goto leave;
+    }
+    ustored_outcome_mark(&c.mark, &c.out, p->rkey.p, p->rkey.len);
+    if (!ubuf_ok(&c.mark)) {
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      goto leave;
+    }
+  }
   rc = read_holds(&c, res);
   if (rc) goto leave;
   int fast = wants_fast(&c);
   rc = issue(&c, &b, fast, res);
   if (rc) goto leave;
   int all = 1;
-  for (size_t i = 0; i < b.n; i++) all = all && b.rcs[i] == UNICO_OK;
+  for (size_t i = 0; i < b.n; i++)
+    all = all && (b.rcs[i] == UNICO_OK || b.opk[i] == MARK_AT);
   if (fast && all)
     rc = fast_commit(&c, why, &undo_it, res);
   else
@@ -1885,6 +2289,8 @@ leave:
   free(c.leave_ops);
   ubuf_free(&c.rval);
   ubuf_free(&c.pending);
+  ubuf_free(&c.mark);
+  ustored_outcome_free(&c.out);
   ustored_claim_free(&c.me);
   ustored_hist_free(&c.base);
   return rc;
@@ -1930,7 +2336,8 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
       rc = fence(&c, &rkey, present, rver, &rv, res);
   }
   ubuf hold = UBUF_INIT;
-  if (rc == UEXEC_CLAIM_FREE && carried_hold(cl, NULL, c.now, &hold))
+  if (rc == UEXEC_CLAIM_FREE && !hold_used(&rv, present, cl->op_id) &&
+      carried_hold(cl, NULL, c.now, &hold))
     rc = put_hold_back(x, key, klen, ver, &hold, res);
   ubuf_free(&hold);
   ubuf_free(&rkey);

@@ -66,6 +66,22 @@ void uexec_close(uexec *x) {
   free(x);
 }
 
+int uexec_close_checked(uexec *x, unico_result *res) {
+  if (!x) return UNICO_OK;
+  ustore_err e = {{0}};
+  int rc = ustore_close_checked(x->st, &e);
+  free(x);
+  if (rc) return uerr(res, rc, NULL, "%s", e.msg[0] ? e.msg : unico_strerror(rc));
+  return UNICO_OK;
+}
+
+int uexec_health(uexec *x, const char **reason, unico_result *res) {
+  ustore_err e = {{0}};
+  int rc = ustore_health(x->st, reason, &e);
+  if (rc) return uerr(res, rc, NULL, "%s", e.msg[0] ? e.msg : unico_strerror(rc));
+  return UNICO_OK;
+}
+
 int uexec_read(uexec *x, const ubuf *key, ubuf *val, uint64_t *version,
                unico_result *res) {
   ustore_err e = {{0}};

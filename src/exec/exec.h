@@ -27,6 +27,12 @@ typedef struct uexec uexec;
 int uexec_open(uexec **out, const char *url, uint64_t retention_ms,
                unico_result *res);
 void uexec_close(uexec *x); /* accepts NULL */
+/* uexec_close(), saying whether the store was left whole (ustore.h's
+ * close_checked): UNICO_OK, or the error with res saying what was left. */
+int uexec_close_checked(uexec *x, unico_result *res);
+/* Whether the store takes writes now (ustore.h's health): UNICO_OK, or
+ * the error writes get now, *reason its stable word and res the message. */
+int uexec_health(uexec *x, const char **reason, unico_result *res);
 
 /* Why a write was not applied. */
 enum uexec_refusal {
@@ -42,9 +48,12 @@ enum uexec_refusal {
   UREFUSED_REPEAT,      /* (claims protocol) an insert whose op id already
                            committed to the record key (its history says;
                            the answer is there) */
-  UREFUSED_GONE         /* the hold a claim takes over (see claim) is gone
+  UREFUSED_GONE,        /* the hold a claim takes over (see claim) is gone
                            since (released, or expired and swept): plan
                            again, taking the value as free */
+  UREFUSED_OP_ID        /* (claims protocol) the caller's op id is held
+                           by another request's write (its marker, in
+                           force) */
 };
 
 typedef struct uexec_refused {
@@ -196,6 +205,24 @@ int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
                       uint64_t *ver, const uint64_t *fp_now, int mode,
                       int *inflight, unico_result *res);
 
+/* Claims protocol: another request's marker m found under op id op_id
+ * (codec/stored.h, ustored_outcome_mark), judged like a claim by the
+ * record it names. *verdict: UEXEC_MARK_IN_FORCE (its write committed, or
+ * m is a kept outcome: the op id is used), UEXEC_MARK_IN_FLIGHT (its write
+ * may still commit: younger than the grace period, or its intent is),
+ * UEXEC_MARK_FENCED (its write died or was refused and left it: that
+ * write is fenced now, and the op id may be taken over at the version m
+ * was read at), UEXEC_MARK_MOVED (the record moved meanwhile: read m
+ * again). UNICO_OK or an error. */
+enum {
+  UEXEC_MARK_IN_FORCE = 0,
+  UEXEC_MARK_IN_FLIGHT,
+  UEXEC_MARK_FENCED,
+  UEXEC_MARK_MOVED
+};
+int uexec_mark_judge(uexec *x, const char *op_id, const ustored_outcome *m,
+                     int *verdict, unico_result *res);
+
 /* ------------------------------------------------------------------ */
 /* The schema key (exec/schema.c) */
 
@@ -314,14 +341,21 @@ int uexec_bulk_put(uexec_bulk *b, const uint8_t *k, size_t kl, uint64_t ver,
 int uexec_bulk_clear(uexec_bulk *b, const uint8_t *k, size_t kl,
                      const uint8_t *v, size_t vl, unico_result *res);
 /* Key by key (UEXEC_T_KEY_BY_KEY), for the record at k (value v, store
- * version ver) found under the marker: queue the writes that fence the
- * write that may be in flight on it (a pending record becomes a
- * tombstone, a live one moves its version), and note an insert intent
- * for uexec_bulk_settle. intents_only: only note intents. Otherwise
- * nothing. */
+ * version ver) found under the marker, by what:
+ *   UEXEC_FENCE_WRITES: queue the writes that fence the write that may be
+ *     in flight on it (a pending record becomes a tombstone, a live one
+ *     moves its version) and note an insert intent for
+ *     uexec_bulk_settle; a bare row of a native table (store version 0)
+ *     is left as it is (UEXEC_FENCE_BARE, once the change is known good);
+ *   UEXEC_FENCE_INTENTS: only note intents;
+ *   UEXEC_FENCE_BARE: only a bare row: written back unchanged on the
+ *     condition that it is still bare (it gets its bookkeeping, version
+ *     1), so an update of it planned before the marker cannot apply.
+ * Otherwise nothing. */
+enum { UEXEC_FENCE_WRITES = 0, UEXEC_FENCE_INTENTS = 1, UEXEC_FENCE_BARE = 2 };
 int uexec_bulk_fence(uexec_bulk *b, const uint8_t *k, size_t kl,
-                     const uint8_t *v, size_t vl, uint64_t ver,
-                     int intents_only, unico_result *res);
+                     const uint8_t *v, size_t vl, uint64_t ver, int what,
+                     unico_result *res);
 /* Settle the intents noted, judged by the table fingerprint old_fp (the
  * definition being replaced): LIVE when complete, else ABORTED, without
  * waiting. UNICO_EBUSY when one cannot be settled. */
@@ -359,6 +393,16 @@ enum uexec_fix_kind {
                            transaction (each at its .ver, 0: absent); key
                            by key, as an update of the row taking them
                            (exec/repair.c), under the schema at sver */
+  UEXEC_FIX_COUNT,      /* atomic: a limit group's counter that is not its
+                           live records': val (the count) written at ver
+                           (0: absent), or the key removed when val is
+                           empty (none live) */
+  UEXEC_FIX_UNLIST,     /* a live record listing claims its values do not
+                           need (n of them): val (the record without them)
+                           written at ver; atomic, in the same transaction,
+                           those of them that name the record removed (take,
+                           each at its .ver); key by key they are orphans
+                           then, freed as any */
   UEXEC_FIX_KINDS
 };
 
@@ -374,6 +418,7 @@ typedef struct uexec_fix {
   ubuf tval;     /* UEXEC_FIX_STAMP: the claim written under each */
   uint64_t sver; /* UEXEC_FIX_STAMP, key by key: the schema key's store
                     version the fix was found under */
+  uint64_t n;    /* UEXEC_FIX_UNLIST: the entries the list loses */
 } uexec_fix;
 
 /* Make fix f: UNICO_OK, UEXEC_NOT_APPLIED when what it was found under

@@ -325,6 +325,38 @@ int uexec_claims_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
   o = uexec_op(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
   o.expire_ms = uexec_purge_at(x, h->now_ms);
   rc = uexec_cas(x, &o, res);
+  for (int round = 0; rc == USTORE_NOT_APPLIED && o.exists && round < 8;
+       round++) {
+    /* Another write's marker (codec/stored.h) left by a write that died
+     * or was refused is no use of the op id: fenced, then ours. */
+    ustored_outcome m;
+    int verdict = UEXEC_MARK_IN_FORCE;
+    if (ustored_outcome_decode(o.cur.p, o.cur.len, &m)) break;
+    int mark = ustored_outcome_is_mark(&m);
+    if (mark && uexec_mark_judge(x, h->caller_op, &m, &verdict, res))
+      verdict = UEXEC_MARK_IN_FLIGHT;
+    ustored_outcome_free(&m);
+    if (!mark || verdict == UEXEC_MARK_IN_FORCE) break;
+    if (verdict == UEXEC_MARK_IN_FLIGHT) {
+      give_back(x, h->ckey, at, h->op_id);
+      out->why = UEXEC_HOLD_IN_FLIGHT;
+      ubuf_free(&o.cur);
+      goto leave;
+    }
+    uint64_t mv = o.cur_version;
+    ubuf_free(&o.cur);
+    o = uexec_op(h->okey, verdict == UEXEC_MARK_FENCED ? USTORE_VERSION
+                                                       : USTORE_ABSENT,
+                 verdict == UEXEC_MARK_FENCED ? mv : 0, USTORE_PUT, h->oval);
+    o.expire_ms = uexec_purge_at(x, h->now_ms);
+    rc = uexec_cas(x, &o, res);
+    if (rc == USTORE_NOT_APPLIED && !o.exists) { /* (gone: absent again) */
+      ubuf_free(&o.cur);
+      o = uexec_op(h->okey, USTORE_ABSENT, 0, USTORE_PUT, h->oval);
+      o.expire_ms = uexec_purge_at(x, h->now_ms);
+      rc = uexec_cas(x, &o, res);
+    }
+  }
   ubuf_free(&o.cur);
   if (rc == USTORE_NOT_APPLIED) {
     /* A repeat answered first: its answer is ours (it took our claim

@@ -28,10 +28,50 @@ static int atomic_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
   return rc;
 }
 
+/* Atomic: a record's list without its stale entries, written at the
+ * record's version, and the stale claims that name it removed at theirs,
+ * in one transaction. */
+static int atomic_unlist(uexec *x, const uexec_fix *f, unico_result *res) {
+  ustore_op *ops = calloc(f->take.n + 2, sizeof *ops);
+  ubuf sk = UBUF_INIT;
+  size_t n = 0;
+  if (!ops) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  /* under the schema it was judged by */
+  ukey_schema(&sk);
+  ops[n++] = uexec_op(&sk, USTORE_VERSION, f->sver, USTORE_CHECK, NULL);
+  ops[n++] = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_PUT, &f->val);
+  for (size_t i = 0; i < f->take.n; i++) {
+    const uclaim *c = &f->take.v[i];
+    ubuf k = {c->key, c->klen, c->klen, 0};
+    ops[n++] = uexec_op(&k, USTORE_VERSION, c->ver, USTORE_DEL, NULL);
+  }
+  int rc = uexec_txn(x, ops, n, res);
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  free(ops);
+  ubuf_free(&sk);
+  return rc;
+}
+
 int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res) {
   ustore_op ops[3];
   size_t n = 0;
   if (f->kind == UEXEC_FIX_STAMP) return atomic_stamp(x, f, res);
+  if (f->kind == UEXEC_FIX_UNLIST) return atomic_unlist(x, f, res);
+  if (f->kind == UEXEC_FIX_COUNT) {
+    /* the counter as counted, at the version read (every write that moves
+     * a record in or out of the group moves it too), under the schema the
+     * records were judged by */
+    ubuf sk = UBUF_INIT;
+    ukey_schema(&sk);
+    ops[n++] = uexec_op(&sk, USTORE_VERSION, f->sver, USTORE_CHECK, NULL);
+    ops[n++] = uexec_op(&f->key, f->ver ? USTORE_VERSION : USTORE_ABSENT, f->ver,
+                        f->val.len ? USTORE_PUT : USTORE_DEL,
+                        f->val.len ? &f->val : NULL);
+    int rc = uexec_txn(x, ops, n, res);
+    for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+    ubuf_free(&sk);
+    return rc;
+  }
   if (f->kind == UEXEC_FIX_RESTORE)
     ops[n++] = uexec_op(&f->key, USTORE_ABSENT, 0, USTORE_PUT, &f->val);
   else
@@ -161,6 +201,8 @@ int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res) {
     break;
   case UEXEC_FIX_TOMB:   /* an old tombstone: its version alone (val) */
   case UEXEC_FIX_INTENT: /* a stale pending record: ABORTED (val) */
+  case UEXEC_FIX_UNLIST: /* a record without its stale claims (val): those
+                          * that name it are orphans then */
     o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_PUT, &f->val);
     break;
   case UEXEC_FIX_SETTLE: { /* flipped LIVE if complete, else ABORTED */

@@ -164,6 +164,13 @@ int urec_put_view(ubuf *out, const ucolumn *c, unorm norm, const urec_view *v,
       if (!ts) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       int bad = uclock_parse_rfc3339(ts, &ms);
       free(heap);
+      if (bad == -2)
+        return uerr(res, UNICO_EINVAL, c->name,
+                    "column \"%s\" is timestamp: \"%.*s\" is a leap second "
+                    "(second 60), which is not accepted: milliseconds since "
+                    "1970 count no leap seconds (use :59.999 or the next "
+                    "second)",
+                    c->name, SHOW(v));
       if (bad)
         return uerr(res, UNICO_EINVAL, c->name,
                     "column \"%s\" is timestamp: \"%.*s\" is not an RFC 3339 "

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unico.h" /* UNICO_CONSTRAINT_NAME_MAX */
+
 /* Limits against hostile input (docs/ddl.md, "Limits"). */
 #define UMAX_TABLES 1000
 #define UMAX_COLUMNS 1000
@@ -16,6 +18,13 @@
 #define UMAX_IDENT 48
 #define ULIMIT_MIN 1
 #define ULIMIT_MAX 1000000000
+
+/* The longest name the DDL makes, a LIMIT's default name over the most
+ * columns, every name the longest (default_name(): TABLE_COL..._limit), is
+ * the one the public API holds whole in unico_result.constraint. */
+_Static_assert(UMAX_IDENT + UMAX_KEY_COLS * (1 + UMAX_IDENT) + sizeof "_limit" - 1 ==
+                   UNICO_CONSTRAINT_NAME_MAX,
+               "UNICO_CONSTRAINT_NAME_MAX (unico.h) is the DDL's longest name");
 
 /* Column-name hash of one table: a power of two above 2 * UMAX_COLUMNS. */
 #define UCOLHASH_SIZE 2048

@@ -69,9 +69,10 @@
 #define SEND_RETRIES 3 /* requests that certainly did not leave */
 #define CHUNK 256      /* requests in flight at once per caller */
 
-/* (ST_INST: ST_INS with a time to live, for keys written once that leave
- * by themselves: ops with expire_ms) */
-enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, ST_INST, NST };
+/* (ST_INST: ST_INS with a time to live, for keys that leave by
+ * themselves: ops with expire_ms; ST_UPDT: ST_UPD with one, for an
+ * outcome written over its operation's marker) */
+enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, ST_INST, ST_UPDT, NST };
 #define CASS_MAX_TTL 630720000 /* Cassandra's limit: 20 years, in seconds */
 
 typedef struct stmt {
@@ -224,7 +225,7 @@ typedef struct req {
   ucql_call call;
   int st;
   ucql_value vals[4];
-  uint8_t nums[2][8];
+  uint8_t nums[3][8];
   /* a record of a native table: a QUERY of nt's statement with nb */
   const ucass_ntab *nt;
   ucass_binds nb;
@@ -599,7 +600,8 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
 static int simple_stmt(const ustore_op *op) {
   if (op->action == USTORE_PUT && op->expect == USTORE_ABSENT)
     return op->expire_ms > 0 ? ST_INST : ST_INS;
-  if (op->action == USTORE_PUT && op->expect == USTORE_VERSION) return ST_UPD;
+  if (op->action == USTORE_PUT && op->expect == USTORE_VERSION)
+    return op->expire_ms > 0 ? ST_UPDT : ST_UPD;
   if (op->action == USTORE_DEL && op->expect == USTORE_VERSION) return ST_DELV;
   if (op->action == USTORE_DEL &&
       (op->expect == USTORE_ANY || op->expect == USTORE_PRESENT))
@@ -614,6 +616,7 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
                                [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
   if (st == ST_INST) st = ST_INS; /* (records never expire) */
+  if (st == ST_UPDT) st = ST_UPD;
   int nst = NST_OF[st];
   if (op->expect_version == 0 && st == ST_UPD) nst = UCASS_UPD0;
   if (op->expect_version == 0 && st == ST_DELV) nst = UCASS_DEL0;
@@ -682,6 +685,16 @@ static void build_write(cass *s, req *r, const ustore_op *op, int st) {
     uint32_t t = (uint32_t)ttl_of(op->expire_ms);
     for (int i = 3; i >= 0; i--, t >>= 8) r->nums[0][i] = (uint8_t)t;
     req_val(r, r->nums[0], 4);
+    break;
+  }
+  case ST_UPDT: { /* (USING TTL ? comes first) */
+    uint32_t t = (uint32_t)ttl_of(op->expire_ms);
+    for (int i = 3; i >= 0; i--, t >>= 8) r->nums[2][i] = (uint8_t)t;
+    req_val(r, r->nums[2], 4);
+    req_val(r, op->val, op->vlen);
+    req_num(r, 0, op->expect_version + 1);
+    req_val(r, op->key, op->klen);
+    req_num(r, 1, op->expect_version);
     break;
   }
   case ST_UPD:
@@ -1359,7 +1372,7 @@ static const ustore_vtab CASS_VTAB = {
     USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
     cass_get, cass_cas, cass_txn, cass_scan, cass_close, CASS_MAX_KEY, 0,
     NULL, NULL, cass_cas_many, cass_post_many, cass_get_many, NULL,
-    cass_tables};
+    cass_tables, NULL, NULL};
 
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
                           ustore_err *e) {
@@ -1762,6 +1775,9 @@ static int cass_open(ustore **out, const char *loc, const ustore_opts *opts,
            "USING TTL ?", q);
   snprintf(s->st[ST_UPD].cql, sizeof s->st[0].cql,
            "UPDATE %s SET v = ?, ver = ? WHERE k = ? IF ver = ?", q);
+  snprintf(s->st[ST_UPDT].cql, sizeof s->st[0].cql,
+           "UPDATE %s USING TTL ? SET v = ?, ver = ? WHERE k = ? IF ver = ?",
+           q);
   snprintf(s->st[ST_DELV].cql, sizeof s->st[0].cql,
            "DELETE FROM %s WHERE k = ? IF ver = ?", q);
   snprintf(s->st[ST_DELX].cql, sizeof s->st[0].cql,

@@ -99,6 +99,11 @@ struct usim {
 typedef struct sim_handle {
   ustore base;
   usim *s;
+  /* late_posts: the writes posted and not landed yet (keys and values
+   * copied), applied once the handle's next call has been */
+  pthread_mutex_t lmu;
+  ustore_op *late;
+  size_t nlate;
 } sim_handle;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -505,16 +510,43 @@ static int read_point(usim *s, ustore_err *e) {
 
 static usim *sim_of(ustore *st) { return ((sim_handle *)st)->s; }
 
+static void late_free(ustore_op *ops, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free((void *)ops[i].key);
+    free((void *)ops[i].val);
+    ubuf_free(&ops[i].cur);
+  }
+  free(ops);
+}
+
+/* The posts that were waiting land now (after the call that overtook
+ * them), their results dropped. */
+static void land_late(ustore *st) {
+  sim_handle *h = (sim_handle *)st;
+  pthread_mutex_lock(&h->lmu);
+  ustore_op *ops = h->late;
+  size_t n = h->nlate;
+  h->late = NULL;
+  h->nlate = 0;
+  pthread_mutex_unlock(&h->lmu);
+  for (size_t i = 0; i < n; i++) do_cas(h->s, &ops[i], NULL);
+  late_free(ops, n);
+}
+
 static int sv_get(ustore *st, const void *key, size_t klen, ubuf *val,
                   uint64_t *version, ustore_err *e) {
   usim *s = sim_of(st);
   if (!valid_key(klen)) return UNICO_ENOTFOUND; /* cannot be stored */
   int rc = read_point(s, e);
-  return rc ? rc : map_get(s, key, klen, val, version);
+  if (!rc) rc = map_get(s, key, klen, val, version);
+  land_late(st);
+  return rc;
 }
 
 static int sv_cas(ustore *st, ustore_op *op, ustore_err *e) {
-  return do_cas(sim_of(st), op, e);
+  int rc = do_cas(sim_of(st), op, e);
+  land_late(st);
+  return rc;
 }
 
 static int sv_txn(ustore *st, ustore_op *ops, size_t n, ustore_err *e) {
@@ -528,7 +560,9 @@ static int sv_scan(ustore *st, const void *prefix, size_t plen,
                    void *ctx, ustore_err *e) {
   usim *s = sim_of(st);
   int rc = read_point(s, e);
-  return rc ? rc : map_scan(s, prefix, plen, after, alen, cb, ctx);
+  if (!rc) rc = map_scan(s, prefix, plen, after, alen, cb, ctx);
+  land_late(st);
+  return rc;
 }
 
 static int sv_cas_many(ustore *st, ustore_op *ops, size_t n, int *rcs,
@@ -568,7 +602,38 @@ static int sv_cas_many(ustore *st, ustore_op *ops, size_t n, int *rcs,
     rcs[i] = do_cas(s, &ops[i], errs ? &errs[i] : NULL);
   }
   free(order);
+  land_late(st);
   return UNICO_OK;
+}
+
+/* Posts: at once, or with late_posts after the handle's next call. */
+static void sv_post_many(ustore *st, ustore_op *ops, size_t n) {
+  sim_handle *h = (sim_handle *)st;
+  usim *s = h->s;
+  pthread_mutex_lock(&s->mu);
+  int late = s->f.late_posts;
+  pthread_mutex_unlock(&s->mu);
+  ustore_op *q = NULL;
+  if (late && n) {
+    pthread_mutex_lock(&h->lmu);
+    q = realloc(h->late, (h->nlate + n) * sizeof *q);
+    if (q) {
+      h->late = q;
+      for (size_t i = 0; i < n; i++) {
+        ustore_op *o = &q[h->nlate + i];
+        *o = ops[i];
+        o->cur = (ubuf)UBUF_INIT;
+        o->key = dup(ops[i].key, ops[i].klen);
+        o->val = ops[i].val ? dup(ops[i].val, ops[i].vlen) : NULL;
+      }
+      h->nlate += n;
+    }
+    pthread_mutex_unlock(&h->lmu);
+    if (q) return;
+  }
+  int *rcs = calloc(n ? n : 1, sizeof *rcs);
+  if (rcs) sv_cas_many(st, ops, n, rcs, NULL);
+  free(rcs);
 }
 
 static int64_t sv_now(ustore *st) { return usim_now(sim_of(st)); }
@@ -590,6 +655,8 @@ static void sv_sleep(ustore *st, int64_t ms) {
 static void sv_close(ustore *st) {
   if (!st) return;
   sim_handle *h = (sim_handle *)st;
+  land_late(st); /* (a closed connection's posts land, or are lost) */
+  pthread_mutex_destroy(&h->lmu);
   pthread_mutex_lock(&registry_lock);
   h->s->handles--;
   pthread_mutex_unlock(&registry_lock);
@@ -600,7 +667,7 @@ static void sv_close(ustore *st) {
 static const ustore_vtab sim_vtab = {
     USTORE_VTAB_VERSION, "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
     sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
-    NULL, NULL, NULL, NULL};
+    sv_post_many, NULL, NULL, NULL, NULL, NULL};
 
 int ustore_sim_caps(const struct ustore_opts *opts, unsigned *caps,
                     ustore_err *e) {
@@ -630,6 +697,9 @@ int ustore_sim_open(ustore **out, const char *name,
   }
   h->base.vt = &sim_vtab;
   h->s = s;
+  pthread_mutex_init(&h->lmu, NULL);
+  h->late = NULL;
+  h->nlate = 0;
   *out = &h->base;
   return UNICO_OK;
 }

@@ -55,6 +55,11 @@ typedef struct usim_faults {
   int reorder;         /* cas_many in a random order, interleaved */
   int64_t step_ms;     /* the clock moves 0..step_ms per scheduled call
                           (0: 1) */
+  int late_posts;      /* writes posted without waiting (post_many) land
+                          only after the handle's next call has, as a
+                          pipelined write may on a real store: a caller
+                          answered before them, and its next request
+                          overtakes them (issue 32) */
 } usim_faults;
 
 typedef struct usim_stats {

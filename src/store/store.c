@@ -2,6 +2,7 @@
  * and the defaults of the interface's optional calls. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,14 @@ void ustore_seterr(ustore_err *e, const char *fmt, ...) {
   va_end(ap);
 }
 
+static _Atomic int64_t clock_shift; /* ustore_clock_shift() */
+
 int64_t ustore_now(ustore *s) {
   if (s && s->vt->version >= 3 && s->vt->now_ms) return s->vt->now_ms(s);
-  return unow_ms();
+  return unow_ms() + clock_shift;
 }
+
+void ustore_clock_shift(int64_t ms) { clock_shift += ms; }
 
 void ustore_sleep(ustore *s, int64_t ms) {
   if (ms <= 0) return;
@@ -110,6 +115,20 @@ void ustore_defer_note(uint64_t seq) {
 int ustore_watch_durable(ustore *s, ustore_watch *w) {
   if (w->seq == 0 || s->vt->version < 5 || !s->vt->watch_durable) return 0;
   return s->vt->watch_durable(s, w);
+}
+
+int ustore_health(ustore *s, const char **reason, ustore_err *e) {
+  *reason = NULL;
+  if (!s || s->vt->version < 7 || !s->vt->health) return UNICO_OK;
+  return s->vt->health(s, reason, e);
+}
+
+int ustore_close_checked(ustore *s, ustore_err *e) {
+  if (!s) return UNICO_OK;
+  if (s->vt->version >= 7 && s->vt->close_checked)
+    return s->vt->close_checked(s, e);
+  s->vt->close(s);
+  return UNICO_OK;
 }
 
 int ustore_key_cmp(const void *a, size_t al, const void *b, size_t bl) {
@@ -218,6 +237,16 @@ static void co_close(ustore *s) {
   free(s);
 }
 
+static int co_health(ustore *s, const char **reason, ustore_err *e) {
+  return ustore_health(((cas_only *)s)->in, reason, e);
+}
+
+static int co_close_checked(ustore *s, ustore_err *e) {
+  int rc = ustore_close_checked(((cas_only *)s)->in, e);
+  free(s);
+  return rc;
+}
+
 int ustore_cas_only(ustore **s, ustore_err *e) {
   cas_only *c = calloc(1, sizeof *c);
   if (!c) {
@@ -245,6 +274,8 @@ int ustore_cas_only(ustore **s, ustore_err *e) {
   c->vt.get_many = NULL;
   c->vt.watch_durable = co_watch;
   c->vt.tables = co_tables;
+  c->vt.health = co_health;
+  c->vt.close_checked = co_close_checked;
   c->base.vt = &c->vt;
   *s = &c->base;
   return UNICO_OK;

@@ -98,7 +98,7 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
  * rows of the table named in its catalog (tables() below); every other key
  * stays in the store's own table. */
 #define USTORE_CAP_ROWS 0x10u
-#define USTORE_VTAB_VERSION 6
+#define USTORE_VTAB_VERSION 7
 
 /* A plain description of one DDL table, for stores that keep records in
  * native tables: no schema module, only names, types and the key. Column
@@ -191,7 +191,29 @@ typedef struct ustore_vtab {
    * [NULL: UNICO_OK, nothing to do] */
   int (*tables)(ustore *s, const ustore_tabledef *defs, size_t n, int mode,
                 ustore_err *e);
+  /* version 7, optional. Whether the store takes writes now: UNICO_OK, or
+   * the error writes get now (UNICO_EUNAVAILABLE, UNICO_EFULL...) with
+   * *reason a stable word (USTORE_HEALTH_*) and the message in e; reads
+   * may still be answered. A few system calls at most: a health check
+   * may call it every time. [NULL: UNICO_OK] */
+  int (*health)(ustore *s, const char **reason, ustore_err *e);
+  /* version 7, optional. close(), saying whether everything written was
+   * left where the next open finds it: UNICO_OK, or an error with e saying
+   * what was left undone (LMDB's log mode: the final checkpoint could not
+   * be made; nothing acknowledged is lost, the log is replayed at the
+   * next open). [NULL: close(), then UNICO_OK] */
+  int (*close_checked)(ustore *s, ustore_err *e);
 } ustore_vtab;
+
+/* The reasons health() gives. */
+#define USTORE_HEALTH_REMOVED "store_removed" /* its files were removed */
+#define USTORE_HEALTH_DISK_FULL "disk_full"   /* no space left on its disk */
+#define USTORE_HEALTH_LOG "log_failed"        /* writing its log failed */
+#define USTORE_HEALTH_CKPT "checkpoint_failed"
+
+/* health() and close_checked() with their defaults. */
+int ustore_health(ustore *s, const char **reason, ustore_err *e);
+int ustore_close_checked(ustore *s, ustore_err *e);
 
 /* Deferred durability. A store that makes writes durable with a sync of
  * their own (LMDB in log mode) may, for the calling thread between
@@ -220,6 +242,11 @@ int ustore_watch_durable(ustore *s, ustore_watch *w);
 /* The version-3 and -4 calls with their defaults (a backend of an older version
  * or with a NULL entry gets the default). */
 int64_t ustore_now(ustore *s);
+/* For tests: move the clock of every store without one of its own (the
+ * wall clock, in this process) forward by ms, as time passing would
+ * (tests/test_diff.c expires holds this way on LMDB and Cassandra while
+ * it moves the simulated store's clock by as much). */
+void ustore_clock_shift(int64_t ms);
 void ustore_sleep(ustore *s, int64_t ms);
 int ustore_cas_many(ustore *s, ustore_op *ops, size_t n, int *rcs,
                     ustore_err *errs);

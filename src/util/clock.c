@@ -72,7 +72,10 @@ int uclock_parse_rfc3339(const char *s, int64_t *ms) {
     return -1;
   int leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
   if (M == 2 && D == 29 && !leap) return -1;
-  if (sec == 60) sec = 59; /* a leap second is the instant before the next */
+  /* A leap second (RFC 3339 allows second 60) has no instant of its own in
+   * milliseconds since the epoch, which count no leap seconds: it would be
+   * one value with :59 or with the next second, on any date. Refused. */
+  if (sec == 60) return -2;
   int64_t days = days_from_civil(Y, (unsigned)M, (unsigned)D);
   *ms = ((days * 86400 + h * 3600 + m * 60 + sec) - (int64_t)off * 60) * 1000 +
         frac;

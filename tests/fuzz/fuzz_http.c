@@ -126,8 +126,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
  * sends itself: 100 Continue, 400, 413, 414, 431, 501, 505). Never 500,
  * 503 or 507: the store is local, open, and nearly empty. */
 static void check_answers(const char *out, size_t n) {
-  static const int ok[] = {100, 200, 201, 400, 401, 404, 405, 409, 412, 413, 414,
-                           422, 431, 501, 505};
+  static const int ok[] = {100, 200, 201, 204, 400, 401, 403, 404, 405, 409, 412,
+                           413, 414, 415, 421, 422, 431, 501, 505};
   for (const char *p = out; (p = memmem(p, n - (size_t)(p - out), "HTTP/1.", 7));
        p += 7) {
     if (p != out && p[-1] != '\n') continue; /* inside a body */

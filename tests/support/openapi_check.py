@@ -22,8 +22,10 @@ document describes:
 Two answers are for what the document cannot list, as its description
 says: a path it has no entry for must be 404 `not_found`, and a method a
 path does not list must be 405 `method_not_allowed` with `Allow` naming
-exactly the methods the document lists there; both can also be the
-answers every operation can get before routing (400, 401, 413, 431).
+exactly the methods the document lists there (but OPTIONS, whose
+operations, marked x-unico-preflight, answer only CORS preflights); both
+can also be the answers every operation can get before routing (400, 401,
+403, 413, 421, 431, 501).
 
 curl_trace(FILE) reads the exchanges of a `curl --trace FILE` run, for
 tests/doc_check.py, which checks those of the documentation's sessions.
@@ -53,8 +55,9 @@ except ImportError:  # a missing tool fails the test (tests/CMakeLists.txt)
 METHODS = ("get", "head", "post", "put", "patch", "delete", "options", "trace")
 # answers any request can get before it is routed (docs/openapi.json's
 # description): the head checks, the token, the body limit, libmicrohttpd's
-# own limit on the head
-BEFORE_ROUTING = ("400", "401", "413", "414", "431", "505")
+# own limit on the head, the Host (421) and Origin (403) rules, a transfer
+# coding other than chunked (501)
+BEFORE_ROUTING = ("400", "401", "403", "413", "414", "421", "431", "501", "505")
 
 
 class OpenAPIMismatch(AssertionError):
@@ -143,7 +146,9 @@ class Spec:
             return self.check_response(what, method, self.resolve(self.some_response(st)), headers, body,
                                        error="not_found" if st == "404" else None)
         item = self.doc["paths"][key]
-        listed = [m.upper() for m in METHODS if m in item]
+        # OPTIONS answers only CORS preflights (x-unico-preflight): Allow
+        # leaves it out
+        listed = [m.upper() for m in METHODS if m in item and not item[m].get("x-unico-preflight")]
         if method.lower() not in item:
             if st not in ("405",) + BEFORE_ROUTING:
                 raise OpenAPIMismatch("%s: %s is not an operation of %s in docs/openapi.json: only 405 may "
@@ -160,6 +165,11 @@ class Spec:
         if st not in responses:
             raise OpenAPIMismatch("%s: status %s is not documented for %s %s (docs/openapi.json has %s)"
                                   % (what, st, method, key, ", ".join(sorted(responses))))
+        if st == "405":
+            allow = headers.get("allow")
+            if allow is None or sorted(m.strip() for m in allow.split(",")) != sorted(listed):
+                raise OpenAPIMismatch("%s: Allow is %r; docs/openapi.json lists %s for %s"
+                                      % (what, allow, ", ".join(listed), key))
         self.check_response(what, method, self.resolve(responses[st]), headers, body)
 
     def some_response(self, st):
@@ -259,10 +269,12 @@ def curl_trace(path):
                     finish()
                     cur = {"sent": bytearray(), "head": bytearray(), "body": bytearray()}
                 continue
-            if not re.match(r"^[0-9a-f]{4}: ", line) or cur is None or sec is None:
+            # (the offset has 4 hex digits, more past 64 KiB)
+            off = re.match(r"^[0-9a-f]{4,}: ", line)
+            if not off or cur is None or sec is None:
                 continue
             n = min(16, want)
-            data = bytes(int(t, 16) for t in line[6:].split()[:n])
+            data = bytes(int(t, 16) for t in line[off.end():].split()[:n])
             if sec == "Recv header" and line.startswith("0000: ") and data.startswith(b"HTTP/"):
                 # a status line: the answer after an interim one (100
                 # Continue, whose blank line curl does not trace)

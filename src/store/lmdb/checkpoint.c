@@ -53,9 +53,10 @@ static int lm_measure(lmdb_store *s, size_t *used, size_t *branch,
 /* Write a table into LMDB in one synced transaction that also records the
  * number of the log file it came from. */
 static int checkpoint_table(lmdb_store *s, umt *t, uint64_t no,
-                            ustore_err *e) {
+                            ustore_err *e, int *raw) {
   umt_entry **v = NULL;
   size_t n = 0;
+  *raw = 0;
   if (umt_collect(t, "", 0, &v, &n)) return UNICO_ENOMEM;
   int rc = UNICO_OK;
   for (int tries = 0;; tries++) {
@@ -100,6 +101,7 @@ static int checkpoint_table(lmdb_store *s, umt *t, uint64_t no,
         continue;
       }
     }
+    *raw = mrc;
     rc = lm_map_rc(s, mrc, "checkpointing", e);
     break;
   }
@@ -141,7 +143,22 @@ static void *ckpt_main(void *arg) {
     if (!s->ckpt_busy) break;
     pthread_mutex_unlock(&s->q_lock);
     ustore_err e = {{0}};
-    int rc = checkpoint_table(s, s->frozen, s->old_no, &e);
+    int raw;
+    int rc = checkpoint_table(s, s->frozen, s->old_no, &e, &raw);
+    if (rc != UNICO_OK && lm_space_err(raw)) {
+      /* The disk is full: writes are refused meanwhile (health says so);
+       * try again every second, until there is room or the store closes
+       * (lm_log_stop() then tries once more). */
+      lm_nospace_set(s, NOSPACE_CKPT, "checkpointing the log into", raw);
+      pthread_mutex_lock(&s->q_lock);
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_sec += 1;
+      if (!s->ckpt_stop) pthread_cond_timedwait(&s->ckpt_cv, &s->q_lock, &ts);
+      if (s->ckpt_stop) break;
+      continue;
+    }
+    lm_nospace_clear(s, NOSPACE_CKPT);
     size_t used = 0, branch = 0;
     if (rc == UNICO_OK) { /* best effort: a map too full for it is no error */
       ustore_err se = {{0}};
@@ -149,7 +166,7 @@ static void *ckpt_main(void *arg) {
     }
     if (rc == UNICO_OK) rc = lm_measure(s, &used, &branch, &e);
     if (rc == UNICO_OK) {
-      char path[4200];
+      char path[64];
       pthread_rwlock_wrlock(&s->mt_lock);
       umt_free(s->frozen);
       free(s->frozen);
@@ -166,8 +183,8 @@ static void *ckpt_main(void *arg) {
       close(s->old_fd);
       s->old_fd = -1;
       pthread_mutex_unlock(&s->q_lock);
-      lm_wal_path(s, s->old_no, path, sizeof path);
-      unlink(path);
+      lm_wal_name(s->old_no, path, sizeof path);
+      unlinkat(s->dir_fd, path, 0); /* the directory opened, not a new one */
     } else {
       lm_fail_ckpt(s, rc, e.msg); /* the frozen table stays readable */
     }
@@ -188,9 +205,11 @@ static int list_logs(lmdb_store *s, uint64_t **out, size_t *n, ustore_err *e) {
   struct dirent *de;
   int rc = UNICO_OK;
   *n = 0;
-  DIR *d = opendir(s->path);
+  int fd = openat(s->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (!d) {
     seterr(e, "cannot list %s: %s", s->path, strerror(errno));
+    if (fd >= 0) close(fd);
     return UNICO_EUNAVAILABLE;
   }
   while ((de = readdir(d))) {
@@ -228,10 +247,12 @@ static int list_logs(lmdb_store *s, uint64_t **out, size_t *n, ustore_err *e) {
 
 /* Read the records of log file f into t until its end (zeros) or a torn
  * or damaged record. Later records of a key replace earlier ones, so the
- * table ends with the state the file leads to; versions are absolute. */
-static int read_log(FILE *f, umt *t) {
+ * table ends with the state the file leads to; versions are absolute.
+ * *good receives the offset after the last whole record. */
+static int read_log(FILE *f, umt *t, long *good) {
   ubuf rec = UBUF_INIT;
   int rc = UNICO_OK;
+  *good = 0;
   for (;;) {
     uint8_t hdr[8];
     if (fread(hdr, 1, 8, f) != 8) break;
@@ -259,6 +280,7 @@ static int read_log(FILE *f, umt *t) {
       p += kl + vl;
     }
     if (rc) break;
+    *good = ftell(f);
   }
   ubuf_free(&rec);
   return rc;
@@ -266,21 +288,38 @@ static int read_log(FILE *f, umt *t) {
 
 /* Replay log file number no into LMDB (one checkpoint). */
 static int replay_log(lmdb_store *s, uint64_t no, ustore_err *e) {
-  char path[4200];
+  char path[4200], name[64];
   umt t;
+  int raw = 0;
+  long end = 0;
   lm_wal_path(s, no, path, sizeof path);
-  FILE *f = fopen(path, "rb");
+  lm_wal_name(no, name, sizeof name);
+  int fd = openat(s->dir_fd, name, O_RDWR | O_CLOEXEC), rw = fd >= 0;
+  if (!rw) fd = openat(s->dir_fd, name, O_RDONLY | O_CLOEXEC); /* no cut */
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
     seterr(e, "cannot read the log file %s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
     return UNICO_EUNAVAILABLE;
   }
   if (umt_init(&t, s->psize)) {
     fclose(f);
     return UNICO_ENOMEM;
   }
-  int rc = read_log(f, &t);
+  int rc = read_log(f, &t, &end);
+  /* The zeros written ahead (and a torn record, never acknowledged) go
+   * first: on a full disk they are the room the checkpoint needs. */
+  struct stat st;
+  if (rc == UNICO_OK && rw && fstat(fd, &st) == 0 && st.st_size > end)
+    (void)!ftruncate(fd, end);
   fclose(f);
-  if (rc == UNICO_OK) rc = checkpoint_table(s, &t, no, e);
+  /* (a log with no record needs no checkpoint: it is deleted after) */
+  if (rc == UNICO_OK && t.n) rc = checkpoint_table(s, &t, no, e, &raw);
+  if (rc != UNICO_OK && lm_space_err(raw))
+    seterr(e, "replaying the log of %.100s needs room on its disk, which is "
+              "full (%s): free some space there and open the store again; "
+              "nothing is lost (%.60s keeps %ld bytes of writes until then)",
+           s->path, strerror(raw), name, end);
   if (rc == UNICO_EFULL) { /* a log an older version let grow too large */
     char url[4400], max[32];
     size_t need = 0;
@@ -316,9 +355,9 @@ int lm_log_recover(lmdb_store *s, ustore_err *e) {
   for (size_t i = 0; i < n && rc == UNICO_OK; i++)
     if (nos[i] > ckpt) rc = replay_log(s, nos[i], e);
   for (size_t i = 0; i < n && rc == UNICO_OK; i++) {
-    char path[4200];
-    lm_wal_path(s, nos[i], path, sizeof path);
-    unlink(path);
+    char name[64];
+    lm_wal_name(nos[i], name, sizeof name);
+    unlinkat(s->dir_fd, name, 0);
   }
   free(nos);
   s->wal_no = (newest > ckpt ? newest : ckpt) + 1;
@@ -327,7 +366,7 @@ int lm_log_recover(lmdb_store *s, ustore_err *e) {
 
 /* Start log mode: the tables, the first log file, the checkpointer. */
 int lm_log_start(lmdb_store *s, ustore_err *e) {
-  char path[4200];
+  char path[4200], name[64];
   if (pthread_rwlock_init(&s->mt_lock, NULL)) return UNICO_ENOMEM;
   s->mt_init = 1;
   /* (enough full blocks for one table: it is checkpointed at about
@@ -343,9 +382,10 @@ int lm_log_start(lmdb_store *s, ustore_err *e) {
   }
   int rc = lm_measure(s, &s->lm_used, &s->lm_branch, e);
   if (rc) return rc;
-  lm_wal_path(s, s->wal_no, path, sizeof path);
-  s->wal_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  lm_wal_name(s->wal_no, name, sizeof name);
+  s->wal_fd = openat(s->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
   if (s->wal_fd < 0) {
+    lm_wal_path(s, s->wal_no, path, sizeof path);
     seterr(e, "cannot create the log file %s: %s", path, strerror(errno));
     return UNICO_EUNAVAILABLE;
   }
@@ -356,8 +396,10 @@ int lm_log_start(lmdb_store *s, ustore_err *e) {
 }
 
 /* Stop log mode: end the checkpointer, write both tables into LMDB, and
- * delete the log files. What cannot be checkpointed stays in the log. */
-void lm_log_stop(lmdb_store *s) {
+ * delete the log files. What cannot be checkpointed stays in the log (the
+ * next open replays it): UNICO_OK when everything was, else the error with
+ * e saying what was left. */
+int lm_log_stop(lmdb_store *s, ustore_err *e) {
   if (s->ckpt_started) {
     pthread_mutex_lock(&s->q_lock);
     s->ckpt_stop = 1;
@@ -366,26 +408,41 @@ void lm_log_stop(lmdb_store *s) {
     pthread_join(s->ckpt_thread, NULL);
     pthread_cond_destroy(&s->ckpt_cv);
   }
-  ustore_err e = {{0}};
-  char path[4200];
+  ustore_err ce = {{0}};
+  char name[64];
+  int rc = UNICO_OK, raw = 0;
+  /* Records whose append found the disk full: once more (their requests
+   * were answered unknown; the checkpoint below may save them anyway). */
+  if (s->nospace_buf.len && s->wal_fd >= 0) {
+    s->nospace_try_ms = 0; /* now */
+    lm_log_space_retry(s);
+  }
   /* In order: a checkpoint records its file's number, and replay skips the
    * files up to it, so the active table may go only after the frozen one. */
-  int ok = !atomic_load(&s->failed);
-  if (s->frozen && ok) {
-    ok = checkpoint_table(s, s->frozen, s->old_no, &e) == UNICO_OK;
-    if (ok) {
-      lm_wal_path(s, s->old_no, path, sizeof path);
-      unlink(path);
+  if (atomic_load(&s->failed)) {
+    rc = s->failed_rc;
+    seterr(&ce, "%s", s->failed_msg);
+  }
+  if (s->frozen && rc == UNICO_OK) {
+    rc = checkpoint_table(s, s->frozen, s->old_no, &ce, &raw);
+    if (rc == UNICO_OK) {
+      lm_wal_name(s->old_no, name, sizeof name);
+      unlinkat(s->dir_fd, name, 0);
     }
   }
   if (s->old_fd >= 0) close(s->old_fd);
-  if (ok && s->active && s->wal_fd >= 0 &&
-      (s->active->n == 0 ||
-       checkpoint_table(s, s->active, s->wal_no, &e) == UNICO_OK)) {
-    lm_wal_path(s, s->wal_no, path, sizeof path);
-    unlink(path);
+  if (rc == UNICO_OK && s->active && s->wal_fd >= 0 && s->active->n)
+    rc = checkpoint_table(s, s->active, s->wal_no, &ce, &raw);
+  if (rc == UNICO_OK && s->active && s->wal_fd >= 0) {
+    lm_wal_name(s->wal_no, name, sizeof name);
+    unlinkat(s->dir_fd, name, 0);
   }
   if (s->wal_fd >= 0) close(s->wal_fd);
+  if (rc != UNICO_OK) {
+    seterr(e, "the final checkpoint of %.100s was not made (%.180s); the "
+              "log keeps the writes and the next open replays it",
+           s->path, ce.msg);
+  }
   for (umt **t = &s->active; t <= &s->frozen; t++) {
     if (*t) umt_free(*t);
     free(*t);
@@ -396,5 +453,7 @@ void lm_log_stop(lmdb_store *s) {
   if (s->spare_init) umt_spare_free(&s->spare);
   s->spare_init = 0;
   ubuf_free(&s->wal_buf);
+  ubuf_free(&s->nospace_buf);
   if (s->mt_init) pthread_rwlock_destroy(&s->mt_lock);
+  return rc;
 }

@@ -73,6 +73,7 @@ static int batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
     int mrc;
     retry_of[i] = RETRY_NO;
     r->applied = 0;
+    if (lm_refuse(s, r)) continue;
     if (stop) {
       retry_of[i] = RETRY_AGAIN; /* not tried: its turn comes next batch */
       continue;
@@ -100,7 +101,11 @@ static int batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
     return 0;
   }
   int mrc = lm_commit(s, txn);
-  if (mrc == 0) return 1;
+  if (mrc == 0) {
+    lm_nospace_clear(s, NOSPACE_PLAIN);
+    return 1;
+  }
+  if (lm_space_err(mrc)) lm_nospace_set(s, NOSPACE_PLAIN, "committing to", mrc);
   /* Nothing reached the store if the commit failed for want of space or
    * memory: everyone tries again. Any other failure (EIO, ENOSPC...) may
    * have written part of it: the applied requests' outcome is unknown;
@@ -247,12 +252,12 @@ static lm_req *take_batch(lmdb_store *s, size_t *n) {
  * the log, not the table (replay time and disk stay bounded). Returns 1
  * when it froze the table (and so synced the log). */
 static int maybe_rotate(lmdb_store *s) {
-  if (!s->wal || atomic_load(&s->failed) ||
+  if (!s->wal || lm_log_stuck(s) ||
       (s->active->bytes + 100 * s->active->n < s->ckpt_bytes &&
        s->wal_off < 2 * (uint64_t)s->ckpt_bytes))
     return 0;
   pthread_mutex_lock(&s->q_lock);
-  while (s->ckpt_busy && !atomic_load(&s->failed) &&
+  while (s->ckpt_busy && !lm_log_stuck(s) &&
          (s->active->bytes + 100 * s->active->n >= 4 * s->ckpt_bytes ||
           s->wal_off >= 8 * (uint64_t)s->ckpt_bytes))
     pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
@@ -260,7 +265,7 @@ static int maybe_rotate(lmdb_store *s) {
   pthread_mutex_unlock(&s->q_lock);
   if (busy) return 0;
   lm_log_rotate(s);
-  return !atomic_load(&s->failed);
+  return !lm_log_stuck(s);
 }
 
 /* Plain mode, after a batch some of whose requests found the map full:
@@ -374,6 +379,7 @@ static void lead(lmdb_store *s) {
   int retry_of[BATCH_MAX];
   size_t n;
   lm_req *batch = take_batch(s, &n), *r, *nx;
+  lm_files_tick(s); /* at most once a second: still our files? */
   int wrote = s->wal ? lm_log_batch_apply(s, batch, retry_of)
                      : batch_apply(s, batch, retry_of);
   int rotated = maybe_rotate(s);

@@ -107,7 +107,9 @@ typedef struct lmdb_store {
   size_t watches_seen;            /* (q_lock) the most lately waiting at once */
   uint64_t n_gathers;             /* (q_lock) syncs that waited for more */
   int sync_mode;                  /* SYNC_ON, SYNC_DATA or SYNC_OFF */
-  int lock_fd; /* unico.lock: shared (plain mode) or exclusive (log mode) */
+  /* unico.lock and the directory, both locked: shared (plain mode) or
+   * exclusive (log mode); see take_lock() in open.c */
+  int lock_fd, dir_fd;
   /* log mode (wal=on; see "log mode" below) */
   int wal;
   pthread_rwlock_t mt_lock; /* guards the tables (not their immutability) */
@@ -132,6 +134,27 @@ typedef struct lmdb_store {
   atomic_int failed;        /* the log failed: writes are refused */
   char failed_msg[256];
   int failed_rc;            /* what refused writes get */
+  const char *failed_why;   /* its reason for health: "log_failed", ... */
+  /* The disk is full (ENOSPC, EDQUOT): NOSPACE_* bits. Log mode refuses
+   * writes while LOG or CKPT is set and clears them once space returns:
+   * the leader writes the batch whose append failed (nospace_buf) again,
+   * the checkpointer retries its table (health.c, checkpoint.c). PLAIN:
+   * plain mode's last commit failed for want of space. */
+  atomic_int nospace;
+  char nospace_msg[256];    /* (q_lock) */
+  ubuf nospace_buf;         /* (leader) log records not yet appended */
+  uint64_t nospace_try_ms;  /* (leader) the last try to append them */
+  atomic_int nospace_poke;  /* lm_health(): try now, whenever the last was */
+  /* What was opened, to notice it removed or replaced (health.c): the
+   * data file and LMDB's lock file; the directory is dev/ino above. */
+  dev_t data_dev, lmlock_dev;
+  ino_t data_ino, lmlock_ino;
+  char *abs_path; /* path, from the working directory of the open (owned) */
+  uint64_t files_checked_ms; /* (leader) the last check */
+  /* The store's files were removed or replaced while open: writes are
+   * refused for good (set once, under q_lock, gone_msg first). */
+  atomic_int gone;
+  char gone_msg[256];
   uint64_t n_checkpoints;   /* (q_lock) */
   size_t ckpt_bytes;        /* wal_size: freeze the active table past this */
   /* LMDB as the last checkpoint left it (mt_lock): the bytes of its pages
@@ -143,6 +166,7 @@ typedef struct lmdb_store {
 } lmdb_store;
 
 enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
+enum { NOSPACE_LOG = 1, NOSPACE_CKPT = 2, NOSPACE_PLAIN = 4 };
 
 #define BATCH_MAX 512 /* requests per write transaction */
 #define SYNCS_MAX 2   /* syncs in flight at once */
@@ -222,6 +246,8 @@ int lm_make_durable(lmdb_store *s, uint64_t seq, ustore_err *e);
 /* log.c */
 uint64_t lm_get_le(const uint8_t *p, int n);
 void lm_wal_path(const lmdb_store *s, uint64_t no, char *out, size_t n);
+/* The log file's name in the directory (for openat(dir_fd), unlinkat()). */
+void lm_wal_name(uint64_t no, char *out, size_t n);
 /* The log failed at `what` with errno err, or the checkpointer with rc:
  * writes are refused from then on. */
 void lm_fail_log(lmdb_store *s, const char *what, int err);
@@ -230,11 +256,40 @@ size_t lm_ckpt_estimate(const lmdb_store *s, size_t cost, size_t n);
 int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of);
 void lm_log_rotate(lmdb_store *s);
 int lm_log_flush(lmdb_store *s, int *rotated);
+/* The disk was full: append what could not be, at most every 200 ms, and
+ * clear NOSPACE_LOG once done. The leader (or the store's closing). */
+void lm_log_space_retry(lmdb_store *s);
 
 /* checkpoint.c */
 int lm_log_recover(lmdb_store *s, ustore_err *e);
 int lm_log_start(lmdb_store *s, ustore_err *e);
-void lm_log_stop(lmdb_store *s);
+int lm_log_stop(lmdb_store *s, ustore_err *e);
+
+/* health.c */
+/* Whether err (an errno) says the disk is out of space. */
+int lm_space_err(int err);
+uint64_t lm_now_ms(void); /* monotonic */
+/* Note the identity of the files just opened (after env_open). */
+void lm_files_note(lmdb_store *s);
+/* Check, at most once a second, that the store's files are still the ones
+ * opened; sets gone when not. The leader, between batches. */
+void lm_files_tick(lmdb_store *s);
+/* Whether the directory, the data file or LMDB's lock file is no longer
+ * the one opened (the log file aside): 0, or 1 with msg saying which. */
+int lm_files_lost(lmdb_store *s, char *msg, size_t n);
+/* Whether the writes of a batch must be refused now: 1 with r->rc and
+ * r->e set (the store is gone, or log mode is out of space), else 0. */
+int lm_refuse(lmdb_store *s, lm_req *r);
+/* Log mode: the log failed, or the disk is full: no freezing, no waiting
+ * for the checkpointer. */
+static inline int lm_log_stuck(lmdb_store *s) {
+  return atomic_load(&s->failed) ||
+         (atomic_load(&s->nospace) & (NOSPACE_LOG | NOSPACE_CKPT));
+}
+/* Log mode, disk full: set (bits, with its message) or clear NOSPACE_*. */
+void lm_nospace_set(lmdb_store *s, int bit, const char *what, int err);
+void lm_nospace_clear(lmdb_store *s, int bit);
+int lm_health(ustore *base, const char **reason, ustore_err *e);
 
 /* syncer.c */
 int lm_watch(ustore *base, ustore_watch *w);

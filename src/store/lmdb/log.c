@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -57,9 +58,14 @@ void lm_wal_path(const lmdb_store *s, uint64_t no, char *out, size_t n) {
   snprintf(out, n, "%s/log-%016" PRIx64 ".unico", s->path, no);
 }
 
+void lm_wal_name(uint64_t no, char *out, size_t n) {
+  snprintf(out, n, "log-%016" PRIx64 ".unico", no);
+}
+
 void lm_fail_log(lmdb_store *s, const char *what, int err) {
   if (atomic_exchange(&s->failed, 1)) return;
   s->failed_rc = UNICO_EUNAVAILABLE;
+  s->failed_why = USTORE_HEALTH_LOG;
   snprintf(s->failed_msg, sizeof s->failed_msg,
            "%s the log of %.80s failed (%s); writes are refused until the "
            "store is reopened",
@@ -70,6 +76,7 @@ void lm_fail_log(lmdb_store *s, const char *what, int err) {
 void lm_fail_ckpt(lmdb_store *s, int rc, const char *msg) {
   if (atomic_exchange(&s->failed, 1)) return;
   s->failed_rc = rc;
+  s->failed_why = USTORE_HEALTH_CKPT;
   snprintf(s->failed_msg, sizeof s->failed_msg,
            "checkpointing the log failed: %.170s; writes are refused until "
            "the store is reopened",
@@ -214,6 +221,21 @@ static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
 }
 
 #define LOG_EXTEND ((uint64_t)8 << 20) /* zero-fill the log this far ahead */
+#define LOG_EXTEND_MIN ((uint64_t)64 << 10) /* on a small file system */
+
+/* How far ahead to zero-fill: LOG_EXTEND, or on a file system with less
+ * than 8 times that free, an eighth of what is free (at least 64 KiB), so
+ * that a small one (an 8 MiB tmpfs) is not filled by zeros at the first
+ * write. */
+static uint64_t log_extend(const lmdb_store *s) {
+  struct statvfs v;
+  uint64_t ext = LOG_EXTEND;
+  if (fstatvfs(s->wal_fd, &v) == 0) {
+    uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize;
+    if (avail / 8 < ext) ext = avail / 8;
+  }
+  return ext < LOG_EXTEND_MIN ? LOG_EXTEND_MIN : ext;
+}
 
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
   while (n) {
@@ -237,7 +259,7 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
 static int log_write(lmdb_store *s, const uint8_t *p, size_t n) {
   if (s->wal_off + n > s->wal_zeroed) {
     static const uint8_t zeros[65536];
-    uint64_t to = s->wal_off + n + LOG_EXTEND;
+    uint64_t to = s->wal_off + n + log_extend(s);
     for (uint64_t at = s->wal_zeroed; at < to; at += sizeof zeros)
       if (pwrite_all(s->wal_fd, zeros, sizeof zeros, at)) return -1;
     if (s->sync_mode != SYNC_OFF && fsync(s->wal_fd)) return -1;
@@ -248,6 +270,30 @@ static int log_write(lmdb_store *s, const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* The disk was full: append the records whose append failed (their
+ * requests were answered unknown; the table holds them) once there is
+ * room, and take writes again. At most every 200 ms. The leader. */
+void lm_log_space_retry(lmdb_store *s) {
+  uint64_t now = lm_now_ms();
+  if (!(atomic_load(&s->nospace) & NOSPACE_LOG) ||
+      (now - s->nospace_try_ms < 200 && !atomic_exchange(&s->nospace_poke, 0)))
+    return;
+  s->nospace_try_ms = now;
+  ubuf *b = &s->nospace_buf;
+  if (b->len && log_write(s, b->p, b->len)) {
+    int err = errno;
+    if (!lm_space_err(err)) lm_fail_log(s, "appending to", err);
+    return; /* still full */
+  }
+  /* (a failed sync may have dropped the pages: for good) */
+  if (b->len && s->sync_mode != SYNC_OFF && fdatasync(s->wal_fd)) {
+    lm_fail_log(s, "syncing", errno);
+    return;
+  }
+  ubuf_reset(b);
+  lm_nospace_clear(s, NOSPACE_LOG);
+}
+
 /* The log-mode batch: every request against the tables, then one append.
  * Returns 1 when something was appended. */
 int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
@@ -255,14 +301,20 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
   size_t i = 0;
   int applied = 0;
   ubuf_reset(&s->wal_buf);
+  lm_log_space_retry(s);
   for (r = batch; r; r = r->next, i++) {
     retry_of[i] = RETRY_NO;
     r->applied = 0;
+    if (r->n == 0) { /* lm_health()'s, to bring lm_log_space_retry() */
+      r->rc = UNICO_OK;
+      continue;
+    }
     if (atomic_load(&s->failed)) {
       seterr(r->e, "%s", s->failed_msg);
       r->rc = s->failed_rc;
       continue;
     }
+    if (lm_refuse(s, r)) continue;
     MDB_txn *txn;
     pthread_rwlock_wrlock(&s->mt_lock);
     int rc = lm_begin_read(s, &s->lead_rtxn, &txn, r->e);
@@ -286,12 +338,26 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
   if (!applied || !s->wal_buf.len) return 0;
   if (log_write(s, s->wal_buf.p, s->wal_buf.len)) {
     int err = errno;
-    lm_fail_log(s, "appending to", err);
+    const char *msg = s->failed_msg, *when = "once reopened";
+    char m[256];
+    if (lm_space_err(err)) { /* kept, to append once there is room */
+      ubuf_reset(&s->nospace_buf);
+      ubuf_put(&s->nospace_buf, s->wal_buf.p, s->wal_buf.len);
+      if (!ubuf_ok(&s->nospace_buf)) lm_fail_log(s, "appending to", ENOMEM);
+      s->nospace_try_ms = lm_now_ms();
+      lm_nospace_set(s, NOSPACE_LOG, "appending to the log of", err);
+      snprintf(m, sizeof m, "appending to the log of %.100s failed: its disk "
+               "is full (%s)", s->path, strerror(err));
+      msg = m;
+      when = "once there is room";
+    } else {
+      lm_fail_log(s, "appending to", err);
+    }
     for (r = batch; r; r = r->next) {
       if (!r->applied) continue;
       seterr(r->e, "%s; the write may or may not have been applied: retry "
-                   "it with the same operation id once reopened",
-             s->failed_msg);
+                   "it with the same operation id %s",
+             msg, when);
       r->rc = UNICO_EUNKNOWN;
     }
   }
@@ -302,12 +368,13 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
  * it from there. Called by the leader, between batches. */
 void lm_log_rotate(lmdb_store *s) {
   char path[4200];
-  lm_wal_path(s, s->wal_no + 1, path, sizeof path);
+  lm_wal_name(s->wal_no + 1, path, sizeof path);
   if (s->sync_mode != SYNC_OFF && fdatasync(s->wal_fd)) {
     lm_fail_log(s, "syncing", errno);
     return;
   }
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  /* (in the directory opened, even if a path to it now leads elsewhere) */
+  int fd = openat(s->dir_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
   umt *t = malloc(sizeof *t);
   /* (the new table starts at the size this one reached, and takes the
    * blocks the last checkpointed one gave back) */
@@ -315,7 +382,10 @@ void lm_log_rotate(lmdb_store *s) {
     int err = fd < 0 ? errno : ENOMEM;
     if (fd >= 0) close(fd);
     free(t);
-    lm_fail_log(s, "starting a new file for", err);
+    if (lm_space_err(err)) /* nothing lost: tried again once there is room */
+      lm_nospace_set(s, NOSPACE_LOG, "starting a new file for the log of", err);
+    else
+      lm_fail_log(s, "starting a new file for", err);
     return;
   }
   pthread_rwlock_wrlock(&s->mt_lock);
@@ -340,14 +410,14 @@ void lm_log_rotate(lmdb_store *s) {
 int lm_log_flush(lmdb_store *s, int *rotated) {
   pthread_mutex_lock(&s->q_lock);
   int had = s->ckpt_busy || s->active->n; /* the leader alone adds to it */
-  while (s->ckpt_busy && !atomic_load(&s->failed))
+  while (s->ckpt_busy && !lm_log_stuck(s))
     pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
   pthread_mutex_unlock(&s->q_lock);
-  if (s->active->n && !atomic_load(&s->failed)) {
+  if (s->active->n && !lm_log_stuck(s)) {
     lm_log_rotate(s);
-    if (!atomic_load(&s->failed)) *rotated = 1;
+    if (!lm_log_stuck(s)) *rotated = 1;
     pthread_mutex_lock(&s->q_lock);
-    while (s->ckpt_busy && !atomic_load(&s->failed))
+    while (s->ckpt_busy && !lm_log_stuck(s))
       pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
     pthread_mutex_unlock(&s->q_lock);
   }

@@ -21,7 +21,9 @@
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static lmdb_store *registry;
 
-static void lm_free(lmdb_store *s) {
+/* Release s; UNICO_OK, or what lm_log_stop() left undone (e). */
+static int lm_free(lmdb_store *s, ustore_err *e) {
+  int rc = UNICO_OK;
   if (s->syncer_started) { /* it calls back every watch left first */
     pthread_mutex_lock(&s->q_lock);
     s->syncer_stop = 1;
@@ -30,20 +32,28 @@ static void lm_free(lmdb_store *s) {
     pthread_join(s->syncer, NULL);
   }
   if (s->watch_cv_init) pthread_cond_destroy(&s->watch_cv);
-  if (s->wal) lm_log_stop(s);
+  if (s->wal) rc = lm_log_stop(s, e);
+  /* Written into files no longer there (a plain commit, or the final
+   * checkpoint): say so. */
+  if (rc == UNICO_OK && atomic_load(&s->gone) &&
+      lm_files_lost(s, e->msg, sizeof e->msg))
+    rc = UNICO_EUNAVAILABLE;
   if (s->env) mdb_env_close(s->env);
-  if (s->lock_fd >= 0) close(s->lock_fd); /* releases the flock */
+  if (s->lock_fd >= 0) close(s->lock_fd); /* releases the flocks */
+  if (s->dir_fd >= 0) close(s->dir_fd);
   if (s->q_init) {
     pthread_mutex_destroy(&s->q_lock);
   }
   if (s->resize_init) pthread_rwlock_destroy(&s->resize);
   free(s->query);
+  free(s->abs_path);
   free(s);
+  return rc;
 }
 
-static void lm_close(ustore *base) {
+static int lm_close_checked(ustore *base, ustore_err *e) {
   lmdb_store *s = (lmdb_store *)base;
-  if (!s) return;
+  if (!s) return UNICO_OK;
   pthread_mutex_lock(&registry_lock);
   int last = --s->refs <= 0;
   if (last) {
@@ -54,25 +64,62 @@ static void lm_close(ustore *base) {
       }
   }
   pthread_mutex_unlock(&registry_lock);
-  if (last) lm_free(s);
+  return last ? lm_free(s, e) : UNICO_OK;
+}
+
+static void lm_close(ustore *base) {
+  ustore_err e;
+  lm_close_checked(base, &e);
 }
 
 static const ustore_vtab lmdb_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
     lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */, 0,
-    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL};
+    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL, lm_health, lm_close_checked};
 
 /* Log mode: the same calls; writes are answered before their sync when
  * the caller defers (USTORE_CAP_DEFERS). */
 static const ustore_vtab lmdb_log_vtab = {
     USTORE_VTAB_VERSION, "lmdb", USTORE_CAP_TXN | USTORE_CAP_DEFERS, lm_get,
     lm_cas, lm_txn, lm_scan, lm_close, 511, 0,
-    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL};
+    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL, lm_health, lm_close_checked};
+
+/* Both locks of the store in mode `how` (LOCK_EX or LOCK_SH), without
+ * waiting: 0, or -1 with errno (EWOULDBLOCK: another process holds one)
+ * and neither held. unico.lock first, as every version takes it; then the
+ * directory itself, the lock that counts: unico.lock can be unlinked (a
+ * cleaner of old files in /tmp does it) and a new file of that name locked
+ * by a second process, while the directory cannot be replaced without the
+ * data going with it. (A failed conversion drops the lock it had: flock()
+ * converts by releasing first.) */
+static int lock_both(lmdb_store *s, int how) {
+  if (flock(s->lock_fd, how | LOCK_NB) != 0) return -1;
+  if (flock(s->dir_fd, how | LOCK_NB) == 0) return 0;
+  int err = errno;
+  flock(s->lock_fd, LOCK_UN);
+  errno = err;
+  return -1;
+}
+
+/* Try lock_both(how), and with also_shared LOCK_SH when that fails, for up
+ * to ~2 s while others open: 1 when held as asked, 2 when held shared, 0
+ * when another process holds the store, -1 (errno) when locking fails. */
+static int lock_wait(lmdb_store *s, int how, int also_shared) {
+  for (int i = 0; i < 2000; i++) { /* up to ~2 s while others open */
+    if (lock_both(s, how) == 0) return 1;
+    if (errno != EWOULDBLOCK && errno != EINTR) return -1;
+    if (also_shared && lock_both(s, LOCK_SH) == 0) return 2;
+    if (errno != EWOULDBLOCK && errno != EINTR) return -1;
+    usleep(1000);
+  }
+  return 0;
+}
 
 /* The store's lock: any process takes it exclusive first and replays what
  * a log-mode process left behind; log mode keeps it exclusive, plain mode
  * turns it shared. Plain processes share the store; a log-mode process
- * owns it alone (its recent writes live in its memory). */
+ * owns it alone (its recent writes live in its memory). The lock is held
+ * on unico.lock and on the directory (lock_both()). */
 static int take_lock(lmdb_store *s, int wal, ustore_err *e) {
   char path[4200];
   snprintf(path, sizeof path, "%s/unico.lock", s->path);
@@ -81,34 +128,33 @@ static int take_lock(lmdb_store *s, int wal, ustore_err *e) {
     seterr(e, "cannot open %s: %s", path, strerror(errno));
     return UNICO_EUNAVAILABLE;
   }
-  int excl = 0;
-  for (int i = 0; i < 2000; i++) { /* up to ~2 s while others open */
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) == 0) {
-      excl = 1;
-      break;
-    }
-    if (!wal && flock(s->lock_fd, LOCK_SH | LOCK_NB) == 0) break;
-    usleep(1000);
+  s->dir_fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (s->dir_fd < 0) {
+    seterr(e, "cannot open the store directory %s: %s", s->path,
+           strerror(errno));
+    return UNICO_EUNAVAILABLE;
   }
-  if (!excl && wal) {
+  int got = lock_wait(s, LOCK_EX, !wal);
+  if (got == 1) { /* exclusive: replay what a log-mode process left */
+    int rc = lm_log_recover(s, e);
+    if (rc) return rc;
+    if (!wal && (got = lock_wait(s, LOCK_SH, 0)) > 0) got = 2;
+  }
+  if (got < 0) {
+    seterr(e, "cannot lock the store at %s: %s", s->path, strerror(errno));
+    return UNICO_EUNAVAILABLE;
+  }
+  if (got == 0 && wal) {
     seterr(e, "the store at %s is in use by another process; log mode "
               "(wal=on) needs it alone",
            s->path);
     return UNICO_EBUSY;
   }
-  if (!excl && flock(s->lock_fd, LOCK_SH | LOCK_NB) != 0) {
+  if (got == 0) {
     seterr(e, "the store at %s is owned by a process in log mode (wal=on); "
               "reach it through that process (unico serve) or stop it",
            s->path);
     return UNICO_EBUSY;
-  }
-  if (excl) {
-    int rc = lm_log_recover(s, e);
-    if (rc) return rc;
-    if (!wal && flock(s->lock_fd, LOCK_SH) != 0) {
-      seterr(e, "cannot share the lock of %s: %s", s->path, strerror(errno));
-      return UNICO_EUNAVAILABLE;
-    }
   }
   return UNICO_OK;
 }
@@ -253,7 +299,7 @@ static int lm_new(lmdb_store **out, const char *path, const struct stat *st,
   s->dev = st->st_dev;
   s->ino = st->st_ino;
   s->refs = 1;
-  s->lock_fd = s->wal_fd = s->old_fd = -1;
+  s->lock_fd = s->dir_fd = s->wal_fd = s->old_fd = -1;
   s->cfg = *c;
   s->ckpt_bytes = c->wal_size;
   s->sync_mode = c->sync_mode;
@@ -309,6 +355,7 @@ static int env_open(lmdb_store *s, const lm_config *c, ustore_err *e) {
     if (s->max_map_size < s->map_size + lm_reserve_of(s->map_size))
       s->max_map_size = s->map_size + lm_reserve_of(s->map_size);
   }
+  lm_files_note(s); /* what to compare with later (health.c) */
   mdb_reader_check(s->env, &dead); /* free slots of killed processes */
   if ((mrc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn))) goto leave;
   mrc = mdb_dbi_open(txn, NULL, 0, &s->dbi);
@@ -372,7 +419,10 @@ int ustore_lmdb_open(ustore **out, const char *path, const ustore_opts *opts,
   s = NULL;
 leave:
   if (locked) pthread_mutex_unlock(&registry_lock);
-  if (s) lm_free(s);
+  if (s) {
+    ustore_err fe;
+    lm_free(s, &fe); /* (a half-opened store: e keeps why) */
+  }
   if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
   /* txn=off: the same store seen through compare-and-set only, so the
    * claims protocol runs on it (tests and simulations). */
