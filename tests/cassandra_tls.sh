@@ -13,8 +13,9 @@
 #     stderr that host name verification is off, yet still refuses an
 #     untrusted CA; tls_server_name= accepts it without a warning;
 #   - a server demanding a client certificate (TLS 1.3, and 1.2 where the
-#     handshake itself fails) refuses us without one and
-#     accepts tls_cert/tls_key, also with an encrypted key and its
+#     handshake itself fails) refuses us without one, and with one from
+#     another CA (the message says the node refused the certificate of
+#     tls_cert=FILE), and accepts tls_cert/tls_key, also with an encrypted key and its
 #     passphrase (URL or environment), which no output shows; a wrong
 #     passphrase is a bad option (exit 1) that does not show it either;
 #   - failover passes over nodes that fail TLS to one that verifies;
@@ -184,6 +185,14 @@ expect_exit 7 "no client certificate for a server that demands one"
 # reset, whichever comes first; either way the message says what it wants)
 expect_err "localhost:$(port mtls)" "the node asked for a client certificate: give tls_cert= and tls_key="
 no_secret
+# a client certificate from a CA the node does not trust: refused after
+# the handshake (TLS 1.3) with an alert (the stand-in's "unknown ca";
+# Cassandra's netty engine sends "internal error") or a reset, whichever
+# comes first: the message says so and names the option that set it
+run --store "$M&tls_cert=$C/rogue-client.pem&tls_key=$C/rogue-client.key" get users u1
+expect_exit 7 "a client certificate from another CA"
+expect_err "localhost:$(port mtls)" "refused our client certificate, tls_cert=$C/rogue-client.pem"
+grep -qF "the node asked for a client certificate" "$ERR" && bad "a certificate sent is not one lacking" || ok
 run --store "$M&tls_cert=$C/client.pem&tls_key=$C/client.key" schema apply "$D/schema.cql"
 expect_exit 0 "client certificate and key"
 expect_quiet
@@ -211,6 +220,10 @@ M12="cassandras://localhost:$(port mtls12)/tls_ks?$OPTS&$CA"
 run --store "$M12" get users u1
 expect_exit 7 "TLS 1.2: no client certificate"
 expect_err "TLS handshake with localhost:$(port mtls12) failed" "the node asked for a client certificate"
+run --store "$M12&tls_cert=$C/rogue-client.pem&tls_key=$C/rogue-client.key" get users u1
+expect_exit 7 "TLS 1.2: a client certificate from another CA"
+expect_err "TLS handshake with localhost:$(port mtls12) failed" \
+  "the node refused our client certificate, tls_cert=$C/rogue-client.pem"
 run --store "$M12&tls_cert=$C/client.pem&tls_key=$C/client.key" schema apply "$D/schema.cql"
 expect_exit 0 "TLS 1.2 with a client certificate"
 expect_quiet

@@ -52,6 +52,7 @@ typedef struct bld {
   uexec_bulk *bulk;
   uint64_t old_fp; /* the fingerprint of the definition being replaced */
   uint64_t seen, relisted; /* records read, records rewritten (progress) */
+  uint64_t bare; /* bare rows (store version 0) the fence left as they are */
   int64_t last_progress;
 } bld;
 
@@ -282,11 +283,23 @@ static int scan_chunks(bld *b, const ubuf *prefix, uexec_scan_cb cb) {
 }
 
 /* Phase 0, key by key only: fence every write in flight on the table
- * (exec.h's uexec_bulk_fence), then settle the insert intents found. */
+ * (exec.h's uexec_bulk_fence), then settle the insert intents found.
+ * Bare rows are counted and left as they are: fenced in phase 1b. */
 static int fence_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                     size_t vl, uint64_t ver) {
   bld *b = ctx;
-  b->err = uexec_bulk_fence(b->bulk, k, kl, v, vl, ver, 0, b->res);
+  if (ver == 0) b->bare++;
+  b->err = uexec_bulk_fence(b->bulk, k, kl, v, vl, ver, UEXEC_FENCE_WRITES,
+                            b->res);
+  return b->err ? 1 : 0;
+}
+
+/* Phase 1b: the bare rows, once the records passed the check. */
+static int fence_bare_cb(void *ctx, const uint8_t *k, size_t kl,
+                         const uint8_t *v, size_t vl, uint64_t ver) {
+  bld *b = ctx;
+  b->err = uexec_bulk_fence(b->bulk, k, kl, v, vl, ver, UEXEC_FENCE_BARE,
+                            b->res);
   return b->err ? 1 : 0;
 }
 
@@ -356,6 +369,36 @@ static void pairs_free(kpair *pairs, size_t n) {
   free(pairs);
 }
 
+/* Phase 1: what the records need (b->pairs, sorted); the full report and
+ * an error on any violation. */
+static int collect(bld *b, const ubuf *prefix, int verify) {
+  pairs_free(b->pairs, b->np);
+  b->pairs = NULL;
+  b->np = b->cap = 0;
+  b->seen = 0;
+  int rc = scan_chunks(b, prefix, collect_cb);
+  if (rc) return rc;
+  if (b->np) qsort(b->pairs, b->np, sizeof *b->pairs, kpair_cmp);
+  uint64_t ndup = 0, nover = 0;
+  json_t *rep = violations(b, &ndup, &nover);
+  if (ndup || nover) {
+    if (b->res && rep) {
+      free(b->res->json);
+      b->res->json = json_dumps(rep, JSON_COMPACT);
+    }
+    json_decref(rep);
+    return uerr(b->res, verify ? UNICO_ESCHEMA : UNICO_ECORRUPT, NULL,
+                "table %s has records that break the new constraints: %" PRIu64
+                " duplicate value%s and %" PRIu64
+                " overfull limit group%s (the report lists them); the schema "
+                "was not changed",
+                b->t->name, ndup, ndup == 1 ? "" : "s", nover,
+                nover == 1 ? "" : "s");
+  }
+  json_decref(rep);
+  return UNICO_OK;
+}
+
 /* Same name, kind, columns, normalization and limit. */
 static int con_same(const utable *a, const uconstraint *ca, const utable *b,
                     const uconstraint *cb) {
@@ -413,27 +456,35 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     if (rc) goto leave;
   }
   /* 1. What the records need; refuse on any violation. */
-  rc = scan_chunks(&b, &prefix, collect_cb);
+  rc = collect(&b, &prefix, verify);
   if (rc) goto leave;
-  if (b.np) qsort(b.pairs, b.np, sizeof *b.pairs, kpair_cmp);
-  uint64_t ndup = 0, nover = 0;
-  json_t *rep = violations(&b, &ndup, &nover);
-  if (ndup || nover) {
-    if (res && rep) {
-      free(res->json);
-      res->json = json_dumps(rep, JSON_COMPACT);
-    }
-    json_decref(rep);
-    rc = uerr(res, verify ? UNICO_ESCHEMA : UNICO_ECORRUPT, NULL,
-              "table %s has records that break the new constraints: %" PRIu64
-              " duplicate value%s and %" PRIu64
-              " overfull limit group%s (the report lists them); the schema "
-              "was not changed",
-              target->name, ndup, ndup == 1 ? "" : "s", nover,
-              nover == 1 ? "" : "s");
-    goto leave;
+  /* 1b. (key by key) Fence the bare rows, now that the change is known
+   * good, and read the records again. A bare row is a native row no unico
+   * write has written (docs/cassandra.md, "Drift"); fenced in phase 0, it
+   * would get its bookkeeping (unico_v, unico_state, unico_meta) from a
+   * change that the check then refuses, and a refused adoption must leave
+   * the users' rows as they were. Left unfenced until here, it is safe:
+   *  - a table adopted (not in the schema before) has no unico write in
+   *    flight at all: a write of a table the schema lacks is refused
+   *    before it writes, and one planned under an older schema that had it
+   *    fails its schema check, as the schema key moved since;
+   *  - on a table the schema had, a unico write that passed its schema
+   *    check before the marker and has yet to commit on a bare row is an
+   *    update (or delete) of it conditioned on its still being bare
+   *    (unico_v = null), and its commit gives the row a version. The fence
+   *    here is conditioned the same way: it applies, and that commit
+   *    cannot any more, or it does not, and the change stops (busy:
+   *    apply it again). A commit that landed between phase 0 and here made
+   *    the row non-bare and is over; a write after it read it after the
+   *    marker, so its schema check fails.
+   * What phase 1 read of a row may have changed meanwhile, so the
+   * records are read and checked again, now that no unico write can
+   * change them. */
+  if ((uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) && b.bare) {
+    rc = scan_chunks(&b, &prefix, fence_bare_cb);
+    if (!rc) rc = collect(&b, &prefix, verify);
+    if (rc) goto leave;
   }
-  json_decref(rep);
   /* 2. Clear what the touched constraints held, and what the old
    * definition's constraints that go or change held. */
   for (size_t i = 0; i < target->ncons && !rc; i++) {
@@ -502,7 +553,8 @@ leave:
 static int intent_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                      size_t vl, uint64_t ver) {
   bld *b = ctx;
-  b->err = uexec_bulk_fence(b->bulk, k, kl, v, vl, ver, 1, b->res);
+  b->err = uexec_bulk_fence(b->bulk, k, kl, v, vl, ver, UEXEC_FENCE_INTENTS,
+                            b->res);
   return b->err ? 1 : 0;
 }
 

@@ -13,8 +13,9 @@
 
 typedef struct qop {
   ubuf k, v;
-  uint64_t ver; /* 0: any */
+  uint64_t ver; /* 0: any (unless bare) */
   int del;
+  int bare; /* at store version 0 exactly: a bare row still bare */
 } qop;
 
 struct uexec_bulk {
@@ -85,6 +86,7 @@ static int enqueue(uexec_bulk *b, const uint8_t *k, size_t kl, uint64_t ver,
   if (val) ubuf_put(&o->v, val->p, val->len);
   o->ver = ver;
   o->del = del;
+  o->bare = 0;
   if (!ubuf_ok(&o->k) || !ubuf_ok(&o->v)) {
     ubuf_free(&o->k);
     ubuf_free(&o->v);
@@ -124,16 +126,32 @@ static void note_intent(uexec_bulk *b, const uint8_t *k, size_t kl) {
 /* The marker is in place, so a write that has not passed its schema check
  * yet will fail it; one that has may still commit, so its pending record
  * becomes a tombstone and every live record's version moves (the commit
- * expects the version it read). Intents are settled after the scan. */
+ * expects the version it read). Intents are settled after the scan.
+ *
+ * A bare row (store version 0: a native row no unico write has written)
+ * is fenced apart, by UEXEC_FENCE_BARE, which the build asks for only
+ * once the records passed its check: a refused change writes nothing in
+ * the users' rows. Until then the only unico write that can apply to it
+ * is one conditioned on its being bare (the store's "version 0": unico_v
+ * null), and that write gives it a version; so the fence, conditioned the
+ * same way, either applies, and the write cannot any more, or finds it
+ * written, and the flush answers not applied (the change stops: busy). */
 int uexec_bulk_fence(uexec_bulk *b, const uint8_t *k, size_t kl,
-                     const uint8_t *v, size_t vl, uint64_t ver,
-                     int intents_only, unico_result *res) {
+                     const uint8_t *v, size_t vl, uint64_t ver, int what,
+                     unico_result *res) {
   ustored_record r;
   ubuf nv = UBUF_INIT;
   int rc = UNICO_OK;
+  int intents_only = what == UEXEC_FENCE_INTENTS;
   if (!(uexec_traits(b->x) & UEXEC_T_KEY_BY_KEY)) return UNICO_OK;
   if (ustored_record_decode(v, vl, &r)) return UNICO_OK; /* audit's */
-  if (r.state == UREC_INTENT) {
+  if (what == UEXEC_FENCE_BARE) {
+    if (ver == 0 && r.state == UREC_LIVE) {
+      ubuf same = {(uint8_t *)v, vl, vl, 0};
+      rc = enqueue(b, k, kl, 0, &same, 0, res);
+      if (!rc) b->q[b->n - 1].bare = 1;
+    }
+  } else if (r.state == UREC_INTENT) {
     note_intent(b, k, kl);
     if (!ubuf_ok(&b->intents))
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
@@ -141,7 +159,7 @@ int uexec_bulk_fence(uexec_bulk *b, const uint8_t *k, size_t kl,
     ustored_tombstone_encode(&nv, "schema-build", uexec_now(b->x), r.version,
                              &r.hist);
     rc = enqueue(b, k, kl, ver, &nv, 0, res);
-  } else if (!intents_only && r.state == UREC_LIVE) {
+  } else if (!intents_only && r.state == UREC_LIVE && ver != 0) {
     ubuf same = {(uint8_t *)v, vl, vl, 0};
     rc = enqueue(b, k, kl, ver, &same, 0, res);
   }
@@ -209,7 +227,9 @@ int uexec_bulk_flush(uexec_bulk *b, int *marker_moved, unico_result *res) {
                         NULL);
     for (; i < b->n && n < b->max_ops; i++) {
       const qop *q = &b->q[i];
-      ops[n++] = uexec_op(&q->k, q->ver ? USTORE_VERSION : USTORE_ANY, q->ver,
+      ops[n++] = uexec_op(&q->k,
+                          q->ver || q->bare ? USTORE_VERSION : USTORE_ANY,
+                          q->ver,
                           q->del ? USTORE_DEL : USTORE_PUT,
                           q->del ? NULL : &q->v);
     }

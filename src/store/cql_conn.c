@@ -35,7 +35,10 @@ struct ucql_conn {
   atomic_int refs;
   int fd;
   SSL *ssl;            /* TLS (NULL: plaintext) */
-  int cert_asked;      /* the node asked for a client certificate we lack */
+  int cert_asked;      /* UCQL_CERT_*: the node asked for a client
+                        * certificate, and we had none or sent tls_cert's */
+  char cert_file[160]; /* tls_cert (for messages) */
+  int heard;           /* (smu) the node has answered on this connection */
   pthread_mutex_t smu; /* ssl: OpenSSL allows one call on it at a time */
   char peer[128];
   long req_ms;
@@ -44,7 +47,7 @@ struct ucql_conn {
   pthread_mutex_t wmu; /* writes to fd */
   int reading;         /* a caller is reading the socket */
   int broken;
-  char why[200];
+  char why[320];
   slot slots[NSTREAMS];
   int nfree;
   int next; /* where to look for a free stream */
@@ -189,15 +192,25 @@ static ssize_t io_move(ucql_conn *c, int out, uint8_t *p, size_t n, short *ev,
   int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, r);
   int sys = errno;
   char tls[200] = "";
-  if (e == SSL_ERROR_SSL || e == SSL_ERROR_SYSCALL)
+  int alert = 0;
+  if (e == SSL_ERROR_SSL || e == SSL_ERROR_SYSCALL) {
+    alert = ucql_tls_peer_alert();
     ucql_tls_error(tls, sizeof tls, "");
+  }
+  if (r > 0 && !out) c->heard = 1;
+  int heard = c->heard;
   pthread_mutex_unlock(&c->smu);
-  /* a node that wants a client certificate we lack refuses us now (TLS
-   * 1.3): with an alert, or by closing, or a reset when we wrote first */
-  const char *hint = c->cert_asked ? " (the node asked for a client "
-                                     "certificate: give tls_cert= and "
-                                     "tls_key=)"
-                                   : "";
+  /* a node that wants a client certificate we lack, or does not take ours,
+   * refuses us now (TLS 1.3): with an alert, or by closing, or a reset
+   * when we wrote first; once it has answered, a failure is something
+   * else */
+  char hint[300] = "";
+  if (e != SSL_ERROR_NONE && e != SSL_ERROR_WANT_READ &&
+      e != SSL_ERROR_WANT_WRITE &&
+      (c->cert_asked == UCQL_CERT_LACKING ||
+       (c->cert_asked == UCQL_CERT_SENT &&
+        (alert || (!heard && e != SSL_ERROR_SSL)))))
+    ucql_tls_cert_hint(c->cert_asked, c->cert_file, alert, hint, sizeof hint);
   switch (e) {
   case SSL_ERROR_NONE: return r;
   case SSL_ERROR_WANT_READ: *ev = POLLIN; return 0;
@@ -224,9 +237,9 @@ static ssize_t io_move(ucql_conn *c, int out, uint8_t *p, size_t n, short *ev,
                  strstr(tls, "bad certificate") || strstr(tls, "unknown ca");
     snprintf(why, wlen, "%s %s: TLS: %s%s", dir, c->peer,
              tls[0] ? tls : "error",
-             c->cert_asked ? hint
-             : client      ? " (the node refused our client certificate)"
-                           : "");
+             hint[0]  ? hint
+             : client ? " (the node refused our client certificate)"
+                      : "");
     return -1;
   }
   }
@@ -357,7 +370,7 @@ static void read_turn(ucql_conn *c, int64_t deadline, int64_t now) {
   if (!c->reading) {
     c->reading = 1;
     pthread_mutex_unlock(&c->mu);
-    char why[200];
+    char why[320];
     int64_t wait = deadline - now;
     int r = read_some(c, wait > 50 ? 50 : (int)wait, why, sizeof why);
     pthread_mutex_lock(&c->mu);
@@ -435,7 +448,7 @@ static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
     ends[i] = frames.len;
   }
   int ok = ubuf_ok(&frames);
-  char werr[200] = "out of memory";
+  char werr[320] = "out of memory";
   size_t wrote = 0;
   if (ok) {
     pthread_mutex_lock(&c->wmu);
@@ -592,6 +605,9 @@ int ucql_conn_open(ucql_conn **out, const ucql_conn_cfg *cfg, char *err,
   c->fd = fd;
   c->ssl = ssl;
   c->cert_asked = cert_asked;
+  if (cfg->tls && ucql_tls_cert_file(cfg->tls))
+    snprintf(c->cert_file, sizeof c->cert_file, "%s",
+             ucql_tls_cert_file(cfg->tls));
   c->req_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 12000;
   c->nfree = NSTREAMS;
   c->rbuf = (ubuf)UBUF_INIT;

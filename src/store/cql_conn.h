@@ -59,7 +59,7 @@ typedef struct ucql_call {
             * UNICO_EUNAVAILABLE: certainly not sent. */
   int sent;
   ucql_msg resp;
-  char err[200];       /* when rc != UNICO_OK */
+  char err[320];       /* when rc != UNICO_OK */
 } ucql_call;
 
 /* Send calls[0..n) together and wait for every answer (each within the

@@ -23,6 +23,7 @@ struct ucql_tls {
   int verify_host;
   char *server_name; /* NULL: the host connected to */
   char *ca_file;     /* NULL: the system's store (for messages) */
+  char *cert_file;   /* tls_cert (for messages); NULL: none */
 };
 
 const char *ucql_tls_error(char *buf, size_t n, const char *dflt) {
@@ -35,6 +36,36 @@ const char *ucql_tls_error(char *buf, size_t n, const char *dflt) {
   const char *r = ERR_reason_error_string(last);
   if (r) snprintf(buf, n, "%s", r);
   else ERR_error_string_n(last, buf, n);
+  return buf;
+}
+
+int ucql_tls_peer_alert(void) {
+  unsigned long e = ERR_peek_error();
+  int r = ERR_GET_REASON(e);
+  /* (OpenSSL reports an alert received as SSL_AD_REASON_OFFSET + its
+   * code: "tlsv1 alert internal error", "tlsv1 alert unknown ca", ...) */
+  return e && ERR_GET_LIB(e) == ERR_LIB_SSL && r >= SSL_AD_REASON_OFFSET &&
+         r < SSL_AD_REASON_OFFSET + 256;
+}
+
+const char *ucql_tls_cert_file(const ucql_tls *t) { return t->cert_file; }
+
+const char *ucql_tls_cert_hint(int asked, const char *cert_file, int alert,
+                               char *buf, size_t n) {
+  if (asked == UCQL_CERT_LACKING)
+    snprintf(buf, n, " (the node asked for a client certificate: give "
+                     "tls_cert= and tls_key=)");
+  else if (asked == UCQL_CERT_SENT)
+    /* a node checks the client's certificate against its own trust store
+     * (Cassandra: client_encryption_options); a refusal may be any alert
+     * (netty's OpenSSL engine sends "internal error") or none */
+    snprintf(buf, n,
+             " (the node %s our client certificate, tls_cert=%.100s: is its "
+             "CA one the node trusts?)",
+             alert ? "refused" : "may have refused",
+             cert_file ? cert_file : "?");
+  else if (n)
+    buf[0] = 0;
   return buf;
 }
 
@@ -133,14 +164,16 @@ static BIO *nsbio_new(int fd) {
   return b;
 }
 
-/* A server asked for a client certificate and we have none: note it (the
- * server may refuse us later, after the handshake, in TLS 1.3). */
-static int no_client_cert_cb(SSL *ssl, X509 **x509, EVP_PKEY **pkey) {
-  (void)x509;
-  (void)pkey;
+/* A server asked for a client certificate: note whether ours goes (the
+ * server may refuse us later, after the handshake, in TLS 1.3). Called
+ * when the request comes, whether a certificate is set or not; with none,
+ * none is sent. */
+static int client_cert_cb(SSL *ssl, void *arg) {
+  (void)arg;
   int *asked = SSL_get_app_data(ssl);
-  if (asked) *asked = 1;
-  return 0; /* none */
+  if (asked)
+    *asked = SSL_get_certificate(ssl) ? UCQL_CERT_SENT : UCQL_CERT_LACKING;
+  return 1;
 }
 
 static int bad_file(const char *opt, const char *path, const char *what,
@@ -170,7 +203,7 @@ int ucql_tls_new(ucql_tls **out, const ucql_tls_cfg *cfg, char *err,
    * connection writes from its own loop, cql_conn.c) */
   SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                                SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  SSL_CTX_set_client_cert_cb(t->ctx, no_client_cert_cb);
+  SSL_CTX_set_cert_cb(t->ctx, client_cert_cb, NULL);
   if (cfg->ca_file) {
     if (SSL_CTX_load_verify_locations(t->ctx, cfg->ca_file, NULL) != 1) {
       rc = bad_file("tls_ca", cfg->ca_file, "cannot load CA certificates",
@@ -194,6 +227,7 @@ int ucql_tls_new(ucql_tls **out, const ucql_tls_cfg *cfg, char *err,
     goto fail;
   }
   if (cfg->cert_file) {
+    if (!(t->cert_file = strdup(cfg->cert_file))) goto fail_mem;
     if (SSL_CTX_use_certificate_chain_file(t->ctx, cfg->cert_file) != 1) {
       rc = bad_file("tls_cert", cfg->cert_file,
                     "cannot load the client certificate", err, errlen);
@@ -236,6 +270,7 @@ void ucql_tls_free(ucql_tls *t) {
   SSL_CTX_free(t->ctx);
   free(t->server_name);
   free(t->ca_file);
+  free(t->cert_file);
   free(t);
 }
 
@@ -347,11 +382,14 @@ int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
                : e == SSL_ERROR_WANT_WRITE ? POLLOUT
                                            : 0;
     if (!ev) {
+      /* (TLS 1.2: a node that does not take our certificate fails the
+       * handshake; asked is only set once the node's own certificate
+       * verified) */
+      int alert = ucql_tls_peer_alert();
+      char hint[300];
+      ucql_tls_cert_hint(*cert_asked, t->cert_file, alert, hint, sizeof hint);
       handshake_error(t, ssl, e, peer, name, err, errlen);
-      if (*cert_asked)
-        snprintf(err + strlen(err), errlen - strlen(err), "%s",
-                 " (the node asked for a client certificate: tls_cert=, "
-                 "tls_key=)");
+      snprintf(err + strlen(err), errlen - strlen(err), "%s", hint);
       SSL_free(ssl);
       return -1;
     }

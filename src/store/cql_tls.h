@@ -37,14 +37,23 @@ void ucql_tls_free(ucql_tls *t);
 /* Whether the host name is verified. */
 int ucql_tls_verifies_host(const ucql_tls *t);
 
+/* What became of a server's request for a client certificate in a
+ * handshake (ucql_tls_connect's *cert_asked). */
+enum {
+  UCQL_CERT_NOT_ASKED = 0,
+  UCQL_CERT_LACKING = 1, /* asked, and none was configured */
+  UCQL_CERT_SENT = 2     /* asked, and the one of tls_cert was sent */
+};
+
 /* The TLS handshake on fd (connected, non-blocking) with host (the name or
  * address of the URL), before deadline_ms (CLOCK_MONOTONIC milliseconds).
  * peer ("host:port") is for messages. On success *out is the session (the
  * caller SSL_free()s it) and 0 is returned; on failure -1 with err naming
  * the peer and the cause (the verification failure, a timeout, a server
- * that does not speak TLS). *cert_asked: the server asked for a client
- * certificate and none was configured (a TLS 1.3 server that requires one
- * refuses the connection only after the handshake, at the first request). */
+ * that does not speak TLS, a client certificate refused). *cert_asked: a
+ * UCQL_CERT_* (a TLS 1.3 server that requires a client certificate, or
+ * does not trust ours, refuses the connection only after the handshake, at
+ * the first request). */
 int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
                      const char *peer, int64_t deadline_ms, SSL **out,
                      int *cert_asked, char *err, size_t errlen);
@@ -52,5 +61,18 @@ int ucql_tls_connect(const ucql_tls *t, int fd, const char *host,
 /* The first OpenSSL error of this thread's queue (the root cause) as
  * text, or dflt when there is none; the queue is cleared. */
 const char *ucql_tls_error(char *buf, size_t n, const char *dflt);
+/* Whether that first error is a TLS alert the server sent (the queue is
+ * left as it is). */
+int ucql_tls_peer_alert(void);
+/* The tls_cert file of t; NULL: none. */
+const char *ucql_tls_cert_file(const ucql_tls *t);
+/* Into buf, for a connection that failed after a server asked for a
+ * client certificate (asked: a UCQL_CERT_*), what to make of it, as
+ * " (...)": a certificate to give (UCQL_CERT_LACKING), or that the server
+ * refused the one of tls_cert=cert_file (UCQL_CERT_SENT; alert: it said
+ * so with a TLS alert, else it only closed the connection); "" when it
+ * did not ask. Returns buf. */
+const char *ucql_tls_cert_hint(int asked, const char *cert_file, int alert,
+                               char *buf, size_t n);
 
 #endif

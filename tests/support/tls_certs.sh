@@ -10,6 +10,7 @@
 #   rogue-ca.pem                 a CA nobody trusts, and
 #   rogue.pem rogue.key          a localhost certificate it signed
 #   client.pem client.key        CA-signed client certificate (clientAuth)
+#   rogue-client.pem .key        a client certificate rogue-ca signed
 #   client-enc.key               client.key encrypted with PASSPHRASE
 #                                (when given)
 set -eu
@@ -43,6 +44,7 @@ csr wronghost other.example "DNS:other.example" serverAuth && sign wronghost ca
 csr client unico-client "" clientAuth && sign client ca
 ca rogue-ca "rogue CA"
 csr rogue localhost "DNS:localhost,IP:127.0.0.1" serverAuth && sign rogue rogue-ca
+csr rogue-client unico-client "" clientAuth && sign rogue-client rogue-ca
 # expired: openssl x509 cannot set dates in the past; openssl ca can
 csr expired localhost "DNS:localhost,IP:127.0.0.1" serverAuth
 mkdir -p ca-db
