@@ -76,11 +76,11 @@ def copy_tree(dst):
         shutil.copymode(src, out)
 
 
-def run(cmd, cwd, log, timeout):
+def run(cmd, cwd, log, timeout, env=None):
     with open(log, "w") as f:
         try:
             return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
-                                  timeout=timeout).returncode
+                                  timeout=timeout, env=env).returncode
         except subprocess.TimeoutExpired:
             return "timeout"
 
@@ -168,9 +168,14 @@ def main():
                 bad.append(m["id"])
                 print("%-28s DOES NOT BUILD (see %s)" % (m["id"], blog))
                 continue
+            # (one failure kills a mutant: tests that know
+            # UNICO_TEST_FAIL_FAST stop at their first, ctest at the first
+            # test that fails)
             rc = run(["ctest", "--test-dir", bdir, "-R", m["tests"],
-                      "--timeout", "600", "--output-on-failure"],
-                     tree, tlog, 3600)
+                      "--timeout", "600", "--output-on-failure",
+                      "--stop-on-failure"],
+                     tree, tlog, 3600,
+                     env=dict(os.environ, UNICO_TEST_FAIL_FAST="1"))
             killers = failed_tests(tlog)
             if rc == 0 or (rc != "timeout" and not killers):
                 bad.append(m["id"])

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Build unico and run every test: once in a normal build, once built with
-# AddressSanitizer and UndefinedBehaviorSanitizer; then the mutation check
+# AddressSanitizer and UndefinedBehaviorSanitizer (all but the Promela
+# models, label model, which check spin's models, not the library); then
+# the mutation check
 # (scripts/mutants.py: every mutant of tests/mutation must be killed) and the
 # fuzz targets (tests/fuzz), built with clang and libFuzzer, each for a fixed
 # time (UNICO_FUZZ_SECONDS, default 25). Installs what is missing.
@@ -42,14 +44,16 @@ build_fuzzers() {
     cmake --build build-fuzz -j "$JOBS" --target fuzzers
 }
 
-# run the tests of build-dir; then what was skipped, even when some failed
+# run the tests of build-dir (extra ctest arguments after it); then what
+# was skipped, even when some failed
 run_tests() {
   dir=$1
+  shift
   junit="$(pwd)/$dir/ctest-junit.xml"
   rm -f "$junit"
   rc=0
   ctest --test-dir "$dir" --output-on-failure --timeout 1500 \
-    --output-junit "$junit" --test-output-size-passed 4000000 || rc=$?
+    --output-junit "$junit" --test-output-size-passed 4000000 "$@" || rc=$?
   python3 scripts/ctest_summary.py "$dir" "$junit" || rc=1
   return $rc
 }
@@ -62,7 +66,8 @@ if [ "${1:-}" != "--quick" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   phase "sanitizer build" build build-asan -DCMAKE_BUILD_TYPE=Debug -DUNICO_SANITIZE=ON
-  phase "sanitizer test" run_tests build-asan
+  # (the Promela models run spin, not the library: once is enough)
+  phase "sanitizer test" run_tests build-asan -LE model
   unset ASAN_OPTIONS UBSAN_OPTIONS
   echo "== mutation check (docs/mutants.md)"
   phase mutants python3 scripts/mutants.py

@@ -1602,8 +1602,12 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     want = lambda t: not ONLY or t.__name__[2:] in ONLY
     S = Server("shared", "--threads", "4", "--max-header", "16384")
+    # UNICO_TEST_FAIL_FAST (the mutation check): stop at the first failure
+    fast = lambda: FAILS and os.environ.get("UNICO_TEST_FAIL_FAST")
     try:
         for t in SHARED:
+            if fast():
+                break
             if want(t) or (t is t_schema and ONLY):
                 run(t)
     finally:
@@ -1612,7 +1616,7 @@ def main():
             FAILS.append("shared server exit %d" % rc)
             print(S.stderr()[-3000:])
     for t in OWN:
-        if want(t):
+        if want(t) and not fast():
             run(t)
     n = len([t for t in SHARED + OWN if want(t)])
     print("%d responses checked against docs/openapi.json" % SPEC.checked)

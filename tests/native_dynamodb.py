@@ -61,6 +61,8 @@ failures = []
 def fail(msg):
     failures.append(msg)
     print("FAIL:", msg)
+    if os.environ.get("UNICO_TEST_FAIL_FAST"):  # (the mutation check)
+        sys.exit(1)
 
 
 def unico(*args, stdin=None):
