@@ -673,7 +673,13 @@ static int open_and_run(const command *c, const call *k) {
     code = c->run(u, k, &res);
   }
   unico_result_clear(&res);
-  unico_close(u);
+  if (u && unico_close_checked(u, &res) != UNICO_OK) {
+    /* (the command's answer stands: what it wrote is in the log, which the
+     * next open replays; docs/cli.md) */
+    ucli_redact_message(res.message, sizeof res.message, store);
+    fprintf(stderr, "unico: warning: closing the store: %s\n", res.message);
+  }
+  unico_result_clear(&res);
   return code;
 }
 
