@@ -79,6 +79,10 @@ typedef struct cx {
                          granted) */
   uint64_t marked;    /* the marker's store version while this write holds
                          it (0: it does not) */
+  int mark_made;      /* this call wrote the marker (over nothing, or over
+                         a dead write's): only then may its undo remove it
+                         (one found from an earlier call may stand for a
+                         write that committed) */
   int mark_late;      /* an update or delete that takes no value: no batch
                          for the marker to ride with, so it goes with the
                          commit (no round trip of its own) */
@@ -1187,7 +1191,9 @@ static void undo(cx *c, uexec_refused *why) {
         note_restored(c, why, k, c->held[k] + 1);
     } else free_claim(c, ck, c->held[k]);
   }
-  if (c->marked) { /* a refused write leaves its op id free */
+  /* A refused write leaves its op id free; not a repeat of a write that
+   * committed (its op id is used), nor a marker an earlier call made. */
+  if (c->marked && c->mark_made && !(why && why->why == UREFUSED_REPEAT)) {
     ustore_op o = kop(c->p->okey.p, c->p->okey.len, USTORE_VERSION, c->marked,
                       USTORE_DEL, NULL);
     cas(c, &o, NULL);
@@ -1316,7 +1322,7 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
     rc = b ? b : rcs[0];
     e = errs[0];
     if (!b && rcs[1] == UNICO_OK) {
-      c->marked = 1;
+      c->marked = 1, c->mark_made = 1;
     } else if (!b && rcs[1] == USTORE_NOT_APPLIED && ops[1].exists) {
       ustored_outcome m;
       if (!ustored_outcome_decode(ops[1].cur.p, ops[1].cur.len, &m)) {
@@ -1696,7 +1702,7 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
       /* (one that did not apply is resolved by the classic path; on the
        * parallel commit's, an intent whose claims all landed is complete
        * whatever the marker, and its second round trip reads the op id) */
-      if (b->rcs[i] == UNICO_OK) c->marked = 1;
+      if (b->rcs[i] == UNICO_OK) c->marked = 1, c->mark_made = 1;
       continue;
     }
     c->missed |= k != INTENT_AT && b->rcs[i] != UNICO_OK &&
@@ -1848,7 +1854,7 @@ static int resolve_mark(cx *c, ustore_op *op, int r, uexec_refused *why,
       o = kop(op->key, op->klen, USTORE_ABSENT, 0, USTORE_PUT, &c->mark);
       o.expire_ms = uexec_purge_at(c->x, c->now);
       int w = cas(c, &o, res);
-      if (w == UNICO_OK) c->marked = 1;
+      if (w == UNICO_OK) c->marked = 1, c->mark_made = 1;
       else if (w == USTORE_NOT_APPLIED) {
         present = o.exists;
         cv = o.cur_version;
@@ -1915,7 +1921,7 @@ static int resolve_mark(cx *c, ustore_op *op, int r, uexec_refused *why,
       int w = cas(c, &o, res);
       ubuf_free(&o.cur);
       if (w == UNICO_OK) {
-        c->marked = cv + 1;
+        c->marked = cv + 1, c->mark_made = 1;
         break;
       }
       if (w != USTORE_NOT_APPLIED) {
@@ -2110,7 +2116,7 @@ static int fast_commit(cx *c, uexec_refused *why, int *undo_it,
     m.expire_ms = uexec_purge_at(c->x, c->now);
     int mr = cas(c, &m, res);
     if (mr == UNICO_OK) {
-      c->marked = 1;
+      c->marked = 1, c->mark_made = 1;
     } else {
       c->unsettled = 1; /* (our intent landed: nothing undone unless it is
                            aborted first) */
