@@ -383,9 +383,11 @@ static void run_prepare(run *rn) {
     if (t->base[0]) {
       /* a URL ending in "table=" (tests/support/cassandra_run.sh): a table
        * of unico's and native tables of this run's own */
-      snprintf(t->url, sizeof t->url, "%sd%u_%u&table_prefix=d%u_%u_",
-               t->base, (unsigned)getpid() % 10000, nrun,
-               (unsigned)getpid() % 10000, nrun);
+      char url[sizeof t->url];
+      snprintf(url, sizeof url, "%sd%u_%u&table_prefix=d%u_%u_", t->base,
+               (unsigned)getpid() % 10000, nrun, (unsigned)getpid() % 10000,
+               nrun);
+      memcpy(t->url, url, sizeof url);
       continue;
     }
     snprintf(sub, sizeof sub, "%s/%zu", rn->dir, i);
