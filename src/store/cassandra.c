@@ -224,7 +224,7 @@ static int prepare(cass *s, ucql_conn *c, int i, ustore_err *e) {
 typedef struct req {
   ucql_call call;
   int st;
-  ucql_value vals[4];
+  ucql_value vals[5]; /* (ST_UPDT binds five) */
   uint8_t nums[3][8];
   /* a record of a native table: a QUERY of nt's statement with nb */
   const ucass_ntab *nt;
