@@ -59,7 +59,7 @@ def check(cond, what, detail=""):
     else:
         print("FAIL %s\n     %s" % (what, str(detail)[:3000]))
         FAILS.append(what)
-        if os.environ.get("AWS_CHAIN_STOP"):
+        if os.environ.get("AWS_CHAIN_STOP") or os.environ.get("UNICO_TEST_FAIL_FAST"):
             raise SystemExit("stopped at the first failure")
     return cond
 

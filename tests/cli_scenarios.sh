@@ -41,6 +41,8 @@ fail() {
   echo "  exit:    $CODE"
   echo "  stdout:  $(head -c 2000 "$OUT")"
   echo "  stderr:  $(head -c 2000 "$ERR")"
+  # (the mutation check: one failure is enough)
+  if [ -n "${UNICO_TEST_FAIL_FAST:-}" ]; then exit 1; fi
 }
 
 # run CMD...: run a command, capture stdout, stderr and exit code.
