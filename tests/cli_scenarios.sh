@@ -786,7 +786,12 @@ field orphan_claims_removed 0
 expect_exit 0 u check
 field holds 0
 
-if command -v mdb_dump >/dev/null 2>&1 && command -v mdb_load >/dev/null 2>&1; then
+# (mdb_dump and mdb_load come with lmdb-utils, which scripts/deps.sh
+# installs: without them this is a failure, not a skip)
+if ! command -v mdb_dump >/dev/null 2>&1 || ! command -v mdb_load >/dev/null 2>&1; then
+  FAIL=$((FAIL + 1))
+  echo "FAIL: mdb_dump and mdb_load (Debian's lmdb-utils) are missing: the repair scenario cannot damage a store by hand"
+else
 scenario "repair fixes a counter and a stale claim damaged by hand, and exits 7 on what it cannot fix" repair
 # damage WHAT: the store's LMDB data dumped (mdb_dump -p), edited, loaded
 # back; WHAT: "counter" sets group (p, a)'s counter to 0, "stale" makes s1
