@@ -170,6 +170,10 @@ static void not_live(chk *c, const uint8_t *k, size_t kl, uint64_t ver,
     }
   } else {
     c->tombstones++;
+    /* Past the grace period a tombstone leaves its key, unless a fence
+     * went through it (docs/protocol.md, "Rows that leave"): its delete's
+     * finish does that; this is for one whose client stopped first. */
+    if (r->since_ms < c->now - c->grace) add_fix(c, UEXEC_FIX_REAP, k, kl, ver);
     /* Past retention a tombstone keeps only its version (never its
      * removal: the key's versions must go on counting, so that a version
      * a client saw never names a later record there) */
@@ -612,7 +616,8 @@ static int settle_leftovers(unico *u, uint64_t *settled, unico_result *res) {
   unico_result_clear(&tmp);
   for (size_t i = 0; i < c.nfixes && !rc; i++) {
     int k = c.fixes[i].kind;
-    if (k != UEXEC_FIX_ORPHAN && k != UEXEC_FIX_INTENT && k != UEXEC_FIX_SETTLE)
+    if (k != UEXEC_FIX_ORPHAN && k != UEXEC_FIX_INTENT &&
+        k != UEXEC_FIX_SETTLE && k != UEXEC_FIX_REAP)
       continue;
     int r = uexec_fix_apply(u->x, &c.fixes[i], res);
     if (r == UNICO_OK) (*settled)++;
@@ -682,7 +687,10 @@ int uapi_repair(unico *u, unico_result *res) {
         applied++;
         if (c.fixes[i].kind == UEXEC_FIX_UNLIST) unlisted += c.fixes[i].n;
       } else if (r == UEXEC_NOT_APPLIED) {
-        moved++; /* changed since: left */
+        /* changed since: left (a tombstone a fence went through stays;
+         * one that left is not there to shrink) */
+        int k = c.fixes[i].kind;
+        moved += k != UEXEC_FIX_REAP && k != UEXEC_FIX_TOMB;
       } else {
         rc = r;
       }
@@ -714,6 +722,8 @@ int uapi_repair(unico *u, unico_result *res) {
                         json_integer((json_int_t)done[UEXEC_FIX_INTENT]));
     json_object_set_new(o, "tombstones_shrunk",
                         json_integer((json_int_t)done[UEXEC_FIX_TOMB]));
+    json_object_set_new(o, "tombstones_removed",
+                        json_integer((json_int_t)done[UEXEC_FIX_REAP]));
     json_object_set_new(o, "free_claims_removed",
                         json_integer((json_int_t)done[UEXEC_FIX_FREE]));
     json_object_set_new(o, "intents_settled",

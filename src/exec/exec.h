@@ -384,6 +384,8 @@ enum uexec_fix_kind {
   UEXEC_FIX_TOMB,       /* key by key: an old tombstone: val (shrunk) */
   UEXEC_FIX_FREE,       /* key by key: a FREE claim past use: removed */
   UEXEC_FIX_SETTLE,     /* key by key: a stale insert intent: settled */
+  UEXEC_FIX_REAP,       /* key by key: a tombstone past the grace period:
+                           it leaves the key (uexec_reap) */
   UEXEC_FIX_STAMP,      /* a native table's bare row (store version 0;
                            key by key also one a fence gave bookkeeping,
                            record version 0 listing nothing) holding
@@ -424,6 +426,15 @@ typedef struct uexec_fix {
 /* Make fix f: UNICO_OK, UEXEC_NOT_APPLIED when what it was found under
  * changed since (left alone), or an error. */
 int uexec_fix_apply(uexec *x, const uexec_fix *f, unico_result *res);
+
+/* Claims protocol: the tombstone (DELETED or ABORTED) at record key rk,
+ * read at store version ver, leaves the key as a delete's own does
+ * (docs/protocol.md, "Rows that leave"): its history's outcomes stored,
+ * the key's floor raised to its version, then removed at ver. UNICO_OK;
+ * UEXEC_NOT_APPLIED when it moved, is not a tombstone, or a fence went
+ * through the key (it stays); or an error. */
+int uexec_reap(uexec *x, const uint8_t *rk, size_t rkl, uint64_t ver,
+               const char *op_id, unico_result *res);
 
 /* Remove outcomes created before now_ms - retention. */
 int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,

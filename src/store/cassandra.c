@@ -628,7 +628,9 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   int err = UNICO_OK;
   switch (nst) {
   case UCASS_INS:
-    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen, 1, 0, &b, e);
+    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
+                            op->create_version ? op->create_version : 1, 0,
+                            &b, e);
     break;
   case UCASS_UPD:
   case UCASS_UPD0:
@@ -678,10 +680,12 @@ static void build_write(cass *s, req *r, const ustore_op *op, int st) {
   case ST_INS:
     req_val(r, op->key, op->klen);
     req_val(r, op->val, op->vlen);
+    req_num(r, 1, op->create_version ? op->create_version : 1);
     break;
   case ST_INST: {
     req_val(r, op->key, op->klen);
     req_val(r, op->val, op->vlen);
+    req_num(r, 1, op->create_version ? op->create_version : 1);
     uint32_t t = (uint32_t)ttl_of(op->expire_ms);
     for (int i = 3; i >= 0; i--, t >>= 8) r->nums[0][i] = (uint8_t)t;
     req_val(r, r->nums[0], 4);
@@ -1769,9 +1773,9 @@ static int cass_open(ustore **out, const char *loc, const ustore_opts *opts,
   snprintf(s->st[ST_GET].cql, sizeof s->st[0].cql,
            "SELECT v, ver FROM %s WHERE k = ?", q);
   snprintf(s->st[ST_INS].cql, sizeof s->st[0].cql,
-           "INSERT INTO %s (k, v, ver) VALUES (?, ?, 1) IF NOT EXISTS", q);
+           "INSERT INTO %s (k, v, ver) VALUES (?, ?, ?) IF NOT EXISTS", q);
   snprintf(s->st[ST_INST].cql, sizeof s->st[0].cql,
-           "INSERT INTO %s (k, v, ver) VALUES (?, ?, 1) IF NOT EXISTS "
+           "INSERT INTO %s (k, v, ver) VALUES (?, ?, ?) IF NOT EXISTS "
            "USING TTL ?", q);
   snprintf(s->st[ST_UPD].cql, sizeof s->st[0].cql,
            "UPDATE %s SET v = ?, ver = ? WHERE k = ? IF ver = ?", q);

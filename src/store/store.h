@@ -67,6 +67,13 @@ typedef struct ustore_op {
    * will need past that time get it (outcomes, tombstones, expired
    * holds: docs/native-tables.md section 5). */
   int64_t expire_ms;
+  /* input: the version a PUT that creates the key gives it (0: 1). The
+   * claims protocol creates every record key at a fresh random version
+   * (exec/claims.c new_incarnation), so that a key removed and made again
+   * never passes through a version an earlier incarnation had: no cas
+   * prepared against that one can apply to this one (docs/protocol.md,
+   * "Rows that leave"). Every store honours it. */
+  uint64_t create_version;
 } ustore_op;
 
 /* A precise message for the error a call returned (may be left empty). */
@@ -290,7 +297,7 @@ static inline ustore_op ustore_op_make(const void *key, size_t klen,
                                        int action, const void *val,
                                        size_t vlen) {
   ustore_op o = {key, klen, expect, version, action, val, vlen,
-                 0, 0, 0, UBUF_INIT, 0};
+                 0, 0, 0, UBUF_INIT, 0, 0};
   return o;
 }
 
