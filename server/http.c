@@ -133,6 +133,7 @@ static int method_of(const char *m) {
 static const char *allowed(int route) {
   switch (route) {
   case UR_HEALTHZ:
+  case UR_READYZ:
   case UR_METRICS:
   case UR_OPENAPI:
   case UR_LOOKUP: return "GET, HEAD";
@@ -148,6 +149,7 @@ static const char *allowed(int route) {
 static int method_allowed(int route, int method) {
   switch (route) {
   case UR_HEALTHZ:
+  case UR_READYZ:
   case UR_METRICS:
   case UR_OPENAPI:
   case UR_LOOKUP: return method == UM_GET || method == UM_HEAD;
@@ -171,6 +173,10 @@ static void route_of(ureq *r, const char *url) {
   r->route = UR_OTHER;
   if (!strcmp(url, "/healthz")) {
     r->route = UR_HEALTHZ;
+    return;
+  }
+  if (!strcmp(url, "/readyz")) {
+    r->route = UR_READYZ;
     return;
   }
   if (!strcmp(url, "/metrics")) {
@@ -545,6 +551,72 @@ static void do_healthz(userv *s, uresp *o) {
   unico_result_clear(&res);
 }
 
+int userv_ready(userv *s, const char **reason, char *msg, size_t cap,
+                long long *schema_version) {
+  unico_result res = UNICO_RESULT_INIT;
+  const char *why = NULL;
+  int ready = 0, rc;
+  *reason = NULL;
+  if (msg && cap) msg[0] = 0;
+  if (atomic_load(&s->draining)) {
+    *reason = "draining";
+    snprintf(msg, cap, "a shutdown signal arrived: the server answers what is in flight and stops");
+    goto leave;
+  }
+  unico *u = userv_store(s, &res);
+  if (!u) {
+    *reason = "store_unavailable";
+    snprintf(msg, cap, "%s", res.message);
+    goto leave;
+  }
+  rc = unico_health(u, &why, &res);
+  if (rc != UNICO_OK) {
+    *reason = why ? why : "store_unavailable";
+    snprintf(msg, cap, "%s", res.message);
+    goto leave;
+  }
+  unico_result_clear(&res);
+  STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
+  if (rc == UNICO_ENOTFOUND) {
+    *reason = "no_schema";
+    snprintf(msg, cap, "no schema was applied yet: writes have no table to go to "
+                       "(PUT /v1/_schema or --schema)");
+    goto leave;
+  }
+  if (rc != UNICO_OK) {
+    *reason = "store_unavailable";
+    snprintf(msg, cap, "%s", res.message);
+    goto leave;
+  }
+  if (schema_version) {
+    json_t *j = json_loads(res.json, 0, NULL);
+    *schema_version = (long long)json_integer_value(json_object_get(j, "schema_version"));
+    json_decref(j);
+  }
+  ready = 1;
+leave:
+  unico_result_clear(&res);
+  return ready;
+}
+
+/* GET /readyz: 200 while writes can be served, else 503 with the reason
+ * (a load balancer's readiness probe; /healthz says the store's health). */
+static void do_readyz(userv *s, uresp *o) {
+  const char *reason = NULL;
+  char msg[512];
+  long long ver = 0;
+  if (userv_ready(s, &reason, msg, sizeof msg, &ver)) {
+    o->status = 200;
+    o->body = dump(json_pack("{s:s,s:I}", "status", "ready", "schema_version", (json_int_t)ver));
+  } else {
+    o->status = 503;
+    o->retry_after = 1;
+    o->body = dump(json_pack("{s:s,s:s,s:o}", "status", "not_ready", "reason", reason,
+                             "message", ucli_json_text(msg)));
+  }
+  if (!o->body) fail(o, 503, "out_of_memory", "out of memory");
+}
+
 static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
                       unico *u) {
   unico_result res = UNICO_RESULT_INIT;
@@ -793,6 +865,10 @@ static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
     do_healthz(s, o);
     return;
   }
+  if (r->route == UR_READYZ) {
+    do_readyz(s, o);
+    return;
+  }
   if (r->route == UR_METRICS) {
     o->status = 200;
     o->body = umetrics_render(s);
@@ -1014,7 +1090,8 @@ static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
   }
   /* /healthz for health checkers; the API's description is public like
    * the source it comes from */
-  if (s->token && r->route != UR_HEALTHZ && r->route != UR_OPENAPI && !token_ok(s, c)) {
+  if (s->token && r->route != UR_HEALTHZ && r->route != UR_READYZ && r->route != UR_OPENAPI &&
+      !token_ok(s, c)) {
     fail(o, 401, "unauthorized",
          "this server needs \"Authorization: Bearer TOKEN\" (see --token-file)");
     o->www_auth = 1;

@@ -16,7 +16,7 @@ static const char *const METHOD_NAMES[UM_NMETHODS] = {
 static const char *const ROUTE_NAMES[UR_NROUTES] = {
     "/healthz", "/metrics", "/v1/_schema", "/v1/{table}", "/v1/{table}/{pk}",
     "/v1/{table}/by/{constraint}", "/v1/{table}/holds",
-    "/v1/{table}/holds/{token}", "/v1/openapi.json", "other"};
+    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "other"};
 static const char *const OP_NAMES[UO_NOPS] = {
     "insert", "update", "delete", "get", "lookup", "schema_apply",
     "schema_show", "open", "reserve", "release_hold"};
@@ -164,6 +164,16 @@ char *umetrics_render(userv *s) {
        "disk, a failed log: /healthz says why).");
   usb_printf(&b, "unico_store_degraded %d\n",
              why && strcmp(why, "store_removed") != 0);
+  const char *nr = NULL;
+  char nr_msg[8];
+  int ready = userv_ready(s, &nr, nr_msg, sizeof nr_msg, NULL);
+  head(&b, "unico_ready", "gauge",
+       "1 while writes can be served (/readyz 200), else 0 (/readyz 503; "
+       "unico_not_ready says why).");
+  usb_printf(&b, "unico_ready %d\n", ready);
+  head(&b, "unico_not_ready", "gauge",
+       "1 for the reason /readyz gives while it answers 503 (absent while ready).");
+  if (!ready) usb_printf(&b, "unico_not_ready{reason=\"%s\"} 1\n", nr);
   head(&b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
   usb_printf(&b, "unico_http_draining %d\n", atomic_load(&s->draining));
 

@@ -38,7 +38,7 @@ uint64_t userv_now_us(void); /* monotonic clock */
 enum { UM_GET, UM_HEAD, UM_POST, UM_PUT, UM_PATCH, UM_DELETE, UM_OTHER, UM_NMETHODS };
 enum {
   UR_HEALTHZ, UR_METRICS, UR_SCHEMA, UR_COLLECTION, UR_RECORD, UR_LOOKUP,
-  UR_HOLDS, UR_HOLD, UR_OPENAPI, UR_OTHER, UR_NROUTES
+  UR_HOLDS, UR_HOLD, UR_OPENAPI, UR_READYZ, UR_OTHER, UR_NROUTES
 };
 enum {
   UO_INSERT, UO_UPDATE, UO_DELETE, UO_GET, UO_LOOKUP, UO_SCHEMA_APPLY,
@@ -170,6 +170,15 @@ typedef struct userv {
 /* The shared handle, or NULL at once while the store is not open, with
  * UNICO_EUNAVAILABLE and the reason in res (may be NULL). */
 unico *userv_store(userv *s, unico_result *res);
+
+/* Whether writes can be served now (/readyz, the unico_ready gauge): the
+ * server is not draining, the store is open, takes writes (unico_health)
+ * and has a schema. 1 when ready (*schema_version set, may be NULL); else 0
+ * with *reason one of "draining", "store_unavailable", "store_removed",
+ * "disk_full", "log_failed", "checkpoint_failed", "no_schema" and the
+ * reason in words in msg (cap bytes). A few system calls and a read. */
+int userv_ready(userv *s, const char **reason, char *msg, size_t cap,
+                long long *schema_version);
 
 /* The MHD callbacks (http.c); cls is the userv. */
 enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,

@@ -246,9 +246,9 @@ def status_of_raw(out):
     return int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/1.") else None
 
 
-def metric(srv, name, **labels):
+def metric(srv, name, headers=None, **labels):
     """The value of one sample of /metrics (0 when absent)."""
-    text = call(srv, "GET", "/metrics").data.decode()
+    text = call(srv, "GET", "/metrics", headers=headers).data.decode()
     want = ",".join('%s="%s"' % kv for kv in labels.items())
     for line in text.splitlines():
         if line.startswith("#"):
@@ -1126,6 +1126,58 @@ def t_token():
         check(srv.stop() == 0, "exits 0")
 
 
+def t_readyz():
+    # /readyz: 200 only while writes can be served; 503 with the reason
+    # (no schema yet, draining), no token needed, the unico_ready gauge.
+    tok = os.path.join(WORK, "token-ready.txt")
+    with open(tok, "w") as f:
+        f.write("ready-token-0123456789\n")
+    auth = {"Authorization": "Bearer ready-token-0123456789"}
+    srv = Server("readyz", "--token-file", tok)
+    try:
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 200, "healthz: the store answers", r)
+        r = fetch(srv, "GET", "/readyz")
+        check(r.status == 503 and r.json["status"] == "not_ready" and r.json["reason"] == "no_schema"
+              and "schema" in r.json["message"] and r.headers.get("retry-after") == "1",
+              "readyz without a schema: 503 no_schema, and no token needed", r)
+        check(metric(srv, "unico_ready", headers=auth) == 0, "unico_ready 0")
+        check(metric(srv, "unico_not_ready", headers=auth, reason="no_schema") == 1, "unico_not_ready no_schema")
+        r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA}, auth)
+        check(r.status == 200, "schema", r)
+        r = fetch(srv, "GET", "/readyz")
+        check(r.status == 200 and r.json == {"status": "ready", "schema_version": 1}, "readyz: 200 ready", r)
+        r = call(srv, "HEAD", "/readyz")
+        check(r.status == 200 and not r.data, "HEAD /readyz", r)
+        r = call(srv, "POST", "/readyz", "{}")
+        check(r.status == 405 and r.headers.get("allow") == "GET, HEAD", "POST /readyz: 405", r)
+        check(metric(srv, "unico_ready", headers=auth) == 1, "unico_ready 1")
+        check(metric(srv, "unico_http_requests_total", headers=auth, method="GET", route="/readyz",
+                     status="200") >= 1, "the route is counted as /readyz")
+        # draining: a connection kept open asks once SIGTERM arrived
+        conn = http.client.HTTPConnection(srv.host, srv.port, timeout=20)
+        conn.request("GET", "/readyz")
+        r = conn.getresponse()
+        Resp(r.status, r.getheaders(), r.read(), "GET", "/readyz")
+        slow = socket.create_connection((srv.host, srv.port), timeout=20)
+        body = json.dumps({"id": "late", "email": "late@example.com"}).encode()
+        slow.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ready-token-0123456789"
+                     b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:5])
+        time.sleep(0.2)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        conn.request("GET", "/readyz")
+        r = conn.getresponse()
+        rr = Resp(r.status, r.getheaders(), r.read(), "GET", "/readyz")
+        check(rr.status == 503 and rr.json["reason"] == "draining", "readyz while draining: 503 draining", rr)
+        conn.close()
+        slow.sendall(body[5:])
+        read_response(slow)
+        slow.close()
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
 def t_unavailable():
     base = os.path.join(WORK, "unavail")
     shutil.rmtree(base, ignore_errors=True)
@@ -1581,7 +1633,7 @@ def t_client_gone():
     check("still wait" not in log and "stopped" in log, "nothing left waiting", log[-1500:])
 
 
-OWN = [t_event_loop, t_client_gone, t_token, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):
