@@ -174,6 +174,10 @@ char *umetrics_render(userv *s) {
   head(&b, "unico_not_ready", "gauge",
        "1 for the reason /readyz gives while it answers 503 (absent while ready).");
   if (!ready) usb_printf(&b, "unico_not_ready{reason=\"%s\"} 1\n", nr);
+  head(&b, "unico_http_plaintext_exposed", "gauge",
+       "1 when the server listens off the loopback interface in plain HTTP "
+       "(--allow-plaintext): the token and the records cross the network in clear.");
+  usb_printf(&b, "unico_http_plaintext_exposed %d\n", s->plaintext_exposed);
   head(&b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
   usb_printf(&b, "unico_http_draining %d\n", atomic_load(&s->draining));
 

@@ -39,7 +39,12 @@ static const char *const SERVE_HELP =
     "                           free one (default 127.0.0.1:8080)\n"
     "  --token-file FILE        clients must send \"Authorization: Bearer TOKEN\"\n"
     "                           (TOKEN: the first line of FILE) on every endpoint\n"
-    "                           but /healthz; required unless ADDR is loopback\n"
+    "                           but /healthz and /readyz; required unless ADDR is\n"
+    "                           loopback\n"
+    "  --allow-plaintext        serve plain HTTP on an ADDR other than loopback\n"
+    "                           (else refused, exit 1: the token would cross the\n"
+    "                           network in clear); for a proxy that terminates\n"
+    "                           TLS; warns at start and in /metrics\n"
     "  --schema FILE            apply this schema (DDL) before serving\n"
     "  --threads N              at most N requests in the store at once; the\n"
     "                           others wait their turn (default: no cap but\n"
@@ -254,13 +259,17 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
       "--store", "--listen", "--token-file", "--schema", "--threads",
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
       "--request-timeout", "--drain-timeout", "--event-loop", "--max-per-ip",
-      "--access-log", "--allow-origin"};
+      "--access-log", "--allow-origin" /* , "--tls-cert", "--tls-key", "--tls-client-ca" */};
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (i == cmd) continue;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       *help = 1;
+      continue;
+    }
+    if (!strcmp(a, "--allow-plaintext")) {
+      c->allow_plaintext = 1;
       continue;
     }
     if (a[0] != '-') return usage_error("serve takes no arguments, got \"%s\"", a);
@@ -312,6 +321,9 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
         return usage_error("at most %d --allow-origin options", USERV_MAX_ORIGINS);
       c->allow_origin[c->nallow_origin++] = val;
       break;
+    case 15: c->tls_cert = val; break;
+    case 16: c->tls_key = val; break;
+    case 17: c->tls_client_ca = val; break;
     }
   }
   return 0;
@@ -515,10 +527,32 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     c->max_per_ip = is_loopback((const struct sockaddr *)&ss)
                         ? 0
                         : (c->max_connections >= 4 ? c->max_connections / 4 : 1);
+  int loopback = is_loopback((const struct sockaddr *)&ss);
+  if (!c->tls_cert != !c->tls_key) {
+    code = usage_error("--tls-cert and --tls-key go together: give both (HTTPS) or neither");
+    goto leave;
+  }
+  if (c->tls_client_ca && !c->tls_cert) {
+    code = usage_error("--tls-client-ca needs HTTPS: give --tls-cert and --tls-key too");
+    goto leave;
+  }
+  /* Secure by default: off the loopback interface, plain HTTP would carry
+   * the token and every record in clear (docs/http.md#deploying). */
+  if (!loopback && !c->tls_cert) {
+    if (!c->allow_plaintext) {
+      code = usage_error("refusing to listen on %s in plain HTTP: off the loopback interface "
+                         "the token and every record would cross the network in clear; give "
+                         "--tls-cert FILE --tls-key FILE, or --allow-plaintext when a proxy on "
+                         "this host or network terminates TLS",
+                         c->listen);
+      goto leave;
+    }
+    s->plaintext_exposed = 1;
+  }
   if (c->token_file) {
     code = read_token(s, c->token_file);
     if (code) goto leave;
-  } else if (!is_loopback((const struct sockaddr *)&ss)) {
+  } else if (!loopback) {
     code = usage_error("refusing to listen on %s without a token: off the loopback "
                        "interface every client must authenticate; give --token-file FILE",
                        c->listen);
@@ -668,6 +702,11 @@ int unico_serve_main(int argc, char **argv, int cmd) {
              c->threads);
   fprintf(stderr, "unico serve: listening on http://%s (store %s, %s%s)\n", where,
           s->store_shown, model, s->token ? ", bearer token required" : "");
+  if (s->plaintext_exposed)
+    fprintf(stderr, "unico serve: warning: plain HTTP on %s (--allow-plaintext): the bearer "
+                    "token and every record cross the network in clear unless a proxy in "
+                    "front terminates TLS; unico_http_plaintext_exposed is 1 in /metrics\n",
+            where);
 
   int sig = 0;
   while (sigwait(&sigs, &sig)) {

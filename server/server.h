@@ -113,6 +113,10 @@ typedef struct userv_config {
 #define USERV_MAX_ORIGINS 16
   const char *allow_origin[USERV_MAX_ORIGINS];
   int nallow_origin;
+  /* HTTPS (PEM files): the certificate (a chain: the server's first), its
+   * key, and the CAs whose client certificates are required (mutual TLS) */
+  const char *tls_cert, *tls_key, *tls_client_ca;
+  int allow_plaintext; /* --allow-plaintext: plain HTTP off loopback */
 } userv_config;
 
 /* An open connection (MHD's socket context; conns.c). */
@@ -150,6 +154,9 @@ typedef struct userv {
    * token, a request's Host must be it or a loopback name (http.c) */
   char listen_host[256];
   int log_fd; /* -1: no access log */
+  /* plain HTTP on an address other than loopback (--allow-plaintext):
+   * the token and the records cross the network in clear */
+  int plaintext_exposed;
   atomic_int draining;
   _Atomic int64_t inflight;
   /* Event loops: answers wait for durability without holding a thread

@@ -1112,16 +1112,50 @@ def t_token():
     finally:
         check(srv.stop() == 0, "token server exits 0")
     # Off loopback, a token is required.
-    srv = Server("open", "--listen", "0.0.0.0:0", expect_start=False)
+    srv = Server("open", "--listen", "0.0.0.0:0", "--allow-plaintext", expect_start=False)
     rc = srv.proc.wait(30)
     out = srv.proc.stdout.read().decode()
     srv.stop()
     check(rc == 1, "0.0.0.0 without a token: exit 1", rc)
     check(json.loads(out)["error"] == "usage" and "token" in srv.stderr(), "a clear message", (out, srv.stderr()))
-    srv = Server("open2", "--listen", "0.0.0.0:0", "--token-file", tok)
+    srv = Server("open2", "--listen", "0.0.0.0:0", "--token-file", tok, "--allow-plaintext")
     try:
         r = fetch(srv, "GET", "/healthz")
         check(r.status == 200, "0.0.0.0 with a token serves", r)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
+def t_plaintext():
+    # Secure by default: plain HTTP off the loopback interface is refused
+    # (exit 1, saying how to serve HTTPS or to allow it), even with a token;
+    # --allow-plaintext serves it, with a warning and a gauge.
+    tok = os.path.join(WORK, "token-plain.txt")
+    with open(tok, "w") as f:
+        f.write("plain-token-0123456789\n")
+    auth = {"Authorization": "Bearer plain-token-0123456789"}
+    for listen in ("0.0.0.0:0", "[::]:0"):
+        srv = Server("plain-refused", "--listen", listen, "--token-file", tok, expect_start=False)
+        rc = srv.proc.wait(30)
+        out = srv.proc.stdout.read().decode()
+        srv.stop()
+        err = srv.stderr()
+        check(rc == 1, "%s in plain HTTP: exit 1" % listen, (rc, err))
+        check(json.loads(out)["error"] == "usage" and "plain HTTP" in err and "--tls-cert" in err
+              and "--allow-plaintext" in err, "a clear message", (out, err))
+    srv = Server("plain-allowed", "--listen", "0.0.0.0:0", "--token-file", tok, "--allow-plaintext")
+    try:
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 200, "--allow-plaintext serves", r)
+        check("warning: plain HTTP" in srv.stderr(), "a warning at start", srv.stderr())
+        check(metric(srv, "unico_http_plaintext_exposed", headers=auth) == 1, "the gauge says 1")
+    finally:
+        check(srv.stop() == 0, "exits 0")
+    # loopback needs neither, and says nothing
+    srv = Server("plain-loopback", "--token-file", tok)
+    try:
+        check(metric(srv, "unico_http_plaintext_exposed", headers=auth) == 0, "0 on loopback")
+        check("warning" not in srv.stderr(), "no warning on loopback", srv.stderr())
     finally:
         check(srv.stop() == 0, "exits 0")
 
@@ -1474,7 +1508,8 @@ def t_per_ip():
     tok = os.path.join(WORK, "token.txt")
     with open(tok, "w") as f:
         f.write("s3cret-token-0123456789\n")
-    srv = Server("perip", "--listen", "0.0.0.0:0", "--token-file", tok, "--max-connections", "8")
+    srv = Server("perip", "--listen", "0.0.0.0:0", "--token-file", tok, "--allow-plaintext",
+                 "--max-connections", "8")
     try:
         held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(2)]
         time.sleep(0.2)
@@ -1633,7 +1668,7 @@ def t_client_gone():
     check("still wait" not in log and "stopped" in log, "nothing left waiting", log[-1500:])
 
 
-OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_plaintext, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):
