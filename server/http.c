@@ -57,6 +57,7 @@ typedef struct ureq {
   int nseg;
   char path[256]; /* for the access log, cut if longer */
   char remote[INET6_ADDRSTRLEN + 2];
+  char subject[256]; /* mutual TLS: the client certificate's subject */
   uresp early;    /* the answer, when dropping */
   /* event loops: the answer, held until its ticket is durable */
   struct MHD_Connection *conn;
@@ -1046,14 +1047,44 @@ static int json_media(const char *ct) {
   return n == 16 && !strncasecmp(ct, "application/json", 16);
 }
 
+/* Mutual TLS: 1 (o is the answer, 403) unless the client's certificate
+ * was verified; else its subject goes to r->subject. */
+static int client_refused(struct MHD_Connection *c, ureq *r, uresp *o) {
+  uconn *uc = userv_conn_of(c);
+  uconn tmp;
+  if (!uc) { /* not tracked (out of memory): check it now */
+    memset(&tmp, 0, sizeof tmp);
+    uc = &tmp;
+  }
+  if (!uc->tls_checked) {
+    uc->tls_ok = utls_client(c, uc->subject, sizeof uc->subject, uc->tls_why,
+                             sizeof uc->tls_why) == 0;
+    uc->tls_checked = 1;
+  }
+  if (!uc->tls_ok) {
+    fail(o, 403, "forbidden",
+         "this server needs a client certificate signed by a CA of --tls-client-ca: %s",
+         uc->tls_why);
+    r->close = 1;
+    return 1;
+  }
+  snprintf(r->subject, sizeof r->subject, "%s", uc->subject);
+  return 0;
+}
+
 /* Checks made as soon as the headers are in, before any body is read.
  * 1 when o is the answer. */
 static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
                     const char *method, uint64_t body_len, uresp *o) {
+  /* Mutual TLS: the handshake already required a certificate the CAs of
+   * --tls-client-ca signed (tls.c); checked again here, once per
+   * connection, for the subject of the access log, and so that nothing
+   * is served to a client without one whatever the handshake allowed. */
+  if (s->client_ca && client_refused(c, r, o)) return 1;
   /* Without a token, only this machine's names: a page whose host name
    * was made to resolve to 127.0.0.1 (DNS rebinding) is refused. */
   const char *host = header(c, MHD_HTTP_HEADER_HOST);
-  if (!s->token && host && !host_ok(s, host)) {
+  if (!s->token && !s->client_ca && host && !host_ok(s, host)) {
     fail(o, 421, "misdirected_request",
          "this server does not answer to the host name \"%.200s\": without a token it "
          "answers only to localhost, 127.0.0.1, [::1] and the host of --listen", host);
@@ -1369,9 +1400,21 @@ static void access_log(userv *s, const ureq *r, uint64_t us) {
     snprintf(st, sizeof st, "%d", r->status);
   else
     snprintf(st, sizeof st, "-");
-  int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s %s %s %zu %" PRIu64 "us\n",
+  /* mutual TLS: the client's subject, %-escaped to stay one field */
+  char subj[400] = "";
+  if (r->subject[0]) {
+    size_t k = (size_t)snprintf(subj, sizeof subj, " subject=");
+    for (const unsigned char *p = (const unsigned char *)r->subject; *p && k + 4 < sizeof subj; p++) {
+      if (*p <= 0x20 || *p >= 0x7f || *p == '%' || *p == '"')
+        k += (size_t)snprintf(subj + k, sizeof subj - k, "%%%02X", *p);
+      else
+        subj[k++] = (char)*p;
+    }
+    subj[k] = 0;
+  }
+  int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s %s %s %zu %" PRIu64 "us%s\n",
                    ts, now.tv_nsec / 1000000, r->remote, names[r->method],
-                   r->path, st, r->bytes, us);
+                   r->path, st, r->bytes, us, subj);
   if (n < 0) return;
   if ((size_t)n >= sizeof line) {
     n = sizeof line - 1;

@@ -41,6 +41,14 @@ static const char *const SERVE_HELP =
     "                           (TOKEN: the first line of FILE) on every endpoint\n"
     "                           but /healthz and /readyz; required unless ADDR is\n"
     "                           loopback\n"
+    "  --tls-cert FILE          serve HTTPS (TLS 1.2 and 1.3) with this PEM\n"
+    "                           certificate, or chain: the server's first, then\n"
+    "                           the intermediates\n"
+    "  --tls-key FILE           the PEM private key of --tls-cert (unencrypted)\n"
+    "  --tls-client-ca FILE     mutual TLS: clients must present a certificate\n"
+    "                           that a CA of this PEM file signed; its subject\n"
+    "                           goes to the access log; off loopback, no\n"
+    "                           --token-file is then needed\n"
     "  --allow-plaintext        serve plain HTTP on an ADDR other than loopback\n"
     "                           (else refused, exit 1: the token would cross the\n"
     "                           network in clear); for a proxy that terminates\n"
@@ -259,7 +267,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
       "--store", "--listen", "--token-file", "--schema", "--threads",
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
       "--request-timeout", "--drain-timeout", "--event-loop", "--max-per-ip",
-      "--access-log", "--allow-origin" /* , "--tls-cert", "--tls-key", "--tls-client-ca" */};
+      "--access-log", "--allow-origin", "--tls-cert", "--tls-key", "--tls-client-ca"};
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -461,7 +469,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   /* http.c closes a connection on purpose (a body too slow to arrive, out
    * of memory) by returning MHD_NO: the access log says so already. */
   if (strstr(msg, "Application reported internal error")) return;
-  fprintf(stderr, "unico serve: libmicrohttpd: %s\n", msg);
+  /* GnuTLS's words for a refused handshake are its own ("received
+   * handshake message out of context"): say what it means */
+  if (strstr(msg, "andshake"))
+    fprintf(stderr, "unico serve: a TLS handshake failed (a client without a certificate "
+                    "the server accepts, one that refuses the server's, or one without TLS "
+                    "1.2 or 1.3): libmicrohttpd: %s\n", msg);
+  else
+    fprintf(stderr, "unico serve: libmicrohttpd: %s\n", msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -536,6 +551,20 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     code = usage_error("--tls-client-ca needs HTTPS: give --tls-cert and --tls-key too");
     goto leave;
   }
+  if (c->tls_cert) {
+    char err[600];
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+      code = usage_error("this libmicrohttpd was built without TLS: --tls-cert cannot be served");
+      goto leave;
+    }
+    if (utls_load(c->tls_cert, c->tls_key, err, sizeof err) ||
+        (c->tls_client_ca &&
+         utls_read_pem("--tls-client-ca", c->tls_client_ca, &s->client_ca, err, sizeof err))) {
+      code = usage_error("%s", err);
+      goto leave;
+    }
+    s->tls = 1;
+  }
   /* Secure by default: off the loopback interface, plain HTTP would carry
    * the token and every record in clear (docs/http.md#deploying). */
   if (!loopback && !c->tls_cert) {
@@ -552,7 +581,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   if (c->token_file) {
     code = read_token(s, c->token_file);
     if (code) goto leave;
-  } else if (!loopback) {
+  } else if (!loopback && !c->tls_client_ca) {
     code = usage_error("refusing to listen on %s without a token: off the loopback "
                        "interface every client must authenticate; give --token-file FILE",
                        c->listen);
@@ -641,6 +670,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
   s->defer = c->event_loop != 0;
   if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (s->tls) flags |= MHD_USE_TLS;
   /* --max-connections is enforced by userv_accept, which closes a
    * connection over it at once. MHD's own limit is set out of reach: with
    * event loops it is split between the loops, and a loop at its share
@@ -654,7 +684,23 @@ int unico_serve_main(int argc, char **argv, int cmd) {
       {c->event_loop < 2 ? MHD_OPTION_END : MHD_OPTION_THREAD_POOL_SIZE,
        (intptr_t)c->event_loop, NULL},
       {MHD_OPTION_END, 0, NULL},
+      {MHD_OPTION_END, 0, NULL},
+      {MHD_OPTION_END, 0, NULL},
+      {MHD_OPTION_END, 0, NULL},
   };
+  if (s->tls) {
+    /* TLS 1.2 and 1.3 only; the certificate comes from tls.c at each
+     * handshake (a reload swaps it); mutual TLS: the CAs to check with.
+     * (An option array ends at its first MHD_OPTION_END: the TLS items
+     * take the place of the thread-pool one when that one is not set.) */
+    int k = c->event_loop < 2 ? 4 : 5;
+    items[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                         (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"};
+    items[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+                                         utls_cert_callback(s->client_ca != NULL)};
+    if (s->client_ca)
+      items[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca};
+  }
   if ((errno = userv_watch_start(s))) {
     code = usage_error("cannot start a thread: %s", strerror(errno));
     goto leave;
@@ -674,7 +720,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   /* {"listen":..,"store":..,"pid":..}: built by jansson, so that a '"' or
    * a control character in the URL cannot break the line's JSON */
   char listen_url[sizeof where + 8];
-  snprintf(listen_url, sizeof listen_url, "http://%s", where);
+  snprintf(listen_url, sizeof listen_url, "%s://%s", s->tls ? "https" : "http", where);
   json_t *ready = json_object();
   if (!ready || json_object_set_new(ready, "listen", ucli_json_text(listen_url)) ||
       json_object_set_new(ready, "store", ucli_json_text(s->store_shown)) ||
@@ -700,8 +746,9 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   if (c->threads)
     snprintf(model + strlen(model), sizeof model - strlen(model), ", %u in the store at once",
              c->threads);
-  fprintf(stderr, "unico serve: listening on http://%s (store %s, %s%s)\n", where,
-          s->store_shown, model, s->token ? ", bearer token required" : "");
+  fprintf(stderr, "unico serve: listening on %s (store %s, %s%s%s)\n", listen_url,
+          s->store_shown, model, s->token ? ", bearer token required" : "",
+          s->client_ca ? ", client certificates required" : "");
   if (s->plaintext_exposed)
     fprintf(stderr, "unico serve: warning: plain HTTP on %s (--allow-plaintext): the bearer "
                     "token and every record cross the network in clear unless a proxy in "
@@ -767,6 +814,8 @@ leave:
   unico_result_clear(&cres);
   if (s->log_fd > 2) close(s->log_fd);
   free(s->token);
+  free(s->client_ca);
+  utls_free();
   free(s->store_shown);
   if (have_slots) sem_destroy(&s->slots);
   pthread_mutex_destroy(&s->open_lock);

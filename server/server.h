@@ -133,6 +133,11 @@ typedef struct uconn {
   unsigned seen_gen;
   uint64_t base, sample_us, first_us;
   int cut;
+  /* mutual TLS, by the connection's thread at its first request: checked
+   * (1), and then the client's subject or why it was refused */
+  int tls_checked, tls_ok;
+  char subject[256];
+  char tls_why[200];
 } uconn;
 
 typedef struct userv {
@@ -157,6 +162,8 @@ typedef struct userv {
   /* plain HTTP on an address other than loopback (--allow-plaintext):
    * the token and the records cross the network in clear */
   int plaintext_exposed;
+  int tls;        /* HTTPS (--tls-cert) */
+  char *client_ca; /* --tls-client-ca's PEM text: mutual TLS; else NULL */
   atomic_int draining;
   _Atomic int64_t inflight;
   /* Event loops: answers wait for durability without holding a thread
@@ -186,6 +193,22 @@ unico *userv_store(userv *s, unico_result *res);
  * reason in words in msg (cap bytes). A few system calls and a read. */
 int userv_ready(userv *s, const char **reason, char *msg, size_t cap,
                 long long *schema_version);
+
+/* tls.c: HTTPS through libmicrohttpd's GnuTLS. utls_load reads a PEM
+ * certificate chain (the server's first) and its key, checks that they
+ * belong together and that the certificate is valid now, and makes them
+ * the ones every later handshake gets: 0, or -1 with the reason in err
+ * (the pair in use stays). utls_cert_callback: the function for
+ * MHD_OPTION_HTTPS_CERT_CALLBACK (mutual: a client certificate is
+ * required in the handshake). utls_read_pem: a file of PEM certificates,
+ * its text in *text (the caller frees). utls_client: the client's verified
+ * certificate: 0 with its subject (RFC 4514) in subject, else -1 with why.
+ * utls_free: at exit. */
+int utls_load(const char *cert_path, const char *key_path, char *err, size_t cap);
+void *utls_cert_callback(int mutual);
+int utls_read_pem(const char *what, const char *path, char **text, char *err, size_t cap);
+int utls_client(struct MHD_Connection *c, char *subject, size_t cap, char *why, size_t wcap);
+void utls_free(void);
 
 /* The MHD callbacks (http.c); cls is the userv. */
 enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
