@@ -58,6 +58,7 @@ typedef struct ureq {
   char path[256]; /* for the access log, cut if longer */
   char remote[INET6_ADDRSTRLEN + 2];
   char subject[256]; /* mutual TLS: the client certificate's subject */
+  const char *token_name; /* the name of the token it came with, or NULL */
   uresp early;    /* the answer, when dropping */
   /* event loops: the answer, held until its ticket is durable */
   struct MHD_Connection *conn;
@@ -941,8 +942,11 @@ static int hold_answer(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
 /* ------------------------------------------------------------------ */
 /* authentication */
 
-/* Constant-time in the length of the token the server holds. */
-static int token_ok(const userv *s, struct MHD_Connection *c) {
+/* Whether the request carries one of the tokens in force (ts); its name
+ * (or "") in *name. Every token is compared whole, whichever matched:
+ * the time depends on the tokens' lengths and number, not on how much of
+ * one the client guessed. */
+static int token_ok(const utokens *ts, struct MHD_Connection *c, const char **name) {
   const char *h = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
   if (!h) return 0;
   size_t n = ows_trim(&h);
@@ -953,10 +957,18 @@ static int token_ok(const userv *s, struct MHD_Connection *c) {
     h++;
     n--;
   }
-  unsigned char diff = (unsigned char)(n != s->token_len);
-  for (size_t i = 0; i < s->token_len; i++)
-    diff |= (unsigned char)(s->token[i] ^ (i < n ? h[i] : 0));
-  return diff == 0;
+  int found = -1;
+  for (int k = 0; k < ts->n; k++) {
+    const utoken *t = &ts->t[k];
+    unsigned char diff = (unsigned char)(n != t->len);
+    for (size_t i = 0; i < t->len; i++)
+      diff |= (unsigned char)(t->tok[i] ^ (i < n ? h[i] : 0));
+    /* (no early exit: the others are compared too) */
+    found = diff == 0 ? k : found;
+  }
+  if (found < 0) return 0;
+  *name = ts->t[found].name;
+  return 1;
 }
 
 /* The most body bytes read and dropped before an early answer. */
@@ -1084,7 +1096,8 @@ static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
   /* Without a token, only this machine's names: a page whose host name
    * was made to resolve to 127.0.0.1 (DNS rebinding) is refused. */
   const char *host = header(c, MHD_HTTP_HEADER_HOST);
-  if (!s->token && !s->client_ca && host && !host_ok(s, host)) {
+  utokens *ts = atomic_load(&s->tokens);
+  if (!ts && !s->client_ca && host && !host_ok(s, host)) {
     fail(o, 421, "misdirected_request",
          "this server does not answer to the host name \"%.200s\": without a token it "
          "answers only to localhost, 127.0.0.1, [::1] and the host of --listen", host);
@@ -1121,8 +1134,8 @@ static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
   }
   /* /healthz for health checkers; the API's description is public like
    * the source it comes from */
-  if (s->token && r->route != UR_HEALTHZ && r->route != UR_READYZ && r->route != UR_OPENAPI &&
-      !token_ok(s, c)) {
+  if (ts && r->route != UR_HEALTHZ && r->route != UR_READYZ && r->route != UR_OPENAPI &&
+      !token_ok(ts, c, &r->token_name)) {
     fail(o, 401, "unauthorized",
          "this server needs \"Authorization: Bearer TOKEN\" (see --token-file)");
     o->www_auth = 1;
@@ -1412,9 +1425,11 @@ static void access_log(userv *s, const ureq *r, uint64_t us) {
     }
     subj[k] = 0;
   }
-  int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s %s %s %zu %" PRIu64 "us%s\n",
+  int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s %s %s %zu %" PRIu64 "us%s%s%s\n",
                    ts, now.tv_nsec / 1000000, r->remote, names[r->method],
-                   r->path, st, r->bytes, us, subj);
+                   r->path, st, r->bytes, us,
+                   r->token_name && r->token_name[0] ? " token=" : "",
+                   r->token_name ? r->token_name : "", subj);
   if (n < 0) return;
   if ((size_t)n >= sizeof line) {
     n = sizeof line - 1;

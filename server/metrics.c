@@ -178,6 +178,13 @@ char *umetrics_render(userv *s) {
        "1 when the server listens off the loopback interface in plain HTTP "
        "(--allow-plaintext): the token and the records cross the network in clear.");
   usb_printf(&b, "unico_http_plaintext_exposed %d\n", s->plaintext_exposed);
+  head(&b, "unico_credential_reloads_total", "counter",
+       "SIGHUP reloads of the token file and the TLS certificate, by outcome "
+       "(failed: a file could not be used; what was in force is kept).");
+  usb_printf(&b, "unico_credential_reloads_total{outcome=\"ok\"} %llu\n",
+             (unsigned long long)atomic_load_explicit(&m->reloads_ok, RLX));
+  usb_printf(&b, "unico_credential_reloads_total{outcome=\"failed\"} %llu\n",
+             (unsigned long long)atomic_load_explicit(&m->reloads_failed, RLX));
   head(&b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
   usb_printf(&b, "unico_http_draining %d\n", atomic_load(&s->draining));
 

@@ -31,16 +31,19 @@ static const char *const SERVE_HELP =
     "\n"
     "Run the HTTP API on the store (docs/http.md) until SIGTERM or SIGINT,\n"
     "which stop accepting connections, let the requests in flight finish and\n"
-    "exit 0. Prints {\"listen\":\"http://HOST:PORT\",...} on standard output\n"
+    "exit 0. SIGHUP reads --token-file, --tls-cert and --tls-key again (a file\n"
+    "that cannot be used keeps what is in force, and says why). Prints {\"listen\":\"http://HOST:PORT\",...} on standard output\n"
     "once it accepts requests; logs one line per request on standard error.\n"
     "\n"
     "options:\n"
     "  --listen ADDR            HOST:PORT, [IPV6]:PORT or PORT; port 0 picks a\n"
     "                           free one (default 127.0.0.1:8080)\n"
     "  --token-file FILE        clients must send \"Authorization: Bearer TOKEN\"\n"
-    "                           (TOKEN: the first line of FILE) on every endpoint\n"
-    "                           but /healthz and /readyz; required unless ADDR is\n"
-    "                           loopback\n"
+    "                           with a TOKEN of FILE (one a line, \"TOKEN\" or\n"
+    "                           \"NAME TOKEN\", the name logged; # comments) on\n"
+    "                           every endpoint but /healthz, /readyz and\n"
+    "                           /v1/openapi.json; required unless ADDR is loopback\n"
+    "                           or --tls-client-ca is given\n"
     "  --tls-cert FILE          serve HTTPS (TLS 1.2 and 1.3) with this PEM\n"
     "                           certificate, or chain: the server's first, then\n"
     "                           the intermediates\n"
@@ -355,20 +358,140 @@ static char *slurp(const char *path) {
   return usb_take(&b);
 }
 
-static int read_token(userv *s, const char *path) {
-  char *t = slurp(path);
-  if (!t) return usage_error("cannot read the token file %s: %s", path, strerror(errno));
-  t[strcspn(t, "\r\n")] = 0;
-  size_t n = strlen(t);
-  while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) t[--n] = 0;
-  if (n < 16 || strspn(t, " \t") || strpbrk(t, " \t")) {
-    free(t);
-    return usage_error("the token in %s must be one line of at least 16 characters "
-                       "without spaces", path);
+static void tokens_free(utokens *ts) {
+  while (ts) {
+    utokens *o = ts->older;
+    for (int i = 0; i < ts->n; i++) {
+      memset(ts->t[i].tok, 0, ts->t[i].len);
+      free(ts->t[i].tok);
+    }
+    free(ts);
+    ts = o;
   }
-  s->token = t;
-  s->token_len = n;
+}
+
+/* Parse a token file: one token a line, "TOKEN" or "NAME TOKEN" (a name
+ * of letters, digits, '.', '_', '-'; a token of at least 16 characters
+ * without blanks), blank lines and lines starting with '#' skipped. NULL
+ * with the reason in err (line numbers, never a token's text). */
+static utokens *tokens_parse(const char *path, char *err, size_t cap) {
+  char *text = slurp(path);
+  utokens *ts = NULL;
+  if (!text) {
+    snprintf(err, cap, "cannot read the token file %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  ts = calloc(1, sizeof *ts);
+  if (!ts) {
+    snprintf(err, cap, "out of memory");
+    goto fail;
+  }
+  int line = 0;
+  for (char *p = text, *next; *p; p = next) {
+    size_t ll = strcspn(p, "\n");
+    next = p[ll] ? p + ll + 1 : p + ll;
+    p[ll] = 0;
+    line++;
+    if (ll && p[ll - 1] == '\r') p[--ll] = 0;
+    while (*p == ' ' || *p == '\t') p++;
+    size_t n = strlen(p);
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) p[--n] = 0;
+    if (!n || *p == '#') continue;
+    const char *name = "", *tok = p;
+    char *blank = strpbrk(p, " \t");
+    if (blank) {
+      *blank = 0;
+      name = p;
+      tok = blank + 1;
+      while (*tok == ' ' || *tok == '\t') tok++;
+      if (strpbrk(tok, " \t")) {
+        snprintf(err, cap, "token file %s, line %d: expected TOKEN or NAME TOKEN, got more "
+                           "fields", path, line);
+        goto fail;
+      }
+      if (strlen(name) > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-") != strlen(name)) {
+        snprintf(err, cap, "token file %s, line %d: a token's name is 1 to 64 letters, digits, "
+                           "'.', '_' or '-'", path, line);
+        goto fail;
+      }
+    }
+    if (strlen(tok) < 16) {
+      snprintf(err, cap, "token file %s, line %d: a token must have at least 16 characters "
+                         "without spaces", path, line);
+      goto fail;
+    }
+    if (ts->n == USERV_MAX_TOKENS) {
+      snprintf(err, cap, "token file %s: more than %d tokens", path, USERV_MAX_TOKENS);
+      goto fail;
+    }
+    for (int i = 0; i < ts->n; i++)
+      if (name[0] && !strcmp(ts->t[i].name, name)) {
+        snprintf(err, cap, "token file %s, line %d: the name %s is given twice", path, line, name);
+        goto fail;
+      }
+    utoken *u = &ts->t[ts->n];
+    u->tok = strdup(tok);
+    if (!u->tok) {
+      snprintf(err, cap, "out of memory");
+      goto fail;
+    }
+    u->len = strlen(tok);
+    snprintf(u->name, sizeof u->name, "%s", name);
+    ts->n++;
+  }
+  if (!ts->n) {
+    snprintf(err, cap, "token file %s holds no token (one a line: TOKEN or NAME TOKEN)", path);
+    goto fail;
+  }
+  memset(text, 0, strlen(text));
+  free(text);
+  return ts;
+fail:
+  memset(text, 0, strlen(text));
+  free(text);
+  tokens_free(ts);
+  return NULL;
+}
+
+static int read_token(userv *s, const char *path) {
+  char err[512];
+  utokens *ts = tokens_parse(path, err, sizeof err);
+  if (!ts) return usage_error("%s", err);
+  atomic_store(&s->tokens, ts);
   return 0;
+}
+
+/* SIGHUP: read the token file and the TLS certificate and key again. A
+ * file that cannot be used leaves what is in force as it was, and stderr
+ * says why; nothing else changes (connections and requests go on). */
+static void reload(userv *s) {
+  char err[600];
+  int failed = 0;
+  if (s->cfg.token_file) {
+    utokens *ts = tokens_parse(s->cfg.token_file, err, sizeof err);
+    if (ts) {
+      ts->older = atomic_load(&s->tokens);
+      atomic_store(&s->tokens, ts);
+      fprintf(stderr, "unico serve: SIGHUP: %d token(s) read from %s\n", ts->n,
+              s->cfg.token_file);
+    } else {
+      failed = 1;
+      fprintf(stderr, "unico serve: SIGHUP: %s; the tokens in force are kept\n", err);
+    }
+  }
+  if (s->tls) {
+    if (utls_load(s->cfg.tls_cert, s->cfg.tls_key, err, sizeof err) == 0) {
+      fprintf(stderr, "unico serve: SIGHUP: certificate %s and key %s loaded\n",
+              s->cfg.tls_cert, s->cfg.tls_key);
+    } else {
+      failed = 1;
+      fprintf(stderr, "unico serve: SIGHUP: %s; the certificate in force is kept\n", err);
+    }
+  }
+  if (!s->cfg.token_file && !s->tls)
+    fprintf(stderr, "unico serve: SIGHUP: no --token-file and no --tls-cert: nothing to reload\n");
+  atomic_fetch_add(failed ? &s->m.reloads_failed : &s->m.reloads_ok, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -613,6 +736,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
 
@@ -747,7 +871,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     snprintf(model + strlen(model), sizeof model - strlen(model), ", %u in the store at once",
              c->threads);
   fprintf(stderr, "unico serve: listening on %s (store %s, %s%s%s)\n", listen_url,
-          s->store_shown, model, s->token ? ", bearer token required" : "",
+          s->store_shown, model, atomic_load(&s->tokens) ? ", bearer token required" : "",
           s->client_ca ? ", client certificates required" : "");
   if (s->plaintext_exposed)
     fprintf(stderr, "unico serve: warning: plain HTTP on %s (--allow-plaintext): the bearer "
@@ -756,7 +880,10 @@ int unico_serve_main(int argc, char **argv, int cmd) {
             where);
 
   int sig = 0;
-  while (sigwait(&sigs, &sig)) {
+  for (;;) {
+    if (sigwait(&sigs, &sig)) continue;
+    if (sig != SIGHUP) break;
+    reload(s);
   }
   /* Shutdown: refuse new connections, answer what is in flight (with
    * "Connection: close"), then stop. A second signal stops at once. */
@@ -813,7 +940,7 @@ leave:
   }
   unico_result_clear(&cres);
   if (s->log_fd > 2) close(s->log_fd);
-  free(s->token);
+  tokens_free(atomic_load(&s->tokens));
   free(s->client_ca);
   utls_free();
   free(s->store_shown);

@@ -65,6 +65,7 @@ typedef struct umetrics {
   _Atomic uint64_t connections_refused; /* over --max-connections */
   _Atomic uint64_t request_timeouts;    /* cut by --request-timeout */
   _Atomic uint64_t bytes_in, bytes_out;
+  _Atomic uint64_t reloads_ok, reloads_failed; /* SIGHUP */
   /* conflicts by table and constraint: a short list behind a lock, taken
    * only when a write is refused */
   pthread_mutex_t conflicts_lock;
@@ -119,6 +120,20 @@ typedef struct userv_config {
   int allow_plaintext; /* --allow-plaintext: plain HTTP off loopback */
 } userv_config;
 
+/* The tokens of --token-file: one a line, "TOKEN" or "NAME TOKEN" (the
+ * name goes to the access log), '#' starts a comment line. */
+#define USERV_MAX_TOKENS 64
+typedef struct utoken {
+  char *tok;
+  size_t len;
+  char name[65]; /* "" when unnamed */
+} utoken;
+typedef struct utokens {
+  int n;
+  utoken t[USERV_MAX_TOKENS];
+  struct utokens *older;
+} utokens;
+
 /* An open connection (MHD's socket context; conns.c). */
 typedef struct uconn {
   struct uconn *prev, *next; /* userv.conns, under conns_lock */
@@ -153,8 +168,10 @@ typedef struct userv {
   pthread_t opener;
   int open_stop;
   char open_msg[512];
-  char *token;
-  size_t token_len;
+  /* --token-file: the tokens now in force (a reload swaps in a new set;
+   * older sets stay allocated until exit, as a request may still read
+   * one). NULL: no token needed. */
+  _Atomic(struct utokens *) tokens;
   /* the host of --listen as given (a name or an address): without a
    * token, a request's Host must be it or a loopback name (http.c) */
   char listen_host[256];

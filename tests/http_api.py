@@ -1136,7 +1136,11 @@ def t_plaintext():
     auth = {"Authorization": "Bearer plain-token-0123456789"}
     for listen in ("0.0.0.0:0", "[::]:0"):
         srv = Server("plain-refused", "--listen", listen, "--token-file", tok, expect_start=False)
-        rc = srv.proc.wait(30)
+        try:
+            rc = srv.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            srv.stop()
+            check(False, "%s in plain HTTP: the server started" % listen)
         out = srv.proc.stdout.read().decode()
         srv.stop()
         err = srv.stderr()

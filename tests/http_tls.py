@@ -14,6 +14,15 @@ by openssl in the suite (tests/support/tls_certs.sh):
   and an expired one are refused in the handshake.
 - off_loopback: 0.0.0.0 with HTTPS needs no --allow-plaintext; with
   client certificates no token either.
+- rotation: a token file of several named tokens; SIGHUP under a running
+  load (writes over kept-alive and new HTTPS connections) with a new token
+  file and a new certificate: no request fails, the new token works, the
+  removed one is refused, new handshakes get the new certificate, the
+  access log names the token; then a broken token file and a key that is
+  not the certificate's: the server keeps serving with what it had, says
+  why, and counts the failed reload.
+- token_file: what a token file may hold (names, comments, blank lines)
+  and the start refused on a bad one, saying which line.
 
 usage: http_tls.py PATH/TO/unico WORKDIR [TEST...]
 
@@ -98,7 +107,13 @@ class Server:
         self.host, self.port = hp.hostname, hp.port
 
     def exit_code(self):
-        rc = self.proc.wait(30)
+        """The exit status of a server that should not start (one that
+        does start is stopped, and the status is None)."""
+        try:
+            rc = self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return None, "", self.stderr()
         out = self.proc.stdout.read().decode()
         self.stop()
         return rc, out, self.stderr()
@@ -279,8 +294,161 @@ def t_off_loopback():
     check(rc == 1 and "without a token" in err, "HTTPS alone off loopback still needs a token", (rc, err))
 
 
+def write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)  # as an operator's tool would: never half written
+
+
+def wait_log(srv, text, count, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if srv.stderr().count(text) >= count:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def issuer_cn(srv):
+    ctx = context()
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+            iss = dict(x[0] for x in tls.getpeercert()["issuer"])
+            return iss["commonName"]
+
+
+def t_rotation():
+    import threading
+    d = os.path.join(WORK, "rot-files")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    tokfile, crt, key = os.path.join(d, "tokens"), os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    app, old, new = "app-token-0123456789abcdef", "old-token-0123456789abcdef", "new-token-0123456789abcdef"
+    write(tokfile, "# the load's token, and one to retire\napp %s\nold %s\n" % (app, old))
+    shutil.copy(cert("server.pem"), crt)
+    shutil.copy(cert("server.key"), key)
+    srv = Server("rotation", "--no-token", "--token-file", tokfile, "--tls-cert", crt, "--tls-key", key)
+    stop = threading.Event()
+    fails, done = [], [0]
+    lock = threading.Lock()
+
+    def loader(k):
+        conn = None
+        i = 0
+        while not stop.is_set():
+            if conn is None or i % 10 == 0:  # kept alive, and new handshakes too
+                if conn:
+                    conn.close()
+                conn = http.client.HTTPSConnection("localhost", srv.port, timeout=20, context=context())
+            pk = "l%d-%d" % (k, i)
+            i += 1
+            try:
+                conn.request("POST", "/v1/users", json.dumps({"id": pk, "username": pk}),
+                             {"Authorization": "Bearer " + app, "Content-Type": "application/json"})
+                r = conn.getresponse()
+                data = r.read()
+                Resp(r.status, r.getheaders(), data, "POST", "/v1/users")
+                if r.status != 201:
+                    with lock:
+                        fails.append((pk, r.status, data[:200]))
+            except Exception as e:  # noqa: BLE001 - any failure counts
+                with lock:
+                    fails.append((pk, repr(e)))
+                conn = None
+            with lock:
+                done[0] += 1
+        if conn:
+            conn.close()
+
+    ths = [threading.Thread(target=loader, args=(k,)) for k in range(4)]
+    try:
+        check(issuer_cn(srv) == "unico test CA", "the first certificate", None)
+        r = call(srv, "GET", "/v1/users/x", headers={"Authorization": "Bearer " + old})
+        check(r.status == 404, "the old token works before", r)
+        for t in ths:
+            t.start()
+        time.sleep(0.5)
+        # rotate: "old" removed, "new" added; the certificate of the chain
+        write(tokfile, "app %s\nnew %s\n" % (app, new))
+        shutil.copy(cert("chain.pem"), crt + ".tmp")
+        shutil.copy(cert("chained.key"), key + ".tmp")
+        os.replace(crt + ".tmp", crt)
+        os.replace(key + ".tmp", key)
+        srv.proc.send_signal(signal.SIGHUP)
+        check(wait_log(srv, "certificate %s and key %s loaded" % (crt, key), 1), "the reload is logged",
+              srv.stderr()[-1500:])
+        check("SIGHUP: 2 token(s) read" in srv.stderr(), "the tokens read are counted", srv.stderr()[-1500:])
+        r = call(srv, "GET", "/v1/users/x", headers={"Authorization": "Bearer " + new})
+        check(r.status == 404, "the new token works", r)
+        r = call(srv, "GET", "/v1/users/x", headers={"Authorization": "Bearer " + old})
+        check(r.status == 401, "the removed token is refused", r)
+        check(issuer_cn(srv) == "unico test intermediate", "new handshakes get the new certificate", None)
+        time.sleep(0.5)
+        # broken: a token too short, then a key that is not the certificate's
+        write(tokfile, "app %s\nbad short\n" % app)
+        shutil.copy(cert("rogue.key"), key)
+        srv.proc.send_signal(signal.SIGHUP)
+        check(wait_log(srv, "the certificate in force is kept", 1), "a bad reload is logged", srv.stderr()[-1500:])
+        err = srv.stderr()
+        check("line 2: a token must have at least 16 characters" in err and "tokens in force are kept" in err,
+              "the token file's fault, by line", err[-1500:])
+        check("is not the key of the certificate" in err, "the key's fault", err[-1500:])
+        r = call(srv, "GET", "/v1/users/x", headers={"Authorization": "Bearer " + new})
+        check(r.status == 404, "the tokens in force still work", r)
+        r = call(srv, "GET", "/v1/users/x")
+        check(r.status == 401, "and a token is still needed", r)
+        check(issuer_cn(srv) == "unico test intermediate", "the certificate in force is kept", None)
+        time.sleep(0.5)
+        r = call(srv, "GET", "/metrics", headers={"Authorization": "Bearer " + new})
+        text = r.data.decode()
+        check('unico_credential_reloads_total{outcome="ok"} 1' in text and
+              'unico_credential_reloads_total{outcome="failed"} 1' in text, "the reloads are counted", text[-3000:])
+    finally:
+        stop.set()
+        for t in ths:
+            if t.is_alive() or t.ident:
+                t.join()
+        rc = srv.stop()
+    check(not fails, "no request of the load failed (%d made)" % done[0], fails[:5])
+    check(done[0] > 50, "the load ran", done[0])
+    check(rc == 0, "exits 0", rc)
+    log = srv.stderr()
+    check(" POST /v1/users 201 " in log and " token=app" in log, "the access log names the token", log[-800:])
+
+
+def t_token_file():
+    d = os.path.join(WORK, "tokfiles")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    good = os.path.join(d, "good")
+    write(good, "\n# comment\n  first-token-0123456789  \r\nnamed-2 second-token-0123456789\n\n")
+    srv = Server("tokfile", "--no-token", "--token-file", good, "--tls-cert", cert("server.pem"),
+                 "--tls-key", cert("server.key"))
+    try:
+        for tok in ("first-token-0123456789", "second-token-0123456789"):
+            r = call(srv, "GET", "/v1/users/x", headers={"Authorization": "Bearer " + tok})
+            check(r.status == 404, "each token of the file works", r)
+        for tok in ("# comment", "named-2", "first-token-012345678", "second-token-0123456789x"):
+            r = call(srv, "GET", "/v1/users/x", headers={"Authorization": "Bearer " + tok})
+            check(r.status == 401, "nothing else: %r" % tok, r)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+    for text, want in (("short\n", "line 1: a token must have at least 16"),
+                       ("ok-token-0123456789abc\na b c\n", "line 2: expected TOKEN or NAME TOKEN"),
+                       ("n@me token-0123456789abcdef\n", "line 1: a token's name"),
+                       ("a t1-0123456789abcdef\na t2-0123456789abcdef\n", "the name a is given twice"),
+                       ("# only a comment\n\n", "holds no token")):
+        bad = os.path.join(d, "bad")
+        write(bad, text)
+        srv = Server("tokfile-bad", "--no-token", "--token-file", bad, expect_start=False)
+        rc, out, err = srv.exit_code()
+        check(rc == 1 and want in err, "a bad token file: exit 1, %s" % want, (rc, err))
+        check("0123456789" not in err, "the message shows no token", err)
+
+
 TESTS = [("https", t_https), ("start_refused", t_start_refused), ("mutual", t_mutual),
-         ("off_loopback", t_off_loopback)]
+         ("off_loopback", t_off_loopback), ("rotation", t_rotation), ("token_file", t_token_file)]
 
 
 def main():
