@@ -92,7 +92,10 @@ class Server:
             args += ["--token-file", tok]
         if not any(a == "--listen" for a in args):
             args += ["--listen", "127.0.0.1:0"]
-        cmd = [BIN, "serve", "--store", "lmdb:" + os.path.join(self.dir, "data"), "--schema", schema] + args
+        # UNICO_TEST_STORE_QUERY=?wal=on: the log-mode store, where unico
+        # serve runs event loops that park each answer until it is durable
+        store = "lmdb:" + os.path.join(self.dir, "data") + os.environ.get("UNICO_TEST_STORE_QUERY", "")
+        cmd = [BIN, "serve", "--store", store, "--schema", schema] + args
         self.log_path = os.path.join(self.dir, "stderr.txt")
         self.err = open(self.log_path, "a")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.err)
