@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +61,8 @@ typedef struct ureq {
   char remote[INET6_ADDRSTRLEN + 2];
   char subject[256]; /* mutual TLS: the client certificate's subject */
   const char *token_name; /* the name of the token it came with, or NULL */
+  char rid[129];          /* the request id: X-Request-Id, or made */
+  char outcome[40];       /* "ok" or the error name of the answer */
   uresp early;    /* the answer, when dropping */
   /* event loops: the answer, held until its ticket is durable */
   struct MHD_Connection *conn;
@@ -335,6 +339,66 @@ static void fail_rc(uresp *o, int rc, const unico_result *res, const char *table
   o->body = dump(e);
 }
 
+static const char *header(struct MHD_Connection *c, const char *name);
+static size_t ows_trim(const char **v);
+
+/* The outcome of an answer for the JSON access log: "ok" below 400, else
+ * the "error" of its body (every error body starts {"error":"NAME"). */
+static void outcome_of(ureq *r, int status, const char *body) {
+  static const char lead[] = "{\"error\":\"";
+  if (status < 400) {
+    snprintf(r->outcome, sizeof r->outcome, "ok");
+  } else if (body && !strncmp(body, lead, sizeof lead - 1)) {
+    const char *b = body + sizeof lead - 1;
+    size_t n = strcspn(b, "\"");
+    snprintf(r->outcome, sizeof r->outcome, "%.*s", (int)(n < 39 ? n : 39), b);
+  } else {
+    snprintf(r->outcome, sizeof r->outcome, "error");
+  }
+}
+
+/* A request id as callers send it: 1 to 128 visible ASCII characters,
+ * no '"' nor '\\'; anything else is replaced by one of ours. */
+static int rid_ok(const char *v, size_t n) {
+  if (!n || n > 128) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (v[i] <= 0x20 || v[i] >= 0x7f || v[i] == '"' || v[i] == '\\') return 0;
+  return 1;
+}
+
+static uint64_t rid_seed;
+static _Atomic uint64_t rid_next;
+static pthread_once_t rid_once = PTHREAD_ONCE_INIT;
+
+static void rid_init(void) {
+  if (getrandom(&rid_seed, sizeof rid_seed, 0) != (ssize_t)sizeof rid_seed)
+    rid_seed = userv_now_us() ^ ((uint64_t)getpid() << 32);
+}
+
+static uint64_t mix64(uint64_t z) { /* splitmix64's finaliser */
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* X-Request-Id when the caller sent a usable one, else 32 hex digits of
+ * our own (a random seed per process, a counter: never twice). */
+static void request_id(struct MHD_Connection *c, ureq *r) {
+  const char *h = header(c, "X-Request-Id");
+  if (h) {
+    size_t n = ows_trim(&h);
+    if (rid_ok(h, n)) {
+      memcpy(r->rid, h, n);
+      r->rid[n] = 0;
+      return;
+    }
+  }
+  pthread_once(&rid_once, rid_init);
+  uint64_t k = atomic_fetch_add(&rid_next, 1);
+  snprintf(r->rid, sizeof r->rid, "%016" PRIx64 "%016" PRIx64, mix64(rid_seed + 2 * k),
+           mix64(rid_seed + 2 * k + 1));
+}
+
 static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
                                  uresp *o) {
   if (!o->body && o->status != 204 && o->status != 304)
@@ -347,11 +411,13 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
     free(o->location);
     return MHD_NO;
   }
+  const char *resp_body_start = o->body; /* (owned by resp from here) */
   o->body = NULL;
   if (o->status != 204)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             o->ctype ? o->ctype : "application/json");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  if (r->rid[0]) MHD_add_response_header(resp, "X-Request-Id", r->rid);
   char num[48];
   if (o->etag) {
     snprintf(num, sizeof num, "\"%" PRIu64 "\"", o->etag);
@@ -390,6 +456,7 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
   r->responded = 1;
   r->status = o->status;
   r->bytes = n;
+  outcome_of(r, o->status, resp_body_start);
   atomic_fetch_add_explicit(&s->m.bytes_out, n, memory_order_relaxed);
   return ret;
 }
@@ -1320,6 +1387,7 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
     for (char *p = r->path; *p; p++) /* one ASCII log line per request, always */
       if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f) *p = '?';
     remote_of(c, r->remote, sizeof r->remote);
+    request_id(c, r);
     route_of(r, url);
     int framing;
     if (head_check(c, version, &o, &framing)) {
@@ -1401,8 +1469,52 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
   return send_resp(s, c, r, &o);
 }
 
+static const char *const METHOD_WORDS[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
+                                           "OTHER"};
+/* (metrics.c names the routes the same way) */
+static const char *const ROUTE_WORDS[UR_NROUTES] = {
+    "/healthz", "/metrics", "/v1/_schema", "/v1/{table}", "/v1/{table}/{pk}",
+    "/v1/{table}/by/{constraint}", "/v1/{table}/holds",
+    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "other"};
+
+/* --log-format json: one object a line (docs/http.md#access-log). */
+static void access_log_json(userv *s, const ureq *r, uint64_t us) {
+  char ts[40];
+  userv_time(ts, sizeof ts);
+  int st = r->status;
+  const char *table = r->route >= UR_COLLECTION && r->route <= UR_HOLD && r->route != UR_SCHEMA &&
+                              r->nseg > 0
+                          ? r->segs[0]
+                          : NULL;
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", ts, "level",
+                        st >= 500 || st == 0 ? "warn" : "info", "msg", "request", "request_id",
+                        r->rid, "remote", r->remote, "method", METHOD_WORDS[r->method], "route",
+                        ROUTE_WORDS[r->route]);
+  if (!o) return;
+  json_object_set_new(o, "path", json_string(r->path)); /* (ASCII: route_of's copy) */
+  json_object_set_new(o, "status", st ? json_integer(st) : json_null());
+  json_object_set_new(o, "duration_ms", json_real((double)us / 1000.0));
+  json_object_set_new(o, "bytes", json_integer((json_int_t)r->bytes));
+  if (table) json_object_set_new(o, "table", ucli_json_text(table));
+  json_object_set_new(o, "outcome", json_string(st ? r->outcome : "aborted"));
+  if (r->token_name && r->token_name[0]) json_object_set_new(o, "token", json_string(r->token_name));
+  if (r->subject[0]) json_object_set_new(o, "subject", ucli_json_text(r->subject));
+  char *j = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  if (!j) return;
+  size_t n = strlen(j);
+  j[n] = '\n'; /* (json_dumps leaves room for its NUL: the newline takes it) */
+  ssize_t w = write(s->log_fd, j, n + 1);
+  (void)w;
+  free(j);
+}
+
 static void access_log(userv *s, const ureq *r, uint64_t us) {
-  static const char *const names[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OTHER"};
+  const char *const *names = METHOD_WORDS;
+  if (s->cfg.log_json) {
+    access_log_json(s, r, us);
+    return;
+  }
   char line[512], ts[40], st[16];
   struct timespec now;
   struct tm tm;

@@ -32,8 +32,9 @@ static const char *const SERVE_HELP =
     "Run the HTTP API on the store (docs/http.md) until SIGTERM or SIGINT,\n"
     "which stop accepting connections, let the requests in flight finish and\n"
     "exit 0. SIGHUP reads --token-file, --tls-cert and --tls-key again (a file\n"
-    "that cannot be used keeps what is in force, and says why). Prints {\"listen\":\"http://HOST:PORT\",...} on standard output\n"
-    "once it accepts requests; logs one line per request on standard error.\n"
+    "that cannot be used keeps what is in force, and says why). Prints\n"
+    "{\"listen\":\"http://HOST:PORT\",...} on standard output once it accepts\n"
+    "requests; logs one line per request on standard error.\n"
     "\n"
     "options:\n"
     "  --listen ADDR            HOST:PORT, [IPV6]:PORT or PORT; port 0 picks a\n"
@@ -81,6 +82,8 @@ static const char *const SERVE_HELP =
     "  --drain-timeout SECONDS  on SIGTERM, wait at most this long for requests\n"
     "                           in flight (default 10)\n"
     "  --access-log FILE|-|off  where the access log goes (default -: stderr)\n"
+    "  --log-format text|json   the access log and the server's messages as lines\n"
+    "                           of text (default) or one JSON object a line\n"
     "  --allow-origin ORIGIN    serve cross-origin requests (CORS) from the web\n"
     "                           origin ORIGIN (http://HOST[:PORT] or\n"
     "                           https://...); repeatable; requests with another\n"
@@ -153,6 +156,45 @@ uint64_t userv_now_us(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* the server's own messages */
+
+/* "unico serve: MESSAGE" on stderr, or with --log-format json one object
+ * {"time","level","msg"}; one write(2) per line either way. */
+void userv_log(userv *s, const char *level, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char *line = NULL;
+  if (s && s->cfg.log_json) {
+    char ts[40];
+    userv_time(ts, sizeof ts);
+    json_t *o = json_pack("{s:s,s:s,s:o}", "time", ts, "level", level, "msg", ucli_json_text(msg));
+    char *j = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (j && asprintf(&line, "%s\n", j) < 0) line = NULL;
+    free(j);
+  } else if (asprintf(&line, "unico serve: %s\n", msg) < 0) {
+    line = NULL;
+  }
+  if (!line) return;
+  ssize_t w = write(2, line, strlen(line));
+  (void)w;
+  free(line);
+}
+
+void userv_time(char *out, size_t cap) {
+  struct timespec now;
+  struct tm tm;
+  char ts[32];
+  clock_gettime(CLOCK_REALTIME, &now);
+  gmtime_r(&now.tv_sec, &tm);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, cap, "%s.%03ldZ", ts, now.tv_nsec / 1000000);
+}
+
+/* ------------------------------------------------------------------ */
 /* the store handle */
 
 unico *userv_store(userv *s, unico_result *res) {
@@ -182,15 +224,15 @@ static int store_open(userv *s, unico_result *res) {
   ucli_redact_message(r2.message, sizeof r2.message, s->store_url);
   if (rc == UNICO_OK) {
     atomic_store_explicit(&s->store, u, memory_order_release);
-    fprintf(stderr, "unico serve: store %s is open\n", s->store_shown);
+    userv_log(s, "info", "store %s is open", s->store_shown);
   } else {
     pthread_mutex_lock(&s->open_lock);
     int same = !strcmp(s->open_msg, r2.message);
     snprintf(s->open_msg, sizeof s->open_msg, "%s", r2.message);
     pthread_mutex_unlock(&s->open_lock);
     if (!same) /* say it once, not once a second */
-      fprintf(stderr, "unico serve: store %s unavailable: %s (retrying every second)\n",
-              s->store_shown, r2.message);
+      userv_log(s, "warn", "store %s unavailable: %s (retrying every second)",
+                s->store_shown, r2.message);
   }
   if (res) {
     unico_result_clear(res);
@@ -270,7 +312,8 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
       "--store", "--listen", "--token-file", "--schema", "--threads",
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
       "--request-timeout", "--drain-timeout", "--event-loop", "--max-per-ip",
-      "--access-log", "--allow-origin", "--tls-cert", "--tls-key", "--tls-client-ca"};
+      "--access-log", "--allow-origin", "--tls-cert", "--tls-key", "--tls-client-ca",
+      "--log-format"};
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -335,6 +378,11 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
     case 15: c->tls_cert = val; break;
     case 16: c->tls_key = val; break;
     case 17: c->tls_client_ca = val; break;
+    case 18:
+      if (strcmp(val, "text") && strcmp(val, "json"))
+        return usage_error("--log-format needs text or json, got \"%s\"", val);
+      c->log_json = !strcmp(val, "json");
+      break;
     }
   }
   return 0;
@@ -473,24 +521,24 @@ static void reload(userv *s) {
     if (ts) {
       ts->older = atomic_load(&s->tokens);
       atomic_store(&s->tokens, ts);
-      fprintf(stderr, "unico serve: SIGHUP: %d token(s) read from %s\n", ts->n,
-              s->cfg.token_file);
+      userv_log(s, "info", "SIGHUP: %d token(s) read from %s", ts->n,
+                s->cfg.token_file);
     } else {
       failed = 1;
-      fprintf(stderr, "unico serve: SIGHUP: %s; the tokens in force are kept\n", err);
+      userv_log(s, "error", "SIGHUP: %s; the tokens in force are kept", err);
     }
   }
   if (s->tls) {
     if (utls_load(s->cfg.tls_cert, s->cfg.tls_key, err, sizeof err) == 0) {
-      fprintf(stderr, "unico serve: SIGHUP: certificate %s and key %s loaded\n",
-              s->cfg.tls_cert, s->cfg.tls_key);
+      userv_log(s, "info", "SIGHUP: certificate %s and key %s loaded",
+                s->cfg.tls_cert, s->cfg.tls_key);
     } else {
       failed = 1;
-      fprintf(stderr, "unico serve: SIGHUP: %s; the certificate in force is kept\n", err);
+      userv_log(s, "error", "SIGHUP: %s; the certificate in force is kept", err);
     }
   }
   if (!s->cfg.token_file && !s->tls)
-    fprintf(stderr, "unico serve: SIGHUP: no --token-file and no --tls-cert: nothing to reload\n");
+    userv_log(s, "warn", "SIGHUP: no --token-file and no --tls-cert: nothing to reload");
   atomic_fetch_add(failed ? &s->m.reloads_failed : &s->m.reloads_ok, 1);
 }
 
@@ -584,8 +632,8 @@ static int listen_on(const struct sockaddr_storage *ss, socklen_t len, const cha
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  userv *s = cls;
   char msg[512];
-  (void)cls;
   vsnprintf(msg, sizeof msg, fmt, ap);
   size_t n = strlen(msg);
   while (n && msg[n - 1] == '\n') msg[--n] = 0;
@@ -595,11 +643,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   /* GnuTLS's words for a refused handshake are its own ("received
    * handshake message out of context"): say what it means */
   if (strstr(msg, "andshake"))
-    fprintf(stderr, "unico serve: a TLS handshake failed (a client without a certificate "
-                    "the server accepts, one that refuses the server's, or one without TLS "
-                    "1.2 or 1.3): libmicrohttpd: %s\n", msg);
+    userv_log(s, "warn", "a TLS handshake failed (a client without a certificate "
+              "the server accepts, one that refuses the server's, or one without TLS "
+              "1.2 or 1.3): libmicrohttpd: %s", msg);
   else
-    fprintf(stderr, "unico serve: libmicrohttpd: %s\n", msg);
+    userv_log(s, "warn", "libmicrohttpd: %s", msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -768,7 +816,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
       unico_result_clear(&res);
       goto leave;
     }
-    fprintf(stderr, "unico serve: schema %s applied: %s\n", c->schema_file, res.json);
+    userv_log(s, "info", "schema %s applied: %s", c->schema_file, res.json);
   }
   unico_result_clear(&res);
 
@@ -870,14 +918,14 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   if (c->threads)
     snprintf(model + strlen(model), sizeof model - strlen(model), ", %u in the store at once",
              c->threads);
-  fprintf(stderr, "unico serve: listening on %s (store %s, %s%s%s)\n", listen_url,
-          s->store_shown, model, atomic_load(&s->tokens) ? ", bearer token required" : "",
-          s->client_ca ? ", client certificates required" : "");
+  userv_log(s, "info", "listening on %s (store %s, %s%s%s)", listen_url,
+            s->store_shown, model, atomic_load(&s->tokens) ? ", bearer token required" : "",
+            s->client_ca ? ", client certificates required" : "");
   if (s->plaintext_exposed)
-    fprintf(stderr, "unico serve: warning: plain HTTP on %s (--allow-plaintext): the bearer "
-                    "token and every record cross the network in clear unless a proxy in "
-                    "front terminates TLS; unico_http_plaintext_exposed is 1 in /metrics\n",
-            where);
+    userv_log(s, "warn", "warning: plain HTTP on %s (--allow-plaintext): the bearer "
+              "token and every record cross the network in clear unless a proxy in "
+              "front terminates TLS; unico_http_plaintext_exposed is 1 in /metrics",
+              where);
 
   int sig = 0;
   for (;;) {
@@ -888,21 +936,21 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   /* Shutdown: refuse new connections, answer what is in flight (with
    * "Connection: close"), then stop. A second signal stops at once. */
   atomic_store(&s->draining, 1);
-  fprintf(stderr, "unico serve: %s: draining %lld request(s) in flight\n",
-          sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)atomic_load(&s->inflight));
+  userv_log(s, "info", "%s: draining %lld request(s) in flight",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)atomic_load(&s->inflight));
   MHD_socket ls = MHD_quiesce_daemon(d);
   if (ls != MHD_INVALID_SOCKET) close(ls);
   fd = -1;
   uint64_t deadline = userv_now_us() + (uint64_t)c->drain_timeout * 1000000u;
   while (atomic_load(&s->inflight) > 0) {
     if (userv_now_us() > deadline) {
-      fprintf(stderr, "unico serve: drain timeout: %lld request(s) cut off\n",
-              (long long)atomic_load(&s->inflight));
+      userv_log(s, "warn", "drain timeout: %lld request(s) cut off",
+                (long long)atomic_load(&s->inflight));
       break;
     }
     struct timespec ts = {0, 5 * 1000 * 1000};
     if (sigtimedwait(&sigs, NULL, &ts) >= 0) {
-      fprintf(stderr, "unico serve: second signal: stopping now\n");
+      userv_log(s, "warn", "second signal: stopping now");
       break;
     }
   }
@@ -911,13 +959,13 @@ int unico_serve_main(int argc, char **argv, int cmd) {
      * cannot be closed under the store's callbacks; the process just goes
      * (nothing was acknowledged for them, and every acknowledged write is
      * durable). */
-    fprintf(stderr, "unico serve: %lld answer(s) still wait for a sync: exiting\n",
-            (long long)atomic_load(&s->suspended));
+    userv_log(s, "error", "%lld answer(s) still wait for a sync: exiting",
+              (long long)atomic_load(&s->suspended));
     _exit(unico_exit_code(UNICO_EUNAVAILABLE));
   }
   MHD_stop_daemon(d);
   d = NULL;
-  fprintf(stderr, "unico serve: stopped\n");
+  userv_log(s, "info", "stopped");
 
 leave:
   if (have_opener) {
@@ -935,7 +983,7 @@ leave:
    * next open replays the log. */
   unico_result cres = UNICO_RESULT_INIT;
   if (unico_close_checked(atomic_load(&s->store), &cres) != UNICO_OK) {
-    fprintf(stderr, "unico serve: %s\n", cres.message);
+    userv_log(s, "error", "%s", cres.message);
     if (code == 0) code = unico_exit_code(cres.rc);
   }
   unico_result_clear(&cres);

@@ -31,6 +31,14 @@ void usb_printf(usbuf *b, const char *fmt, ...) __attribute__((format(printf, 2,
 char *usb_take(usbuf *b);
 
 uint64_t userv_now_us(void); /* monotonic clock */
+/* The wall clock as 2026-11-28T19:31:12.425Z (UTC, milliseconds). */
+void userv_time(char *out, size_t cap);
+struct userv;
+/* A message of the server itself, on stderr: "unico serve: ..." or, with
+ * --log-format json, {"time":..,"level":..,"msg":..}. level: "info",
+ * "warn" or "error". s may be NULL (text). */
+void userv_log(struct userv *s, const char *level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------ */
 /* metrics: fixed label sets, atomic counters (no lock on the hot path) */
@@ -118,6 +126,7 @@ typedef struct userv_config {
    * key, and the CAs whose client certificates are required (mutual TLS) */
   const char *tls_cert, *tls_key, *tls_client_ca;
   int allow_plaintext; /* --allow-plaintext: plain HTTP off loopback */
+  int log_json;        /* --log-format json */
 } userv_config;
 
 /* The tokens of --token-file: one a line, "TOKEN" or "NAME TOKEN" (the

@@ -20,6 +20,7 @@ document's schemas."""
 import http.client
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -1164,6 +1165,62 @@ def t_plaintext():
         check(srv.stop() == 0, "exits 0")
 
 
+def t_log_json():
+    # --log-format json: the access log and the server's own messages as
+    # one JSON object a line; X-Request-Id taken or made, echoed back.
+    tok = os.path.join(WORK, "token-json.txt")
+    with open(tok, "w") as f:
+        f.write("signup json-token-0123456789\n")
+    auth = {"Authorization": "Bearer json-token-0123456789"}
+    srv = Server("logjson", "--log-format", "json", "--token-file", tok)
+    try:
+        r = call(srv, "PUT", "/v1/_schema", SCHEMA, auth)
+        check(r.status == 200, "schema", r)
+        r = call(srv, "POST", "/v1/users", {"id": "j1", "username": "jay"},
+                 dict(auth, **{"X-Request-Id": "req-abc.123"}))
+        check(r.status == 201 and r.headers.get("x-request-id") == "req-abc.123", "the caller's id echoed", r)
+        r = call(srv, "POST", "/v1/users", {"id": "j2", "username": "jay"}, auth)
+        made = r.headers.get("x-request-id", "")
+        check(r.status == 409 and re.fullmatch("[0-9a-f]{32}", made), "an id made when none is sent", r)
+        r2 = call(srv, "GET", "/v1/users/j1", headers=dict(auth, **{"X-Request-Id": "has space"}))
+        other = r2.headers.get("x-request-id", "")
+        check(re.fullmatch("[0-9a-f]{32}", other) and other != made, "an unusable id replaced, ids differ", r2)
+        r = call(srv, "GET", "/v1/users/j1", headers=dict(auth, **{"X-Request-Id": "x" * 129}))
+        check(len(r.headers.get("x-request-id", "")) == 32, "an id over 128 characters replaced", r)
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "exits 0", rc)
+    objs = []
+    for line in srv.stderr().splitlines():
+        try:
+            objs.append(json.loads(line))
+        except ValueError:
+            check(False, "every line of stderr is JSON", line)
+    for o in objs:
+        check(o.get("level") in ("info", "warn", "error") and o.get("time", "").endswith("Z") and "msg" in o,
+              "time, level, msg in every line", o)
+    msgs = [o["msg"] for o in objs]
+    check(any(m.startswith("listening on http://") for m in msgs) and "stopped" in msgs,
+          "the server's own messages too", msgs)
+    reqs = {o["request_id"]: o for o in objs if o["msg"] == "request"}
+    a = reqs.get("req-abc.123")
+    check(a and a["method"] == "POST" and a["route"] == "/v1/{table}" and a["path"] == "/v1/users"
+          and a["status"] == 201 and a["table"] == "users" and a["outcome"] == "ok" and a["token"] == "signup"
+          and a["remote"] == "127.0.0.1" and isinstance(a["duration_ms"], float), "the insert's line", a)
+    b = reqs.get(made)
+    check(b and b["status"] == 409 and b["outcome"] == "conflict", "the conflict's line, by its made id", b)
+    c = reqs.get(other)
+    check(c and c["route"] == "/v1/{table}/{pk}" and c["outcome"] == "ok", "the read's line", c)
+    srv = Server("logjson-bad", "--log-format", "yaml", expect_start=False)
+    try:
+        rc = srv.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        srv.stop()
+        check(False, "--log-format yaml: started")
+    srv.stop()
+    check(rc == 1 and "--log-format needs text or json" in srv.stderr(), "--log-format yaml: exit 1", srv.stderr())
+
+
 def t_readyz():
     # /readyz: 200 only while writes can be served; 503 with the reason
     # (no schema yet, draining), no token needed, the unico_ready gauge.
@@ -1672,7 +1729,7 @@ def t_client_gone():
     check("still wait" not in log and "stopped" in log, "nothing left waiting", log[-1500:])
 
 
-OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_plaintext, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_plaintext, t_log_json, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):
