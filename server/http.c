@@ -63,6 +63,14 @@ typedef struct ureq {
   const char *token_name; /* the name of the token it came with, or NULL */
   char rid[129];          /* the request id: X-Request-Id, or made */
   char outcome[40];       /* "ok" or the error name of the answer */
+  /* --otlp-endpoint: the trace (traceparent's, or a new one), this
+   * request's span, and the first store call it made */
+  int traced;
+  char trace[33], span[17], parent[17];
+  uint64_t start_ns;
+  int store_op; /* -1: none */
+  int store_rc;
+  uint64_t store_start_ns, store_end_ns;
   uresp early;    /* the answer, when dropping */
   /* event loops: the answer, held until its ticket is durable */
   struct MHD_Connection *conn;
@@ -465,11 +473,22 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
 /* the endpoints */
 
 /* The library call, timed and counted. */
+/* The request dispatch() runs on this thread, for its trace (NULL:
+ * none, or not traced). */
+static __thread ureq *cur_req;
+
 #define STORE(op, call)                                                      \
   do {                                                                       \
     uint64_t t0_ = userv_now_us();                                           \
+    uint64_t n0_ = cur_req ? utrace_now_ns() : 0;                            \
     rc = (call);                                                             \
     umetrics_store(&s->m, (op), rc, userv_now_us() - t0_);                   \
+    if (cur_req && cur_req->store_op < 0) {                                  \
+      cur_req->store_op = (op);                                              \
+      cur_req->store_rc = rc;                                                \
+      cur_req->store_start_ns = n0_;                                         \
+      cur_req->store_end_ns = utrace_now_ns();                               \
+    }                                                                        \
   } while (0)
 
 static const char *header(struct MHD_Connection *c, const char *name) {
@@ -929,7 +948,15 @@ leave:
   unico_result_clear(&res);
 }
 
+static void dispatch_(userv *s, struct MHD_Connection *c, ureq *r, uresp *o);
+
 static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
+  cur_req = r->traced ? r : NULL;
+  dispatch_(s, c, r, o);
+  cur_req = NULL;
+}
+
+static void dispatch_(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   if (r->route == UR_HEALTHZ) {
     do_healthz(s, o);
     return;
@@ -1389,6 +1416,17 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
     remote_of(c, r->remote, sizeof r->remote);
     request_id(c, r);
     route_of(r, url);
+    r->store_op = -1;
+    if (s->cfg.otlp_endpoint) { /* W3C trace context: join the caller's trace */
+      int sampled = 1;
+      r->start_ns = utrace_now_ns();
+      if (utrace_parse(header(c, "traceparent"), r->trace, r->parent, &sampled)) {
+        utrace_new_id(r->trace, 16);
+        r->parent[0] = 0;
+      }
+      utrace_new_id(r->span, 8);
+      r->traced = sampled; /* a caller's "not sampled" is followed */
+    }
     int framing;
     if (head_check(c, version, &o, &framing)) {
       if (!framing) return answer_early(s, c, r, &o);
@@ -1552,6 +1590,37 @@ static void access_log(userv *s, const ureq *r, uint64_t us) {
   (void)w;
 }
 
+/* The request's span (and its store call's) to the exporter. */
+static void trace_submit(const ureq *r) {
+  uspan sp;
+  memset(&sp, 0, sizeof sp);
+  memcpy(sp.trace, r->trace, sizeof sp.trace);
+  memcpy(sp.span, r->span, sizeof sp.span);
+  memcpy(sp.parent, r->parent, sizeof sp.parent);
+  sp.start_ns = r->start_ns;
+  sp.end_ns = utrace_now_ns();
+  snprintf(sp.method, sizeof sp.method, "%s", METHOD_WORDS[r->method]);
+  snprintf(sp.route, sizeof sp.route, "%s", ROUTE_WORDS[r->route]);
+  snprintf(sp.path, sizeof sp.path, "%s", r->path);
+  snprintf(sp.rid, sizeof sp.rid, "%s", r->rid);
+  snprintf(sp.outcome, sizeof sp.outcome, "%s", r->status ? r->outcome : "aborted");
+  if (r->route >= UR_COLLECTION && r->route <= UR_HOLD && r->nseg > 0)
+    snprintf(sp.table, sizeof sp.table, "%.64s", r->segs[0]);
+  sp.status = r->status;
+  if (r->store_op >= 0) {
+    utrace_new_id(sp.store_span, 8);
+    snprintf(sp.store_op, sizeof sp.store_op, "%s", umetrics_op_name(r->store_op));
+    snprintf(sp.store_outcome, sizeof sp.store_outcome, "%s",
+             r->store_rc == UNICO_OK ? "ok" : unico_errname(r->store_rc));
+    sp.store_start_ns = r->store_start_ns;
+    sp.store_end_ns = r->store_end_ns;
+    /* a refusal (conflict, limit, not found) is an answer, not a failure */
+    sp.store_error = r->store_rc == UNICO_EUNAVAILABLE || r->store_rc == UNICO_ENOMEM ||
+                     r->store_rc == UNICO_EUNKNOWN;
+  }
+  utrace_submit(&sp);
+}
+
 void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                         enum MHD_RequestTerminationCode toe) {
   userv *s = cls;
@@ -1565,6 +1634,7 @@ void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   (void)toe; /* a queued status counts even if the client left early */
   umetrics_request(&s->m, r->method, r->route, r->status, us);
   if (s->log_fd >= 0) access_log(s, r, us);
+  if (r->traced) trace_submit(r);
   free(r->body);
   free(r->op_id);
   free(r->cors);

@@ -32,6 +32,8 @@ static const uint64_t BUCKET_US[UM_NBUCKETS - 1] = {
     100,    250,    500,     1000,    2500,    5000,     10000,   25000,
     50000,  100000, 250000,  500000,  1000000, 2500000,  5000000, 10000000};
 
+const char *umetrics_op_name(int op) { return op >= 0 && op < UO_NOPS ? OP_NAMES[op] : "other"; }
+
 void umetrics_init(umetrics *m) {
   memset(m, 0, sizeof *m);
   pthread_mutex_init(&m->conflicts_lock, NULL);
@@ -185,6 +187,19 @@ char *umetrics_render(userv *s) {
              (unsigned long long)atomic_load_explicit(&m->reloads_ok, RLX));
   usb_printf(&b, "unico_credential_reloads_total{outcome=\"failed\"} %llu\n",
              (unsigned long long)atomic_load_explicit(&m->reloads_failed, RLX));
+  if (s->cfg.otlp_endpoint) {
+    head(&b, "unico_otlp_batches_total", "counter",
+         "Batches of spans sent to --otlp-endpoint, by outcome (failed: not sent; "
+         "its spans are lost).");
+    usb_printf(&b, "unico_otlp_batches_total{outcome=\"ok\"} %llu\n",
+               (unsigned long long)atomic_load_explicit(&m->otlp_batches, RLX));
+    usb_printf(&b, "unico_otlp_batches_total{outcome=\"failed\"} %llu\n",
+               (unsigned long long)atomic_load_explicit(&m->otlp_failures, RLX));
+    head(&b, "unico_otlp_spans_dropped_total", "counter",
+         "Spans not exported because the queue was full (the collector too slow).");
+    usb_printf(&b, "unico_otlp_spans_dropped_total %llu\n",
+               (unsigned long long)atomic_load_explicit(&m->spans_dropped, RLX));
+  }
   head(&b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
   usb_printf(&b, "unico_http_draining %d\n", atomic_load(&s->draining));
 

@@ -84,6 +84,9 @@ static const char *const SERVE_HELP =
     "  --access-log FILE|-|off  where the access log goes (default -: stderr)\n"
     "  --log-format text|json   the access log and the server's messages as lines\n"
     "                           of text (default) or one JSON object a line\n"
+    "  --otlp-endpoint URL      export one span per request (and its store call)\n"
+    "                           to this OTLP/HTTP collector (JSON; URL/v1/traces),\n"
+    "                           in the trace of the request's traceparent header\n"
     "  --allow-origin ORIGIN    serve cross-origin requests (CORS) from the web\n"
     "                           origin ORIGIN (http://HOST[:PORT] or\n"
     "                           https://...); repeatable; requests with another\n"
@@ -313,7 +316,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
       "--request-timeout", "--drain-timeout", "--event-loop", "--max-per-ip",
       "--access-log", "--allow-origin", "--tls-cert", "--tls-key", "--tls-client-ca",
-      "--log-format"};
+      "--log-format", "--otlp-endpoint"};
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -383,6 +386,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
         return usage_error("--log-format needs text or json, got \"%s\"", val);
       c->log_json = !strcmp(val, "json");
       break;
+    case 19: c->otlp_endpoint = val; break;
     }
   }
   return 0;
@@ -878,6 +882,13 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     goto leave;
   }
   have_watch = 1;
+  if (c->otlp_endpoint) {
+    char err[300];
+    if (utrace_start(s, c->otlp_endpoint, err, sizeof err)) {
+      code = usage_error("%s", err);
+      goto leave;
+    }
+  }
   d = MHD_start_daemon(flags, 0, userv_accept, s, userv_on_request, s,
                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                        MHD_OPTION_LISTEN_SOCKET, fd,
@@ -977,6 +988,7 @@ leave:
   }
   if (d) MHD_stop_daemon(d);
   if (have_watch) userv_watch_stop(s); /* after MHD: no connection is left */
+  utrace_stop(); /* after MHD: the last spans are queued; sends them */
   if (fd >= 0) close(fd);
   /* A store left incomplete (log mode: no final checkpoint, e.g. on a full
    * disk) makes the exit status say so: nothing acknowledged is lost, the

@@ -74,6 +74,7 @@ typedef struct umetrics {
   _Atomic uint64_t request_timeouts;    /* cut by --request-timeout */
   _Atomic uint64_t bytes_in, bytes_out;
   _Atomic uint64_t reloads_ok, reloads_failed; /* SIGHUP */
+  _Atomic uint64_t otlp_batches, otlp_failures, spans_dropped; /* trace.c */
   /* conflicts by table and constraint: a short list behind a lock, taken
    * only when a write is refused */
   pthread_mutex_t conflicts_lock;
@@ -127,6 +128,7 @@ typedef struct userv_config {
   const char *tls_cert, *tls_key, *tls_client_ca;
   int allow_plaintext; /* --allow-plaintext: plain HTTP off loopback */
   int log_json;        /* --log-format json */
+  const char *otlp_endpoint; /* --otlp-endpoint: export spans (trace.c) */
 } userv_config;
 
 /* The tokens of --token-file: one a line, "TOKEN" or "NAME TOKEN" (the
@@ -235,6 +237,33 @@ void *utls_cert_callback(int mutual);
 int utls_read_pem(const char *what, const char *path, char **text, char *err, size_t cap);
 int utls_client(struct MHD_Connection *c, char *subject, size_t cap, char *why, size_t wcap);
 void utls_free(void);
+
+/* trace.c: one request's span and its store call, as exported. */
+typedef struct uspan {
+  char trace[33], span[17], parent[17]; /* hex; parent "" for a root */
+  uint64_t start_ns, end_ns;            /* unix nanoseconds */
+  char method[8], route[40], path[256], rid[129], outcome[40], table[65];
+  int status;                           /* 0: no answer */
+  char store_span[17], store_op[24], store_outcome[24]; /* store_op "": none */
+  uint64_t store_start_ns, store_end_ns;
+  int store_error;
+} uspan;
+/* Start the exporter thread (OTLP/HTTP, JSON) to ENDPOINT (a base URL:
+ * /v1/traces is added unless it ends so): 0, or -1 with why in err. */
+int utrace_start(userv *s, const char *endpoint, char *err, size_t cap);
+/* The URL spans go to (NULL before utrace_start). */
+const char *utrace_url(void);
+/* Queue a span; dropped (and counted) when the queue is full. Never waits
+ * for the collector. */
+void utrace_submit(const uspan *sp);
+/* Send what is queued, stop the thread. Fine when never started. */
+void utrace_stop(void);
+/* A traceparent header: 0 with its trace id, parent id and sampled flag,
+ * -1 when absent or malformed (a new trace is then started). */
+int utrace_parse(const char *v, char trace[33], char parent[17], int *sampled);
+void utrace_new_id(char *out, size_t bytes); /* 2*bytes hex digits */
+uint64_t utrace_now_ns(void);
+const char *umetrics_op_name(int op); /* "insert", ... (metrics.c) */
 
 /* The MHD callbacks (http.c); cls is the userv. */
 enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,

@@ -1221,6 +1221,83 @@ def t_log_json():
     check(rc == 1 and "--log-format needs text or json" in srv.stderr(), "--log-format yaml: exit 1", srv.stderr())
 
 
+def t_otlp():
+    # --otlp-endpoint: one span per request, in the caller's trace
+    # (traceparent), its store call a child span, sent by OTLP/HTTP (JSON)
+    # to a tiny collector here; a caller's "not sampled" is followed.
+    import http.server
+    got = []
+
+    class Collector(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            got.append((self.path, self.headers.get("Content-Type"), body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *a):
+            pass
+
+    col = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    th = threading.Thread(target=col.serve_forever, daemon=True)
+    th.start()
+    trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    srv = Server("otlp", "--otlp-endpoint", "http://127.0.0.1:%d" % col.server_address[1])
+    try:
+        r = call(srv, "PUT", "/v1/_schema", SCHEMA)
+        check(r.status == 200, "schema", r)
+        r = call(srv, "POST", "/v1/users", {"id": "t1", "username": "tia"},
+                 {"traceparent": "00-%s-%s-01" % (trace, parent)})
+        check(r.status == 201, "insert", r)
+        r = call(srv, "GET", "/v1/users/t1", headers={"traceparent": "00-%s-%s-00" % ("1" * 32, parent)})
+        check(r.status == 200, "a read not sampled by its caller", r)
+        r = call(srv, "GET", "/v1/users/t1", headers={"traceparent": "00-%s-%s-01" % ("0" * 32, parent)})
+        check(r.status == 200, "a read with an invalid traceparent", r)
+        deadline = time.time() + 5
+        spans = []
+        while time.time() < deadline:
+            spans = [s for _, _, b in list(got) for rs in json.loads(b)["resourceSpans"]
+                     for ss in rs["scopeSpans"] for s in ss["spans"]]
+            if len(spans) >= 5:
+                break
+            time.sleep(0.1)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+        col.shutdown()
+        col.server_close()
+    check(got and all(p == "/v1/traces" and ct == "application/json" for p, ct, _ in got),
+          "POSTs of JSON to /v1/traces", [(p, ct) for p, ct, _ in got])
+    res = json.loads(got[0][2])["resourceSpans"][0]["resource"]["attributes"]
+    check({"key": "service.name", "value": {"stringValue": "unico"}} in res, "service.name unico", res)
+    ins = [s for s in spans if s["name"] == "POST /v1/{table}"]
+    check(len(ins) == 1 and ins[0]["traceId"] == trace and ins[0]["parentSpanId"] == parent
+          and ins[0]["kind"] == 2 and re.fullmatch("[0-9a-f]{16}", ins[0]["spanId"]),
+          "the insert's span: the caller's trace id, its parent the caller's span", spans)
+    attrs = {a["key"]: list(a["value"].values())[0] for a in ins[0]["attributes"]}
+    check(attrs.get("http.response.status_code") == "201" and attrs.get("unico.table") == "users"
+          and attrs.get("http.route") == "/v1/{table}", "its attributes", attrs)
+    kids = [s for s in spans if s.get("parentSpanId") == ins[0]["spanId"]]
+    check(len(kids) == 1 and kids[0]["name"] == "unico insert" and kids[0]["traceId"] == trace
+          and int(ins[0]["startTimeUnixNano"]) <= int(kids[0]["startTimeUnixNano"])
+          <= int(kids[0]["endTimeUnixNano"]) <= int(ins[0]["endTimeUnixNano"]),
+          "the store call under it, within it", kids)
+    check(not [s for s in spans if s["traceId"] == "1" * 32], "a not-sampled request is not exported", spans)
+    reads = [s for s in spans if s["name"] == "GET /v1/{table}/{pk}"]
+    check(len(reads) == 1 and reads[0]["traceId"] not in (trace, "0" * 32) and "parentSpanId" not in reads[0]
+          and re.fullmatch("[0-9a-f]{32}", reads[0]["traceId"]), "an invalid traceparent: a new trace", reads)
+    srv = Server("otlp-bad", "--otlp-endpoint", "collector:4318", expect_start=False)
+    try:
+        rc = srv.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        srv.stop()
+        check(False, "a bad --otlp-endpoint: started")
+    srv.stop()
+    check(rc == 1 and "--otlp-endpoint needs an http://" in srv.stderr(), "a bad endpoint: exit 1", srv.stderr())
+
+
 def t_readyz():
     # /readyz: 200 only while writes can be served; 503 with the reason
     # (no schema yet, draining), no token needed, the unico_ready gauge.
@@ -1729,7 +1806,7 @@ def t_client_gone():
     check("still wait" not in log and "stopped" in log, "nothing left waiting", log[-1500:])
 
 
-OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_plaintext, t_log_json, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_plaintext, t_log_json, t_otlp, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):
