@@ -609,10 +609,39 @@ static int simple_stmt(const ustore_op *op) {
   return -1;
 }
 
+/* The TTL a rewrite of op's row must keep (issue 37 item 4): 0 when op
+ * is no update of a native row or the row's cells do not expire, else the
+ * seconds its cells have left (ucass_row_ttl). One read, before the LWT:
+ * a TTL another client sets between the two is not seen. */
+static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
+                      ustore_err *e) {
+  *ttl = 0;
+  if (st != ST_UPD && st != ST_UPDT) return UNICO_OK;
+  req r;
+  int n = native_req(s, &r, op->key, op->klen, ST_GET, UCASS_TTL, e);
+  if (n != 1) return n;
+  native_bind_done(&r);
+  count(&g_stats.reads, 1);
+  int rc = run(s, &r, 1, e);
+  ucql_call *k = &r.call;
+  if (!rc && k->rc) {
+    seterr(e, "reading the TTL of a row: %s", k->err);
+    rc = UNICO_EUNAVAILABLE;
+  } else if (!rc && k->resp.h.opcode == UCQL_OP_ERROR) {
+    error_rc(&k->resp, "reading the TTL of a row", e);
+    rc = UNICO_EUNAVAILABLE; /* (a read wrote nothing) */
+  } else if (!rc && k->resp.result_kind == UCQL_RESULT_ROWS) {
+    *ttl = ucass_row_ttl(&k->resp.rows);
+  }
+  reqs_free(&r, 1);
+  return rc;
+}
+
 /* The write of op by statement st in the native table its key is a
- * record of: 0 (not one), 1 (r made), or an error. */
+ * record of: 0 (not one), 1 (r made), or an error. ttl > 0: an update
+ * is sent USING TTL ttl (native_ttl). */
 static int native_write(cass *s, req *r, const ustore_op *op, int st,
-                        ustore_err *e) {
+                        int32_t ttl, ustore_err *e) {
   static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
                                [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
   if (st == ST_INST) st = ST_INS; /* (records never expire) */
@@ -620,6 +649,8 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   int nst = NST_OF[st];
   if (op->expect_version == 0 && st == ST_UPD) nst = UCASS_UPD0;
   if (op->expect_version == 0 && st == ST_DELV) nst = UCASS_DEL0;
+  if (ttl > 0 && nst == UCASS_UPD) nst = UCASS_UPDT; /* (the row's TTL) */
+  if (ttl > 0 && nst == UCASS_UPD0) nst = UCASS_UPD0T;
   int rc = native_req(s, r, op->key, op->klen, st, nst, e);
   if (rc != 1) return rc;
   ucass_binds pk = r->nb, b;
@@ -630,6 +661,16 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   case UCASS_INS:
     err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen, 1, 0, &b, e);
     break;
+  case UCASS_UPDT:
+  case UCASS_UPD0T: /* USING TTL ? comes first */
+    if (!(b.own[0] = malloc(4))) {
+      err = UNICO_ENOMEM;
+      break;
+    }
+    b.v[0].len = (int32_t)ucql_bytes_int(b.own[0], ttl);
+    b.v[0].p = b.own[0];
+    b.n = 1;
+    /* fall through */
   case UCASS_UPD:
   case UCASS_UPD0:
     err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
@@ -648,7 +689,9 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   default: /* UCASS_DEL0, UCASS_DELX: the key */
     break;
   }
-  if (nst == UCASS_INS || nst == UCASS_UPD || nst == UCASS_UPD0) {
+  if (nst == UCASS_INS || nst == UCASS_UPD || nst == UCASS_UPD0 ||
+      nst == UCASS_UPDT || nst == UCASS_UPD0T) {
+    if (err) ucass_binds_free(&b);
     ucass_binds_free(&r->nb); /* (pk's bytes: b has copies) */
     r->nb = b;
   }
@@ -755,7 +798,9 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
                                  op->action, op->val, op->vlen);
     req r;
     int st = simple_stmt(&w);
-    int nw = native_write(s, &r, &w, st, e);
+    int32_t ttl = 0;
+    int nw = native_ttl(s, &w, st, &ttl, e);
+    if (!nw) nw = native_write(s, &r, &w, st, ttl, e);
     if (nw < 0) {
       rc = nw;
       ubuf_free(&w.cur);
@@ -798,7 +843,11 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     ops[i].failed = 0;
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    int nw = native_write(s, &reqs[m], &ops[i], st, errs ? &errs[i] : &scratch);
+    int32_t ttl = 0;
+    int nw = native_ttl(s, &ops[i], st, &ttl, errs ? &errs[i] : &scratch);
+    if (!nw)
+      nw = native_write(s, &reqs[m], &ops[i], st, ttl,
+                        errs ? &errs[i] : &scratch);
     if (nw < 0) {
       pre[i] = nw;
       continue;
@@ -922,7 +971,9 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    int nw = native_write(s, &reqs[m], &ops[i], st, &scratch);
+    int32_t ttl = 0;
+    int nw = native_ttl(s, &ops[i], st, &ttl, &scratch);
+    if (!nw) nw = native_write(s, &reqs[m], &ops[i], st, ttl, &scratch);
     if (nw < 0) continue; /* (dropped, as a write that failed) */
     if (!nw) {
       pthread_mutex_lock(&s->mu);
@@ -1024,6 +1075,7 @@ static int native_scan(cass *s, const void *prefix, size_t plen,
       const ucql_rows *rows = &k.resp.rows;
       for (int32_t r = 0; !rc && r < rows->nrows; r++) {
         uint64_t ver;
+        if (ucass_row_static_only(t, rows, r)) continue;
         rc = ucass_row_record(t, rows, r, &key, &val, &ver, e);
         if (rc) break;
         if (key.len < plen || (plen && memcmp(key.p, prefix, plen))) continue;
@@ -1267,6 +1319,20 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
                        name, type);
       ubuf_put(&add, col, (size_t)n);
       continue;
+    }
+    const ucql_value *kd = CELL(found, ki);
+    if (i < nc && kd->len == 6 && !memcmp(kd->p, "static", 6)) {
+      /* a write of one record would set the cell every row of its
+       * partition shares (issue 37 item 3) */
+      seterr(e,
+             "table %s: column \"%s\" of the Cassandra table %s is static "
+             "(one value shared by every row of a partition), and unico "
+             "writes each record's columns, so a write of one record would "
+             "change it for the whole partition: leave \"%s\" out of the "
+             "DDL (unico never writes a column it does not declare)",
+             t->tab.name, name, t->qname, name);
+      rc = UNICO_ESCHEMA;
+      goto leave;
     }
     const ucql_value *ty = CELL(found, ti);
     if (ty->len < 0 || (size_t)ty->len != strlen(type) ||

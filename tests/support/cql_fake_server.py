@@ -162,8 +162,12 @@ class Table:
     columns. A row's key is the partition key's bytes (one column) or the
     key columns' bytes, each with a 2-byte length (several)."""
 
-    def __init__(self, ks, name, coldefs, pk):
+    def __init__(self, ks, name, coldefs, pk, statics=()):
         self.ks, self.name = ks, name
+        # static columns: one cell per partition, shared by its rows (and
+        # kept when they are deleted); these never expire here
+        self.statics = set(statics)
+        self.srows = {}  # partition key bytes -> {static col: bytes}
         self.pks = list(pk) if isinstance(pk, (list, tuple)) else [pk]
         self.pk = self.pks[0]
         self.types = dict(coldefs)
@@ -230,12 +234,45 @@ class Table:
             i += 2 + n
         return None
 
-    def cell(self, key, row, col):
+    def part(self, key):
+        return self.key_part(key, self.pk)
+
+    def cell(self, key, row, col, now=None):
+        if col.startswith("ttl("):  # TTL(c): the seconds c has left, or null
+            c = col[4:-1]
+            exp = self.ttl.get(key, {}).get(c)
+            if exp is None or row.get(c) is None:
+                return None
+            return struct.pack(">i", max(0, int(exp - (now or time.time()) + 0.999)))
         if col in self.pks:
+            if row.get("_static_only") and col != self.pk:
+                return None  # a partition holding only static cells
             return self.key_part(key, col)
+        if col in self.statics:
+            return self.srows.get(self.part(key), {}).get(col)
         return row.get(col)
 
+    def scan_items(self):
+        """(key, row) of every row, and of every partition that holds only
+        static cells (one row, its clustering columns and regular cells
+        null: what Cassandra returns for it)."""
+        items = list(self.rows.items())
+        if self.srows:
+            parts = {self.part(k) for k in self.rows}
+            for p, cells in self.srows.items():
+                if cells and p not in parts:
+                    key = self.make_key([p] + [b""] * (len(self.pks) - 1))
+                    items.append((key, {"_static_only": True}))
+        return items
+
     def type(self, col):
+        if col.startswith("ttl("):
+            c = col[4:-1]
+            self.type(c)
+            if c in self.pks:
+                raise invalid("Cannot use selection function ttl on PRIMARY KEY part %s"
+                              % c)
+            return T_INT
         if col not in self.types:
             raise invalid("Undefined column name %s in table %s.%s"
                           % (col, self.ks, self.name))
@@ -571,6 +608,8 @@ class Server:
                     kind, pos = "partition_key", 0
                 elif c in t.pks:
                     kind, pos = "clustering", t.pks.index(c) - 1
+                elif c in t.statics:
+                    kind, pos = "static", -1
                 else:
                     kind, pos = "regular", -1
                 cells = {"keyspace_name": ksn.encode(), "table_name": tn.encode(),
@@ -724,14 +763,17 @@ class Server:
         cols = st.cols if st.cols is not None else t.order
         specs = [(c, t.type(c)) for c in cols]
         serial = prm.consistency in (SERIAL, LOCAL_SERIAL)
-        key = None
+        key = part = None
         if st.where is not None:
             if st.where[0] != t.pk:
                 raise invalid("Cannot execute this query as it might involve data "
                               "filtering and thus may have unpredictable performance. "
                               "If you want to execute this query despite the "
                               "performance unpredictability, use ALLOW FILTERING")
-            key = self.where_key(t, st, values)
+            if len(t.pks) > 1 and not st.where_more:  # a whole partition
+                part = self.key_value(t, st.where[1], values, t.pk)
+            else:
+                key = self.where_key(t, st, values)
         elif serial:
             raise invalid("SERIAL/LOCAL_SERIAL consistency may only be requested for "
                           "one partition at a time")
@@ -742,12 +784,18 @@ class Server:
             raise protocol("Invalid value for the paging state")
 
         def run():
+            if part is not None:  # its rows in key order, or its static cells
+                chosen = sorted(((k, r) for k, r in t.scan_items() if t.part(k) == part),
+                                key=lambda kv: kv[0])
+                rows = [[t.cell(k, r, c) for c in cols] for k, r in chosen]
+                return rows_body(t.ks, t.name, specs, rows[:st.limit or None],
+                                 skip=skip)
             if key is not None:
                 r = t.rows.get(key)
                 rows = [] if r is None else [[t.cell(key, r, c) for c in cols]]
                 return rows_body(t.ks, t.name, specs, rows[:st.limit or None],
                                  skip=skip)
-            items = sorted(t.rows.items(), key=lambda kv: hash_order(kv[0]))
+            items = sorted(t.scan_items(), key=lambda kv: hash_order(kv[0]))
             if ps is not None:
                 after = hash_order(ps[len(PAGING_MAGIC):])
                 items = [kv for kv in items if hash_order(kv[0]) > after]
@@ -843,8 +891,8 @@ class Server:
                 row["_marker"] = True
                 t.stamp(key, ["_marker"], ttl, now)
             if st.kind != "delete":
-                t.stamp(key, [c for c, v in sets if v is not UNSET and v is not None],
-                        ttl, now)
+                t.stamp(key, [c for c, v in sets if v is not UNSET and v is not None
+                              and c not in t.statics], ttl, now)
             elif st.kind == "update":
                 if row is None:
                     row = t.rows.setdefault(key, {})
@@ -854,6 +902,13 @@ class Server:
                 return
             for c, v in (sets if st.kind != "delete" else [(c, None) for c in st.cols]):
                 if v is UNSET:
+                    continue
+                if c in t.statics:  # the partition's cell
+                    cells = t.srows.setdefault(t.part(key), {})
+                    if v is None:
+                        cells.pop(c, None)
+                    else:
+                        cells[c] = v
                     continue
                 if v is None:
                     row.pop(c, None)
@@ -978,7 +1033,8 @@ class Server:
                 raise CqlError(E_ALREADY_EXISTS, "Cannot add already existing table \"%s\" "
                                "to keyspace \"%s\"" % (st.table, ks),
                                string(ks) + string(st.table))
-            self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk)
+            self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk,
+                                              getattr(st, "statics", ()))
             ev = schema_change("CREATED", "TABLE", ks, st.table)
             return i32(5) + ev, 0, [ev]
         if st.kind == "alter_table":
