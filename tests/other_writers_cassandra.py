@@ -49,6 +49,7 @@ PREFIX = RUN + "_"
 URL = "%s%s&table_prefix=%s" % (BASE, RUN, PREFIX)
 failures = []
 step_name = "start"
+GRACE_S = 5  # the default grace period (docs/cassandra.md)
 
 
 def step(name):
@@ -231,6 +232,124 @@ rc, out, err = unico("insert", "sess", '{"id":"s4","code":"k2"}')
 expect(rc == 0, "the value of the expired s2: rc %d %s %s" % (rc, out, err))
 rc, out = lookup("sess", "sess_code_key", "k2")
 expect(rc == 0 and '"s4"' in out, "lookup of k2: rc %d %s" % (rc, out))
+
+# ---------------------------------------------------------------------------
+# values changed or gone behind unico's back (items 5, 6): lookups and
+# conflicts name only owners that hold the value; the value can be taken
+step("changed-1")
+rc, out, err = add_table(
+    "CREATE TABLE users (id text PRIMARY KEY, email text, name text, "
+    "city text, UNIQUE (email));")
+expect(rc == 0, "schema apply of users: rc %d %s %s" % (rc, out, err))
+T0 = time.time()
+for pk, email in (("u1", "e1@x"), ("u2", "e2@x"), ("u3", "e3@x")):
+    rc, out, err = unico("insert", "users",
+                         '{"id":"%s","email":"%s","name":"n","city":"c"}'
+                         % (pk, email))
+    expect(rc == 0, "insert %s: rc %d %s %s" % (pk, rc, out, err))
+# an LWT by the other client changes u1's email
+res = db.execute("UPDATE %s SET email = 'z1@x' WHERE id = 'u1' IF EXISTS" % T("users"))
+expect(res.one()[0] is True, "the driver's LWT did not apply")
+rc, out = lookup("users", "users_email_key", "e1@x")
+expect(rc == 2, "lookup of the value u1 no longer holds: rc %d %s" % (rc, out))
+rc, out, err = unico("insert", "users", '{"id":"u4","email":"e1@x"}')
+expect(rc == 0, "the value u1 gave up behind unico's back: rc %d %s %s"
+       % (rc, out, err))
+rc, out = lookup("users", "users_email_key", "e1@x")
+expect(rc == 0 and '"u4"' in out, "lookup of e1@x: rc %d %s" % (rc, out))
+
+# a cell TTL ends u2's email
+step("changed-2")
+db.execute("UPDATE %s USING TTL 2 SET email = 'e2@x' WHERE id = 'u2'" % T("users"))
+time.sleep(2.5)
+r = one("SELECT email, name FROM %s WHERE id = 'u2'" % T("users"))
+expect(r is not None and r.email is None and r.name == "n",
+       "u2 after its email expired: %s" % (r,))
+rc, out = lookup("users", "users_email_key", "e2@x")
+expect(rc == 2, "lookup of the value that expired: rc %d %s" % (rc, out))
+rc, out, err = unico("insert", "users", '{"id":"u5","email":"e2@x"}')
+expect(rc == 0, "the value whose cell expired: rc %d %s %s" % (rc, out, err))
+
+# u3 deleted by the other client: its value is free once the grace period
+# of u3's own write has passed (before, a claim whose owner row is absent
+# may be a write still in flight: busy, exit 6, never a conflict)
+step("changed-3")
+db.execute("DELETE FROM %s WHERE id = 'u3'" % T("users"))
+rc, out = lookup("users", "users_email_key", "e3@x")
+expect(rc == 2, "lookup of a deleted owner's value: rc %d %s" % (rc, out))
+deadline = T0 + GRACE_S + 1
+while True:
+    rc, out, err = unico("insert", "users", '{"id":"u6","email":"e3@x"}')
+    if rc != 6 or time.time() > deadline:
+        break
+    time.sleep(0.5)
+expect(rc == 0, "the value of the deleted u3: rc %d %s %s" % (rc, out, err))
+
+# check tells the truth about the value u1 now holds (z1@x, nobody's
+# claim: a violation until repaired); repair claims it for u1 and drops
+# the entries u1 and u2 list for values they no longer hold
+step("changed-4")
+Z1 = '["u","users","users_email_key","z1@x"]'
+E1 = '["u","users","users_email_key","e1@x"]'
+E2 = '["u","users","users_email_key","e2@x"]'
+rc, rep, kinds, out = check()
+expect(rc == 7 and kinds == sorted([("missing_claim", Z1), ("missing_claim", Z1),
+                                    ("stale_claim", E1), ("stale_claim", E2)]),
+       "check after the other writer's changes: rc %d %s" % (rc, out))
+rc, out, err = unico("repair")
+expect(rc == 0, "repair of u1's drift: rc %d %s %s" % (rc, out, err))
+rc, out = lookup("users", "users_email_key", "z1@x")
+expect(rc == 0 and '"u1"' in out, "lookup of z1@x after repair: rc %d %s"
+       % (rc, out))
+rc, out, err = unico("insert", "users", '{"id":"u7","email":"z1@x"}')
+expect(rc == 3 and '"u1"' in out, "the value repair claimed for u1: rc %d %s"
+       % (rc, out))
+rc, rep, kinds, out = check()
+expect(rc == 0 and kinds == [], "check after repair: rc %d %s" % (rc, out))
+
+# ---------------------------------------------------------------------------
+# other columns (item 2, Cassandra side): a write through unico never
+# undoes another client's write of a column it does not change
+step("columns-1")
+res = db.execute("UPDATE %s SET city = 'c9', name = 'n9' WHERE id = 'u4' IF EXISTS"
+                 % T("users"))
+expect(res.one()[0] is True, "the driver's LWT did not apply")
+rc, out, err = unico("update", "users", "u4", '{"email":"e4@x"}')
+expect(rc == 0, "an update of u4: rc %d %s %s" % (rc, out, err))
+r = one("SELECT email, name, city FROM %s WHERE id = 'u4'" % T("users"))
+expect(r is not None and (r.email, r.name, r.city) == ("e4@x", "n9", "c9"),
+       "u4 after unico's update: %s" % (r,))
+
+# ---------------------------------------------------------------------------
+# two rows holding one value (item 8): repair reports the duplicate and
+# claims neither; check says so
+step("duplicate-1")
+uins = "INSERT INTO %s (id, email, name) VALUES (%%s, %%s, %%s)" % T("users")
+db.execute(uins, ("x1", "dup@x", "one"))
+db.execute(uins, ("x2", "dup@x", "two"))
+rc, out, err = unico("repair")
+expect(rc != 0 and "x1" in out and "x2" in out,
+       "repair with two rows holding dup@x: rc %d %s %s" % (rc, out, err))
+for pk in ("x1", "x2"):
+    r = one("SELECT unico_meta FROM %s WHERE id = %%s" % T("users"), pk)
+    expect(r is not None and r.unico_meta is None,
+           "repair claimed dup@x for %s" % pk)
+rc, out = lookup("users", "users_email_key", "dup@x")
+expect(rc == 2, "lookup of a value two rows hold: rc %d %s" % (rc, out))
+rc, rep, kinds, out = check()
+expect(rc == 7 and ("duplicate_value", '["u","users","users_email_key","dup@x"]')
+       in kinds, "check with two rows holding dup@x: rc %d %s" % (rc, out))
+step("duplicate-2")
+res = db.execute("UPDATE %s SET email = 'x2@x' WHERE id = 'x2' IF EXISTS" % T("users"))
+rc, out, err = unico("repair")
+expect(rc == 0, "repair once the duplicate is gone: rc %d %s %s" % (rc, out, err))
+rc, out = lookup("users", "users_email_key", "dup@x")
+expect(rc == 0 and '"x1"' in out, "lookup of dup@x after the fix: rc %d %s"
+       % (rc, out))
+
+step("check")
+rc, rep, kinds, out = check()
+expect(rc == 0 and kinds == [], "check at the end: rc %d %s" % (rc, out))
 
 cluster.shutdown()
 if failures:
