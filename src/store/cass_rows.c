@@ -136,13 +136,13 @@ static int make_cql(ucass_ntab *nt) {
   for (size_t i = 0; i < t->ncol; i++) {
     ubuf_printf(&all, "\"%s\", ", t->cname[i]);
     if (t->is_key[i]) continue;
-    ubuf_printf(&ttl, "\"%s\", ttl(\"%s\"), ", t->cname[i], t->cname[i]);
+    ubuf_printf(&ttl, ", ttl(\"%s\")", t->cname[i]);
     ubuf_printf(&set, "\"%s\" = ?, ", t->cname[i]);
     ubuf_printf(&ins, ", \"%s\"", t->cname[i]);
     ubuf_printf(&marks, ", ?");
   }
   ubuf_printf(&all, "unico_v, unico_state, unico_meta");
-  ubuf_printf(&ttl, "unico_meta, ttl(unico_meta)");
+  ubuf_printf(&ttl, ", ttl(unico_meta)");
   ubuf_putc(&ttl, 0);
   ubuf_printf(&set, "unico_v = ?, unico_state = ?, unico_meta = ?");
   ubuf_printf(&ins, ", unico_v, unico_state, unico_meta");
@@ -157,7 +157,10 @@ static int make_cql(ucass_ntab *nt) {
     goto leave;
   const char *A = (char *)all.p, *W = (char *)where.p, *S = (char *)set.p,
              *I = (char *)ins.p, *M = (char *)marks.p, *Q = nt->qname;
-  nt->cql[UCASS_SEL] = xprintf("SELECT %s FROM %s WHERE %s", A, Q, W);
+  /* (a read of one row also says how long its cells live: the TTL its
+   * next rewrite keeps, ucass_row_ttl) */
+  nt->cql[UCASS_SEL] =
+      xprintf("SELECT %s%s FROM %s WHERE %s", A, (char *)ttl.p, Q, W);
   nt->cql[UCASS_INS] =
       xprintf("INSERT INTO %s (%s) VALUES (%s) IF NOT EXISTS", Q, I, M);
   nt->cql[UCASS_UPD] =
@@ -169,8 +172,7 @@ static int make_cql(ucass_ntab *nt) {
       xprintf("DELETE FROM %s WHERE %s IF unico_v = null", Q, W);
   nt->cql[UCASS_DELX] = xprintf("DELETE FROM %s WHERE %s IF EXISTS", Q, W);
   nt->cql[UCASS_SCAN] = xprintf("SELECT %s FROM %s", A, Q);
-  nt->cql[UCASS_TTL] =
-      xprintf("SELECT %s FROM %s WHERE %s", (char *)ttl.p, Q, W);
+  nt->cql[UCASS_TTL] = nt->cql[UCASS_SEL] ? strdup(nt->cql[UCASS_SEL]) : NULL;
   nt->cql[UCASS_UPDT] =
       xprintf("UPDATE %s USING TTL ? SET %s WHERE %s IF unico_v = ?", Q, S, W);
   nt->cql[UCASS_UPD0T] = xprintf(
@@ -511,14 +513,22 @@ static void key_text(const utyped_tab *t, const ucql_rows *rows, int32_t row,
   }
 }
 
-int32_t ucass_row_ttl(const ucql_rows *rows) {
+int32_t ucass_row_ttl(const ucass_ntab *nt, const ucql_rows *rows,
+                      int32_t row) {
+  const utyped_tab *t = &nt->tab;
   int32_t best = 0;
-  if (rows->nrows < 1) return 0;
-  for (int i = 0; i + 1 < rows->ncols; i += 2) {
-    const ucql_value *v = &rows->cells[i], *t = &rows->cells[i + 1];
+  char tn[80];
+  if (row >= rows->nrows) return 0;
+  for (size_t i = 0; i <= t->ncol; i++) {
+    const char *name = i < t->ncol ? t->cname[i] : UCASS_COL_META;
+    if (i < t->ncol && t->is_key[i]) continue;
+    snprintf(tn, sizeof tn, "ttl(%s)", name);
+    const ucql_value *v = rcell(rows, row, name, NULL),
+                     *tv = rcell(rows, row, tn, NULL);
     int32_t x;
-    if (v->len < 0) continue; /* (no cell, no TTL to keep) */
-    if (t->len < 0 || ucql_cell_int(t, &x)) return 0; /* kept for good */
+    if (!tv) return -1; /* (not asked) */
+    if (!v || v->len < 0) continue; /* (no cell, no TTL to keep) */
+    if (tv->len < 0 || ucql_cell_int(tv, &x)) return 0; /* kept for good */
     if (x < 1) x = 1; /* (due now: still an expiring cell) */
     if (x > best) best = x;
   }

@@ -44,7 +44,7 @@ enum {
   UCASS_DEL0, /* DELETE ... IF unico_v = null */
   UCASS_DELX, /* DELETE ... IF EXISTS */
   UCASS_SCAN, /* SELECT cols (every row; paged) */
-  UCASS_TTL,  /* SELECT each regular column and its ttl() WHERE key = ? */
+  UCASS_TTL,  /* SEL (which also selects each regular column's ttl()) */
   UCASS_UPDT, /* UPD with USING TTL ? (bound first) */
   UCASS_UPD0T, /* UPD0 with USING TTL ? */
   UCASS_NST
@@ -94,10 +94,13 @@ int ucass_write_binds(const ucass_ntab *t, int st, const ucass_binds *pk,
                       const void *val, size_t vlen, uint64_t ver,
                       uint64_t expect, ucass_binds *b, ustore_err *e);
 
-/* The TTL a rewrite of a row keeps, from the answer of its UCASS_TTL read:
- * the largest remaining ttl() of its non-null cells when every one has a
- * TTL, else 0 (no TTL: a cell without one is kept for good). */
-int32_t ucass_row_ttl(const ucql_rows *rows);
+/* The TTL a rewrite of row keeps, from an answer of UCASS_SEL or
+ * UCASS_TTL: the largest remaining ttl() of its non-null regular cells
+ * (the declared ones and unico_meta) when every one has a TTL, else 0 (a
+ * cell without one is kept for good); -1 when the answer has no ttl()
+ * columns. */
+int32_t ucass_row_ttl(const ucass_ntab *nt, const ucql_rows *rows,
+                      int32_t row);
 
 /* Is row of a scan a partition that holds only static cells (its
  * clustering columns null)? Such a "row" is no record: scans pass it by. */

@@ -74,6 +74,8 @@
  * outcome written over its operation's marker) */
 enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, ST_INST, ST_UPDT, NST };
 #define CASS_MAX_TTL 630720000 /* Cassandra's limit: 20 years, in seconds */
+#define TTL_SEEN 64       /* rows whose TTL a handle remembers */
+#define TTL_SEEN_MS 5000  /* for this long after the read */
 
 typedef struct stmt {
   char cql[640];
@@ -104,6 +106,14 @@ typedef struct cass {
   ucass_catalog *cat;   /* the DDL tables (NULL: none handed down) */
   ucass_catalog **old;  /* catalogs replaced (a request in flight may */
   size_t nold;          /* still hold one of their tables) */
+  /* the TTL of native rows as last read (ttl_note), so the rewrite that
+   * follows a read keeps it without a read of its own (under mu) */
+  struct ttl_seen {
+    uint8_t *key;
+    size_t klen;
+    uint64_t ver;
+    int64_t read_ms, deadline_ms; /* deadline 0: no TTL */
+  } ttls[TTL_SEEN];
 } cass;
 
 /* What every cassandra store of the process has sent (one benchmark
@@ -467,6 +477,59 @@ static const ucql_value *cell(req *r, const char *name) {
 }
 
 /* ------------------------------------------------------------------ */
+/* the TTL of native rows (issue 37 item 4): a rewrite of a row keeps the
+ * time its cells have left */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t ttl_slot(const void *key, size_t klen) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < klen; i++)
+    h = (h ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
+  return (size_t)(h % TTL_SEEN);
+}
+
+/* Row key (store version ver) was read with ttl seconds left (0: none). */
+static void ttl_note(cass *s, const void *key, size_t klen, uint64_t ver,
+                     int32_t ttl) {
+  struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
+  uint8_t *k = ttl >= 0 ? malloc(klen ? klen : 1) : NULL;
+  if (!k) return; /* (a read of its own, then) */
+  memcpy(k, key, klen);
+  int64_t now = now_ms();
+  pthread_mutex_lock(&s->mu);
+  free(t->key);
+  t->key = k;
+  t->klen = klen;
+  t->ver = ver;
+  t->read_ms = now;
+  t->deadline_ms = ttl > 0 ? now + (int64_t)ttl * 1000 : 0;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* The TTL row key had when it was read at version ver, lately: 1 with
+ * *ttl (0: none), or 0 when not known. */
+static int ttl_known(cass *s, const void *key, size_t klen, uint64_t ver,
+                     int32_t *ttl) {
+  struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
+  int64_t now = now_ms();
+  int hit = 0;
+  pthread_mutex_lock(&s->mu);
+  if (t->key && t->klen == klen && !memcmp(t->key, key, klen) &&
+      t->ver == ver && now - t->read_ms < TTL_SEEN_MS) {
+    hit = 1;
+    int64_t left = t->deadline_ms ? (t->deadline_ms - now + 999) / 1000 : 0;
+    *ttl = !t->deadline_ms ? 0 : left < 1 ? 1 : (int32_t)left;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return hit;
+}
+
+/* ------------------------------------------------------------------ */
 /* get */
 
 /* The answer of a read (ST_GET): *rc UNICO_OK with val and ver,
@@ -546,7 +609,10 @@ static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
   if (brc) return brc;
   count(&g_stats.reads, 1);
   int rc = run(s, &r, 1, e);
-  if (!rc) get_answer(&r, val, version, &rc, e);
+  uint64_t ver = 0;
+  if (!rc) get_answer(&r, val, &ver, &rc, e);
+  if (!rc && version) *version = ver;
+  if (!rc && r.nt) ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0));
   reqs_free(&r, 1);
   return rc;
 }
@@ -586,6 +652,9 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     else if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
     else get_answer(&reqs[i], &ops[i].cur, &ops[i].cur_version, &rcs[i], e);
     ops[i].exists = rcs[i] == UNICO_OK;
+    if (ops[i].exists && reqs[i].nt)
+      ttl_note(s, ops[i].key, ops[i].klen, ops[i].cur_version,
+               ucass_row_ttl(reqs[i].nt, &reqs[i].call.resp.rows, 0));
   }
   reqs_free(reqs, n);
   free(reqs);
@@ -617,6 +686,8 @@ static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
                       ustore_err *e) {
   *ttl = 0;
   if (st != ST_UPD && st != ST_UPDT) return UNICO_OK;
+  if (ttl_known(s, op->key, op->klen, op->expect_version, ttl))
+    return UNICO_OK; /* (the read this write follows said) */
   req r;
   int n = native_req(s, &r, op->key, op->klen, ST_GET, UCASS_TTL, e);
   if (n != 1) return n;
@@ -631,7 +702,8 @@ static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
     error_rc(&k->resp, "reading the TTL of a row", e);
     rc = UNICO_EUNAVAILABLE; /* (a read wrote nothing) */
   } else if (!rc && k->resp.result_kind == UCQL_RESULT_ROWS) {
-    *ttl = ucass_row_ttl(&k->resp.rows);
+    int32_t x = ucass_row_ttl(r.nt, &k->resp.rows, 0);
+    *ttl = x > 0 ? x : 0;
   }
   reqs_free(&r, 1);
   return rc;
@@ -834,9 +906,12 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   ustore_err scratch;
   size_t m = 0;
   int *pre = calloc(n ? n : 1, sizeof *pre); /* binding errors */
-  if (!pre) {
+  int32_t *wttl = calloc(n ? n : 1, sizeof *wttl); /* the TTL written */
+  if (!pre || !wttl) {
     free(reqs);
     free(of);
+    free(pre);
+    free(wttl);
     return UNICO_ENOMEM;
   }
   for (size_t i = 0; i < n; i++) {
@@ -848,6 +923,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     if (!nw)
       nw = native_write(s, &reqs[m], &ops[i], st, ttl,
                         errs ? &errs[i] : &scratch);
+    wttl[i] = ttl;
     if (nw < 0) {
       pre[i] = nw;
       continue;
@@ -872,6 +948,11 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     ustore_err *e = errs ? &errs[i] : &scratch;
     int r = write_answer(&reqs[j], e);
     rcs[i] = r;
+    int st0 = reqs[j].st;
+    if (r == UNICO_OK && reqs[j].nt && op->action == USTORE_PUT &&
+        (st0 == ST_INS || st0 == ST_UPD)) /* (its next rewrite knows) */
+      ttl_note(s, op->key, op->klen,
+               st0 == ST_INS ? 1 : op->expect_version + 1, wttl[i]);
     if (r != USTORE_NOT_APPLIED) continue;
     int st = reqs[j].st;
     if (st == ST_DELX) {
@@ -953,6 +1034,7 @@ leave:
   free(reqs);
   free(of);
   free(pre);
+  free(wttl);
   return UNICO_OK;
 }
 
@@ -1423,6 +1505,7 @@ static void cass_close(ustore *base) {
   if (!s) return;
   ucass_catalog_free(s->cat);
   for (size_t i = 0; i < s->nold; i++) ucass_catalog_free(s->old[i]);
+  for (size_t i = 0; i < TTL_SEEN; i++) free(s->ttls[i].key);
   free(s->old);
   if (s->conn) { /* writes posted last (a finish) get their answers */
     ucql_conn_drain(s->conn, 2000);
