@@ -33,14 +33,21 @@ tests/cql_fake_check.sh embeds the frames it compares with):
   "quoted" identifiers, comments, a trailing ';'):
     CREATE KEYSPACE [IF NOT EXISTS] ks WITH replication = {...}
         [AND durable_writes = ...]   (SimpleStrategy, NetworkTopologyStrategy)
-    CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY], ...
+    CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY | STATIC], ...
         [, PRIMARY KEY (col, ...) | PRIMARY KEY ((col), col, ...)]) [WITH ...]
         (a one-column partition key, then clustering columns; types blob,
         bigint, int, tinyint, boolean, text/varchar, uuid, timestamp,
-        double)
+        double; a STATIC column, in a table with clustering columns, holds
+        one cell per partition that every row of it reads, kept when the
+        rows are deleted; a partition left with only static cells is one
+        row of a scan or partition read, its clustering and regular
+        columns null, as in Cassandra; static cells never expire here)
     ALTER TABLE [ks.]t ADD col type | ADD (col type, ...)  (UPDATED TABLE)
     DROP TABLE|KEYSPACE [IF EXISTS] name;  USE ks
     SELECT *|cols FROM [ks.]t [WHERE key = term [AND key2 = term ...]] [LIMIT n]
+        (cols may be TTL(col): named ttl(col), int, the seconds the cell
+        has left or null; WHERE on the partition key alone reads the
+        whole partition in key order)
     SELECT cols FROM system_schema.keyspaces [WHERE keyspace_name = term]
     SELECT cols FROM system_schema.columns [WHERE keyspace_name = term
         AND table_name = term]  (column_name, kind, position, type, ...)
