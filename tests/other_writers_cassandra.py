@@ -347,6 +347,26 @@ rc, out = lookup("users", "users_email_key", "dup@x")
 expect(rc == 0 and '"x1"' in out, "lookup of dup@x after the fix: rc %d %s"
        % (rc, out))
 
+# ---------------------------------------------------------------------------
+# timestamps (item 14): one range on every store, years 0 to 9999, refused
+# up front (exit 1) and nothing written
+step("range-1")
+for pk, ts in (("r1", "253402300800000"), ("r2", "-62167219200001"),
+               ("r3", "9223372036854775807")):
+    rc, out, err = unico("insert", "events",
+                         '{"tenant":"t9","ts":%s,"id":"%s","code":"%s"}' % (ts, pk, pk))
+    expect(rc == 1 and "outside years 0 to 9999" in out + err,
+           "an out-of-range timestamp %s: rc %d %s %s" % (ts, rc, out, err))
+rc, out, err = unico("insert", "events",
+                     '{"tenant":"t9","ts":"9999-12-31T23:59:59.999Z","id":"r4",'
+                     '"code":"r4"}')
+expect(rc == 0, "the last timestamp of the range: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("update", "events", "t9", "9999-12-31T23:59:59.999Z", "r4",
+                     '{"code":"r5"}')
+expect(rc == 0, "an update of the row keyed by it: rc %d %s %s" % (rc, out, err))
+ids = sorted(r.id for r in q("SELECT id FROM %s WHERE tenant = 't9'" % T("events")))
+expect(ids == ["r4"], "rows of partition t9: %s" % ids)
+
 step("check")
 rc, rep, kinds, out = check()
 expect(rc == 0 and kinds == [], "check at the end: rc %d %s" % (rc, out))

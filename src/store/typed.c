@@ -9,9 +9,10 @@
 
 #define seterr ustore_seterr
 
-/* Years 0 to 9999, the range of the fixed-width ISO form. */
-#define TS_MIN_MS INT64_C(-62167219200000)
-#define TS_MAX_MS INT64_C(253402300799999)
+/* Years 0 to 9999, the range of the fixed-width ISO form (and of every
+ * record: util/clock.h). */
+#define TS_MIN_MS UCLOCK_MIN_MS
+#define TS_MAX_MS UCLOCK_MAX_MS
 
 const char *utyped_type_name(int type) {
   static const char *const n[] = {"?",       "text", "int",       "bigint",
