@@ -367,6 +367,43 @@ expect(rc == 0, "an update of the row keyed by it: rc %d %s %s" % (rc, out, err)
 ids = sorted(r.id for r in q("SELECT id FROM %s WHERE tenant = 't9'" % T("events")))
 expect(ids == ["r4"], "rows of partition t9: %s" % ids)
 
+# ---------------------------------------------------------------------------
+# tables people have (items 10, 13): a counter table is refused with a
+# clear schema_refused; a quoted mixed-case column is matched when the DDL
+# quotes it, refused with both names when it does not (never a second,
+# empty column beside it)
+step("counter-1")
+db.execute("CREATE TABLE %s (id text PRIMARY KEY, hits counter)" % T("hits"))
+rc, out, err = apply_ddl(SCHEMA + "CREATE TABLE hits (id text PRIMARY KEY, "
+                         "code text, UNIQUE (code));")
+expect(rc == 1 and '"schema_refused"' in out and "counter table" in err
+       and '"hits"' in err, "adopting a counter table: rc %d %s %s" % (rc, out, err))
+cols = sorted(r.column_name for r in q(
+    "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s "
+    "AND table_name = %s", KS, PREFIX + "hits"))
+expect(cols == ["hits", "id"], "the refused counter table was altered: %s" % cols)
+
+step("case-1")
+db.execute('CREATE TABLE %s (id text PRIMARY KEY, "userEmail" text)' % T("people"))
+db.execute('INSERT INTO %s (id, "userEmail") VALUES (%%s, %%s)' % T("people"),
+           ("p1", "same@x"))
+db.execute('INSERT INTO %s (id, "userEmail") VALUES (%%s, %%s)' % T("people"),
+           ("p2", "other@x"))
+rc, out, err = apply_ddl(SCHEMA + "CREATE TABLE people (id text PRIMARY KEY, "
+                         "userEmail text, UNIQUE (userEmail));")
+expect(rc == 1 and '"useremail"' in err and '"userEmail"' in err,
+       "an unquoted name for a quoted column: rc %d %s %s" % (rc, out, err))
+cols = sorted(r.column_name for r in q(
+    "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s "
+    "AND table_name = %s", KS, PREFIX + "people"))
+expect("useremail" not in cols, "a second column was added: %s" % cols)
+rc, out, err = add_table('CREATE TABLE people (id text PRIMARY KEY, '
+                         '"userEmail" text, UNIQUE ("userEmail"));')
+expect(rc == 0, "the quoted name: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("insert", "people", '{"id":"p3","userEmail":"same@x"}')
+expect(rc == 3 and '"p1"' in out, "the value the quoted column holds: rc %d %s"
+       % (rc, out))
+
 step("check")
 rc, rep, kinds, out = check()
 expect(rc == 0 and kinds == [], "check at the end: rc %d %s" % (rc, out))

@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -1383,6 +1384,22 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     rc = UNICO_ESCHEMA;
     goto leave;
   }
+  /* a counter table holds counters only beside its key: neither the
+   * bookkeeping nor a record fits (issue 37 item 10) */
+  for (int32_t r = 0; r < nrows; r++) {
+    const ucql_value *ty = CELL(r, ti), *n = CELL(r, ci);
+    if (ty->len == 7 && !memcmp(ty->p, "counter", 7)) {
+      seterr(e,
+             "table %s: the Cassandra table %s is a counter table (column "
+             "\"%.*s\" is counter), which holds nothing but counters beside "
+             "its key: unico can keep neither its bookkeeping columns nor "
+             "records there, so it cannot guard it",
+             t->tab.name, t->qname, n->len > 0 ? (int)n->len : 0,
+             n->len > 0 ? (const char *)n->p : "");
+      rc = UNICO_ESCHEMA;
+      goto leave;
+    }
+  }
   /* each column's type; the ones it lacks are added */
   size_t nc = t->tab.ncol;
   for (size_t i = 0; i < nc + 3; i++) {
@@ -1394,6 +1411,25 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
       const ucql_value *n = CELL(r, ci);
       if ((size_t)n->len == strlen(name) && !memcmp(n->p, name, (size_t)n->len))
         found = r;
+    }
+    for (int32_t r = 0; r < nrows && found < 0 && i < nc; r++) {
+      /* the same name in another case: a quoted Cassandra name the DDL
+       * wrote unquoted (lower-cased); never a second column beside it
+       * (issue 37 item 13) */
+      const ucql_value *n = CELL(r, ci);
+      if ((size_t)n->len == strlen(name) &&
+          !strncasecmp((const char *)n->p, name, (size_t)n->len)) {
+        seterr(e,
+               "table %s: the DDL's column \"%s\" is not a column of the "
+               "Cassandra table %s, which has \"%.*s\", the same name in "
+               "another case (a quoted CQL name): write it quoted in the "
+               "DDL, \"%.*s\", to guard that column (unico does not add a "
+               "second column beside it)",
+               t->tab.name, name, t->qname, (int)n->len, (const char *)n->p,
+               (int)n->len, (const char *)n->p);
+        rc = UNICO_ESCHEMA;
+        goto leave;
+      }
     }
     if (found < 0) {
       char col[200];

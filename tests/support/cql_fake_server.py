@@ -37,7 +37,8 @@ tests/cql_fake_check.sh embeds the frames it compares with):
         [, PRIMARY KEY (col, ...) | PRIMARY KEY ((col), col, ...)]) [WITH ...]
         (a one-column partition key, then clustering columns; types blob,
         bigint, int, tinyint, boolean, text/varchar, uuid, timestamp,
-        double; a STATIC column, in a table with clustering columns, holds
+        double, counter (alone beside the key, and never written here);
+        a STATIC column, in a table with clustering columns, holds
         one cell per partition that every row of it reads, kept when the
         rows are deleted; a partition left with only static cells is one
         row of a scan or partition read, its clustering and regular
@@ -152,7 +153,7 @@ from cql_fake_proto import (
     E_SYNTAX, E_CONFIG, E_ALREADY_EXISTS, E_UNPREPARED, CL_NAMES, ANY, ONE,
     TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, SERIAL, LOCAL_SERIAL, LOCAL_ONE,
     T_BIGINT, T_BLOB, T_BOOLEAN, T_INT, T_VARCHAR, T_DOUBLE, T_TIMESTAMP,
-    T_UUID, T_TINYINT, T_MAP_TEXT_TEXT, TYPE_NAMES, UNSET, UNPREPARED_MSG,
+    T_UUID, T_TINYINT, T_MAP_TEXT_TEXT, TYPES, TYPE_NAMES, UNSET, UNPREPARED_MSG,
     PAGING_MAGIC, u16, i32, string, value, short_bytes, string_list,
     string_multimap, frame, CqlError, invalid, protocol, Drop, rows_metadata,
     NO_METADATA, rows_body, bind_metadata, VOID, schema_change, Reader,
@@ -1040,6 +1041,14 @@ class Server:
                 raise CqlError(E_ALREADY_EXISTS, "Cannot add already existing table \"%s\" "
                                "to keyspace \"%s\"" % (st.table, ks),
                                string(ks) + string(st.table))
+            counters = [c for c, t in st.coldefs if t == TYPES["counter"]]
+            for c in counters:
+                if c in st.pk:
+                    raise invalid("counter type is not supported for PRIMARY KEY "
+                                  "column '%s'" % c)
+            if counters and len(counters) + len(st.pk) != len(st.coldefs):
+                raise invalid("Cannot mix counter and non counter columns in the "
+                              "same table")
             self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk,
                                               getattr(st, "statics", ()))
             ev = schema_change("CREATED", "TABLE", ks, st.table)
@@ -1052,6 +1061,13 @@ class Server:
             for c, _ in st.coldefs:
                 if c in t.types:
                     raise invalid("Column with name '%s' already exists" % c)
+            counter = TYPES["counter"]
+            if any(typ == counter for typ in t.types.values()):
+                for c, typ in st.coldefs:
+                    if typ != counter:
+                        # (a Config_error, as issue 37 reports of 4.0.7)
+                        raise CqlError(E_CONFIG, "Cannot add a non counter column "
+                                       "(%s) in a counter table" % c)
             for c, typ in st.coldefs:
                 t.types[c] = typ
             t.reorder()
