@@ -404,6 +404,57 @@ rc, out, err = unico("insert", "people", '{"id":"p3","userEmail":"same@x"}')
 expect(rc == 3 and '"p1"' in out, "the value the quoted column holds: rc %d %s"
        % (rc, out))
 
+# a table with a partition key of two columns (item 12): adopted when the
+# DDL says so with Cassandra's form, refused naming the key when it does not
+step("partition-1")
+db.execute("CREATE TABLE %s (id text, region text, code text, PRIMARY KEY "
+           "((id, region)))" % T("sites"))
+db.execute("INSERT INTO %s (id, region, code) VALUES ('s1', 'eu', 'k1')" % T("sites"))
+db.execute("INSERT INTO %s (id, region, code) VALUES ('s1', 'us', 'k2')" % T("sites"))
+rc, out, err = apply_ddl(SCHEMA + "CREATE TABLE sites (id text, region text, "
+                         "code text, PRIMARY KEY (id, region), UNIQUE (code));")
+expect(rc == 1 and '"region"' in err and "partition key" in err,
+       "a DDL whose key is (id, region) on a ((id, region)) table: rc %d %s %s"
+       % (rc, out, err))
+rc, out, err = add_table("CREATE TABLE sites (id text, region text, code text, "
+                         "PRIMARY KEY ((id, region)), UNIQUE (code));")
+expect(rc == 0, "the DDL's ((id, region)): rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("insert", "sites", '{"id":"s2","region":"eu","code":"k1"}')
+expect(rc == 3 and '["s1","eu"]' in out, "the value an adopted row holds: rc %d %s"
+       % (rc, out))
+rc, out, err = unico("insert", "sites", '{"id":"s2","region":"eu","code":"k3"}')
+expect(rc == 0, "an insert: rc %d %s %s" % (rc, out, err))
+r = one("SELECT code, unico_state FROM %s WHERE id = 's2' AND region = 'eu'"
+        % T("sites"))
+expect(r is not None and r.code == "k3" and r.unico_state == 1,
+       "the row unico wrote: %s" % (r,))
+rc, out, err = unico("update", "sites", "s1", "us", '{"code":"k4"}')
+expect(rc == 0, "an update: rc %d %s %s" % (rc, out, err))
+kinds_ = sorted((r.column_name, r.kind, r.position) for r in q(
+    "SELECT column_name, kind, position FROM system_schema.columns WHERE "
+    "keyspace_name = %s AND table_name = %s", KS, PREFIX + "sites")
+    if r.kind != "regular")
+expect(kinds_ == [("id", "partition_key", 0), ("region", "partition_key", 1)],
+       "the key of sites: %s" % kinds_)
+rc, out, err = add_table("CREATE TABLE fresh (a text, b int, c text, v text, "
+                         "PRIMARY KEY ((a, b), c), UNIQUE (v));")
+expect(rc == 0, "a new table with a two-column partition key: rc %d %s %s"
+       % (rc, out, err))
+kinds_ = sorted((r.column_name, r.kind, r.position) for r in q(
+    "SELECT column_name, kind, position FROM system_schema.columns WHERE "
+    "keyspace_name = %s AND table_name = %s", KS, PREFIX + "fresh")
+    if r.kind != "regular")
+expect(kinds_ == [("a", "partition_key", 0), ("b", "partition_key", 1),
+                  ("c", "clustering", 0)], "the key unico made: %s" % kinds_)
+# (a table an earlier unico made from that form, its first column alone
+# the partition key, is still accepted)
+db.execute("CREATE TABLE %s (a text, b int, c text, v text, PRIMARY KEY ((a), b, c))"
+           % T("older"))
+rc, out, err = add_table("CREATE TABLE older (a text, b int, c text, v text, "
+                         "PRIMARY KEY ((a, b), c), UNIQUE (v));")
+expect(rc == 0, "a ((a), b, c) table under a ((a, b), c) DDL: rc %d %s %s"
+       % (rc, out, err))
+
 step("check")
 rc, rep, kinds, out = check()
 expect(rc == 0 and kinds == [], "check at the end: rc %d %s" % (rc, out))

@@ -538,7 +538,7 @@ int32_t ucass_row_ttl(const ucass_ntab *nt, const ucql_rows *rows,
 int ucass_row_static_only(const ucass_ntab *nt, const ucql_rows *rows,
                           int32_t row) {
   const utyped_tab *t = &nt->tab;
-  for (size_t i = 1; i < t->npk; i++) { /* (the partition key: never null) */
+  for (size_t i = t->npart; i < t->npk; i++) { /* (partition key: not null) */
     const ucql_value *c = rcell(rows, row, t->cname[t->pk[i]], NULL);
     if (c && c->len < 0) return 1;
   }

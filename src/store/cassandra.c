@@ -1324,11 +1324,12 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     const char *tail = "unico_v bigint, unico_state tinyint, unico_meta blob, "
                        "PRIMARY KEY ((";
     ubuf_put(&q, tail, strlen(tail));
+    /* ((partition key columns), clustering columns...) */
     for (size_t i = 0; i < t->tab.npk; i++) {
       char col[200];
-      int n = snprintf(col, sizeof col, "%s\"%s\"%s", i > 1 ? ", " : "",
-                       t->tab.cname[t->tab.pk[i]], i == 0 ? ")" : "");
-      if (i == 1) ubuf_put(&q, ", ", 2);
+      int n = snprintf(col, sizeof col, "%s\"%s\"%s", i ? ", " : "",
+                       t->tab.cname[t->tab.pk[i]],
+                       i + 1 == t->tab.npart ? ")" : "");
       ubuf_put(&q, col, (size_t)n);
     }
     ubuf_put(&q, "))", 3); /* (and the NUL) */
@@ -1346,28 +1347,45 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     goto leave;
   }
   /* it exists: the key as declared */
-  for (size_t i = 0; i < t->tab.npk; i++) {
-    const char *want = i == 0 ? "partition_key" : "clustering";
-    int32_t wpos = i == 0 ? 0 : (int32_t)(i - 1), found = -1;
-    for (int32_t r = 0; r < nrows && found < 0; r++) {
-      const ucql_value *n = CELL(r, ci);
-      if ((size_t)n->len == strlen(t->tab.cname[t->tab.pk[i]]) &&
-          !memcmp(n->p, t->tab.cname[t->tab.pk[i]], (size_t)n->len))
-        found = r;
+  /* (a table an earlier unico made from the ((a, b), c) form has the
+   * first column alone as its partition key: accepted too, as every
+   * statement names the whole key) */
+  for (size_t np = t->tab.npart, legacy = 0;; np = 1, legacy = 1) {
+    size_t bad = t->tab.npk;
+    int32_t bad_pos = 0;
+    for (size_t i = 0; i < t->tab.npk && bad == t->tab.npk; i++) {
+      const char *want = i < np ? "partition_key" : "clustering";
+      int32_t wpos = (int32_t)(i < np ? i : i - np), found = -1;
+      for (int32_t r = 0; r < nrows && found < 0; r++) {
+        const ucql_value *n = CELL(r, ci);
+        if ((size_t)n->len == strlen(t->tab.cname[t->tab.pk[i]]) &&
+            !memcmp(n->p, t->tab.cname[t->tab.pk[i]], (size_t)n->len))
+          found = r;
+      }
+      int32_t pos = -2;
+      const ucql_value *kd = found >= 0 ? CELL(found, ki) : NULL;
+      if (found >= 0) ucql_cell_int(CELL(found, pi), &pos);
+      if (!kd || (size_t)kd->len != strlen(want) ||
+          memcmp(kd->p, want, strlen(want)) || pos != wpos) {
+        bad = i;
+        bad_pos = wpos;
+      }
     }
-    int32_t pos = -2;
-    const ucql_value *kd = found >= 0 ? CELL(found, ki) : NULL;
-    if (found >= 0) ucql_cell_int(CELL(found, pi), &pos);
-    if (!kd || (size_t)kd->len != strlen(want) ||
-        memcmp(kd->p, want, strlen(want)) || pos != wpos) {
+    if (bad == t->tab.npk) { /* as declared (or as unico made it) */
+      rc = UNICO_OK;
+      break;
+    }
+    if (!legacy) {
       seterr(e,
              "table %s: the Cassandra table %s exists with another primary "
-             "key: column \"%s\" must be its %s column number %d",
-             t->tab.name, t->qname, t->tab.cname[t->tab.pk[i]],
-             i == 0 ? "partition key" : "clustering", (int)wpos + 1);
+             "key: column \"%s\" must be its %s column number %d (the "
+             "DDL's PRIMARY KEY ((a, b), c) form names a partition key of "
+             "several columns)",
+             t->tab.name, t->qname, t->tab.cname[t->tab.pk[bad]],
+             bad < np ? "partition key" : "clustering", (int)bad_pos + 1);
       rc = UNICO_ESCHEMA;
-      goto leave;
     }
+    if (legacy || t->tab.npart == 1) goto leave; /* (e says the first) */
   }
   int32_t nkeys = 0;
   for (int32_t r = 0; r < nrows; r++) {

@@ -388,18 +388,18 @@ class Parser:
             st.if_not_exists = self.accept_kw("if", "not", "exists")
             st.ks, st.table = self.tname()
             self.p("(")
-            st.coldefs, pks, statics = [], [], []
+            st.coldefs, pks, statics, npart = [], [], [], 1
             while True:
                 if self.accept_kw("primary", "key"):
                     if pks:
                         raise invalid("Multiple PRIMARY KEYs specifed (exactly one "
                                       "required)")
                     self.p("(")
-                    if self.accept_p("("):  # ((partition), clustering...)
+                    if self.accept_p("("):  # ((partition...), clustering...)
                         pks.append(self.ident())
-                        if self.accept_p(","):
-                            raise invalid("cql_fake_server supports only a one-column "
-                                          "partition key")
+                        while self.accept_p(","):
+                            pks.append(self.ident())
+                        npart = len(pks)
                         self.p(")")
                     else:
                         pks.append(self.ident())
@@ -440,12 +440,13 @@ class Parser:
                 if c in pks:
                     raise invalid("Static column %s cannot be part of the PRIMARY "
                                   "KEY" % c)
-            if statics and len(pks) < 2:
+            if statics and len(pks) <= npart:
                 raise invalid("Static columns are only useful (and thus "
                               "allowed) if the table has at least one "
                               "clustering column")
             st.pk = pks
             st.statics = statics
+            st.npart = npart
             return st
         self.fail("KEYSPACE or TABLE")
 

@@ -35,7 +35,8 @@ tests/cql_fake_check.sh embeds the frames it compares with):
         [AND durable_writes = ...]   (SimpleStrategy, NetworkTopologyStrategy)
     CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY | STATIC], ...
         [, PRIMARY KEY (col, ...) | PRIMARY KEY ((col), col, ...)]) [WITH ...]
-        (a one-column partition key, then clustering columns; types blob,
+        (a partition key of one or more columns, then clustering columns;
+        types blob,
         bigint, int, tinyint, boolean, text/varchar, uuid, timestamp,
         double, counter (alone beside the key, and never written here);
         a STATIC column, in a table with clustering columns, holds
@@ -170,7 +171,7 @@ class Table:
     columns. A row's key is the partition key's bytes (one column) or the
     key columns' bytes, each with a 2-byte length (several)."""
 
-    def __init__(self, ks, name, coldefs, pk, statics=()):
+    def __init__(self, ks, name, coldefs, pk, statics=(), npart=1):
         self.ks, self.name = ks, name
         # static columns: one cell per partition, shared by its rows (and
         # kept when they are deleted); these never expire here
@@ -178,6 +179,8 @@ class Table:
         self.srows = {}  # partition key bytes -> {static col: bytes}
         self.pks = list(pk) if isinstance(pk, (list, tuple)) else [pk]
         self.pk = self.pks[0]
+        self.npart = npart  # the partition key: the first npart of pks
+        self.part_cols = self.pks[:npart]
         self.types = dict(coldefs)
         self.coldefs = list(coldefs)
         self.reorder()
@@ -243,7 +246,8 @@ class Table:
         return None
 
     def part(self, key):
-        return self.key_part(key, self.pk)
+        """The partition key's parts (a tuple of bytes)."""
+        return tuple(self.key_part(key, c) for c in self.part_cols)
 
     def cell(self, key, row, col, now=None):
         if col.startswith("ttl("):  # TTL(c): the seconds c has left, or null
@@ -253,7 +257,7 @@ class Table:
                 return None
             return struct.pack(">i", max(0, int(exp - (now or time.time()) + 0.999)))
         if col in self.pks:
-            if row.get("_static_only") and col != self.pk:
+            if row.get("_static_only") and col not in self.part_cols:
                 return None  # a partition holding only static cells
             return self.key_part(key, col)
         if col in self.statics:
@@ -269,7 +273,7 @@ class Table:
             parts = {self.part(k) for k in self.rows}
             for p, cells in self.srows.items():
                 if cells and p not in parts:
-                    key = self.make_key([p] + [b""] * (len(self.pks) - 1))
+                    key = self.make_key(list(p) + [b""] * (len(self.pks) - self.npart))
                     items.append((key, {"_static_only": True}))
         return items
 
@@ -481,12 +485,12 @@ class Server:
             t = self.table(st, conn_ks)
             specs = [(c, T_INT if c == "[ttl]" else t.type(c)) for c in st.marker_cols]
             pk = None
-            kterm = st.where[1] if st.where else None
-            if st.kind == "insert" and t.pk in st.cols:
-                kterm = st.terms[st.cols.index(t.pk)]
-            if kterm is not None and kterm[0] == "m" and (st.where is None or
-                                                          st.where[0] == t.pk):
-                pk = [kterm[1]]
+            terms = dict(zip(st.cols, st.terms)) if st.kind == "insert" else \
+                dict(([st.where] + st.where_more) if st.where else [])
+            idx = [terms[c][1] for c in t.part_cols
+                   if c in terms and terms[c][0] == "m"]
+            if len(idx) == len(t.part_cols):
+                pk = idx
             res = None
             if st.kind == "select":
                 res = [(c, t.type(c)) for c in (st.cols if st.cols is not None else t.order)]
@@ -522,7 +526,7 @@ class Server:
             raise invalid("Invalid unset value for column %s" % col)
         if k is None:
             raise invalid("Invalid null value in condition for column %s" % col)
-        if len(k) == 0 and col == t.pk:
+        if len(k) == 0 and col == t.pk and t.npart == 1:
             raise invalid("Key may not be empty")
         if len(k) > 65535:
             raise invalid("Key length of %d is longer than maximum of 65535" % len(k))
@@ -543,7 +547,8 @@ class Server:
         missing = [c for c in t.pks if c not in got]
         if missing:
             raise invalid("Some %s parts are missing: %s"
-                          % ("partition key" if missing[0] == t.pk else "clustering key",
+                          % ("partition key" if missing[0] in t.part_cols
+                             else "clustering key",
                              ", ".join(missing)))
         return t.make_key([got[c] for c in t.pks])
 
@@ -612,10 +617,10 @@ class Server:
             if want.get("keyspace_name", ksn) != ksn or want.get("table_name", tn) != tn:
                 continue
             for c in sorted(t.types, key=lambda c: c.encode()):
-                if c == t.pk:
-                    kind, pos = "partition_key", 0
+                if c in t.part_cols:
+                    kind, pos = "partition_key", t.pks.index(c)
                 elif c in t.pks:
-                    kind, pos = "clustering", t.pks.index(c) - 1
+                    kind, pos = "clustering", t.pks.index(c) - t.npart
                 elif c in t.statics:
                     kind, pos = "static", -1
                 else:
@@ -773,13 +778,17 @@ class Server:
         serial = prm.consistency in (SERIAL, LOCAL_SERIAL)
         key = part = None
         if st.where is not None:
-            if st.where[0] != t.pk:
+            named = [c for c, _ in [st.where] + st.where_more]
+            if named[0] not in t.part_cols:
                 raise invalid("Cannot execute this query as it might involve data "
                               "filtering and thus may have unpredictable performance. "
                               "If you want to execute this query despite the "
                               "performance unpredictability, use ALLOW FILTERING")
-            if len(t.pks) > 1 and not st.where_more:  # a whole partition
-                part = self.key_value(t, st.where[1], values, t.pk)
+            if len(t.pks) > t.npart and sorted(named) == sorted(t.part_cols):
+                # a whole partition
+                terms = dict([st.where] + st.where_more)
+                part = tuple(self.key_value(t, terms[c], values, c)
+                             for c in t.part_cols)
             else:
                 key = self.where_key(t, st, values)
         elif serial:
@@ -845,7 +854,7 @@ class Server:
             missing = [c for c in t.pks if c not in st.cols]
             if missing:
                 raise invalid("Some %s parts are missing: %s"
-                              % ("partition key" if missing[0] == t.pk else
+                              % ("partition key" if missing[0] in t.part_cols else
                                  "clustering key", ", ".join(missing)))
             parts = {}
             for c, term in zip(st.cols, st.terms):
@@ -1050,7 +1059,8 @@ class Server:
                 raise invalid("Cannot mix counter and non counter columns in the "
                               "same table")
             self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk,
-                                              getattr(st, "statics", ()))
+                                              getattr(st, "statics", ()),
+                                              getattr(st, "npart", 1))
             ev = schema_change("CREATED", "TABLE", ks, st.table)
             return i32(5) + ev, 0, [ev]
         if st.kind == "alter_table":
