@@ -515,19 +515,25 @@ static void key_text(const utyped_tab *t, const ucql_rows *rows, int32_t row,
 
 int32_t ucass_row_ttl(const ucass_ntab *nt, const ucql_rows *rows,
                       int32_t row) {
+  /* (by position, as UCASS_SEL names them: every column, the three
+   * bookkeeping ones, then ttl() of each regular column and of
+   * unico_meta; the names Cassandra gives the ttl() columns are not
+   * relied on) */
   const utyped_tab *t = &nt->tab;
+  size_t nreg = 0;
+  for (size_t i = 0; i < t->ncol; i++) nreg += !t->is_key[i];
+  size_t base = t->ncol + 3, meta = t->ncol + 2;
+  if (row >= rows->nrows || rows->ncols < 0 ||
+      (size_t)rows->ncols < base + nreg + 1)
+    return -1; /* (not asked) */
+  const ucql_value *cells = &rows->cells[(size_t)row * (size_t)rows->ncols];
   int32_t best = 0;
-  char tn[80];
-  if (row >= rows->nrows) return 0;
-  for (size_t i = 0; i <= t->ncol; i++) {
-    const char *name = i < t->ncol ? t->cname[i] : UCASS_COL_META;
+  for (size_t i = 0, k = 0; i <= t->ncol; i++) {
     if (i < t->ncol && t->is_key[i]) continue;
-    snprintf(tn, sizeof tn, "ttl(%s)", name);
-    const ucql_value *v = rcell(rows, row, name, NULL),
-                     *tv = rcell(rows, row, tn, NULL);
+    const ucql_value *v = &cells[i < t->ncol ? i : meta],
+                     *tv = &cells[base + (i < t->ncol ? k++ : nreg)];
     int32_t x;
-    if (!tv) return -1; /* (not asked) */
-    if (!v || v->len < 0) continue; /* (no cell, no TTL to keep) */
+    if (v->len < 0) continue; /* (no cell, no TTL to keep) */
     if (tv->len < 0 || ucql_cell_int(tv, &x)) return 0; /* kept for good */
     if (x < 1) x = 1; /* (due now: still an expiring cell) */
     if (x > best) best = x;
