@@ -613,7 +613,8 @@ static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
   uint64_t ver = 0;
   if (!rc) get_answer(&r, val, &ver, &rc, e);
   if (!rc && version) *version = ver;
-  if (!rc && r.nt) ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0));
+  if (!rc && r.nt)
+    ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0));
   reqs_free(&r, 1);
   return rc;
 }
@@ -764,7 +765,6 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   }
   if (nst == UCASS_INS || nst == UCASS_UPD || nst == UCASS_UPD0 ||
       nst == UCASS_UPDT || nst == UCASS_UPD0T) {
-    if (err) ucass_binds_free(&b);
     ucass_binds_free(&r->nb); /* (pk's bytes: b has copies) */
     r->nb = b;
   }
