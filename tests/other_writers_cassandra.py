@@ -9,7 +9,12 @@ unico's operations, and after each step the suite checks that
   - lookups and conflicts name only owners that hold the value;
   - a value whose owner is gone (deleted, changed, expired) can be taken;
   - check tells the truth, and repair never picks a winner between two
-    rows holding one value.
+    rows holding one value;
+
+and that the tables people have are adopted or refused saying why: a
+static column, a counter table, a quoted mixed-case column, a partition
+key of two columns; and that a timestamp outside years 0 to 9999 is
+refused up front.
 
 Run under tests/support/cassandra_run.sh (fake or live), which sets
 UNICO_TEST_STORE_BASE to a cassandra:// URL ending in "table=":
