@@ -1164,6 +1164,41 @@ leave:
   return rc;
 }
 
+/* Does body (of a record of t) need claim key ck? 1 when it cannot be
+ * told. */
+static int body_needs(const utable *t, const char *body_text,
+                      const uint8_t *ck, size_t cklen) {
+  size_t voff;
+  int con = -1;
+  char tb[256];
+  if (!body_text || uplan_claim_split(t, ck, cklen, &voff, &con, tb, sizeof tb) < 0 ||
+      con < 0)
+    return 1;
+  json_t *body = json_loads(body_text, 0, NULL);
+  uclaims want = UCLAIMS_INIT;
+  unico_result tmp = UNICO_RESULT_INIT;
+  int h = 1;
+  if (body && !uplan_claims(t, body, &want, &tmp))
+    h = uclaims_find(&want, ck, cklen) >= 0;
+  uclaims_free(&want);
+  unico_result_clear(&tmp);
+  json_decref(body);
+  return h;
+}
+
+int uapi_body_holds(void *ctx, const ustored_record *r, const uint8_t *ck,
+                    size_t cklen) {
+  unico *u = ctx;
+  char table[256];
+  size_t rest;
+  if (ukey_split_table(ck, cklen, "u", table, sizeof table, &rest)) return 1;
+  usch *sc = uapi_sch_get(u);
+  const utable *t = uschema_table(sc->s, table);
+  int h = t ? body_needs(t, r->body, ck, cklen) : 1;
+  uapi_sch_put(sc);
+  return h;
+}
+
 int uapi_lookup(unico *u, const char *table, const char *constraint,
                  const char *values_json, unico_result *res) {
   usch *sc = schema_for(u, table, constraint);
@@ -1207,7 +1242,12 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     ukey_record(&rk, t->name, cl.owner, cl.owner_len);
     rc = read_record(u, &rk, &r, NULL, res);
     ubuf_free(&rk);
-    if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) break;
+    if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) {
+      /* (and by its body: in a native table another writer may have
+       * changed the value or let it expire; issue 37 item 6) */
+      if (!body_needs(t, r.body, key.p, key.len)) rc = UNICO_ENOTFOUND;
+      break;
+    }
     if (rc && rc != UNICO_ENOTFOUND) break;
     rc = UNICO_ENOTFOUND; /* moved on since: look again */
     /* (a FREE claim or a hold: no record holds the value) */

@@ -169,6 +169,25 @@ static int holds(const ubuf *rv, int present, const uclaim *k, int *live) {
   return h;
 }
 
+/* holds(), and on a native table also by the record's body: a value
+ * another writer changed or let expire is not held, whatever the claim
+ * list says (issue 37 item 6; exec.h, uexec_set_holds). For judging
+ * another operation's claim, never for our own releases. */
+static int holds_now(const uexec *x, const ubuf *rv, int present,
+                     const uclaim *k, int *live, int *stale) {
+  int h = holds(rv, present, k, live);
+  ustored_record r;
+  *stale = 0;
+  if (!h || !x->holds || ustored_record_decode(rv->p, rv->len, &r)) return h;
+  h = x->holds(x->holds_ctx, &r, k->key, k->klen);
+  ustored_record_free(&r);
+  /* A live record lists the claim: its operation committed, so the claim
+   * is no write in flight, however PENDING it still reads; it is an
+   * orphan now, to fence and take without waiting. */
+  *stale = !h;
+  return h;
+}
+
 /* Is rv a record this op wrote? */
 static int record_is_mine(const cx *c, const ubuf *rv) {
   ustored_record r;
@@ -688,7 +707,8 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
     cl->since_ms = c->now;
   }
   int mine = is_me(c, cl->owner, cl->owner_len, cl->op_id);
-  if (holds(rv, rpresent, ck, &live)) {
+  int stale;
+  if (holds_now(c->x, rv, rpresent, ck, &live, &stale)) {
     if (mine && record_is_mine(c, rv)) {
       /* our op's earlier intent, committed: this insert is a repeat, or
        * another request under its op id (the history says: "reused") */
@@ -709,7 +729,7 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
     *rc = USTORE_NOT_APPLIED;
     return NEXT_STOP;
   }
-  int pending = cl->state == UCLAIM_PENDING &&
+  int pending = !stale && cl->state == UCLAIM_PENDING &&
                 cl->since_ms > c->now - c->x->grace_ms;
   ubuf hold = UBUF_INIT;
   if (!hold_used(rv, rpresent, cl->op_id)) carried_hold(cl, NULL, c->now, &hold);
@@ -2700,9 +2720,10 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
                   no_wait ? UEXEC_SETTLE_NOW : UEXEC_SETTLE_STALE, &inflight,
                   res);
   if (rc == UNICO_OK) {
-    if (holds(&rv, present, &k, &live))
+    int stale;
+    if (holds_now(x, &rv, present, &k, &live, &stale))
       rc = UEXEC_CLAIM_IN_FORCE;
-    else if (!no_wait &&
+    else if (!no_wait && !stale &&
              (inflight || (cl->state == UCLAIM_PENDING &&
                            cl->since_ms > c.now - x->grace_ms)))
       rc = UEXEC_CLAIM_IN_FLIGHT;

@@ -130,6 +130,19 @@ typedef int (*uexec_fingerprint_fn)(const char *ddl, const char *table,
                                     uint64_t *fp);
 void uexec_set_fingerprint(uexec *x, uexec_fingerprint_fn fn);
 
+/* Records in the users' native tables (USTORE_CAP_ROWS) change behind
+ * unico's back: the API's judge of whether live record r's body still
+ * holds claim key ck that r lists (1: it does, or it cannot be told; 0:
+ * another writer changed the value or let it expire). The claims protocol
+ * takes a claim whose owner no longer holds the value for an orphan, never
+ * for a conflict (issue 37 item 6). Ignored on other stores, where a
+ * record's claim list and body never disagree. */
+typedef int (*uexec_holds_fn)(void *ctx, const ustored_record *r,
+                              const uint8_t *ck, size_t cklen);
+void uexec_set_holds(uexec *x, uexec_holds_fn fn, void *ctx);
+/* Does the store keep records in the users' native tables? */
+int uexec_native_rows(uexec *x);
+
 /* What the protocol chosen at open means for its callers, which never ask
  * which protocol it is. */
 enum uexec_trait {

@@ -121,6 +121,8 @@ typedef struct ustore_tabledef {
   const ustore_column *col;
   size_t npk;
   const size_t *pk; /* the primary key's columns, indexes into col */
+  size_t npart;     /* Cassandra: the partition key is the first npart of
+                       them (0 or 1: the first alone); others ignore it */
 } ustore_tabledef;
 
 /* tables(): what to do with the native tables of the catalog. */
