@@ -957,7 +957,8 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     if (r == UNICO_OK && reqs[j].nt && op->action == USTORE_PUT &&
         (st0 == ST_INS || st0 == ST_UPD)) /* (its next rewrite knows) */
       ttl_note(s, op->key, op->klen,
-               st0 == ST_INS ? 1 : op->expect_version + 1, wttl[i]);
+               st0 == ST_INS ? (op->create_version ? op->create_version : 1)
+                                  : op->expect_version + 1, wttl[i]);
     if (r != USTORE_NOT_APPLIED) continue;
     int st = reqs[j].st;
     if (st == ST_DELX) {
