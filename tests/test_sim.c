@@ -73,6 +73,11 @@ static const usim_faults FAULTS = {.unknown_pm = 20,
 /* Seeds that once failed: they always run (UNICO_SIM_SEED=N replays one).
  * What each showed when it was found: */
 static const uint64_t regression_seeds[] = {
+    2301, /* issue 32 item 3: an insert intent made where a deleted record's
+             tombstone had just left, under the key's floor read before it
+             was raised, complete; a reader that settles it without the
+             floor flips it live, a version of the key named twice and
+             its claims then freed under it (missing_claim) */
     273,  /* an insert's claim lands before its intent (reordered cas_many);
              another writer fences the insert by creating its record
              ABORTED and takes the claim; the intent then takes over the

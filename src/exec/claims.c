@@ -55,6 +55,8 @@ typedef struct cx {
   uint64_t intent;    /* insert: version of our PENDING record */
   int applied;        /* insert found its own live record (a repeat) */
   int fresh;          /* the intent was created by this attempt's batch */
+  uint64_t under;     /* an insert's key has this floor, at or above its
+                         plan's version (planned again above it) */
   int made;           /* this call made the key from absent (at the
                          version it drew) and carries nothing over: a
                          refused write removes it (leave_or_tombstone) */
@@ -1933,6 +1935,7 @@ static void fast_finish(cx *c) {
 #define INTENT_AT (SIZE_MAX - 1)
 #define MARK_AT (SIZE_MAX - 2) /* the op id's marker */
 #define MIDX_AT (SIZE_MAX - 3) /* and its age index */
+#define FLOOR_AT (SIZE_MAX - 4) /* an insert's look at its key's floor */
 typedef struct batch {
   size_t n;
   ustore_op *ops;
@@ -1943,6 +1946,7 @@ typedef struct batch {
   ubuf fival;  /* the parallel commit's INTENT and its claim value */
   ubuf fclaim;
   ubuf cur;
+  ubuf fkey; /* the record key's floor key (an insert) */
 } batch;
 
 /* Where a step leaves the write: go on, refused (why set: undo and
@@ -1950,7 +1954,7 @@ typedef struct batch {
 enum { STEP_ON = 0, STEP_REFUSED, STEP_APPLIED, STEP_ERROR };
 
 static void batch_free(batch *b, size_t nt) {
-  for (size_t i = 0; b->ops && i < nt + 3; i++) ubuf_free(&b->ops[i].cur);
+  for (size_t i = 0; b->ops && i < nt + 4; i++) ubuf_free(&b->ops[i].cur);
   free(b->ops);
   free(b->rcs);
   free(b->opk);
@@ -1959,6 +1963,7 @@ static void batch_free(batch *b, size_t nt) {
   ubuf_free(&b->fival);
   ubuf_free(&b->fclaim);
   ubuf_free(&b->cur);
+  ubuf_free(&b->fkey);
 }
 
 /* The parallel commit (docs/parallel-commit.md) applies to an insert that
@@ -2013,6 +2018,17 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
     b->ops[b->n] = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
     b->ops[b->n++].expire_ms = uexec_purge_at(c->x, c->now);
   }
+  if (p->kind == UPLAN_INSERT) {
+    /* A look at the key's floor, in the same round trip: above the plan's
+     * version, the insert is planned again at once, before it joins any
+     * group (the second round trip reads the floor again all the same:
+     * this one may come before a tombstone's removal) */
+    ubuf_reset(&b->fkey);
+    ukey_floor_of(&b->fkey, p->rkey.p, p->rkey.len);
+    b->opk[b->n] = FLOOR_AT;
+    b->ops[b->n++] = kop(b->fkey.p, b->fkey.len, USTORE_ABSENT, 0,
+                         USTORE_CHECK, NULL);
+  }
   rc = ustore_cas_many(c->x->st, b->ops, b->n, b->rcs, b->errs);
   if (rc) {
     rc = uexec_store_err(res, rc, "writing", NULL);
@@ -2024,6 +2040,15 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
   }
   for (size_t i = 0; i < b->n; i++) {
     size_t k = b->opk[i];
+    if (k == FLOOR_AT) {
+      floor_st f;
+      if (b->rcs[i] == USTORE_NOT_APPLIED && b->ops[i].exists &&
+          !floor_of(UNICO_OK, &b->ops[i].cur, b->ops[i].cur_version, &f) &&
+          f.floor >= c->pver)
+        c->under = f.floor;
+      b->rcs[i] = UNICO_OK; /* (a look, not a write) */
+      continue;
+    }
     if (k == MIDX_AT) {
       b->rcs[i] = UNICO_OK; /* (an index: written again by the outcome's
                                 own write if need be; a sweep finds none) */
@@ -2620,11 +2645,11 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   c.p = p;
   c.now = uexec_now(x);
   c.pver = p->version;
-  b.ops = calloc(nt + 3, sizeof *b.ops); /* (the intent, the marker and
-                                             its index) */
-  b.rcs = calloc(nt + 3, sizeof *b.rcs);
-  b.opk = calloc(nt + 3, sizeof *b.opk);
-  b.errs = calloc(nt + 3, sizeof *b.errs);
+  b.ops = calloc(nt + 4, sizeof *b.ops); /* (the intent, the marker,
+                                             its index, the floor) */
+  b.rcs = calloc(nt + 4, sizeof *b.rcs);
+  b.opk = calloc(nt + 4, sizeof *b.opk);
+  b.errs = calloc(nt + 4, sizeof *b.errs);
   c.held = calloc(nt + 1, sizeof *c.held);
   c.prev = calloc(nt + 1, sizeof *c.prev);
   c.carry = calloc(nt + 1, sizeof *c.carry);
@@ -2657,6 +2682,19 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   int fast = wants_fast(&c);
   rc = issue(&c, &b, fast, res);
   if (rc) goto leave;
+  int definite = 1;
+  for (size_t i = 0; i < b.n; i++)
+    definite = definite && (b.rcs[i] == UNICO_OK ||
+                            b.rcs[i] == USTORE_NOT_APPLIED);
+  if (c.under && definite) { /* under the key's floor: again, above it */
+    why->why = UREFUSED_RECORD;
+    why->tomb = 1;
+    why->tomb_sver = 0;
+    why->tomb_version = c.under;
+    rc = USTORE_NOT_APPLIED;
+    undo(&c, why);
+    goto leave;
+  }
   int all = 1;
   for (size_t i = 0; i < b.n; i++)
     all = all && (b.rcs[i] == UNICO_OK || b.opk[i] == MARK_AT);
