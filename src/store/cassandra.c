@@ -667,6 +667,13 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
 /* ------------------------------------------------------------------ */
 /* writes */
 
+/* A look: a condition on presence only, nothing written (a read). */
+static int is_look(const ustore_op *op) {
+  return op->action == USTORE_CHECK &&
+         (op->expect == USTORE_ABSENT || op->expect == USTORE_PRESENT ||
+          op->expect == USTORE_ANY);
+}
+
 /* An op done by one LWT (the common ones), and its statement. */
 static int simple_stmt(const ustore_op *op) {
   if (op->action == USTORE_PUT && op->expect == USTORE_ABSENT)
@@ -919,10 +926,25 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     free(wttl);
     return UNICO_ENOMEM;
   }
+  size_t nlwt = 0;
   for (size_t i = 0; i < n; i++) {
     ops[i].failed = 0;
+    if (key_ok(ops[i].klen) && is_look(&ops[i])) {
+      /* a look (a condition only, on presence): a read in the same round
+       * trip as the writes */
+      int g = build_get(s, &reqs[m], ops[i].key, ops[i].klen,
+                        errs ? &errs[i] : &scratch);
+      if (g) {
+        pre[i] = g;
+        continue;
+      }
+      count(&g_stats.reads, 1);
+      of[m++] = i;
+      continue;
+    }
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
+    nlwt++;
     int32_t ttl = 0;
     int nw = native_ttl(s, &ops[i], st, &ttl, errs ? &errs[i] : &scratch);
     if (!nw)
@@ -936,7 +958,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     if (!nw) build_write(s, &reqs[m], &ops[i], st);
     of[m++] = i;
   }
-  count(&g_stats.lwts, m);
+  count(&g_stats.lwts, nlwt);
   int rc = run(s, reqs, m, &scratch);
   if (rc) {
     for (size_t i = 0; i < n; i++) rcs[i] = pre[i] ? pre[i] : rc;
@@ -951,6 +973,22 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     size_t i = of[j];
     ustore_op *op = &ops[i];
     ustore_err *e = errs ? &errs[i] : &scratch;
+    if (is_look(op)) {
+      uint64_t ver = 0;
+      int grc = UNICO_OK;
+      ubuf_reset(&op->cur);
+      get_answer(&reqs[j], &op->cur, &ver, &grc, e);
+      rcs[i] = grc == UNICO_ENOTFOUND ? UNICO_OK : grc;
+      if (grc == UNICO_OK) {
+        op->exists = 1;
+        op->cur_version = ver;
+        if (op->expect == USTORE_ABSENT) op->failed = 1, rcs[i] = USTORE_NOT_APPLIED;
+      } else if (grc == UNICO_ENOTFOUND && op->expect == USTORE_PRESENT) {
+        set_failed(op, 0, 0, NULL);
+        rcs[i] = USTORE_NOT_APPLIED;
+      }
+      continue;
+    }
     int r = write_answer(&reqs[j], e);
     rcs[i] = r;
     int st0 = reqs[j].st;
@@ -1031,7 +1069,7 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
       seterr(e, "a key of %zu bytes cannot be stored in Cassandra (1 to %d)",
              ops[i].klen, CASS_MAX_KEY);
       rcs[i] = UNICO_EINVAL;
-    } else if (simple_stmt(&ops[i]) < 0) {
+    } else if (simple_stmt(&ops[i]) < 0 && !is_look(&ops[i])) {
       rcs[i] = rmw(s, &ops[i], e);
     }
   }
