@@ -240,5 +240,53 @@ finally:
     srv.wait(30)
 
 # ---------------------------------------------------------------------
+# step 3: a value whose owner no longer holds it is no conflict, and
+# lookups name only owners that hold the value (items 5, 6)
+step = "step 3a"  # the owner deleted by another client (or by TTL)
+rc, out, err = unico("insert", "users", '{"id":"u2","email":"e2@x"}')
+expect(rc == 0, "insert u2: rc %d %s" % (rc, err))
+other_delete("users", "u2")
+rc, out, err = unico("lookup", "users", "users_email_key", "e2@x")
+expect(rc == 2, "lookup of a deleted owner's value: rc %d %s" % (rc, out))
+rc, out, err = unico("insert", "users", '{"id":"u3","email":"e2@x"}')
+expect(rc == 0, "insert u3 with the value of the deleted u2: rc %d %s %s" %
+       (rc, out, err))
+rc, out, err = unico("lookup", "users", "users_email_key", "e2@x")
+expect(rc == 0 and '"u3"' in out, "lookup e2@x: rc %d %s" % (rc, out))
+
+step = "step 3b"  # a unique column changed by another client
+rc, out, err = unico("insert", "users", '{"id":"u6","email":"e6@x",'
+                     '"name":"n6"}')
+expect(rc == 0, "insert u6: rc %d %s" % (rc, err))
+other_update("users", "u6", "SET email = :z", {":z": {"S": "z6@x"}})
+rc, out, err = unico("lookup", "users", "users_email_key", "e6@x")
+expect(rc == 2, "lookup of a value its owner no longer holds: rc %d %s" %
+       (rc, out))
+rc, out, err = unico("insert", "users", '{"id":"u7","email":"e6@x"}')
+expect(rc == 0, "insert u7 with the value u6 no longer holds: rc %d %s %s" %
+       (rc, out, err))
+rc, out, err = unico("lookup", "users", "users_email_key", "e6@x")
+expect(rc == 0 and '"u7"' in out, "lookup e6@x: rc %d %s" % (rc, out))
+# u6's next write through unico must not free u7's value
+rc, out, err = unico("update", "users", "u6", '{"name":"n6b"}')
+expect(rc == 0, "update u6: rc %d %s" % (rc, err))
+rc, out, err = unico("lookup", "users", "users_email_key", "e6@x")
+expect(rc == 0 and '"u7"' in out, "after u6's update, lookup e6@x: rc %d "
+       "%s" % (rc, out))
+rc, out, err = unico("insert", "users", '{"id":"u8","email":"e6@x"}')
+expect(rc == 3 and "u7" in out + err,
+       "a value u7 holds is a conflict naming u7: rc %d %s %s" %
+       (rc, out, err))
+rc, out, err = unico("insert", "users", '{"id":"u9","email":"z6@x"}')
+expect(rc == 3 and "u6" in out + err,
+       "the value u6 now holds is a conflict naming u6: rc %d %s %s" %
+       (rc, out, err))
+
+step = "step 3c"  # check tells the truth after all this
+rc, rep = check()
+expect(rc == 0 and not rep.get("violations"),
+       "check: rc %d %s" % (rc, rep))
+
+# ---------------------------------------------------------------------
 print("other_writers_dynamodb: %d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

@@ -974,6 +974,123 @@ static int held_claim(wcall *w, wround *r, const uclaim *c,
   return rc;
 }
 
+/* Does the body of live record r of table t need claim key ck? 1 yes, 0
+ * no, or an error. An unreadable body counts as needing it. */
+static int body_needs(const utable *t, const ustored_record *r,
+                      const uint8_t *ck, size_t cklen, unico_result *res) {
+  json_t *body = r->body ? json_loads(r->body, 0, NULL) : NULL;
+  uclaims want = UCLAIMS_INIT;
+  int rc = 1;
+  if (body && !(rc = uplan_claims(t, body, &want, res)))
+    rc = uclaims_find(&want, ck, cklen) >= 0;
+  json_decref(body);
+  uclaims_free(&want);
+  return rc;
+}
+
+/* Does record owner of table t hold the value of claim c (key ck)? Read
+ * now: live, and its body needs the claim. 1 yes, 0 no, or an error; *r
+ * (decoded when *have) and *sver say what was read. */
+static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
+                       size_t olen, const uint8_t *ck, size_t cklen,
+                       ubuf *rk, ustored_record *r, int *have, uint64_t *sver,
+                       unico_result *res) {
+  ubuf v = UBUF_INIT;
+  int inflight = 0, rc;
+  *have = 0;
+  *sver = 0;
+  ukey_record(rk, t->name, owner, olen);
+  if (!ubuf_ok(rk)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  rc = uexec_read_record(u->x, rk->p, rk->len, &v, sver, NULL,
+                         UEXEC_SETTLE_READ, &inflight, res);
+  if (rc == UNICO_ENOTFOUND) {
+    *sver = 0;
+    rc = 0; /* gone: it holds nothing */
+  } else if (!rc && ustored_record_decode(v.p, v.len, r)) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+  } else if (!rc) {
+    *have = 1;
+    if (inflight) rc = 1; /* (an insert in flight: judged as holding) */
+    else if (r->state != UREC_LIVE) rc = 0;
+    else rc = body_needs(t, r, ck, cklen, res);
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
+/* A claim in the way names another record that may no longer hold the
+ * value: its item deleted, or its column changed, behind unico's back (by
+ * another client, or the store's TTL). On a store with transactions, a
+ * claim whose owner does not hold the value is no conflict (DESIGN.md
+ * invariant 6): it is freed (in one transaction with a check that the
+ * owner is still as read, and, where the owner lists it, with the owner's
+ * list rewritten without it), and the write plans again. 1: freed (or
+ * moved meanwhile): plan again; 0: the owner holds it, a conflict; or an
+ * error. (The claims protocol judges a claim by its owner already:
+ * exec/claims.c.) */
+static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
+                            unico_result *res) {
+  unico *u = w->u;
+  const uexec_refused *why = &r->why;
+  ubuf rk = UBUF_INIT;
+  ustored_record o;
+  uexec_fix f;
+  uclaims keep = UCLAIMS_INIT;
+  uint64_t sver = 0;
+  int have = 0, rc;
+  if ((uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) ||
+      why->owner.state != UCLAIM_COMMITTED)
+    return 0;
+  memset(&f, 0, sizeof f);
+  rc = owner_holds(u, r->t, why->owner.owner, why->owner.owner_len, c->key,
+                   c->klen, &rk, &o, &have, &sver, res);
+  if (rc) goto leave; /* it holds it (1: a conflict, returned as 0), or an error */
+  if (have && o.state == UREC_LIVE &&
+      uclaims_find(&o.claims, c->key, c->klen) >= 0) {
+    /* the owner lists it: its list without it, the claim removed */
+    f.kind = UEXEC_FIX_UNLIST;
+    f.key = rk;
+    f.ver = sver;
+    f.sver = r->sc->store_ver;
+    f.n = 1;
+    for (size_t i = 0; !rc && i < o.claims.n; i++) {
+      const uclaim *e = &o.claims.v[i];
+      if (e->klen == c->klen && !memcmp(e->key, c->key, c->klen)) continue;
+      rc = uclaims_add(&keep, e->key, e->klen, e->voff, e->con);
+    }
+    if (!rc) rc = uclaims_add(&f.take, c->key, c->klen, c->voff, c->con);
+    if (rc) {
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      goto leave;
+    }
+    f.take.v[0].ver = why->cur_version;
+    ustored_record_encode_hist(&f.val, o.state, o.version, o.op_id, o.body,
+                               &keep, o.since_ms, &o.hist);
+  } else {
+    /* gone, or it never listed it: the claim alone, while the owner is
+     * as read (absent, or at its store version, a bare row's 0 too) */
+    f.kind = UEXEC_FIX_ORPHAN;
+    f.key = (ubuf){(uint8_t *)c->key, c->klen, c->klen, 0};
+    f.ver = why->cur_version;
+    f.rkey = rk;
+    f.rver = sver;
+    f.rexists = have;
+  }
+  unico_result tmp = UNICO_RESULT_INIT;
+  int fr = uexec_fix_apply(u->x, &f, &tmp);
+  unico_result_clear(&tmp);
+  rc = fr == UNICO_OK || fr == UEXEC_NOT_APPLIED ? 2 : fr;
+leave:
+  if (f.kind == UEXEC_FIX_UNLIST) {
+    ubuf_free(&f.val);
+    uclaims_free(&f.take);
+  }
+  uclaims_free(&keep);
+  if (have) ustored_record_free(&o);
+  ubuf_free(&rk);
+  return rc == 2 ? 1 : rc == 1 ? 0 : rc;
+}
+
 /* Not applied: say why, or plan again (r->retry). */
 static int round_explain(wcall *w, wround *r, unico_result *res) {
   const uexec_refused *why = &r->why;
@@ -1039,6 +1156,14 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
        * with itself: read again (the record holds the value now). */
       r->retry = 1;
       return UNICO_OK;
+    }
+    if (c && kind != UPLAN_DELETE) {
+      rc = claim_owner_gone(w, r, c, res);
+      if (rc < 0 || rc > 1) return rc;
+      if (rc == 1) {
+        r->retry = 1;
+        return UNICO_OK;
+      }
     }
     if (c)
       return report_conflict(r->t, c->con, c->key + c->voff,
@@ -1207,7 +1332,14 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     ukey_record(&rk, t->name, cl.owner, cl.owner_len);
     rc = read_record(u, &rk, &r, NULL, res);
     ubuf_free(&rk);
-    if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) break;
+    if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) {
+      /* listed; and its body must still need it: a column changed behind
+       * unico's back leaves the list as it was (DESIGN.md invariant 5) */
+      rc = body_needs(t, &r, key.p, key.len, res);
+      if (rc == 0) rc = UNICO_ENOTFOUND;
+      if (rc == 1) rc = UNICO_OK;
+      break;
+    }
     if (rc && rc != UNICO_ENOTFOUND) break;
     rc = UNICO_ENOTFOUND; /* moved on since: look again */
     /* (a FREE claim or a hold: no record holds the value) */
