@@ -235,6 +235,23 @@ try:
     st, got = http("GET", "/v1/users/u5")
     expect(st == 200 and got.get("record", {}).get("email") == "z5@x",
            "GET u5 after the PATCHes: %d %s" % (st, got))
+    # a PATCH planned from a copy older than what the store last read (the
+    # server remembers u10 as it wrote it; a lookup then read the other
+    # client's city): refused, planned again, and the city set as asked
+    step = "step 2c"
+    st, _ = http("POST", "/v1/users", {"id": "u10", "email": "e10@x",
+                                        "city": "c1"})
+    expect(st == 201, "POST u10: %d" % st)
+    other_update("users", "u10", "SET city = :t", {":t": {"S": "t10"}})
+    st, got = http("GET", "/v1/users/by/users_email_key?v=e10@x")
+    expect(st == 200 and got.get("record", {}).get("city") == "t10",
+           "lookup of u10: %d %s" % (st, got))
+    st, got = http("PATCH", "/v1/users/u10", {"city": "c1"})
+    expect(st == 200, "PATCH u10: %d %s" % (st, got))
+    after = item("users", "u10")
+    expect(after.get("city") == {"S": "c1"},
+           "a PATCH setting city c1 left the other client's %s" %
+           after.get("city"))
 finally:
     srv.terminate()
     srv.wait(30)
@@ -286,6 +303,93 @@ step = "step 3c"  # check tells the truth after all this
 rc, rep = check()
 expect(rc == 0 and not rep.get("violations"),
        "check: rc %d %s" % (rc, rep))
+
+# ---------------------------------------------------------------------
+# step 4: repair frees the orphan claims other writers leave (item 7)
+step = "step 4a"
+for k, e in (("a1", "a@x"), ("a2", "b@x")):
+    rc, out, err = unico("insert", "users", json.dumps({"id": k, "email": e}))
+    expect(rc == 0, "insert %s: rc %d %s" % (k, rc, err))
+# the whole item replaced by another client: a bare row holding b@x
+put("users", {"id": {"S": "a1"}, "email": {"S": "b@x"}})
+rc, out, err = unico("repair")
+rep = json.loads(out) if out.strip().startswith("{") else {}
+rep = rep.get("report", rep)
+expect(rep.get("orphan_claims_removed") == 1 and
+       rep.get("skipped_changed") == 0,
+       "repair did not free a@x, the claim of a row that now holds b@x: "
+       "rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("lookup", "users", "users_email_key", "a@x")
+expect(rc == 2, "lookup a@x after repair: rc %d %s" % (rc, out))
+rc, rep = check()
+viol = [v.get("kind") for v in
+        (rep.get("report") or rep).get("violations", [])]
+expect(rc != 0 and "duplicate_value" in viol and "orphan_claim" not in viol
+       and set(viol) <= {"duplicate_value", "claim_owner_mismatch"},
+       "check after repair must report the duplicate b@x (a1 and a2 hold "
+       "it) and nothing else: rc %d %s" % (rc, rep))
+
+step = "step 4b"  # the value freed is taken; the duplicate settled by hand
+rc, out, err = unico("insert", "users", '{"id":"a3","email":"a@x"}')
+expect(rc == 0, "insert a3 with a@x: rc %d %s %s" % (rc, out, err))
+other_delete("users", "a1")
+rc, rep = check()
+expect(rc == 0, "check after the other client removed a1: rc %d %s" %
+       (rc, rep))
+
+# ---------------------------------------------------------------------
+# step 5: the tables people have (items 9, 10, 11)
+step = "step 5a"  # a NULL attribute is an absent column
+put("users", {"id": {"S": "n1"}, "email": {"NULL": True},
+              "name": {"S": "nn"}, "city": {"NULL": True}})
+rc, out, err = unico("get", "users", "n1")
+got = json.loads(out) if rc == 0 else {}
+expect(rc == 0 and got.get("version") == 0 and
+       got.get("record") == {"id": "n1", "name": "nn"},
+       "get of an item with NULL attributes: rc %d %s %s" % (rc, out, err))
+rc, rep = check()
+expect(rc == 0, "check with an item holding NULL: rc %d %s" % (rc, rep))
+create("withnull")
+put("withnull", {"id": {"S": "w1"}, "code": {"NULL": True}})
+put("withnull", {"id": {"S": "w2"}, "code": {"S": "c"}})
+NULLS = "CREATE TABLE withnull (id text PRIMARY KEY, code text, UNIQUE (code));"
+rc, out, err = unico("schema", "apply", "-", stdin=SESS + USERS + NULLS)
+expect(rc == 0, "adoption of a table with a NULL attribute: rc %d %s %s" %
+       (rc, out, err))
+
+step = "step 5b"  # version 0 is a version: an adopted or bare record's
+rc, out, err = unico("update", "users", "n1", '{"name":"n0"}',
+                     "--if-version", "0")
+expect(rc == 0 and json.loads(out).get("version") == 1,
+       "update --if-version 0 of a bare row: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("update", "users", "n1", '{"name":"n00"}',
+                     "--if-version", "0")
+expect(rc == 5, "update --if-version 0 of a record at version 1: rc %d %s" %
+       (rc, out))
+after = item("users", "n1")
+expect(after.get("name") == {"S": "n0"} and after.get("email") ==
+       {"NULL": True}, "the update of n1 touched more than name: %s" %
+       user_attrs(after))
+
+step = "step 5c"  # a type mismatch refuses adoption: exit 1, the key, a fit
+create("typed")
+put("typed", {"id": {"S": "t1"}, "n": {"S": "x"}})
+TYPED = "CREATE TABLE typed (id text PRIMARY KEY, n int, UNIQUE (n));"
+rc, out, err = unico("schema", "apply", "-", stdin=SESS + USERS + NULLS +
+                     TYPED)
+expect(rc == 1 and '"schema_refused"' in out and '"t1"' in err and
+       "as S" in err and "fits N" in err,
+       "a text attribute of an int column: rc %d %s %s" % (rc, out, err))
+put("typed", {"id": {"S": "t1"}, "n": {"N": "2.5"}})
+rc, out, err = unico("schema", "apply", "-", stdin=SESS + USERS + NULLS +
+                     TYPED)
+expect(rc == 1 and '"schema_refused"' in out and '"t1"' in err and
+       "as N" in err and "integer" in err,
+       "N 2.5 in an int column: rc %d %s %s" % (rc, out, err))
+put("typed", {"id": {"S": "t1"}, "n": {"N": "2"}})
+rc, out, err = unico("schema", "apply", "-", stdin=SESS + USERS + NULLS +
+                     TYPED)
+expect(rc == 0, "the fixed table adopted: rc %d %s %s" % (rc, out, err))
 
 # ---------------------------------------------------------------------
 print("other_writers_dynamodb: %d failure(s)" % len(failures))

@@ -461,6 +461,9 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     if (f) {
       ubuf_put(&f->rkey, rk.p, rk.len);
       f->rver = rver;
+      /* (an owner that exists at store version 0 is a native table's
+       * bare row, which must still be there as read: not absent) */
+      f->rexists = rc == UNICO_OK && !c->claims_mode;
       if (c->claims_mode) ubuf_put(&f->val, v, vl); /* the claim as read */
     }
   }

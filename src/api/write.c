@@ -831,9 +831,11 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
   ubuf_free(&cv);
   int rc = r->from_cache ? UNICO_OK
                          : read_record(u, &r->rkey, &r->old, &r->sver, res);
+  /* (if_version 0: any; UNICO_IF_VERSION_0: version 0, a bare row's) */
+  const uint64_t want = rq->if_version == UNICO_IF_VERSION_0 ? 0
+                                                            : rq->if_version;
   int refused = rc == UNICO_ENOTFOUND ||
-                (rc == UNICO_OK && rq->if_version &&
-                 r->old.version != rq->if_version);
+                (rc == UNICO_OK && rq->if_version && r->old.version != want);
   /* A repeat of a write applied? Its outcome says, or the history of the
    * record key. */
   int carries = rc == UNICO_OK && rq->op_id &&
@@ -856,12 +858,12 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
   if (rc == UNICO_ENOTFOUND) return not_found(r->t, rq->pk_json, res);
   if (rc) return rc;
   r->have_old = 1;
-  if (rq->if_version && r->old.version != rq->if_version) {
+  if (rq->if_version && r->old.version != want) {
     if (res) res->version = r->old.version;
     return uerr(res, UNICO_EVERSION, NULL,
                 "record %.200s of table %s is at version %" PRIu64
                 ", not %" PRIu64,
-                rq->pk_json, r->t->name, r->old.version, rq->if_version);
+                rq->pk_json, r->t->name, r->old.version, want);
   }
   /* Without jansson where the stored record and the patch allow it. */
   if (rq->kind == UPLAN_DELETE || (w->have_flat && !w->input)) {

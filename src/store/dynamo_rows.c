@@ -490,6 +490,27 @@ static char *key_text(const uddb_ntab *t, json_t *item) {
   return s;
 }
 
+/* Is attribute a DynamoDB's NULL ({"NULL": true})? */
+static int is_null_attr(json_t *a) {
+  return json_is_true(json_object_get(a, "NULL"));
+}
+
+/* What attribute fits a column of type, for messages. */
+static const char *type_fits(int type) {
+  switch (type) {
+  case UTYPE_TEXT: return "a text column fits S";
+  case UTYPE_INT: return "an int column fits N, an integer of 32 bits";
+  case UTYPE_BIGINT: return "a bigint column fits N, an integer of 64 bits";
+  case UTYPE_BOOL: return "a boolean column fits BOOL";
+  case UTYPE_UUID: return "a uuid column fits S, 36 characters";
+  case UTYPE_TIMESTAMP:
+    return "a timestamp column fits S in RFC 3339, or N of epoch seconds or "
+           "milliseconds";
+  case UTYPE_DOUBLE: return "a double column fits N";
+  default: return "no attribute fits";
+  }
+}
+
 int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
                      uint64_t *ver, ustore_err *e) {
   const utyped_tab *tt = &t->tab;
@@ -526,7 +547,7 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
   for (size_t i = 0; i < tt->ncol; i++) {
     json_t *a = json_object_get(item, tt->cname[i]);
     int oom = 0;
-    if (!a) continue;
+    if (!a || is_null_attr(a)) continue; /* (NULL is absent, as null is) */
     json_t *jv = attr_value(tt->ctype[i], a, &oom);
     if (oom) goto oom;
     if (!jv) {
@@ -534,10 +555,11 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
       const char *at = attr_type(a);
       seterr(e,
              "the item %s of the DynamoDB table %s holds column \"%s\" as "
-             "%s, which is not the DDL's %s",
+             "%s, which is not the DDL's %s (%s)",
              ks ? ks : "?", t->dname, tt->cname[i], at,
-             utyped_type_name(tt->ctype[i]));
+             utyped_type_name(tt->ctype[i]), type_fits(tt->ctype[i]));
       free(ks);
+      rc = UNICO_ESCHEMA;
       goto leave;
     }
     if (json_object_set_new(body, tt->cname[i], jv)) goto oom;
@@ -545,8 +567,14 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
   for (size_t i = 0; i < tt->npk; i++) {
     json_t *a = json_object_get(item, tt->cname[tt->pk[i]]);
     if (!a || key_elem(tt->ctype[tt->pk[i]], a, &pk)) {
-      seterr(e, "an item of the DynamoDB table %s has a key unico cannot read",
-             t->dname);
+      char *ks = key_text(t, item);
+      seterr(e,
+             "the item %s of the DynamoDB table %s has a key unico cannot "
+             "read as the DDL's %s column \"%s\" (%s)",
+             ks ? ks : "?", t->dname, utyped_type_name(tt->ctype[tt->pk[i]]),
+             tt->cname[tt->pk[i]], type_fits(tt->ctype[tt->pk[i]]));
+      free(ks);
+      rc = UNICO_ESCHEMA;
       goto leave;
     }
   }
@@ -639,18 +667,20 @@ int uddb_record_changes(const uddb_ntab *t, const void *val, size_t vlen,
     json_t *p = pb ? json_object_get(pb, name) : ov;
     json_t *set = NULL, *cond;
     if (oom) goto oom;
-    if (same_value(type, n, p)) {
+    int stale = pb && old && !same_value(type, ov, p);
+    if (same_value(type, n, p) && !stale) {
       json_decref(ov);
-      continue;
+      continue; /* not changed: neither written nor judged */
     }
     if (n && !json_is_null(n) &&
         !(set = form_attr(name, type, n, oa, &rc, e))) {
       json_decref(ov);
       goto leave;
     }
-    if (!p || json_is_null(p)) cond = json_null(); /* absent (or NULL) */
-    else if (ov && same_value(type, ov, p)) cond = json_incref(oa);
-    else cond = json_false(); /* read otherwise: the write must not apply */
+    if (stale) cond = json_false(); /* planned from another value */
+    else if (!p || json_is_null(p)) cond = json_null(); /* absent (or NULL) */
+    else if (ov) cond = json_incref(oa); /* (ov is p: not stale) */
+    else cond = json_false(); /* (no item known at that version) */
     json_decref(ov);
     if (json_object_set_new(o, name, json_pack("{s:o?,s:o}", "set", set,
                                                "if", cond)))
