@@ -402,11 +402,22 @@ static int check_key_sizes(unico *u, const utable *t, const uplan *p,
                            unico_result *res) {
   size_t maxk = uexec_max_key(u->x);
   if (!maxk) return UNICO_OK;
-  if (p->rkey.len > maxk)
-    return uerr(res, UNICO_EINVAL, t->cols[t->pk[0]].name,
+  if (p->rkey.len > maxk) {
+    /* (named by its longest column: ("r", table, pk...)) */
+    utup_reader rd;
+    utup_item it;
+    size_t longest = 0, best = 0;
+    utup_reader_init(&rd, p->rkey.p, p->rkey.len);
+    for (size_t i = 0; utup_next(&rd, &it) == 1; i++)
+      if (i >= 2 && i - 2 < t->npk && it.rawlen > best) {
+        best = it.rawlen;
+        longest = i - 2;
+      }
+    return uerr(res, UNICO_EINVAL, t->cols[t->pk[longest]].name,
                 "the primary key of table %s is too long for this store "
-                "(%zu bytes encoded, at most %zu)",
-                t->name, p->rkey.len, maxk);
+                "(%zu bytes encoded, at most %zu; its longest column is %s)",
+                t->name, p->rkey.len, maxk, t->cols[t->pk[longest]].name);
+  }
   for (size_t i = 0; i < p->take.n; i++) {
     if (p->take.v[i].klen <= maxk) continue;
     const uconstraint *c = &t->cons[p->take.v[i].con];
