@@ -352,6 +352,23 @@ rc, rep = check()
 expect(rc == 0, "check after the other client removed a1: rc %d %s" %
        (rc, rep))
 
+step = "step 4c"  # two bare rows holding one value: repair claims neither
+put("users", {"id": {"S": "x1"}, "email": {"S": "dup@x"}})
+put("users", {"id": {"S": "x2"}, "email": {"S": "dup@x"}})
+rc, out, err = unico("repair")
+rc, out, err = unico("lookup", "users", "users_email_key", "dup@x")
+expect(rc == 2, "repair picked a winner for dup@x: rc %d %s" % (rc, out))
+rc, rep = check()
+viol = [v.get("kind") for v in
+        (rep.get("report") or rep).get("violations", [])]
+expect(rc != 0 and viol == ["duplicate_value"],
+       "check must report the duplicate dup@x: rc %d %s" % (rc, rep))
+other_delete("users", "x2")
+rc, out, err = unico("repair")
+rc, out, err = unico("lookup", "users", "users_email_key", "dup@x")
+expect(rc == 0 and '"x1"' in out,
+       "once x2 is gone, repair claims dup@x for x1: rc %d %s" % (rc, out))
+
 # ---------------------------------------------------------------------
 # step 5: the tables people have (items 9, 10, 11)
 step = "step 5a"  # a NULL attribute is an absent column

@@ -586,6 +586,29 @@ static int scan_kind(chk *c, const char *kind, uexec_scan_cb cb) {
   return rc < 0 ? rc : UNICO_OK;
 }
 
+/* Repair never picks a winner: the stamps of bare rows that would claim
+ * value key k, which another row holds too, are dropped (each would take
+ * it for its row, and the first to run would win). The rows stay bare;
+ * check reports the duplicate. */
+static void unstamp(chk *c, const uint8_t *k, size_t kl) {
+  size_t j = 0;
+  for (size_t i = 0; i < c->nfixes; i++) {
+    fix *f = &c->fixes[i];
+    if (f->kind == UEXEC_FIX_STAMP && uclaims_find(&f->take, k, kl) >= 0) {
+      ubuf_free(&f->key);
+      ubuf_free(&f->rkey);
+      ubuf_free(&f->hkey);
+      ubuf_free(&f->val);
+      ubuf_free(&f->tval);
+      uclaims_free(&f->take);
+      continue;
+    }
+    if (j != i) c->fixes[j] = *f;
+    j++;
+  }
+  c->nfixes = j;
+}
+
 static int audit(unico *u, int repair, chk *out, unico_result *res);
 
 static void fixes_free(chk *c) {
@@ -875,9 +898,11 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
   /* Invariant 1: no normalized value held by two live records. */
   if (c.npairs) qsort(c.pairs, c.npairs, sizeof *c.pairs, pair_cmp);
   for (size_t i = 1; i < c.npairs; i++)
-    if (!pair_cmp(&c.pairs[i - 1], &c.pairs[i]))
+    if (!pair_cmp(&c.pairs[i - 1], &c.pairs[i])) {
       violation(&c, "duplicate_value", c.pairs[i].claim, c.pairs[i].clen,
                 "two live records hold this value");
+      unstamp(&c, c.pairs[i].claim, c.pairs[i].clen);
+    }
   json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O}", "ok",
                         c.nviol == 0, "records", (json_int_t)c.records,
                         "claims", (json_int_t)c.claims, "holds",
