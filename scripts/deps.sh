@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 # openssl: the command makes the TLS tests' certificates (tests/support/tls_certs.sh).
-PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libssl-dev openssl curl libcurl4-openssl-dev spin"
+PKGS="build-essential cmake pkg-config liblmdb-dev lmdb-utils libjansson-dev libutf8proc-dev zlib1g-dev libcmocka-dev python3 libpq-dev libsqlite3-dev libmicrohttpd-dev libgnutls28-dev libssl-dev openssl curl libcurl4-openssl-dev spin"
 # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers'
 # runtimes (libclang-rt-dev, only recommended by clang).
 PKGS="$PKGS clang libclang-rt-dev"

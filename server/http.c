@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +59,18 @@ typedef struct ureq {
   int nseg;
   char path[256]; /* for the access log, cut if longer */
   char remote[INET6_ADDRSTRLEN + 2];
+  char subject[256]; /* mutual TLS: the client certificate's subject */
+  const char *token_name; /* the name of the token it came with, or NULL */
+  char rid[129];          /* the request id: X-Request-Id, or made */
+  char outcome[40];       /* "ok" or the error name of the answer */
+  /* --otlp-endpoint: the trace (traceparent's, or a new one), this
+   * request's span, and the first store call it made */
+  int traced;
+  char trace[33], span[17], parent[17];
+  uint64_t start_ns;
+  int store_op; /* -1: none */
+  int store_rc;
+  uint64_t store_start_ns, store_end_ns;
   uresp early;    /* the answer, when dropping */
   /* event loops: the answer, held until its ticket is durable */
   struct MHD_Connection *conn;
@@ -133,6 +147,7 @@ static int method_of(const char *m) {
 static const char *allowed(int route) {
   switch (route) {
   case UR_HEALTHZ:
+  case UR_READYZ:
   case UR_METRICS:
   case UR_OPENAPI:
   case UR_LOOKUP: return "GET, HEAD";
@@ -148,6 +163,7 @@ static const char *allowed(int route) {
 static int method_allowed(int route, int method) {
   switch (route) {
   case UR_HEALTHZ:
+  case UR_READYZ:
   case UR_METRICS:
   case UR_OPENAPI:
   case UR_LOOKUP: return method == UM_GET || method == UM_HEAD;
@@ -171,6 +187,10 @@ static void route_of(ureq *r, const char *url) {
   r->route = UR_OTHER;
   if (!strcmp(url, "/healthz")) {
     r->route = UR_HEALTHZ;
+    return;
+  }
+  if (!strcmp(url, "/readyz")) {
+    r->route = UR_READYZ;
     return;
   }
   if (!strcmp(url, "/metrics")) {
@@ -327,6 +347,66 @@ static void fail_rc(uresp *o, int rc, const unico_result *res, const char *table
   o->body = dump(e);
 }
 
+static const char *header(struct MHD_Connection *c, const char *name);
+static size_t ows_trim(const char **v);
+
+/* The outcome of an answer for the JSON access log: "ok" below 400, else
+ * the "error" of its body (every error body starts {"error":"NAME"). */
+static void outcome_of(ureq *r, int status, const char *body) {
+  static const char lead[] = "{\"error\":\"";
+  if (status < 400) {
+    snprintf(r->outcome, sizeof r->outcome, "ok");
+  } else if (body && !strncmp(body, lead, sizeof lead - 1)) {
+    const char *b = body + sizeof lead - 1;
+    size_t n = strcspn(b, "\"");
+    snprintf(r->outcome, sizeof r->outcome, "%.*s", (int)(n < 39 ? n : 39), b);
+  } else {
+    snprintf(r->outcome, sizeof r->outcome, "error");
+  }
+}
+
+/* A request id as callers send it: 1 to 128 visible ASCII characters,
+ * no '"' nor '\\'; anything else is replaced by one of ours. */
+static int rid_ok(const char *v, size_t n) {
+  if (!n || n > 128) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (v[i] <= 0x20 || v[i] >= 0x7f || v[i] == '"' || v[i] == '\\') return 0;
+  return 1;
+}
+
+static uint64_t rid_seed;
+static _Atomic uint64_t rid_next;
+static pthread_once_t rid_once = PTHREAD_ONCE_INIT;
+
+static void rid_init(void) {
+  if (getrandom(&rid_seed, sizeof rid_seed, 0) != (ssize_t)sizeof rid_seed)
+    rid_seed = userv_now_us() ^ ((uint64_t)getpid() << 32);
+}
+
+static uint64_t mix64(uint64_t z) { /* splitmix64's finaliser */
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* X-Request-Id when the caller sent a usable one, else 32 hex digits of
+ * our own (a random seed per process, a counter: never twice). */
+static void request_id(struct MHD_Connection *c, ureq *r) {
+  const char *h = header(c, "X-Request-Id");
+  if (h) {
+    size_t n = ows_trim(&h);
+    if (rid_ok(h, n)) {
+      memcpy(r->rid, h, n);
+      r->rid[n] = 0;
+      return;
+    }
+  }
+  pthread_once(&rid_once, rid_init);
+  uint64_t k = atomic_fetch_add(&rid_next, 1);
+  snprintf(r->rid, sizeof r->rid, "%016" PRIx64 "%016" PRIx64, mix64(rid_seed + 2 * k),
+           mix64(rid_seed + 2 * k + 1));
+}
+
 static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
                                  uresp *o) {
   if (!o->body && o->status != 204 && o->status != 304)
@@ -339,11 +419,13 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
     free(o->location);
     return MHD_NO;
   }
+  const char *resp_body_start = o->body; /* (owned by resp from here) */
   o->body = NULL;
   if (o->status != 204)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             o->ctype ? o->ctype : "application/json");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  if (r->rid[0]) MHD_add_response_header(resp, "X-Request-Id", r->rid);
   char num[48];
   if (o->etag) {
     snprintf(num, sizeof num, "\"%" PRIu64 "\"", o->etag);
@@ -382,6 +464,7 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
   r->responded = 1;
   r->status = o->status;
   r->bytes = n;
+  outcome_of(r, o->status, resp_body_start);
   atomic_fetch_add_explicit(&s->m.bytes_out, n, memory_order_relaxed);
   return ret;
 }
@@ -390,11 +473,22 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
 /* the endpoints */
 
 /* The library call, timed and counted. */
+/* The request dispatch() runs on this thread, for its trace (NULL:
+ * none, or not traced). */
+static __thread ureq *cur_req;
+
 #define STORE(op, call)                                                      \
   do {                                                                       \
     uint64_t t0_ = userv_now_us();                                           \
+    uint64_t n0_ = cur_req ? utrace_now_ns() : 0;                            \
     rc = (call);                                                             \
     umetrics_store(&s->m, (op), rc, userv_now_us() - t0_);                   \
+    if (cur_req && cur_req->store_op < 0) {                                  \
+      cur_req->store_op = (op);                                              \
+      cur_req->store_rc = rc;                                                \
+      cur_req->store_start_ns = n0_;                                         \
+      cur_req->store_end_ns = utrace_now_ns();                               \
+    }                                                                        \
   } while (0)
 
 static const char *header(struct MHD_Connection *c, const char *name) {
@@ -548,6 +642,72 @@ static void do_healthz(userv *s, uresp *o) {
                              ucli_json_text(res.message), "reason", why));
   }
   unico_result_clear(&res);
+}
+
+int userv_ready(userv *s, const char **reason, char *msg, size_t cap,
+                long long *schema_version) {
+  unico_result res = UNICO_RESULT_INIT;
+  const char *why = NULL;
+  int ready = 0, rc;
+  *reason = NULL;
+  if (msg && cap) msg[0] = 0;
+  if (atomic_load(&s->draining)) {
+    *reason = "draining";
+    snprintf(msg, cap, "a shutdown signal arrived: the server answers what is in flight and stops");
+    goto leave;
+  }
+  unico *u = userv_store(s, &res);
+  if (!u) {
+    *reason = "store_unavailable";
+    snprintf(msg, cap, "%s", res.message);
+    goto leave;
+  }
+  rc = unico_health(u, &why, &res);
+  if (rc != UNICO_OK) {
+    *reason = why ? why : "store_unavailable";
+    snprintf(msg, cap, "%s", res.message);
+    goto leave;
+  }
+  unico_result_clear(&res);
+  STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
+  if (rc == UNICO_ENOTFOUND) {
+    *reason = "no_schema";
+    snprintf(msg, cap, "no schema was applied yet: writes have no table to go to "
+                       "(PUT /v1/_schema or --schema)");
+    goto leave;
+  }
+  if (rc != UNICO_OK) {
+    *reason = "store_unavailable";
+    snprintf(msg, cap, "%s", res.message);
+    goto leave;
+  }
+  if (schema_version) {
+    json_t *j = json_loads(res.json, 0, NULL);
+    *schema_version = (long long)json_integer_value(json_object_get(j, "schema_version"));
+    json_decref(j);
+  }
+  ready = 1;
+leave:
+  unico_result_clear(&res);
+  return ready;
+}
+
+/* GET /readyz: 200 while writes can be served, else 503 with the reason
+ * (a load balancer's readiness probe; /healthz says the store's health). */
+static void do_readyz(userv *s, uresp *o) {
+  const char *reason = NULL;
+  char msg[512];
+  long long ver = 0;
+  if (userv_ready(s, &reason, msg, sizeof msg, &ver)) {
+    o->status = 200;
+    o->body = dump(json_pack("{s:s,s:I}", "status", "ready", "schema_version", (json_int_t)ver));
+  } else {
+    o->status = 503;
+    o->retry_after = 1;
+    o->body = dump(json_pack("{s:s,s:s,s:o}", "status", "not_ready", "reason", reason,
+                             "message", ucli_json_text(msg)));
+  }
+  if (!o->body) fail(o, 503, "out_of_memory", "out of memory");
 }
 
 static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
@@ -793,9 +953,21 @@ leave:
   unico_result_clear(&res);
 }
 
+static void dispatch_(userv *s, struct MHD_Connection *c, ureq *r, uresp *o);
+
 static void dispatch(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
+  cur_req = r->traced ? r : NULL;
+  dispatch_(s, c, r, o);
+  cur_req = NULL;
+}
+
+static void dispatch_(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   if (r->route == UR_HEALTHZ) {
     do_healthz(s, o);
+    return;
+  }
+  if (r->route == UR_READYZ) {
+    do_readyz(s, o);
     return;
   }
   if (r->route == UR_METRICS) {
@@ -869,8 +1041,11 @@ static int hold_answer(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
 /* ------------------------------------------------------------------ */
 /* authentication */
 
-/* Constant-time in the length of the token the server holds. */
-static int token_ok(const userv *s, struct MHD_Connection *c) {
+/* Whether the request carries one of the tokens in force (ts); its name
+ * (or "") in *name. Every token is compared whole, whichever matched:
+ * the time depends on the tokens' lengths and number, not on how much of
+ * one the client guessed. */
+static int token_ok(const utokens *ts, struct MHD_Connection *c, const char **name) {
   const char *h = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
   if (!h) return 0;
   size_t n = ows_trim(&h);
@@ -881,10 +1056,18 @@ static int token_ok(const userv *s, struct MHD_Connection *c) {
     h++;
     n--;
   }
-  unsigned char diff = (unsigned char)(n != s->token_len);
-  for (size_t i = 0; i < s->token_len; i++)
-    diff |= (unsigned char)(s->token[i] ^ (i < n ? h[i] : 0));
-  return diff == 0;
+  int found = -1;
+  for (int k = 0; k < ts->n; k++) {
+    const utoken *t = &ts->t[k];
+    unsigned char diff = (unsigned char)(n != t->len);
+    for (size_t i = 0; i < t->len; i++)
+      diff |= (unsigned char)(t->tok[i] ^ (i < n ? h[i] : 0));
+    /* (no early exit: the others are compared too) */
+    found = diff == 0 ? k : found;
+  }
+  if (found < 0) return 0;
+  *name = ts->t[found].name;
+  return 1;
 }
 
 /* The most body bytes read and dropped before an early answer. */
@@ -975,14 +1158,45 @@ static int json_media(const char *ct) {
   return n == 16 && !strncasecmp(ct, "application/json", 16);
 }
 
+/* Mutual TLS: 1 (o is the answer, 403) unless the client's certificate
+ * was verified; else its subject goes to r->subject. */
+static int client_refused(struct MHD_Connection *c, ureq *r, uresp *o) {
+  uconn *uc = userv_conn_of(c);
+  uconn tmp;
+  if (!uc) { /* not tracked (out of memory): check it now */
+    memset(&tmp, 0, sizeof tmp);
+    uc = &tmp;
+  }
+  if (!uc->tls_checked) {
+    uc->tls_ok = utls_client(c, uc->subject, sizeof uc->subject, uc->tls_why,
+                             sizeof uc->tls_why) == 0;
+    uc->tls_checked = 1;
+  }
+  if (!uc->tls_ok) {
+    fail(o, 403, "forbidden",
+         "this server needs a client certificate signed by a CA of --tls-client-ca: %s",
+         uc->tls_why);
+    r->close = 1;
+    return 1;
+  }
+  snprintf(r->subject, sizeof r->subject, "%s", uc->subject);
+  return 0;
+}
+
 /* Checks made as soon as the headers are in, before any body is read.
  * 1 when o is the answer. */
 static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
                     const char *method, uint64_t body_len, uresp *o) {
+  /* Mutual TLS: the handshake already required a certificate the CAs of
+   * --tls-client-ca signed (tls.c); checked again here, once per
+   * connection, for the subject of the access log, and so that nothing
+   * is served to a client without one whatever the handshake allowed. */
+  if (s->client_ca && client_refused(c, r, o)) return 1;
   /* Without a token, only this machine's names: a page whose host name
    * was made to resolve to 127.0.0.1 (DNS rebinding) is refused. */
   const char *host = header(c, MHD_HTTP_HEADER_HOST);
-  if (!s->token && host && !host_ok(s, host)) {
+  utokens *ts = atomic_load(&s->tokens);
+  if (!ts && !s->client_ca && host && !host_ok(s, host)) {
     fail(o, 421, "misdirected_request",
          "this server does not answer to the host name \"%.200s\": without a token it "
          "answers only to localhost, 127.0.0.1, [::1] and the host of --listen", host);
@@ -1019,7 +1233,8 @@ static int precheck(userv *s, struct MHD_Connection *c, ureq *r,
   }
   /* /healthz for health checkers; the API's description is public like
    * the source it comes from */
-  if (s->token && r->route != UR_HEALTHZ && r->route != UR_OPENAPI && !token_ok(s, c)) {
+  if (ts && r->route != UR_HEALTHZ && r->route != UR_READYZ && r->route != UR_OPENAPI &&
+      !token_ok(ts, c, &r->token_name)) {
     fail(o, 401, "unauthorized",
          "this server needs \"Authorization: Bearer TOKEN\" (see --token-file)");
     o->www_auth = 1;
@@ -1204,7 +1419,19 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
     for (char *p = r->path; *p; p++) /* one ASCII log line per request, always */
       if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f) *p = '?';
     remote_of(c, r->remote, sizeof r->remote);
+    request_id(c, r);
     route_of(r, url);
+    r->store_op = -1;
+    if (s->cfg.otlp_endpoint) { /* W3C trace context: join the caller's trace */
+      int sampled = 1;
+      r->start_ns = utrace_now_ns();
+      if (utrace_parse(header(c, "traceparent"), r->trace, r->parent, &sampled)) {
+        utrace_new_id(r->trace, 16);
+        r->parent[0] = 0;
+      }
+      utrace_new_id(r->span, 8);
+      r->traced = sampled; /* a caller's "not sampled" is followed */
+    }
     int framing;
     if (head_check(c, version, &o, &framing)) {
       if (!framing) return answer_early(s, c, r, &o);
@@ -1285,8 +1512,52 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
   return send_resp(s, c, r, &o);
 }
 
+static const char *const METHOD_WORDS[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
+                                           "OTHER"};
+/* (metrics.c names the routes the same way) */
+static const char *const ROUTE_WORDS[UR_NROUTES] = {
+    "/healthz", "/metrics", "/v1/_schema", "/v1/{table}", "/v1/{table}/{pk}",
+    "/v1/{table}/by/{constraint}", "/v1/{table}/holds",
+    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "other"};
+
+/* --log-format json: one object a line (docs/http.md#access-log). */
+static void access_log_json(userv *s, const ureq *r, uint64_t us) {
+  char ts[40];
+  userv_time(ts, sizeof ts);
+  int st = r->status;
+  const char *table = r->route >= UR_COLLECTION && r->route <= UR_HOLD && r->route != UR_SCHEMA &&
+                              r->nseg > 0
+                          ? r->segs[0]
+                          : NULL;
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", ts, "level",
+                        st >= 500 || st == 0 ? "warn" : "info", "msg", "request", "request_id",
+                        r->rid, "remote", r->remote, "method", METHOD_WORDS[r->method], "route",
+                        ROUTE_WORDS[r->route]);
+  if (!o) return;
+  json_object_set_new(o, "path", json_string(r->path)); /* (ASCII: route_of's copy) */
+  json_object_set_new(o, "status", st ? json_integer(st) : json_null());
+  json_object_set_new(o, "duration_ms", json_real((double)us / 1000.0));
+  json_object_set_new(o, "bytes", json_integer((json_int_t)r->bytes));
+  if (table) json_object_set_new(o, "table", ucli_json_text(table));
+  json_object_set_new(o, "outcome", json_string(st ? r->outcome : "aborted"));
+  if (r->token_name && r->token_name[0]) json_object_set_new(o, "token", json_string(r->token_name));
+  if (r->subject[0]) json_object_set_new(o, "subject", ucli_json_text(r->subject));
+  char *j = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  if (!j) return;
+  size_t n = strlen(j);
+  j[n] = '\n'; /* (json_dumps leaves room for its NUL: the newline takes it) */
+  ssize_t w = write(s->log_fd, j, n + 1);
+  (void)w;
+  free(j);
+}
+
 static void access_log(userv *s, const ureq *r, uint64_t us) {
-  static const char *const names[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OTHER"};
+  const char *const *names = METHOD_WORDS;
+  if (s->cfg.log_json) {
+    access_log_json(s, r, us);
+    return;
+  }
   char line[512], ts[40], st[16];
   struct timespec now;
   struct tm tm;
@@ -1297,9 +1568,23 @@ static void access_log(userv *s, const ureq *r, uint64_t us) {
     snprintf(st, sizeof st, "%d", r->status);
   else
     snprintf(st, sizeof st, "-");
-  int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s %s %s %zu %" PRIu64 "us\n",
+  /* mutual TLS: the client's subject, %-escaped to stay one field */
+  char subj[400] = "";
+  if (r->subject[0]) {
+    size_t k = (size_t)snprintf(subj, sizeof subj, " subject=");
+    for (const unsigned char *p = (const unsigned char *)r->subject; *p && k + 4 < sizeof subj; p++) {
+      if (*p <= 0x20 || *p >= 0x7f || *p == '%' || *p == '"')
+        k += (size_t)snprintf(subj + k, sizeof subj - k, "%%%02X", *p);
+      else
+        subj[k++] = (char)*p;
+    }
+    subj[k] = 0;
+  }
+  int n = snprintf(line, sizeof line, "%s.%03ldZ %s %s %s %s %zu %" PRIu64 "us%s%s%s\n",
                    ts, now.tv_nsec / 1000000, r->remote, names[r->method],
-                   r->path, st, r->bytes, us);
+                   r->path, st, r->bytes, us,
+                   r->token_name && r->token_name[0] ? " token=" : "",
+                   r->token_name ? r->token_name : "", subj);
   if (n < 0) return;
   if ((size_t)n >= sizeof line) {
     n = sizeof line - 1;
@@ -1308,6 +1593,37 @@ static void access_log(userv *s, const ureq *r, uint64_t us) {
   /* One write per line: lines of concurrent requests never interleave. */
   ssize_t w = write(s->log_fd, line, (size_t)n);
   (void)w;
+}
+
+/* The request's span (and its store call's) to the exporter. */
+static void trace_submit(const ureq *r) {
+  uspan sp;
+  memset(&sp, 0, sizeof sp);
+  memcpy(sp.trace, r->trace, sizeof sp.trace);
+  memcpy(sp.span, r->span, sizeof sp.span);
+  memcpy(sp.parent, r->parent, sizeof sp.parent);
+  sp.start_ns = r->start_ns;
+  sp.end_ns = utrace_now_ns();
+  snprintf(sp.method, sizeof sp.method, "%s", METHOD_WORDS[r->method]);
+  snprintf(sp.route, sizeof sp.route, "%s", ROUTE_WORDS[r->route]);
+  snprintf(sp.path, sizeof sp.path, "%s", r->path);
+  snprintf(sp.rid, sizeof sp.rid, "%s", r->rid);
+  snprintf(sp.outcome, sizeof sp.outcome, "%s", r->status ? r->outcome : "aborted");
+  if (r->route >= UR_COLLECTION && r->route <= UR_HOLD && r->nseg > 0)
+    snprintf(sp.table, sizeof sp.table, "%.64s", r->segs[0]);
+  sp.status = r->status;
+  if (r->store_op >= 0) {
+    utrace_new_id(sp.store_span, 8);
+    snprintf(sp.store_op, sizeof sp.store_op, "%s", umetrics_op_name(r->store_op));
+    snprintf(sp.store_outcome, sizeof sp.store_outcome, "%s",
+             r->store_rc == UNICO_OK ? "ok" : unico_errname(r->store_rc));
+    sp.store_start_ns = r->store_start_ns;
+    sp.store_end_ns = r->store_end_ns;
+    /* a refusal (conflict, limit, not found) is an answer, not a failure */
+    sp.store_error = r->store_rc == UNICO_EUNAVAILABLE || r->store_rc == UNICO_ENOMEM ||
+                     r->store_rc == UNICO_EUNKNOWN;
+  }
+  utrace_submit(&sp);
 }
 
 void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -1323,6 +1639,7 @@ void userv_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   (void)toe; /* a queued status counts even if the client left early */
   umetrics_request(&s->m, r->method, r->route, r->status, us);
   if (s->log_fd >= 0) access_log(s, r, us);
+  if (r->traced) trace_submit(r);
   free(r->body);
   free(r->op_id);
   free(r->cors);

@@ -16,7 +16,7 @@ static const char *const METHOD_NAMES[UM_NMETHODS] = {
 static const char *const ROUTE_NAMES[UR_NROUTES] = {
     "/healthz", "/metrics", "/v1/_schema", "/v1/{table}", "/v1/{table}/{pk}",
     "/v1/{table}/by/{constraint}", "/v1/{table}/holds",
-    "/v1/{table}/holds/{token}", "/v1/openapi.json", "other"};
+    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "other"};
 static const char *const OP_NAMES[UO_NOPS] = {
     "insert", "update", "delete", "get", "lookup", "schema_apply",
     "schema_show", "open", "reserve", "release_hold"};
@@ -31,6 +31,8 @@ static const int STATUSES[UM_NSTATUS - 2] = {
 static const uint64_t BUCKET_US[UM_NBUCKETS - 1] = {
     100,    250,    500,     1000,    2500,    5000,     10000,   25000,
     50000,  100000, 250000,  500000,  1000000, 2500000,  5000000, 10000000};
+
+const char *umetrics_op_name(int op) { return op >= 0 && op < UO_NOPS ? OP_NAMES[op] : "other"; }
 
 void umetrics_init(umetrics *m) {
   memset(m, 0, sizeof *m);
@@ -164,6 +166,40 @@ char *umetrics_render(userv *s) {
        "disk, a failed log: /healthz says why).");
   usb_printf(&b, "unico_store_degraded %d\n",
              why && strcmp(why, "store_removed") != 0);
+  const char *nr = NULL;
+  char nr_msg[8];
+  int ready = userv_ready(s, &nr, nr_msg, sizeof nr_msg, NULL);
+  head(&b, "unico_ready", "gauge",
+       "1 while writes can be served (/readyz 200), else 0 (/readyz 503; "
+       "unico_not_ready says why).");
+  usb_printf(&b, "unico_ready %d\n", ready);
+  head(&b, "unico_not_ready", "gauge",
+       "1 for the reason /readyz gives while it answers 503 (absent while ready).");
+  if (!ready) usb_printf(&b, "unico_not_ready{reason=\"%s\"} 1\n", nr);
+  head(&b, "unico_http_plaintext_exposed", "gauge",
+       "1 when the server listens off the loopback interface in plain HTTP "
+       "(--allow-plaintext): the token and the records cross the network in clear.");
+  usb_printf(&b, "unico_http_plaintext_exposed %d\n", s->plaintext_exposed);
+  head(&b, "unico_credential_reloads_total", "counter",
+       "SIGHUP reloads of the token file and the TLS certificate, by outcome "
+       "(failed: a file could not be used; what was in force is kept).");
+  usb_printf(&b, "unico_credential_reloads_total{outcome=\"ok\"} %llu\n",
+             (unsigned long long)atomic_load_explicit(&m->reloads_ok, RLX));
+  usb_printf(&b, "unico_credential_reloads_total{outcome=\"failed\"} %llu\n",
+             (unsigned long long)atomic_load_explicit(&m->reloads_failed, RLX));
+  if (s->cfg.otlp_endpoint) {
+    head(&b, "unico_otlp_batches_total", "counter",
+         "Batches of spans sent to --otlp-endpoint, by outcome (failed: not sent; "
+         "its spans are lost).");
+    usb_printf(&b, "unico_otlp_batches_total{outcome=\"ok\"} %llu\n",
+               (unsigned long long)atomic_load_explicit(&m->otlp_batches, RLX));
+    usb_printf(&b, "unico_otlp_batches_total{outcome=\"failed\"} %llu\n",
+               (unsigned long long)atomic_load_explicit(&m->otlp_failures, RLX));
+    head(&b, "unico_otlp_spans_dropped_total", "counter",
+         "Spans not exported because the queue was full (the collector too slow).");
+    usb_printf(&b, "unico_otlp_spans_dropped_total %llu\n",
+               (unsigned long long)atomic_load_explicit(&m->spans_dropped, RLX));
+  }
   head(&b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
   usb_printf(&b, "unico_http_draining %d\n", atomic_load(&s->draining));
 

@@ -31,15 +31,32 @@ static const char *const SERVE_HELP =
     "\n"
     "Run the HTTP API on the store (docs/http.md) until SIGTERM or SIGINT,\n"
     "which stop accepting connections, let the requests in flight finish and\n"
-    "exit 0. Prints {\"listen\":\"http://HOST:PORT\",...} on standard output\n"
-    "once it accepts requests; logs one line per request on standard error.\n"
+    "exit 0. SIGHUP reads --token-file, --tls-cert and --tls-key again (a file\n"
+    "that cannot be used keeps what is in force, and says why). Prints\n"
+    "{\"listen\":\"http://HOST:PORT\",...} on standard output once it accepts\n"
+    "requests; logs one line per request on standard error.\n"
     "\n"
     "options:\n"
     "  --listen ADDR            HOST:PORT, [IPV6]:PORT or PORT; port 0 picks a\n"
     "                           free one (default 127.0.0.1:8080)\n"
     "  --token-file FILE        clients must send \"Authorization: Bearer TOKEN\"\n"
-    "                           (TOKEN: the first line of FILE) on every endpoint\n"
-    "                           but /healthz; required unless ADDR is loopback\n"
+    "                           with a TOKEN of FILE (one a line, \"TOKEN\" or\n"
+    "                           \"NAME TOKEN\", the name logged; # comments) on\n"
+    "                           every endpoint but /healthz, /readyz and\n"
+    "                           /v1/openapi.json; required unless ADDR is loopback\n"
+    "                           or --tls-client-ca is given\n"
+    "  --tls-cert FILE          serve HTTPS (TLS 1.2 and 1.3) with this PEM\n"
+    "                           certificate, or chain: the server's first, then\n"
+    "                           the intermediates\n"
+    "  --tls-key FILE           the PEM private key of --tls-cert (unencrypted)\n"
+    "  --tls-client-ca FILE     mutual TLS: clients must present a certificate\n"
+    "                           that a CA of this PEM file signed; its subject\n"
+    "                           goes to the access log; off loopback, no\n"
+    "                           --token-file is then needed\n"
+    "  --allow-plaintext        serve plain HTTP on an ADDR other than loopback\n"
+    "                           (else refused, exit 1: the token would cross the\n"
+    "                           network in clear); for a proxy that terminates\n"
+    "                           TLS; warns at start and in /metrics\n"
     "  --schema FILE            apply this schema (DDL) before serving\n"
     "  --threads N              at most N requests in the store at once; the\n"
     "                           others wait their turn (default: no cap but\n"
@@ -65,6 +82,11 @@ static const char *const SERVE_HELP =
     "  --drain-timeout SECONDS  on SIGTERM, wait at most this long for requests\n"
     "                           in flight (default 10)\n"
     "  --access-log FILE|-|off  where the access log goes (default -: stderr)\n"
+    "  --log-format text|json   the access log and the server's messages as lines\n"
+    "                           of text (default) or one JSON object a line\n"
+    "  --otlp-endpoint URL      export one span per request (and its store call)\n"
+    "                           to this OTLP/HTTP collector (JSON; URL/v1/traces),\n"
+    "                           in the trace of the request's traceparent header\n"
     "  --allow-origin ORIGIN    serve cross-origin requests (CORS) from the web\n"
     "                           origin ORIGIN (http://HOST[:PORT] or\n"
     "                           https://...); repeatable; requests with another\n"
@@ -137,6 +159,45 @@ uint64_t userv_now_us(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* the server's own messages */
+
+/* "unico serve: MESSAGE" on stderr, or with --log-format json one object
+ * {"time","level","msg"}; one write(2) per line either way. */
+void userv_log(userv *s, const char *level, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char *line = NULL;
+  if (s && s->cfg.log_json) {
+    char ts[40];
+    userv_time(ts, sizeof ts);
+    json_t *o = json_pack("{s:s,s:s,s:o}", "time", ts, "level", level, "msg", ucli_json_text(msg));
+    char *j = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (j && asprintf(&line, "%s\n", j) < 0) line = NULL;
+    free(j);
+  } else if (asprintf(&line, "unico serve: %s\n", msg) < 0) {
+    line = NULL;
+  }
+  if (!line) return;
+  ssize_t w = write(2, line, strlen(line));
+  (void)w;
+  free(line);
+}
+
+void userv_time(char *out, size_t cap) {
+  struct timespec now;
+  struct tm tm;
+  char ts[32];
+  clock_gettime(CLOCK_REALTIME, &now);
+  gmtime_r(&now.tv_sec, &tm);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, cap, "%s.%03ldZ", ts, now.tv_nsec / 1000000);
+}
+
+/* ------------------------------------------------------------------ */
 /* the store handle */
 
 unico *userv_store(userv *s, unico_result *res) {
@@ -166,15 +227,15 @@ static int store_open(userv *s, unico_result *res) {
   ucli_redact_message(r2.message, sizeof r2.message, s->store_url);
   if (rc == UNICO_OK) {
     atomic_store_explicit(&s->store, u, memory_order_release);
-    fprintf(stderr, "unico serve: store %s is open\n", s->store_shown);
+    userv_log(s, "info", "store %s is open", s->store_shown);
   } else {
     pthread_mutex_lock(&s->open_lock);
     int same = !strcmp(s->open_msg, r2.message);
     snprintf(s->open_msg, sizeof s->open_msg, "%s", r2.message);
     pthread_mutex_unlock(&s->open_lock);
     if (!same) /* say it once, not once a second */
-      fprintf(stderr, "unico serve: store %s unavailable: %s (retrying every second)\n",
-              s->store_shown, r2.message);
+      userv_log(s, "warn", "store %s unavailable: %s (retrying every second)",
+                s->store_shown, r2.message);
   }
   if (res) {
     unico_result_clear(res);
@@ -254,13 +315,18 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
       "--store", "--listen", "--token-file", "--schema", "--threads",
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
       "--request-timeout", "--drain-timeout", "--event-loop", "--max-per-ip",
-      "--access-log", "--allow-origin"};
+      "--access-log", "--allow-origin", "--tls-cert", "--tls-key", "--tls-client-ca",
+      "--log-format", "--otlp-endpoint"};
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (i == cmd) continue;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       *help = 1;
+      continue;
+    }
+    if (!strcmp(a, "--allow-plaintext")) {
+      c->allow_plaintext = 1;
       continue;
     }
     if (a[0] != '-') return usage_error("serve takes no arguments, got \"%s\"", a);
@@ -312,6 +378,15 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
         return usage_error("at most %d --allow-origin options", USERV_MAX_ORIGINS);
       c->allow_origin[c->nallow_origin++] = val;
       break;
+    case 15: c->tls_cert = val; break;
+    case 16: c->tls_key = val; break;
+    case 17: c->tls_client_ca = val; break;
+    case 18:
+      if (strcmp(val, "text") && strcmp(val, "json"))
+        return usage_error("--log-format needs text or json, got \"%s\"", val);
+      c->log_json = !strcmp(val, "json");
+      break;
+    case 19: c->otlp_endpoint = val; break;
     }
   }
   return 0;
@@ -335,20 +410,140 @@ static char *slurp(const char *path) {
   return usb_take(&b);
 }
 
-static int read_token(userv *s, const char *path) {
-  char *t = slurp(path);
-  if (!t) return usage_error("cannot read the token file %s: %s", path, strerror(errno));
-  t[strcspn(t, "\r\n")] = 0;
-  size_t n = strlen(t);
-  while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) t[--n] = 0;
-  if (n < 16 || strspn(t, " \t") || strpbrk(t, " \t")) {
-    free(t);
-    return usage_error("the token in %s must be one line of at least 16 characters "
-                       "without spaces", path);
+static void tokens_free(utokens *ts) {
+  while (ts) {
+    utokens *o = ts->older;
+    for (int i = 0; i < ts->n; i++) {
+      memset(ts->t[i].tok, 0, ts->t[i].len);
+      free(ts->t[i].tok);
+    }
+    free(ts);
+    ts = o;
   }
-  s->token = t;
-  s->token_len = n;
+}
+
+/* Parse a token file: one token a line, "TOKEN" or "NAME TOKEN" (a name
+ * of letters, digits, '.', '_', '-'; a token of at least 16 characters
+ * without blanks), blank lines and lines starting with '#' skipped. NULL
+ * with the reason in err (line numbers, never a token's text). */
+static utokens *tokens_parse(const char *path, char *err, size_t cap) {
+  char *text = slurp(path);
+  utokens *ts = NULL;
+  if (!text) {
+    snprintf(err, cap, "cannot read the token file %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  ts = calloc(1, sizeof *ts);
+  if (!ts) {
+    snprintf(err, cap, "out of memory");
+    goto fail;
+  }
+  int line = 0;
+  for (char *p = text, *next; *p; p = next) {
+    size_t ll = strcspn(p, "\n");
+    next = p[ll] ? p + ll + 1 : p + ll;
+    p[ll] = 0;
+    line++;
+    if (ll && p[ll - 1] == '\r') p[--ll] = 0;
+    while (*p == ' ' || *p == '\t') p++;
+    size_t n = strlen(p);
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) p[--n] = 0;
+    if (!n || *p == '#') continue;
+    const char *name = "", *tok = p;
+    char *blank = strpbrk(p, " \t");
+    if (blank) {
+      *blank = 0;
+      name = p;
+      tok = blank + 1;
+      while (*tok == ' ' || *tok == '\t') tok++;
+      if (strpbrk(tok, " \t")) {
+        snprintf(err, cap, "token file %s, line %d: expected TOKEN or NAME TOKEN, got more "
+                           "fields", path, line);
+        goto fail;
+      }
+      if (strlen(name) > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-") != strlen(name)) {
+        snprintf(err, cap, "token file %s, line %d: a token's name is 1 to 64 letters, digits, "
+                           "'.', '_' or '-'", path, line);
+        goto fail;
+      }
+    }
+    if (strlen(tok) < 16) {
+      snprintf(err, cap, "token file %s, line %d: a token must have at least 16 characters "
+                         "without spaces", path, line);
+      goto fail;
+    }
+    if (ts->n == USERV_MAX_TOKENS) {
+      snprintf(err, cap, "token file %s: more than %d tokens", path, USERV_MAX_TOKENS);
+      goto fail;
+    }
+    for (int i = 0; i < ts->n; i++)
+      if (name[0] && !strcmp(ts->t[i].name, name)) {
+        snprintf(err, cap, "token file %s, line %d: the name %s is given twice", path, line, name);
+        goto fail;
+      }
+    utoken *u = &ts->t[ts->n];
+    u->tok = strdup(tok);
+    if (!u->tok) {
+      snprintf(err, cap, "out of memory");
+      goto fail;
+    }
+    u->len = strlen(tok);
+    snprintf(u->name, sizeof u->name, "%s", name);
+    ts->n++;
+  }
+  if (!ts->n) {
+    snprintf(err, cap, "token file %s holds no token (one a line: TOKEN or NAME TOKEN)", path);
+    goto fail;
+  }
+  memset(text, 0, strlen(text));
+  free(text);
+  return ts;
+fail:
+  memset(text, 0, strlen(text));
+  free(text);
+  tokens_free(ts);
+  return NULL;
+}
+
+static int read_token(userv *s, const char *path) {
+  char err[512];
+  utokens *ts = tokens_parse(path, err, sizeof err);
+  if (!ts) return usage_error("%s", err);
+  atomic_store(&s->tokens, ts);
   return 0;
+}
+
+/* SIGHUP: read the token file and the TLS certificate and key again. A
+ * file that cannot be used leaves what is in force as it was, and stderr
+ * says why; nothing else changes (connections and requests go on). */
+static void reload(userv *s) {
+  char err[600];
+  int failed = 0;
+  if (s->cfg.token_file) {
+    utokens *ts = tokens_parse(s->cfg.token_file, err, sizeof err);
+    if (ts) {
+      ts->older = atomic_load(&s->tokens);
+      atomic_store(&s->tokens, ts);
+      userv_log(s, "info", "SIGHUP: %d token(s) read from %s", ts->n,
+                s->cfg.token_file);
+    } else {
+      failed = 1;
+      userv_log(s, "error", "SIGHUP: %s; the tokens in force are kept", err);
+    }
+  }
+  if (s->tls) {
+    if (utls_load(s->cfg.tls_cert, s->cfg.tls_key, err, sizeof err) == 0) {
+      userv_log(s, "info", "SIGHUP: certificate %s and key %s loaded",
+                s->cfg.tls_cert, s->cfg.tls_key);
+    } else {
+      failed = 1;
+      userv_log(s, "error", "SIGHUP: %s; the certificate in force is kept", err);
+    }
+  }
+  if (!s->cfg.token_file && !s->tls)
+    userv_log(s, "warn", "SIGHUP: no --token-file and no --tls-cert: nothing to reload");
+  atomic_fetch_add(failed ? &s->m.reloads_failed : &s->m.reloads_ok, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -441,15 +636,22 @@ static int listen_on(const struct sockaddr_storage *ss, socklen_t len, const cha
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  userv *s = cls;
   char msg[512];
-  (void)cls;
   vsnprintf(msg, sizeof msg, fmt, ap);
   size_t n = strlen(msg);
   while (n && msg[n - 1] == '\n') msg[--n] = 0;
   /* http.c closes a connection on purpose (a body too slow to arrive, out
    * of memory) by returning MHD_NO: the access log says so already. */
   if (strstr(msg, "Application reported internal error")) return;
-  fprintf(stderr, "unico serve: libmicrohttpd: %s\n", msg);
+  /* GnuTLS's words for a refused handshake are its own ("received
+   * handshake message out of context"): say what it means */
+  if (strstr(msg, "andshake"))
+    userv_log(s, "warn", "a TLS handshake failed (a client without a certificate "
+              "the server accepts, one that refuses the server's, or one without TLS "
+              "1.2 or 1.3): libmicrohttpd: %s", msg);
+  else
+    userv_log(s, "warn", "libmicrohttpd: %s", msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -515,10 +717,46 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     c->max_per_ip = is_loopback((const struct sockaddr *)&ss)
                         ? 0
                         : (c->max_connections >= 4 ? c->max_connections / 4 : 1);
+  int loopback = is_loopback((const struct sockaddr *)&ss);
+  if (!c->tls_cert != !c->tls_key) {
+    code = usage_error("--tls-cert and --tls-key go together: give both (HTTPS) or neither");
+    goto leave;
+  }
+  if (c->tls_client_ca && !c->tls_cert) {
+    code = usage_error("--tls-client-ca needs HTTPS: give --tls-cert and --tls-key too");
+    goto leave;
+  }
+  if (c->tls_cert) {
+    char err[600];
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+      code = usage_error("this libmicrohttpd was built without TLS: --tls-cert cannot be served");
+      goto leave;
+    }
+    if (utls_load(c->tls_cert, c->tls_key, err, sizeof err) ||
+        (c->tls_client_ca &&
+         utls_read_pem("--tls-client-ca", c->tls_client_ca, &s->client_ca, err, sizeof err))) {
+      code = usage_error("%s", err);
+      goto leave;
+    }
+    s->tls = 1;
+  }
+  /* Secure by default: off the loopback interface, plain HTTP would carry
+   * the token and every record in clear (docs/http.md#deploying). */
+  if (!loopback && !c->tls_cert) {
+    if (!c->allow_plaintext) {
+      code = usage_error("refusing to listen on %s in plain HTTP: off the loopback interface "
+                         "the token and every record would cross the network in clear; give "
+                         "--tls-cert FILE --tls-key FILE, or --allow-plaintext when a proxy on "
+                         "this host or network terminates TLS",
+                         c->listen);
+      goto leave;
+    }
+    s->plaintext_exposed = 1;
+  }
   if (c->token_file) {
     code = read_token(s, c->token_file);
     if (code) goto leave;
-  } else if (!is_loopback((const struct sockaddr *)&ss)) {
+  } else if (!loopback && !c->tls_client_ca) {
     code = usage_error("refusing to listen on %s without a token: off the loopback "
                        "interface every client must authenticate; give --token-file FILE",
                        c->listen);
@@ -550,6 +788,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
 
@@ -581,7 +820,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
       unico_result_clear(&res);
       goto leave;
     }
-    fprintf(stderr, "unico serve: schema %s applied: %s\n", c->schema_file, res.json);
+    userv_log(s, "info", "schema %s applied: %s", c->schema_file, res.json);
   }
   unico_result_clear(&res);
 
@@ -607,6 +846,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
   s->defer = c->event_loop != 0;
   if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (s->tls) flags |= MHD_USE_TLS;
   /* --max-connections is enforced by userv_accept, which closes a
    * connection over it at once. MHD's own limit is set out of reach: with
    * event loops it is split between the loops, and a loop at its share
@@ -620,12 +860,35 @@ int unico_serve_main(int argc, char **argv, int cmd) {
       {c->event_loop < 2 ? MHD_OPTION_END : MHD_OPTION_THREAD_POOL_SIZE,
        (intptr_t)c->event_loop, NULL},
       {MHD_OPTION_END, 0, NULL},
+      {MHD_OPTION_END, 0, NULL},
+      {MHD_OPTION_END, 0, NULL},
+      {MHD_OPTION_END, 0, NULL},
   };
+  if (s->tls) {
+    /* TLS 1.2 and 1.3 only; the certificate comes from tls.c at each
+     * handshake (a reload swaps it); mutual TLS: the CAs to check with.
+     * (An option array ends at its first MHD_OPTION_END: the TLS items
+     * take the place of the thread-pool one when that one is not set.) */
+    int k = c->event_loop < 2 ? 4 : 5;
+    items[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                         (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"};
+    items[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+                                         utls_cert_callback(s->client_ca != NULL)};
+    if (s->client_ca)
+      items[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca};
+  }
   if ((errno = userv_watch_start(s))) {
     code = usage_error("cannot start a thread: %s", strerror(errno));
     goto leave;
   }
   have_watch = 1;
+  if (c->otlp_endpoint) {
+    char err[300];
+    if (utrace_start(s, c->otlp_endpoint, err, sizeof err)) {
+      code = usage_error("%s", err);
+      goto leave;
+    }
+  }
   d = MHD_start_daemon(flags, 0, userv_accept, s, userv_on_request, s,
                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
                        MHD_OPTION_LISTEN_SOCKET, fd,
@@ -640,7 +903,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   /* {"listen":..,"store":..,"pid":..}: built by jansson, so that a '"' or
    * a control character in the URL cannot break the line's JSON */
   char listen_url[sizeof where + 8];
-  snprintf(listen_url, sizeof listen_url, "http://%s", where);
+  snprintf(listen_url, sizeof listen_url, "%s://%s", s->tls ? "https" : "http", where);
   json_t *ready = json_object();
   if (!ready || json_object_set_new(ready, "listen", ucli_json_text(listen_url)) ||
       json_object_set_new(ready, "store", ucli_json_text(s->store_shown)) ||
@@ -666,30 +929,39 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   if (c->threads)
     snprintf(model + strlen(model), sizeof model - strlen(model), ", %u in the store at once",
              c->threads);
-  fprintf(stderr, "unico serve: listening on http://%s (store %s, %s%s)\n", where,
-          s->store_shown, model, s->token ? ", bearer token required" : "");
+  userv_log(s, "info", "listening on %s (store %s, %s%s%s)", listen_url,
+            s->store_shown, model, atomic_load(&s->tokens) ? ", bearer token required" : "",
+            s->client_ca ? ", client certificates required" : "");
+  if (s->plaintext_exposed)
+    userv_log(s, "warn", "warning: plain HTTP on %s (--allow-plaintext): the bearer "
+              "token and every record cross the network in clear unless a proxy in "
+              "front terminates TLS; unico_http_plaintext_exposed is 1 in /metrics",
+              where);
 
   int sig = 0;
-  while (sigwait(&sigs, &sig)) {
+  for (;;) {
+    if (sigwait(&sigs, &sig)) continue;
+    if (sig != SIGHUP) break;
+    reload(s);
   }
   /* Shutdown: refuse new connections, answer what is in flight (with
    * "Connection: close"), then stop. A second signal stops at once. */
   atomic_store(&s->draining, 1);
-  fprintf(stderr, "unico serve: %s: draining %lld request(s) in flight\n",
-          sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)atomic_load(&s->inflight));
+  userv_log(s, "info", "%s: draining %lld request(s) in flight",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)atomic_load(&s->inflight));
   MHD_socket ls = MHD_quiesce_daemon(d);
   if (ls != MHD_INVALID_SOCKET) close(ls);
   fd = -1;
   uint64_t deadline = userv_now_us() + (uint64_t)c->drain_timeout * 1000000u;
   while (atomic_load(&s->inflight) > 0) {
     if (userv_now_us() > deadline) {
-      fprintf(stderr, "unico serve: drain timeout: %lld request(s) cut off\n",
-              (long long)atomic_load(&s->inflight));
+      userv_log(s, "warn", "drain timeout: %lld request(s) cut off",
+                (long long)atomic_load(&s->inflight));
       break;
     }
     struct timespec ts = {0, 5 * 1000 * 1000};
     if (sigtimedwait(&sigs, NULL, &ts) >= 0) {
-      fprintf(stderr, "unico serve: second signal: stopping now\n");
+      userv_log(s, "warn", "second signal: stopping now");
       break;
     }
   }
@@ -698,13 +970,13 @@ int unico_serve_main(int argc, char **argv, int cmd) {
      * cannot be closed under the store's callbacks; the process just goes
      * (nothing was acknowledged for them, and every acknowledged write is
      * durable). */
-    fprintf(stderr, "unico serve: %lld answer(s) still wait for a sync: exiting\n",
-            (long long)atomic_load(&s->suspended));
+    userv_log(s, "error", "%lld answer(s) still wait for a sync: exiting",
+              (long long)atomic_load(&s->suspended));
     _exit(unico_exit_code(UNICO_EUNAVAILABLE));
   }
   MHD_stop_daemon(d);
   d = NULL;
-  fprintf(stderr, "unico serve: stopped\n");
+  userv_log(s, "info", "stopped");
 
 leave:
   if (have_opener) {
@@ -716,18 +988,21 @@ leave:
   }
   if (d) MHD_stop_daemon(d);
   if (have_watch) userv_watch_stop(s); /* after MHD: no connection is left */
+  utrace_stop(); /* after MHD: the last spans are queued; sends them */
   if (fd >= 0) close(fd);
   /* A store left incomplete (log mode: no final checkpoint, e.g. on a full
    * disk) makes the exit status say so: nothing acknowledged is lost, the
    * next open replays the log. */
   unico_result cres = UNICO_RESULT_INIT;
   if (unico_close_checked(atomic_load(&s->store), &cres) != UNICO_OK) {
-    fprintf(stderr, "unico serve: %s\n", cres.message);
+    userv_log(s, "error", "%s", cres.message);
     if (code == 0) code = unico_exit_code(cres.rc);
   }
   unico_result_clear(&cres);
   if (s->log_fd > 2) close(s->log_fd);
-  free(s->token);
+  tokens_free(atomic_load(&s->tokens));
+  free(s->client_ca);
+  utls_free();
   free(s->store_shown);
   if (have_slots) sem_destroy(&s->slots);
   pthread_mutex_destroy(&s->open_lock);

@@ -31,6 +31,14 @@ void usb_printf(usbuf *b, const char *fmt, ...) __attribute__((format(printf, 2,
 char *usb_take(usbuf *b);
 
 uint64_t userv_now_us(void); /* monotonic clock */
+/* The wall clock as 2026-11-28T19:31:12.425Z (UTC, milliseconds). */
+void userv_time(char *out, size_t cap);
+struct userv;
+/* A message of the server itself, on stderr: "unico serve: ..." or, with
+ * --log-format json, {"time":..,"level":..,"msg":..}. level: "info",
+ * "warn" or "error". s may be NULL (text). */
+void userv_log(struct userv *s, const char *level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------ */
 /* metrics: fixed label sets, atomic counters (no lock on the hot path) */
@@ -38,7 +46,7 @@ uint64_t userv_now_us(void); /* monotonic clock */
 enum { UM_GET, UM_HEAD, UM_POST, UM_PUT, UM_PATCH, UM_DELETE, UM_OTHER, UM_NMETHODS };
 enum {
   UR_HEALTHZ, UR_METRICS, UR_SCHEMA, UR_COLLECTION, UR_RECORD, UR_LOOKUP,
-  UR_HOLDS, UR_HOLD, UR_OPENAPI, UR_OTHER, UR_NROUTES
+  UR_HOLDS, UR_HOLD, UR_OPENAPI, UR_READYZ, UR_OTHER, UR_NROUTES
 };
 enum {
   UO_INSERT, UO_UPDATE, UO_DELETE, UO_GET, UO_LOOKUP, UO_SCHEMA_APPLY,
@@ -65,6 +73,8 @@ typedef struct umetrics {
   _Atomic uint64_t connections_refused; /* over --max-connections */
   _Atomic uint64_t request_timeouts;    /* cut by --request-timeout */
   _Atomic uint64_t bytes_in, bytes_out;
+  _Atomic uint64_t reloads_ok, reloads_failed; /* SIGHUP */
+  _Atomic uint64_t otlp_batches, otlp_failures, spans_dropped; /* trace.c */
   /* conflicts by table and constraint: a short list behind a lock, taken
    * only when a write is refused */
   pthread_mutex_t conflicts_lock;
@@ -113,7 +123,27 @@ typedef struct userv_config {
 #define USERV_MAX_ORIGINS 16
   const char *allow_origin[USERV_MAX_ORIGINS];
   int nallow_origin;
+  /* HTTPS (PEM files): the certificate (a chain: the server's first), its
+   * key, and the CAs whose client certificates are required (mutual TLS) */
+  const char *tls_cert, *tls_key, *tls_client_ca;
+  int allow_plaintext; /* --allow-plaintext: plain HTTP off loopback */
+  int log_json;        /* --log-format json */
+  const char *otlp_endpoint; /* --otlp-endpoint: export spans (trace.c) */
 } userv_config;
+
+/* The tokens of --token-file: one a line, "TOKEN" or "NAME TOKEN" (the
+ * name goes to the access log), '#' starts a comment line. */
+#define USERV_MAX_TOKENS 64
+typedef struct utoken {
+  char *tok;
+  size_t len;
+  char name[65]; /* "" when unnamed */
+} utoken;
+typedef struct utokens {
+  int n;
+  utoken t[USERV_MAX_TOKENS];
+  struct utokens *older;
+} utokens;
 
 /* An open connection (MHD's socket context; conns.c). */
 typedef struct uconn {
@@ -129,6 +159,11 @@ typedef struct uconn {
   unsigned seen_gen;
   uint64_t base, sample_us, first_us;
   int cut;
+  /* mutual TLS, by the connection's thread at its first request: checked
+   * (1), and then the client's subject or why it was refused */
+  int tls_checked, tls_ok;
+  char subject[256];
+  char tls_why[200];
 } uconn;
 
 typedef struct userv {
@@ -144,12 +179,19 @@ typedef struct userv {
   pthread_t opener;
   int open_stop;
   char open_msg[512];
-  char *token;
-  size_t token_len;
+  /* --token-file: the tokens now in force (a reload swaps in a new set;
+   * older sets stay allocated until exit, as a request may still read
+   * one). NULL: no token needed. */
+  _Atomic(struct utokens *) tokens;
   /* the host of --listen as given (a name or an address): without a
    * token, a request's Host must be it or a loopback name (http.c) */
   char listen_host[256];
   int log_fd; /* -1: no access log */
+  /* plain HTTP on an address other than loopback (--allow-plaintext):
+   * the token and the records cross the network in clear */
+  int plaintext_exposed;
+  int tls;        /* HTTPS (--tls-cert) */
+  char *client_ca; /* --tls-client-ca's PEM text: mutual TLS; else NULL */
   atomic_int draining;
   _Atomic int64_t inflight;
   /* Event loops: answers wait for durability without holding a thread
@@ -170,6 +212,58 @@ typedef struct userv {
 /* The shared handle, or NULL at once while the store is not open, with
  * UNICO_EUNAVAILABLE and the reason in res (may be NULL). */
 unico *userv_store(userv *s, unico_result *res);
+
+/* Whether writes can be served now (/readyz, the unico_ready gauge): the
+ * server is not draining, the store is open, takes writes (unico_health)
+ * and has a schema. 1 when ready (*schema_version set, may be NULL); else 0
+ * with *reason one of "draining", "store_unavailable", "store_removed",
+ * "disk_full", "log_failed", "checkpoint_failed", "no_schema" and the
+ * reason in words in msg (cap bytes). A few system calls and a read. */
+int userv_ready(userv *s, const char **reason, char *msg, size_t cap,
+                long long *schema_version);
+
+/* tls.c: HTTPS through libmicrohttpd's GnuTLS. utls_load reads a PEM
+ * certificate chain (the server's first) and its key, checks that they
+ * belong together and that the certificate is valid now, and makes them
+ * the ones every later handshake gets: 0, or -1 with the reason in err
+ * (the pair in use stays). utls_cert_callback: the function for
+ * MHD_OPTION_HTTPS_CERT_CALLBACK (mutual: a client certificate is
+ * required in the handshake). utls_read_pem: a file of PEM certificates,
+ * its text in *text (the caller frees). utls_client: the client's verified
+ * certificate: 0 with its subject (RFC 4514) in subject, else -1 with why.
+ * utls_free: at exit. */
+int utls_load(const char *cert_path, const char *key_path, char *err, size_t cap);
+void *utls_cert_callback(int mutual);
+int utls_read_pem(const char *what, const char *path, char **text, char *err, size_t cap);
+int utls_client(struct MHD_Connection *c, char *subject, size_t cap, char *why, size_t wcap);
+void utls_free(void);
+
+/* trace.c: one request's span and its store call, as exported. */
+typedef struct uspan {
+  char trace[33], span[17], parent[17]; /* hex; parent "" for a root */
+  uint64_t start_ns, end_ns;            /* unix nanoseconds */
+  char method[8], route[40], path[256], rid[129], outcome[40], table[65];
+  int status;                           /* 0: no answer */
+  char store_span[17], store_op[24], store_outcome[24]; /* store_op "": none */
+  uint64_t store_start_ns, store_end_ns;
+  int store_error;
+} uspan;
+/* Start the exporter thread (OTLP/HTTP, JSON) to ENDPOINT (a base URL:
+ * /v1/traces is added unless it ends so): 0, or -1 with why in err. */
+int utrace_start(userv *s, const char *endpoint, char *err, size_t cap);
+/* The URL spans go to (NULL before utrace_start). */
+const char *utrace_url(void);
+/* Queue a span; dropped (and counted) when the queue is full. Never waits
+ * for the collector. */
+void utrace_submit(const uspan *sp);
+/* Send what is queued, stop the thread. Fine when never started. */
+void utrace_stop(void);
+/* A traceparent header: 0 with its trace id, parent id and sampled flag,
+ * -1 when absent or malformed (a new trace is then started). */
+int utrace_parse(const char *v, char trace[33], char parent[17], int *sampled);
+void utrace_new_id(char *out, size_t bytes); /* 2*bytes hex digits */
+uint64_t utrace_now_ns(void);
+const char *umetrics_op_name(int op); /* "insert", ... (metrics.c) */
 
 /* The MHD callbacks (http.c); cls is the userv. */
 enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,

@@ -25,8 +25,8 @@ sessions):
   text and, once matched, stands for that text in every later output line
   and command of the session (so `--hold <TOKEN>` presents the token
   printed before). `...` matches any text (output shortened).
-- The response headers `Date`, `Content-Type`, `Content-Length` and
-  `Cache-Control` are left out of the outputs, and `\\r` is dropped.
+- The response headers `Date`, `Content-Type`, `Content-Length`,
+  `Cache-Control` and `X-Request-Id` are left out of the outputs, and `\\r` is dropped.
 - A command ending in ` &` starts in the background (one at a time): for
   `unico serve` the check adds `--listen 127.0.0.1:0` (unless --listen is
   given) and waits for its JSON line; its output is what it printed up to
@@ -71,7 +71,7 @@ import time
 MARK = re.compile(r"^<!--\s*doc-check(?::\s*(.*?))?\s*-->\s*$")
 PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9_]*)>")
 EXIT = re.compile(r"^# exit (\d+)\s*$")
-LEFT_OUT = re.compile(r"^(date|content-type|content-length|cache-control):", re.I)
+LEFT_OUT = re.compile(r"^(date|content-type|content-length|cache-control|x-request-id):", re.I)
 KILL = re.compile(r"^kill -(\w+) %1; wait %1$")
 CMD_TIMEOUT = 60
 OPENAPI = None  # an openapi_check.Spec with --openapi

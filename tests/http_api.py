@@ -20,6 +20,7 @@ document's schemas."""
 import http.client
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -246,9 +247,9 @@ def status_of_raw(out):
     return int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/1.") else None
 
 
-def metric(srv, name, **labels):
+def metric(srv, name, headers=None, **labels):
     """The value of one sample of /metrics (0 when absent)."""
-    text = call(srv, "GET", "/metrics").data.decode()
+    text = call(srv, "GET", "/metrics", headers=headers).data.decode()
     want = ",".join('%s="%s"' % kv for kv in labels.items())
     for line in text.splitlines():
         if line.startswith("#"):
@@ -1116,16 +1117,239 @@ def t_token():
     finally:
         check(srv.stop() == 0, "token server exits 0")
     # Off loopback, a token is required.
-    srv = Server("open", "--listen", "0.0.0.0:0", expect_start=False)
+    srv = Server("open", "--listen", "0.0.0.0:0", "--allow-plaintext", expect_start=False)
     rc = srv.proc.wait(30)
     out = srv.proc.stdout.read().decode()
     srv.stop()
     check(rc == 1, "0.0.0.0 without a token: exit 1", rc)
     check(json.loads(out)["error"] == "usage" and "token" in srv.stderr(), "a clear message", (out, srv.stderr()))
-    srv = Server("open2", "--listen", "0.0.0.0:0", "--token-file", tok)
+    srv = Server("open2", "--listen", "0.0.0.0:0", "--token-file", tok, "--allow-plaintext")
     try:
         r = fetch(srv, "GET", "/healthz")
         check(r.status == 200, "0.0.0.0 with a token serves", r)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
+def t_plaintext():
+    # Secure by default: plain HTTP off the loopback interface is refused
+    # (exit 1, saying how to serve HTTPS or to allow it), even with a token;
+    # --allow-plaintext serves it, with a warning and a gauge.
+    tok = os.path.join(WORK, "token-plain.txt")
+    with open(tok, "w") as f:
+        f.write("plain-token-0123456789\n")
+    auth = {"Authorization": "Bearer plain-token-0123456789"}
+    for listen in ("0.0.0.0:0", "[::]:0"):
+        srv = Server("plain-refused", "--listen", listen, "--token-file", tok, expect_start=False)
+        try:
+            rc = srv.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            srv.stop()
+            check(False, "%s in plain HTTP: the server started" % listen)
+        out = srv.proc.stdout.read().decode()
+        srv.stop()
+        err = srv.stderr()
+        check(rc == 1, "%s in plain HTTP: exit 1" % listen, (rc, err))
+        check(json.loads(out)["error"] == "usage" and "plain HTTP" in err and "--tls-cert" in err
+              and "--allow-plaintext" in err, "a clear message", (out, err))
+    srv = Server("plain-allowed", "--listen", "0.0.0.0:0", "--token-file", tok, "--allow-plaintext")
+    try:
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 200, "--allow-plaintext serves", r)
+        check("warning: plain HTTP" in srv.stderr(), "a warning at start", srv.stderr())
+        check(metric(srv, "unico_http_plaintext_exposed", headers=auth) == 1, "the gauge says 1")
+    finally:
+        check(srv.stop() == 0, "exits 0")
+    # loopback needs neither, and says nothing
+    srv = Server("plain-loopback", "--token-file", tok)
+    try:
+        check(metric(srv, "unico_http_plaintext_exposed", headers=auth) == 0, "0 on loopback")
+        check("warning" not in srv.stderr(), "no warning on loopback", srv.stderr())
+    finally:
+        check(srv.stop() == 0, "exits 0")
+
+
+def t_log_json():
+    # --log-format json: the access log and the server's own messages as
+    # one JSON object a line; X-Request-Id taken or made, echoed back.
+    tok = os.path.join(WORK, "token-json.txt")
+    with open(tok, "w") as f:
+        f.write("signup json-token-0123456789\n")
+    auth = {"Authorization": "Bearer json-token-0123456789"}
+    srv = Server("logjson", "--log-format", "json", "--token-file", tok)
+    try:
+        r = call(srv, "PUT", "/v1/_schema", SCHEMA, auth)
+        check(r.status == 200, "schema", r)
+        r = call(srv, "POST", "/v1/users", {"id": "j1", "username": "jay"},
+                 dict(auth, **{"X-Request-Id": "req-abc.123"}))
+        check(r.status == 201 and r.headers.get("x-request-id") == "req-abc.123", "the caller's id echoed", r)
+        r = call(srv, "POST", "/v1/users", {"id": "j2", "username": "jay"}, auth)
+        made = r.headers.get("x-request-id", "")
+        check(r.status == 409 and re.fullmatch("[0-9a-f]{32}", made), "an id made when none is sent", r)
+        r2 = call(srv, "GET", "/v1/users/j1", headers=dict(auth, **{"X-Request-Id": "has space"}))
+        other = r2.headers.get("x-request-id", "")
+        check(re.fullmatch("[0-9a-f]{32}", other) and other != made, "an unusable id replaced, ids differ", r2)
+        r = call(srv, "GET", "/v1/users/j1", headers=dict(auth, **{"X-Request-Id": "x" * 129}))
+        check(len(r.headers.get("x-request-id", "")) == 32, "an id over 128 characters replaced", r)
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "exits 0", rc)
+    objs = []
+    for line in srv.stderr().splitlines():
+        try:
+            objs.append(json.loads(line))
+        except ValueError:
+            check(False, "every line of stderr is JSON", line)
+    for o in objs:
+        check(o.get("level") in ("info", "warn", "error") and o.get("time", "").endswith("Z") and "msg" in o,
+              "time, level, msg in every line", o)
+    msgs = [o["msg"] for o in objs]
+    check(any(m.startswith("listening on http://") for m in msgs) and "stopped" in msgs,
+          "the server's own messages too", msgs)
+    reqs = {o["request_id"]: o for o in objs if o["msg"] == "request"}
+    a = reqs.get("req-abc.123")
+    check(a and a["method"] == "POST" and a["route"] == "/v1/{table}" and a["path"] == "/v1/users"
+          and a["status"] == 201 and a["table"] == "users" and a["outcome"] == "ok" and a["token"] == "signup"
+          and a["remote"] == "127.0.0.1" and isinstance(a["duration_ms"], float), "the insert's line", a)
+    b = reqs.get(made)
+    check(b and b["status"] == 409 and b["outcome"] == "conflict", "the conflict's line, by its made id", b)
+    c = reqs.get(other)
+    check(c and c["route"] == "/v1/{table}/{pk}" and c["outcome"] == "ok", "the read's line", c)
+    srv = Server("logjson-bad", "--log-format", "yaml", expect_start=False)
+    try:
+        rc = srv.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        srv.stop()
+        check(False, "--log-format yaml: started")
+    srv.stop()
+    check(rc == 1 and "--log-format needs text or json" in srv.stderr(), "--log-format yaml: exit 1", srv.stderr())
+
+
+def t_otlp():
+    # --otlp-endpoint: one span per request, in the caller's trace
+    # (traceparent), its store call a child span, sent by OTLP/HTTP (JSON)
+    # to a tiny collector here; a caller's "not sampled" is followed.
+    import http.server
+    got = []
+
+    class Collector(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            got.append((self.path, self.headers.get("Content-Type"), body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *a):
+            pass
+
+    col = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    th = threading.Thread(target=col.serve_forever, daemon=True)
+    th.start()
+    trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    srv = Server("otlp", "--otlp-endpoint", "http://127.0.0.1:%d" % col.server_address[1])
+    try:
+        r = call(srv, "PUT", "/v1/_schema", SCHEMA)
+        check(r.status == 200, "schema", r)
+        r = call(srv, "POST", "/v1/users", {"id": "t1", "username": "tia"},
+                 {"traceparent": "00-%s-%s-01" % (trace, parent)})
+        check(r.status == 201, "insert", r)
+        r = call(srv, "GET", "/v1/users/t1", headers={"traceparent": "00-%s-%s-00" % ("1" * 32, parent)})
+        check(r.status == 200, "a read not sampled by its caller", r)
+        r = call(srv, "GET", "/v1/users/t1", headers={"traceparent": "00-%s-%s-01" % ("0" * 32, parent)})
+        check(r.status == 200, "a read with an invalid traceparent", r)
+        deadline = time.time() + 5
+        spans = []
+        while time.time() < deadline:
+            spans = [s for _, _, b in list(got) for rs in json.loads(b)["resourceSpans"]
+                     for ss in rs["scopeSpans"] for s in ss["spans"]]
+            if len(spans) >= 5:
+                break
+            time.sleep(0.1)
+    finally:
+        check(srv.stop() == 0, "exits 0")
+        col.shutdown()
+        col.server_close()
+    check(got and all(p == "/v1/traces" and ct == "application/json" for p, ct, _ in got),
+          "POSTs of JSON to /v1/traces", [(p, ct) for p, ct, _ in got])
+    res = json.loads(got[0][2])["resourceSpans"][0]["resource"]["attributes"]
+    check({"key": "service.name", "value": {"stringValue": "unico"}} in res, "service.name unico", res)
+    ins = [s for s in spans if s["name"] == "POST /v1/{table}"]
+    check(len(ins) == 1 and ins[0]["traceId"] == trace and ins[0]["parentSpanId"] == parent
+          and ins[0]["kind"] == 2 and re.fullmatch("[0-9a-f]{16}", ins[0]["spanId"]),
+          "the insert's span: the caller's trace id, its parent the caller's span", spans)
+    attrs = {a["key"]: list(a["value"].values())[0] for a in ins[0]["attributes"]}
+    check(attrs.get("http.response.status_code") == "201" and attrs.get("unico.table") == "users"
+          and attrs.get("http.route") == "/v1/{table}", "its attributes", attrs)
+    kids = [s for s in spans if s.get("parentSpanId") == ins[0]["spanId"]]
+    check(len(kids) == 1 and kids[0]["name"] == "unico insert" and kids[0]["traceId"] == trace
+          and int(ins[0]["startTimeUnixNano"]) <= int(kids[0]["startTimeUnixNano"])
+          <= int(kids[0]["endTimeUnixNano"]) <= int(ins[0]["endTimeUnixNano"]),
+          "the store call under it, within it", kids)
+    check(not [s for s in spans if s["traceId"] == "1" * 32], "a not-sampled request is not exported", spans)
+    reads = [s for s in spans if s["name"] == "GET /v1/{table}/{pk}"]
+    check(len(reads) == 1 and reads[0]["traceId"] not in (trace, "0" * 32) and "parentSpanId" not in reads[0]
+          and re.fullmatch("[0-9a-f]{32}", reads[0]["traceId"]), "an invalid traceparent: a new trace", reads)
+    srv = Server("otlp-bad", "--otlp-endpoint", "collector:4318", expect_start=False)
+    try:
+        rc = srv.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        srv.stop()
+        check(False, "a bad --otlp-endpoint: started")
+    srv.stop()
+    check(rc == 1 and "--otlp-endpoint needs an http://" in srv.stderr(), "a bad endpoint: exit 1", srv.stderr())
+
+
+def t_readyz():
+    # /readyz: 200 only while writes can be served; 503 with the reason
+    # (no schema yet, draining), no token needed, the unico_ready gauge.
+    tok = os.path.join(WORK, "token-ready.txt")
+    with open(tok, "w") as f:
+        f.write("ready-token-0123456789\n")
+    auth = {"Authorization": "Bearer ready-token-0123456789"}
+    srv = Server("readyz", "--token-file", tok)
+    try:
+        r = fetch(srv, "GET", "/healthz")
+        check(r.status == 200, "healthz: the store answers", r)
+        r = fetch(srv, "GET", "/readyz")
+        check(r.status == 503 and r.json["status"] == "not_ready" and r.json["reason"] == "no_schema"
+              and "schema" in r.json["message"] and r.headers.get("retry-after") == "1",
+              "readyz without a schema: 503 no_schema, and no token needed", r)
+        check(metric(srv, "unico_ready", headers=auth) == 0, "unico_ready 0")
+        check(metric(srv, "unico_not_ready", headers=auth, reason="no_schema") == 1, "unico_not_ready no_schema")
+        r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA}, auth)
+        check(r.status == 200, "schema", r)
+        r = fetch(srv, "GET", "/readyz")
+        check(r.status == 200 and r.json == {"status": "ready", "schema_version": 1}, "readyz: 200 ready", r)
+        r = call(srv, "HEAD", "/readyz")
+        check(r.status == 200 and not r.data, "HEAD /readyz", r)
+        r = call(srv, "POST", "/readyz", "{}")
+        check(r.status == 405 and r.headers.get("allow") == "GET, HEAD", "POST /readyz: 405", r)
+        check(metric(srv, "unico_ready", headers=auth) == 1, "unico_ready 1")
+        check(metric(srv, "unico_http_requests_total", headers=auth, method="GET", route="/readyz",
+                     status="200") >= 1, "the route is counted as /readyz")
+        # draining: a connection kept open asks once SIGTERM arrived
+        conn = http.client.HTTPConnection(srv.host, srv.port, timeout=20)
+        conn.request("GET", "/readyz")
+        r = conn.getresponse()
+        Resp(r.status, r.getheaders(), r.read(), "GET", "/readyz")
+        slow = socket.create_connection((srv.host, srv.port), timeout=20)
+        body = json.dumps({"id": "late", "email": "late@example.com"}).encode()
+        slow.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ready-token-0123456789"
+                     b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:5])
+        time.sleep(0.2)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        conn.request("GET", "/readyz")
+        r = conn.getresponse()
+        rr = Resp(r.status, r.getheaders(), r.read(), "GET", "/readyz")
+        check(rr.status == 503 and rr.json["reason"] == "draining", "readyz while draining: 503 draining", rr)
+        conn.close()
+        slow.sendall(body[5:])
+        read_response(slow)
+        slow.close()
     finally:
         check(srv.stop() == 0, "exits 0")
 
@@ -1426,7 +1650,8 @@ def t_per_ip():
     tok = os.path.join(WORK, "token.txt")
     with open(tok, "w") as f:
         f.write("s3cret-token-0123456789\n")
-    srv = Server("perip", "--listen", "0.0.0.0:0", "--token-file", tok, "--max-connections", "8")
+    srv = Server("perip", "--listen", "0.0.0.0:0", "--token-file", tok, "--allow-plaintext",
+                 "--max-connections", "8")
     try:
         held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(2)]
         time.sleep(0.2)
@@ -1585,7 +1810,7 @@ def t_client_gone():
     check("still wait" not in log and "stopped" in log, "nothing left waiting", log[-1500:])
 
 
-OWN = [t_event_loop, t_client_gone, t_token, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
+OWN = [t_event_loop, t_client_gone, t_token, t_readyz, t_plaintext, t_log_json, t_otlp, t_allow_origin, t_unavailable, t_secrets, t_idle_timeout, t_max_connections, t_slow_heads, t_per_ip, t_store_owned, t_shutdown]
 
 
 def run(t):

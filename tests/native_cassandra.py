@@ -14,8 +14,8 @@ It checks, with the driver against the same server:
     and unico_meta blob, the DDL key as partition (and clustering) key;
   - a record written by unico is one row: its columns typed (text, int,
     bigint, boolean, uuid, timestamp, double), unico_state 1, unico_v its
-    version; an update moves unico_v; a deleted record's row is not live
-    (unico_state is not 1, its columns null) and unico reads it as absent;
+    version; an update moves unico_v; a deleted record leaves no row,
+    nor does a refused insert (a vote, an 8-client race for two seats);
   - a table the driver created and filled (two rows sharing an email) is
     adopted by schema apply: refused with the duplicate report naming both
     rows, nothing changed; after one row is fixed with the driver (an LWT,
@@ -116,6 +116,10 @@ CREATE TABLE votes (
   PRIMARY KEY (poll, name),
   UNIQUE (poll, choice)
 );
+CREATE TABLE seats (
+  id text PRIMARY KEY, zone text,
+  LIMIT 2 PER (zone)
+);
 """
 rc, out, err = unico("schema", "apply", "-", stdin=DDL)
 expect(rc == 0, "schema apply: rc %d %s %s" % (rc, out, err))
@@ -159,6 +163,28 @@ expect(v is not None and v.choice == "yes" and v.unico_state == 1,
        "the vote's native row: %s" % (v,))
 rc, out, err = unico("insert", "votes", '{"poll":"p1","name":"bob","choice":"yes"}')
 expect(rc == 3, "a second vote for (p1, yes) was not a conflict: rc %d %s" % (rc, out))
+# ... and leaves nothing in the table: a refused insert removes its intent
+# (docs/protocol.md, "Rows that leave"; issue 32 item 3)
+v = row("votes", "poll = %s AND name = %s", "p1", "bob")
+expect(v is None, "the refused vote left a row in the users' table: %s" % (v,))
+
+# 2b. a limit race: 8 writers, 2 seats; the table holds exactly the 2 that
+# got in, no refused attempt (before issue 32: 5 rows of every 8 with
+# unico_state 3)
+procs = [subprocess.Popen([UNICO, "--store", URL, "insert", "seats",
+                           json.dumps({"id": "s%d" % i, "zone": "z1"})],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) for i in range(8)]
+codes = [p.wait(timeout=120) for p in procs]
+won = ["s%d" % i for i, c in enumerate(codes) if c == 0]
+expect(len(won) == 2 and all(c in (0, 4, 6) for c in codes),
+       "the seat race: exit codes %s (2 inserts in, the others refused: 4 limit, 6 busy)" % codes)
+seats = q('SELECT id, zone, unico_state FROM %s."%sseats"' % (KS, PREFIX))
+expect(sorted(r.id for r in seats) == sorted(won) and
+       all(r.unico_state == 1 and r.zone == "z1" for r in seats),
+       "after the seat race the users' table holds %s, not exactly the "
+       "records that got in (%s)" % ([(r.id, r.unico_state) for r in seats],
+                                      won))
 
 # an update moves unico_v and the column; the conflict names the owner
 rc, out, err = unico("update", "users", "u1", '{"age":35}')
@@ -169,16 +195,22 @@ expect(r is not None and r.age == 35 and r.unico_v > v1,
 rc, out, err = unico("insert", "users", '{"id":"u2","email":"alice@example.COM"}')
 expect(rc == 3 and '"u1"' in out, "a casefold duplicate: rc %d %s" % (rc, out))
 
-# a deleted record's row is not live
+# a deleted record leaves no row (issue 32 item 3: its tombstone leaves
+# once its floor is kept in unico's table)
 rc, out, err = unico("delete", "users", "u1")
 expect(rc == 0, "delete u1: rc %d %s" % (rc, err))
 r = row("users", "id = %s", "u1")
-expect(r is None or (r.unico_state not in (None, 1) and r.email is None),
-       "the deleted u1 still reads as live: %s" % (r,))
+expect(r is None, "the deleted u1 left a row in the users' table: %s" % (r,))
 rc, out, err = unico("get", "users", "u1")
 expect(rc == 2, "get of a deleted record: rc %d %s" % (rc, out))
 rc, out, err = unico("insert", "users", '{"id":"u2","email":"alice@example.com"}')
 expect(rc == 0, "the freed email: rc %d %s %s" % (rc, out, err))
+# ... and u1 inserted again goes on counting from the deleted record's
+# version (inserted at 1, updated to 2): the floor in unico's table
+rc, out, err = unico("insert", "users", '{"id":"u1","email":"u1again@example.com"}')
+expect(rc == 0 and json.loads(out or "{}").get("version") == 3,
+       "u1 inserted after its delete: rc %d %s %s (version 3 expected)"
+       % (rc, out, err))
 
 # 3. adopting a table the driver created and filled
 db.execute('CREATE TABLE %s."%scustomers" (cid text PRIMARY KEY, email text, '

@@ -225,6 +225,10 @@ rc, out, err = unico("insert", "users",
                      json.dumps({"id": "u2", "email": "ALICE@new.example"}))
 expect(rc == 3, "a taken email (other case) was not a conflict: rc %d %s"
        % (rc, out + err))
+# ... and the refused insert left nothing in the users' table (one
+# transaction: issue 32 item 3 asks the same of every store)
+expect(get_item("users", {"id": {"S": "u2"}}) is None,
+       "a refused insert left an item in the native table")
 
 # 4. a deleted record leaves no item behind in the native table; its
 # tombstone (unico's table) and the outcome of a write with an op id leave

@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """store_health.py - the embedded store's files taken away or filled up
 under a running `unico serve` (issue 32): what the server answers, what
-/healthz and /metrics say, and that no acknowledged write is lost.
+/healthz, /readyz and /metrics say, and that no acknowledged write is lost.
 
 - lock_unlinked: unico.lock deleted (a cleaner of /tmp does it) under a
   log-mode server: another process must not take the store over (which
   replayed and deleted the server's live log, let a duplicate in, and lost
   an acknowledged write at the server's kill -9).
 - store_removed, store_removed_plain: the store's directory removed under
-  the server: /healthz 503 `store_removed`, unico_store_up 0, writes 503,
+  the server: /healthz and /readyz 503 `store_removed`, unico_store_up 0,
+  unico_ready 0, writes 503,
   the exit status 7.
 - disk_full: the store on an 8 MiB tmpfs (where mounting one is permitted:
   the server must start on it at all), else a disk made full by the
   LD_PRELOAD library tests/support/nospace_preload.c (PRELOAD): writes
   past a full disk are refused 507 while /healthz says
-  `degraded`/`disk_full` and reads work; they resume once room is freed;
+  `degraded`/`disk_full`, /readyz 503 `disk_full` and reads work; they
+  resume once room is freed (/readyz 200 again);
   a stop on a full disk exits 7 (no final checkpoint) and the next open,
   on a full disk, says to free space; every acknowledged write is there
   afterwards.
@@ -138,6 +140,16 @@ def metric(srv, name):
     check(False, "no metric %s" % name, r.data[:2000])
 
 
+def metric_labelled(srv, series):
+    """The value of one labelled series (its text up to the value), 0 when absent."""
+    r = call(srv, "GET", "/metrics")
+    check(r.status == 200, "GET /metrics", r)
+    for line in r.data.decode().splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return 0
+
+
 def cli(store, *args):
     p = subprocess.run([BIN, "--store", store] + list(args), capture_output=True, text=True, timeout=60,
                        env=ENV)
@@ -198,12 +210,21 @@ def store_removed(query):
         r = call(srv, "GET", "/healthz")
         check(r.status == 200 and r.json["status"] == "ok", "healthy first", r)
         check(metric(srv, "unico_store_up") == 1, "unico_store_up 1")
+        r = call(srv, "GET", "/readyz")
+        check(r.status == 200 and r.json["status"] == "ready", "ready first", r)
+        check(metric(srv, "unico_ready") == 1, "unico_ready 1")
         shutil.rmtree(data)
         r = call(srv, "GET", "/healthz")
         check(r.status == 503 and r.json["status"] == "unavailable" and
               r.json.get("reason") == "store_removed" and "removed" in r.json["message"],
               "healthz notices the store removed", r)
         check(metric(srv, "unico_store_up") == 0, "unico_store_up 0")
+        r = call(srv, "GET", "/readyz")
+        check(r.status == 503 and r.json["status"] == "not_ready" and r.json["reason"] == "store_removed"
+              and "removed" in r.json["message"] and r.headers.get("retry-after") == "1",
+              "readyz: 503 store_removed", r)
+        check(metric(srv, "unico_ready") == 0, "unico_ready 0")
+        check(metric_labelled(srv, 'unico_not_ready{reason="store_removed"}') == 1, "unico_not_ready says why")
         time.sleep(1.1)  # writes check the files at most once a second
         r = call(srv, "POST", "/v1/users", {"id": "u2", "username": "bob"})
         check(r.status == 503 and r.json["error"] == "unavailable" and "removed" in r.json["message"],
@@ -300,6 +321,11 @@ def disk_full(top, mnt, disk):
               "healthz: degraded, disk full", r)
         check(metric(srv, "unico_store_up") == 0 and metric(srv, "unico_store_degraded") == 1,
               "metrics: up 0, degraded 1")
+        r = call(srv, "GET", "/readyz")
+        check(r.status == 503 and r.json["status"] == "not_ready" and r.json["reason"] == "disk_full"
+              and "full" in r.json["message"], "readyz: 503 disk_full", r)
+        check(metric(srv, "unico_ready") == 0, "unico_ready 0 on a full disk")
+        check(metric_labelled(srv, 'unico_not_ready{reason="disk_full"}') == 1, "unico_not_ready disk_full")
         r = call(srv, "GET", "/v1/users/u0")
         check(r.status == 200, "reads are answered", r)
         # room again: writes resume by themselves
@@ -308,6 +334,10 @@ def disk_full(top, mnt, disk):
         check(r.status == 200 and r.json["status"] == "ok", "healthy once there is room", r)
         check(metric(srv, "unico_store_up") == 1 and metric(srv, "unico_store_degraded") == 0,
               "metrics: up 1, degraded 0")
+        r = call(srv, "GET", "/readyz")
+        check(r.status == 200 and r.json == {"status": "ready", "schema_version": 1},
+              "ready again once there is room", r)
+        check(metric(srv, "unico_ready") == 1, "unico_ready 1 again")
         r = call(srv, "POST", "/v1/users", {"id": "again", "username": "again"})
         check(r.status == 201, "writes resume", r)
         acked.add("again")

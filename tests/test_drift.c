@@ -354,6 +354,43 @@ static void test_duplicate_left(void **state) {
   unico_close(u);
 }
 
+/* Two bare rows holding one value (issue 37 item 8): repair claims it for
+ * neither, whichever it would repair first; check names both. */
+static void test_two_bare_rows_no_winner(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  u = fenced_bare(u, "x1", "dup@x.org", NULL, 0);
+  u = fenced_bare(u, "x2", "dup@x.org", NULL, 0);
+  json_t *rep;
+  assert_int_equal(audit(u, 0, &rep), UNICO_ECORRUPT);
+  assert_int_equal(num(rep, "bare_rows"), 2);
+  json_t *v = json_object_get(rep, "violations");
+  int dup = 0;
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    json_t *x = json_array_get(v, i);
+    const char *d = json_string_value(json_object_get(x, "detail"));
+    if (!strcmp(json_string_value(json_object_get(x, "kind")),
+                "duplicate_value"))
+      dup = d && strstr(d, "\"x1\"") && strstr(d, "\"x2\"");
+  }
+  assert_true(dup); /* (its detail names both rows) */
+  json_decref(rep);
+  json_t *o = repair_answering(u, UNICO_ECORRUPT);
+  assert_int_equal(num(o, "rows_claimed"), -1);
+  json_decref(o);
+  const char *ids[] = {"x1", "x2"};
+  for (int i = 0; i < 2; i++) {
+    ustored_record rec;
+    ustored_claim cl;
+    int found;
+    stored(&u, ids[i], "dup@x.org", &rec, &cl, &found);
+    assert_int_equal(rec.claims.n, 0);
+    assert_false(found); /* claimed for neither */
+    ustored_record_free(&rec);
+  }
+  unico_close(u);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -361,6 +398,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_dead_stamp_settled),
       cmocka_unit_test(test_stamp_in_flight_left),
       cmocka_unit_test(test_duplicate_left),
+      cmocka_unit_test(test_two_bare_rows_no_winner),
       cmocka_unit_test(test_lookup_settles),
   };
   if (tu_scratch("test_drift", dir, sizeof dir)) return 1;

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codec/stored.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
@@ -65,6 +66,55 @@ static unico *lose_outcome(unico *u, const char *op_id) {
   assert_int_equal(st->vt->cas(st, &del, &e), UNICO_OK);
   ubuf_free(&del.cur);
   ubuf_free(&k);
+  st->vt->close(st);
+  return open_store();
+}
+
+/* Behind unico's back: the state a delete with op_id leaves when its
+ * client stops right after the commit (no finish): its outcome missing
+ * and its DELETED tombstone, with the key's history naming it, still at
+ * the record key ("r", table, pk). A finished delete has removed that
+ * tombstone once its outcome was stored (docs/protocol.md, "Rows that
+ * leave"), so it is put back as the commit left it: at the key's floor
+ * (the deleted record's version, written with the commit). */
+static unico *lose_delete_finish(unico *u, const char *op_id,
+                                 const char *table, const char *pk_text) {
+  unico_close(u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf k = UBUF_INIT, ov = UBUF_INIT, rk = UBUF_INIT, fk = UBUF_INIT,
+       fv = UBUF_INIT, tomb = UBUF_INIT, pk = UBUF_INIT;
+  uint64_t ver;
+  ukey_outcome(&k, op_id);
+  assert_int_equal(st->vt->get(st, k.p, k.len, &ov, &ver, &e), UNICO_OK);
+  ustore_op del = ustore_op_make(k.p, k.len, USTORE_PRESENT, 0, USTORE_DEL,
+                                 NULL, 0);
+  assert_int_equal(st->vt->cas(st, &del, &e), UNICO_OK);
+  utup_str(&pk, pk_text);
+  ukey_record(&rk, table, pk.p, pk.len);
+  ukey_floor_of(&fk, rk.p, rk.len);
+  ustored_record fr;
+  assert_int_equal(st->vt->get(st, fk.p, fk.len, &fv, &ver, &e), UNICO_OK);
+  assert_int_equal(ustored_record_decode(fv.p, fv.len, &fr), 0);
+  ustored_hist h = {0, NULL};
+  assert_int_equal(ustored_hist_add(&h, op_id, tu_wall_ms(), ov.p, ov.len), 0);
+  ustored_record_encode_hist(&tomb, UREC_DELETED, fr.version, op_id, "{}",
+                             NULL, tu_wall_ms(), &h);
+  ustore_op put = ustore_op_make(rk.p, rk.len, USTORE_ABSENT, 0, USTORE_PUT,
+                                 tomb.p, tomb.len);
+  assert_int_equal(st->vt->cas(st, &put, &e), UNICO_OK);
+  ustored_hist_free(&h);
+  ustored_record_free(&fr);
+  ubuf_free(&del.cur);
+  ubuf_free(&put.cur);
+  ubuf_free(&k);
+  ubuf_free(&ov);
+  ubuf_free(&rk);
+  ubuf_free(&fk);
+  ubuf_free(&fv);
+  ubuf_free(&tomb);
+  ubuf_free(&pk);
   st->vt->close(st);
   return open_store();
 }
@@ -248,7 +298,7 @@ static void test_delete_then_reinsert(void **state) {
   expect_ok(unico_insert(u, "users", "{\"id\":\"f\",\"email\":\"f1@x\"}", NULL,
                          &r), &r, "insert");
   expect_ok(unico_delete(u, "users", "\"f\"", 0, "del-f", &r), &r, "delete");
-  u = lose_outcome(u, "del-f");
+  u = lose_delete_finish(u, "del-f", "users", "f");
   expect_ok(unico_insert(u, "users", "{\"id\":\"f\",\"email\":\"f2@x\"}",
                          "ins-f2", &r), &r, "insert again");
   expect_ok(unico_delete(u, "users", "\"f\"", 0, "del-f", &r), &r, "retry");
@@ -324,6 +374,122 @@ static void test_history_bounded(void **state) {
   unico_close(u);
 }
 
+/* The store as it is, behind unico's back: rc of a get of key kind
+ * ("r" record, "f" floor) of users/id, with its record decoded into *r
+ * when present (the caller frees it). */
+static int raw_record(unico **u, const char *kind, const char *id,
+                      ustored_record *r) {
+  unico_close(*u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf pk = UBUF_INIT, rk = UBUF_INIT, fk = UBUF_INIT, v = UBUF_INIT;
+  uint64_t ver;
+  utup_str(&pk, id);
+  ukey_record(&rk, "users", pk.p, pk.len);
+  ukey_floor_of(&fk, rk.p, rk.len);
+  const ubuf *k = kind[0] == 'f' ? &fk : &rk;
+  int rc = st->vt->get(st, k->p, k->len, &v, &ver, &e);
+  if (rc == UNICO_OK) assert_int_equal(ustored_record_decode(v.p, v.len, r), 0);
+  ubuf_free(&pk);
+  ubuf_free(&rk);
+  ubuf_free(&fk);
+  ubuf_free(&v);
+  st->vt->close(st);
+  *u = open_store();
+  return rc;
+}
+
+/* A delete whose client stopped after its commit leaves its tombstone
+ * (and no outcome): once it is older than the grace period, check's
+ * settling removes it as the delete's finish would have (docs/protocol.md,
+ * "Rows that leave"): the outcome stored from the tombstone's history
+ * first, the floor raised; the key then goes on counting, and the
+ * delete's retry answers from the outcome, leaving the record inserted
+ * since alone. */
+static void test_check_removes_stopped_delete(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  ustored_record rec;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"g\",\"email\":\"g1@x\"}",
+                         NULL, &r), &r, "insert");
+  expect_ok(unico_delete(u, "users", "\"g\"", 0, "del-g", &r), &r, "delete");
+  assert_int_equal(raw_record(&u, "r", "g", &rec), UNICO_ENOTFOUND);
+  u = lose_delete_finish(u, "del-g", "users", "g");
+  assert_int_equal(raw_record(&u, "r", "g", &rec), UNICO_OK);
+  assert_int_equal(rec.state, UREC_DELETED);
+  ustored_record_free(&rec);
+  ustore_clock_shift(10000); /* (past the grace period) */
+  expect_ok(unico_check(u, &r), &r, "check");
+  assert_int_equal(raw_record(&u, "r", "g", &rec), UNICO_ENOTFOUND);
+  assert_int_equal(raw_record(&u, "f", "g", &rec), UNICO_OK);
+  assert_int_equal(rec.version, 1);
+  assert_int_equal(rec.state, UREC_DELETED); /* (not fenced) */
+  ustored_record_free(&rec);
+  expect_ok(unico_insert(u, "users", "{\"id\":\"g\",\"email\":\"g2@x\"}",
+                         "ins-g2", &r), &r, "insert again");
+  assert_int_equal(version_of(u, "g"), 2);
+  expect_ok(unico_delete(u, "users", "\"g\"", 0, "del-g", &r), &r, "retry");
+  char *e = email_of(u, "g");
+  assert_non_null(e); /* the retry answered from the outcome */
+  assert_string_equal(e, "g2@x");
+  free(e);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* A fence through a record key (an orphan claim of another op naming the
+ * record, judged past the grace period) marks the key's floor: from then
+ * on the key's tombstone never leaves, so that the fenced op's insert
+ * intent, which may still be on its way, can never land where the fence
+ * counted on the key being there. */
+static void test_fenced_key_keeps_tombstone(void **state) {
+  (void)state;
+  unico *u = open_fresh();
+  unico_result r = UNICO_RESULT_INIT;
+  ustored_record rec;
+  expect_ok(unico_insert(u, "users", "{\"id\":\"h\",\"email\":\"h1@x\"}",
+                         NULL, &r), &r, "insert");
+  /* behind unico's back: an orphan claim of h2@x by an op that died */
+  unico_close(u);
+  ustore *st = NULL;
+  ustore_err err = {{0}};
+  assert_int_equal(ustore_open(&st, url, &err), UNICO_OK);
+  ubuf pk = UBUF_INIT, val = UBUF_INIT, ck = UBUF_INIT, cv = UBUF_INIT;
+  utup_str(&pk, "h");
+  utup_str(&val, "h2@x");
+  ukey_claim(&ck, "users", "users_email", val.p, val.len);
+  ustored_claim_encode(&cv, UCLAIM_PENDING, pk.p, pk.len, "died-op",
+                       tu_wall_ms() - 60000);
+  ustore_op put = ustore_op_make(ck.p, ck.len, USTORE_ABSENT, 0, USTORE_PUT,
+                                 cv.p, cv.len);
+  assert_int_equal(st->vt->cas(st, &put, &err), UNICO_OK);
+  ubuf_free(&put.cur);
+  ubuf_free(&pk);
+  ubuf_free(&val);
+  ubuf_free(&ck);
+  ubuf_free(&cv);
+  st->vt->close(st);
+  u = open_store();
+  /* another record takes the value: the orphan's op is fenced through h */
+  expect_ok(unico_insert(u, "users", "{\"id\":\"k\",\"email\":\"h2@x\"}",
+                         NULL, &r), &r, "insert k");
+  assert_int_equal(raw_record(&u, "f", "h", &rec), UNICO_OK);
+  assert_int_equal(rec.state, UREC_ABORTED); /* fenced */
+  ustored_record_free(&rec);
+  expect_ok(unico_delete(u, "users", "\"h\"", 0, NULL, &r), &r, "delete h");
+  assert_int_equal(raw_record(&u, "r", "h", &rec), UNICO_OK);
+  assert_int_equal(rec.state, UREC_DELETED); /* stays */
+  ustored_record_free(&rec);
+  ustore_clock_shift(10000);
+  expect_ok(unico_check(u, &r), &r, "check");
+  assert_int_equal(raw_record(&u, "r", "h", &rec), UNICO_OK); /* stays */
+  ustored_record_free(&rec);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -334,6 +500,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_delete_then_reinsert),
       cmocka_unit_test(test_opid_reused),
       cmocka_unit_test(test_history_bounded),
+      cmocka_unit_test(test_check_removes_stopped_delete),
+      cmocka_unit_test(test_fenced_key_keeps_tombstone),
   };
   if (tu_scratch("test_history", dir, sizeof dir)) return 1;
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);

@@ -973,6 +973,70 @@ static void summary(double secs) {
   printf("test_sim: violations %" PRIu64 " (%.1f s)\n", t->violations, secs);
 }
 
+/* Incarnations of a record key (docs/protocol.md, "Rows that leave"): a
+ * refused insert removes the intent it made, and the key made again later
+ * must not pass through any version the removed one had, or a cas
+ * prepared against that one (an abort, a fence, a flip) would apply to
+ * the new record. Every version the key takes is seen by an observer. */
+typedef struct incarn_seen {
+  const ubuf *rkey;
+  uint64_t v[64];
+  size_t n;
+} incarn_seen;
+
+static void incarn_obs(void *ctx, usim *s, int client) {
+  incarn_seen *w = ctx;
+  ubuf val = UBUF_INIT;
+  uint64_t ver;
+  (void)client;
+  if (usim_get(s, w->rkey->p, w->rkey->len, &val, &ver) == UNICO_OK &&
+      w->n < 64 && (!w->n || w->v[w->n - 1] != ver))
+    w->v[w->n++] = ver;
+  ubuf_free(&val);
+}
+
+static void test_incarnations(void **state) {
+  (void)state;
+  unico *u;
+  unico_result res = UNICO_RESULT_INIT;
+  usim *s = sim_setup("incarn", 1, NULL, &u, 1, DDL);
+  op o;
+  memset(&o, 0, sizeof o);
+  o.table = T_USERS;
+  snprintf(o.pk, sizeof o.pk, "\"u2\"");
+  set_rkey(&o);
+  incarn_seen first = {&o.rkey, {0}, 0}, again = {&o.rkey, {0}, 0};
+  assert_int_equal(unico_insert(u, "users", "{\"id\":\"u1\",\"email\":\"e\"}",
+                                NULL, &res), UNICO_OK);
+  usim_observe(s, incarn_obs, &first);
+  assert_int_equal(unico_insert(u, "users", "{\"id\":\"u2\",\"email\":\"e\"}",
+                                NULL, &res), UNICO_ECONFLICT);
+  ubuf val = UBUF_INIT;
+  uint64_t ver;
+  if (!first.n)
+    fail_msg("the refused insert of u2 made no intent at its key");
+  if (usim_get(s, o.rkey.p, o.rkey.len, &val, &ver) != UNICO_ENOTFOUND)
+    fail_msg("the refused insert of u2 left its key behind (version %" PRIu64
+             ")", ver);
+  usim_observe(s, NULL, NULL);
+  assert_int_equal(unico_delete(u, "users", "\"u1\"", 0, NULL, &res), UNICO_OK);
+  usim_observe(s, incarn_obs, &again);
+  assert_int_equal(unico_insert(u, "users", "{\"id\":\"u2\",\"email\":\"e\"}",
+                                NULL, &res), UNICO_OK);
+  usim_observe(s, NULL, NULL);
+  assert_true(again.n > 0);
+  for (size_t i = 0; i < first.n; i++)
+    for (size_t j = 0; j < again.n; j++)
+      if (first.v[i] == again.v[j])
+        fail_msg("u2's key, made again, passed through version %" PRIu64
+                 " of its removed incarnation", again.v[j]);
+  ubuf_free(&val);
+  ubuf_free(&o.rkey);
+  unico_result_clear(&res);
+  unico_close(u);
+  usim_free(s);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   if (argv[0]) g_argv0 = argv[0];
@@ -991,6 +1055,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_hold_op_id_faults),
         cmocka_unit_test(test_hold_outlives_failed_write),
         cmocka_unit_test(test_schema_change_fences_updates),
+        cmocka_unit_test(test_incarnations),
     };
     failed = ucm_run_group("tests", tests, setup_schema, teardown_schema);
   }

@@ -130,7 +130,8 @@ static void check_body(run *r, const utable *t, const ustored_record *rec,
 }
 
 /* Parallel commit: an INTENT record is committed once every claim it
- * lists is PENDING naming its primary key, op id and attempt (the run
+ * lists is PENDING naming its primary key, op id and attempt, and its
+ * version is above its key's floor (the run
  * changes no schema, so its table's fingerprint holds). Its effective
  * state is then LIVE; the flip that follows is not another commit. */
 static int intent_complete(usim *s, const uint8_t *k, size_t kl,
@@ -154,6 +155,17 @@ static int intent_complete(usim *s, const uint8_t *k, size_t kl,
       ustored_claim_free(&cl);
     }
   }
+  /* ... and its record version is above the key's floor (docs/protocol.md,
+   * "Rows that leave") */
+  ubuf fk = UBUF_INIT;
+  ukey_floor_of(&fk, k, kl);
+  ustored_record fr;
+  if (ok && usim_get(s, fk.p, fk.len, &v, NULL) == UNICO_OK &&
+      !ustored_record_decode(v.p, v.len, &fr)) {
+    ok = fr.version < rec->version;
+    ustored_record_free(&fr);
+  }
+  ubuf_free(&fk);
   ubuf_free(&v);
   return ok;
 }
@@ -427,9 +439,10 @@ void check_ack(run *r, op *o) {
   }
   ubuf v = UBUF_INIT;
   ustored_record rec;
-  int in_force = 0;
-  if (usim_get(r->s, o->rkey.p, o->rkey.len, &v, NULL) == UNICO_OK &&
-      !ustored_record_decode(v.p, v.len, &rec)) {
+  int in_force = 0, g = usim_get(r->s, o->rkey.p, o->rkey.len, &v, NULL);
+  /* (a delete's tombstone may have left the key already: reap) */
+  if (g == UNICO_ENOTFOUND && want == UREC_DELETED) in_force = 1;
+  if (g == UNICO_OK && !ustored_record_decode(v.p, v.len, &rec)) {
     int st = eff_state(r->s, o->rkey.p, o->rkey.len, &rec);
     if (want == UREC_LIVE)
       in_force = st == UREC_LIVE && rec.op_id && !strcmp(rec.op_id, o->id);

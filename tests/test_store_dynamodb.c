@@ -350,7 +350,7 @@ static void test_native_versions(void **state) {
   ustore *s = open_fresh(opts, 0);
   const ustore_column cols[] = {{"id", 1}, {"email", 1}};
   const size_t pk[] = {0};
-  const ustore_tabledef def = {"people", 2, cols, 1, pk};
+  const ustore_tabledef def = {"people", 2, cols, 1, pk, 1};
   ustore_err e = {{0}};
   assert_int_equal(ustore_tables(s, &def, 1, USTORE_TABLES_CREATE, &e),
                    UNICO_OK);

@@ -13,8 +13,11 @@
 # Environment:
 #   HTTP_CLIENTS     connection (and bench thread) counts (default 1,4,32,64)
 #   HTTP_DURATION    seconds per point (default 5)
-#   HTTP_ENGINES     which rows: "null http http-loop http-delay unico postgres"
-#                    (default all; http: unico serve's defaults, http-loop:
+#   HTTP_ENGINES     which rows: "null http https http-loop http-delay unico postgres"
+#                    (default all; http: unico serve's defaults, https: the
+#                    same over HTTPS (--tls-cert, a P-256 certificate made by
+#                    tests/support/tls_certs.sh; wrk resumes no TLS session,
+#                    so each connection makes one handshake), http-loop:
 #                    --event-loop 2; http-delay: the defaults with the store
 #                    option sync_delay_us=1000 (docs/cli.md);
 #                    null: wrk against unico-null-server, an HTTP server
@@ -33,7 +36,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 CLIENTS=${HTTP_CLIENTS:-1,4,32,64}
 DURATION=${HTTP_DURATION:-5}
-ENGINES=${HTTP_ENGINES:-null http http-loop http-delay unico postgres}
+ENGINES=${HTTP_ENGINES:-null http https http-loop http-delay unico postgres}
 BUILD=$ROOT/build-bench
 WORK=$BUILD/http
 RESULTS=$ROOT/bench/results
@@ -165,6 +168,11 @@ serve_rows() { # a tag, the transport's label, store options, then unico serve's
   done
 }
 if has http; then serve_rows threads http-wrk ""; fi
+if has https; then
+  sh "$ROOT/tests/support/tls_certs.sh" "$WORK/certs" >/dev/null 2>&1 ||
+    { log "tests/support/tls_certs.sh failed (needs openssl)"; exit 1; }
+  serve_rows https https-wrk "" --tls-cert "$WORK/certs/server.pem" --tls-key "$WORK/certs/server.key"
+fi
 if has http-loop; then serve_rows loop "http-wrk --event-loop 2" "" --event-loop 2; fi
 if has http-delay; then serve_rows delay "http-wrk sync_delay_us=1000" "&sync_delay_us=1000"; fi
 

@@ -44,6 +44,7 @@ typedef struct chk {
    * are states the protocol expects, not violations; tombstones and FREE
    * claims age out. Limit groups keep members (UEXEC_T_GROUP_MEMBERS). */
   int claims_mode, members_mode;
+  int native; /* records in native tables (uexec_native_rows) */
   int64_t grace, retention;
   uint64_t orphans, in_flight, tombstones, free_claims;
   uint64_t claims_out; /* claims among them (orphans, in flight) */
@@ -170,6 +171,10 @@ static void not_live(chk *c, const uint8_t *k, size_t kl, uint64_t ver,
     }
   } else {
     c->tombstones++;
+    /* Past the grace period a tombstone leaves its key, unless a fence
+     * went through it (docs/protocol.md, "Rows that leave"): its delete's
+     * finish does that; this is for one whose client stopped first. */
+    if (r->since_ms < c->now - c->grace) add_fix(c, UEXEC_FIX_REAP, k, kl, ver);
     /* Past retention a tombstone keeps only its version (never its
      * removal: the key's versions must go on counting, so that a version
      * a client saw never names a later record there) */
@@ -280,9 +285,20 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   int bare = ver == 0 ||
              (c->claims_mode && r.version == 0 && !r.claims.n && want.n),
       taken = 0;
+  /* Key by key, a row of a native table another client changed behind
+   * unico's back (issue 37 item 6): a value it holds is not listed. Its
+   * claims are violations until repair stamps it as it does a bare row
+   * (the row written to itself listing the claims its values need, each
+   * free one taken by the protocol), which also drops the entries its
+   * values no longer need. */
+  int drifted = 0;
+  for (size_t i = 0; !bare && c->claims_mode && c->native && i < want.n; i++)
+    if (want.v[i].kind == UKEY_CLAIM &&
+        uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) < 0)
+      drifted = 1;
   fix *stamp = NULL;
-  if (bare) {
-    c->bare_rows++;
+  if (bare || drifted) {
+    if (bare) c->bare_rows++;
     int groups = 0;
     for (size_t i = 0; i < want.n; i++) groups |= want.v[i].kind == UKEY_GROUP;
     /* (repair claims its free values for it, listing them in the row; not
@@ -310,7 +326,8 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                 "the record lists a claim its values do not need");
       nstale++;
     }
-  if (nstale && !bare && unlist_stale(c, k, kl, pkoff, ver, &r, &want)) {
+  if (nstale && !bare && !stamp &&
+      unlist_stale(c, k, kl, pkoff, ver, &r, &want)) {
     ustored_record_free(&r);
     uclaims_free(&want);
     return 1;
@@ -343,9 +360,13 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
       if (uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) >= 0)
         violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
                   "no claim exists for a value the record holds");
-      fix *f = add_fix(c, UEXEC_FIX_RESTORE, want.v[i].key, want.v[i].klen,
-                       is_free ? cver : 0);
-      if (f) {
+      fix *f = NULL;
+      if (stamp) { /* (drifted: the stamp takes it) */
+        if (uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
+                        want.v[i].voff, want.v[i].con) == 0)
+          stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
+      } else if ((f = add_fix(c, UEXEC_FIX_RESTORE, want.v[i].key,
+                              want.v[i].klen, is_free ? cver : 0))) {
         ubuf_put(&f->rkey, k, kl);
         f->rver = ver;
         ustored_claim_encode(&f->val, UCLAIM_COMMITTED, k + pkoff, kl - pkoff,
@@ -364,10 +385,14 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
         violation(c, "claim_owner_mismatch", want.v[i].key, want.v[i].klen,
                   "the claim names another record than the one holding the value");
         taken = 1;
-      } else if (stamp && c->claims_mode) {
+      } else if (stamp && c->claims_mode &&
+                 (bare || uclaims_find(&r.claims, want.v[i].key,
+                                       want.v[i].klen) < 0)) {
         /* key by key, a claim naming the bare row (a stamp that has not
          * committed, or never will) is taken again by the stamp: listed
-         * as found, an undo of that stamp could free it under the row */
+         * as found, an undo of that stamp could free it under the row
+         * (and so is one naming a drifted row that does not list it; the
+         * ones it lists stay as they are) */
         if (uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
                         want.v[i].voff, want.v[i].con))
           c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
@@ -577,24 +602,28 @@ static int pair_cmp(const void *a, const void *b) {
   return x->clen < y->clen ? -1 : x->clen > y->clen;
 }
 
-static int scan_kind(chk *c, const char *kind, uexec_scan_cb cb) {
-  ubuf p = UBUF_INIT;
-  ukey_kind(&p, kind);
-  int rc = uexec_scan(c->u->x, &p, cb, c, c->res);
-  ubuf_free(&p);
-  if (c->err) return c->err;
-  return rc < 0 ? rc : UNICO_OK;
+/* Do two live records hold claim key k (c->pairs sorted)? */
+static int is_duplicate(const chk *c, const uint8_t *k, size_t kl) {
+  pair want = {(uint8_t *)k, kl, NULL, 0};
+  const pair *p = bsearch(&want, c->pairs, c->npairs, sizeof *p, pair_cmp);
+  if (!p) return 0;
+  size_t i = (size_t)(p - c->pairs);
+  return (i > 0 && !pair_cmp(&c->pairs[i - 1], p)) ||
+         (i + 1 < c->npairs && !pair_cmp(&c->pairs[i + 1], p));
 }
 
-/* Repair never picks a winner: the stamps of bare rows that would claim
- * value key k, which another row holds too, are dropped (each would take
- * it for its row, and the first to run would win). The rows stay bare;
- * check reports the duplicate. */
-static void unstamp(chk *c, const uint8_t *k, size_t kl) {
-  size_t j = 0;
+/* Repair leaves a value two live records hold to a person (issue 37 item
+ * 8): the stamps of bare rows holding it and the claims restored for it
+ * are dropped, so neither row gets it, whichever would be repaired
+ * first. */
+static void drop_duplicate_fixes(chk *c) {
+  size_t n = 0;
   for (size_t i = 0; i < c->nfixes; i++) {
     fix *f = &c->fixes[i];
-    if (f->kind == UEXEC_FIX_STAMP && uclaims_find(&f->take, k, kl) >= 0) {
+    int dup = f->kind == UEXEC_FIX_RESTORE && is_duplicate(c, f->key.p, f->key.len);
+    for (size_t j = 0; f->kind == UEXEC_FIX_STAMP && !dup && j < f->take.n; j++)
+      dup = is_duplicate(c, f->take.v[j].key, f->take.v[j].klen);
+    if (dup) {
       ubuf_free(&f->key);
       ubuf_free(&f->rkey);
       ubuf_free(&f->hkey);
@@ -603,10 +632,18 @@ static void unstamp(chk *c, const uint8_t *k, size_t kl) {
       uclaims_free(&f->take);
       continue;
     }
-    if (j != i) c->fixes[j] = *f;
-    j++;
+    c->fixes[n++] = *f;
   }
-  c->nfixes = j;
+  c->nfixes = n;
+}
+
+static int scan_kind(chk *c, const char *kind, uexec_scan_cb cb) {
+  ubuf p = UBUF_INIT;
+  ukey_kind(&p, kind);
+  int rc = uexec_scan(c->u->x, &p, cb, c, c->res);
+  ubuf_free(&p);
+  if (c->err) return c->err;
+  return rc < 0 ? rc : UNICO_OK;
 }
 
 static int audit(unico *u, int repair, chk *out, unico_result *res);
@@ -640,7 +677,8 @@ static int settle_leftovers(unico *u, uint64_t *settled, unico_result *res) {
   unico_result_clear(&tmp);
   for (size_t i = 0; i < c.nfixes && !rc; i++) {
     int k = c.fixes[i].kind;
-    if (k != UEXEC_FIX_ORPHAN && k != UEXEC_FIX_INTENT && k != UEXEC_FIX_SETTLE)
+    if (k != UEXEC_FIX_ORPHAN && k != UEXEC_FIX_INTENT &&
+        k != UEXEC_FIX_SETTLE && k != UEXEC_FIX_REAP)
       continue;
     int r = uexec_fix_apply(u->x, &c.fixes[i], res);
     if (r == UNICO_OK) (*settled)++;
@@ -710,7 +748,10 @@ int uapi_repair(unico *u, unico_result *res) {
         applied++;
         if (c.fixes[i].kind == UEXEC_FIX_UNLIST) unlisted += c.fixes[i].n;
       } else if (r == UEXEC_NOT_APPLIED) {
-        moved++; /* changed since: left */
+        /* changed since: left (a tombstone a fence went through stays;
+         * one that left is not there to shrink) */
+        int k = c.fixes[i].kind;
+        moved += k != UEXEC_FIX_REAP && k != UEXEC_FIX_TOMB;
       } else {
         rc = r;
       }
@@ -742,6 +783,8 @@ int uapi_repair(unico *u, unico_result *res) {
                         json_integer((json_int_t)done[UEXEC_FIX_INTENT]));
     json_object_set_new(o, "tombstones_shrunk",
                         json_integer((json_int_t)done[UEXEC_FIX_TOMB]));
+    json_object_set_new(o, "tombstones_removed",
+                        json_integer((json_int_t)done[UEXEC_FIX_REAP]));
     json_object_set_new(o, "free_claims_removed",
                         json_integer((json_int_t)done[UEXEC_FIX_FREE]));
     json_object_set_new(o, "intents_settled",
@@ -871,6 +914,7 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
   c.repair = repair;
   c.claims_mode = (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) != 0;
   c.members_mode = (uexec_traits(u->x) & UEXEC_T_GROUP_MEMBERS) != 0;
+  c.native = uexec_native_rows(u->x);
   c.grace = uexec_grace(u->x);
   c.sver = sc->store_ver;
   c.retention = (int64_t)uexec_retention(u->x);
@@ -899,10 +943,17 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
   if (c.npairs) qsort(c.pairs, c.npairs, sizeof *c.pairs, pair_cmp);
   for (size_t i = 1; i < c.npairs; i++)
     if (!pair_cmp(&c.pairs[i - 1], &c.pairs[i])) {
+      char *o1 = hexkey(c.pairs[i - 1].owner, c.pairs[i - 1].olen),
+           *o2 = hexkey(c.pairs[i].owner, c.pairs[i].olen);
       violation(&c, "duplicate_value", c.pairs[i].claim, c.pairs[i].clen,
-                "two live records hold this value");
-      unstamp(&c, c.pairs[i].claim, c.pairs[i].clen);
+                "two live records hold this value: %s and %s", o1 ? o1 : "?",
+                o2 ? o2 : "?");
+      free(o1);
+      free(o2);
     }
+  /* ... and repair claims it for neither (docs/cli.md: it never picks a
+   * winner): a row holding it is not stamped, its claim not restored */
+  if (c.repair) drop_duplicate_fixes(&c);
   json_t *o = json_pack("{s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O}", "ok",
                         c.nviol == 0, "records", (json_int_t)c.records,
                         "claims", (json_int_t)c.claims, "holds",

@@ -96,6 +96,13 @@ int uapi_unique_constraint(const utable *t, const char *name,
  * when it is missing. */
 const utable *uapi_find_table(const usch *sc, const char *table,
                               unico_result *res);
+/* Does live record r's body still hold claim key ck (its table as the
+ * current schema has it)? 1 yes, or when it cannot be told (a constraint
+ * the schema does not have, a body that does not parse); 0 when another
+ * writer changed the value or let it expire (exec.h, uexec_holds_fn: ctx
+ * is the unico handle). */
+int uapi_body_holds(void *ctx, const ustored_record *r, const uint8_t *ck,
+                    size_t cklen);
 /* Table `table` of sc and in *ci its unique constraint `constraint`; NULL
  * with res filled when either is missing. */
 const utable *uapi_find_unique(const usch *sc, const char *table,

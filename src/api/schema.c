@@ -111,7 +111,8 @@ int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res) {
   size_t c = 0;
   for (size_t i = 0; i < n; i++) {
     const utable *t = &s->tables[i];
-    defs[i] = (ustore_tabledef){t->name, t->ncols, &cols[c], t->npk, &pks[c]};
+    defs[i] = (ustore_tabledef){t->name, t->ncols, &cols[c], t->npk, &pks[c],
+                                t->npart};
     for (size_t j = 0; j < t->npk; j++) pks[c + j] = (size_t)t->pk[j];
     for (size_t j = 0; j < t->ncols; j++, c++)
       cols[c] = (ustore_column){t->cols[j].name, (int)t->cols[j].type};
@@ -222,7 +223,7 @@ static int needs_empty(const utable *o, const utable *n, char *why,
       return 1;
     }
   }
-  int pk_same = o->npk == n->npk;
+  int pk_same = o->npk == n->npk && o->npart == n->npart;
   for (size_t i = 0; pk_same && i < o->npk; i++)
     pk_same = !strcmp(o->cols[o->pk[i]].name, n->cols[n->pk[i]].name);
   if (!pk_same) {

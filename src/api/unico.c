@@ -112,6 +112,7 @@ int unico_open(unico **out, const char *url, const unico_options *opts,
   snprintf(u->opprefix, sizeof u->opprefix, "g-%016" PRIx64, r);
   int rc = uexec_open(&u->x, url, opts ? opts->outcome_retention_ms : 0, res);
   if (!rc) uexec_set_fingerprint(u->x, uapi_table_fingerprint);
+  if (!rc) uexec_set_holds(u->x, uapi_body_holds, u);
   if (!rc && opts && opts->struct_version >= 2)
     uexec_set_grace(u->x, (int64_t)opts->grace_ms);
   if (!rc && opts && opts->struct_version >= 3) {

@@ -987,19 +987,8 @@ static int held_claim(wcall *w, wround *r, const uclaim *c,
   return rc;
 }
 
-/* Does the body of live record r of table t need claim key ck? 1 yes, 0
- * no, or an error. An unreadable body counts as needing it. */
-static int body_needs(const utable *t, const ustored_record *r,
-                      const uint8_t *ck, size_t cklen, unico_result *res) {
-  json_t *body = r->body ? json_loads(r->body, 0, NULL) : NULL;
-  uclaims want = UCLAIMS_INIT;
-  int rc = 1;
-  if (body && !(rc = uplan_claims(t, body, &want, res)))
-    rc = uclaims_find(&want, ck, cklen) >= 0;
-  json_decref(body);
-  uclaims_free(&want);
-  return rc;
-}
+static int body_needs(const utable *t, const char *body_text,
+                      const uint8_t *ck, size_t cklen);
 
 /* Does record owner of table t hold the value of claim c (key ck)? Read
  * now: live, and its body needs the claim. 1 yes, 0 no, or an error; *r
@@ -1025,7 +1014,7 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
     *have = 1;
     if (inflight) rc = 1; /* (an insert in flight: judged as holding) */
     else if (r->state != UREC_LIVE) rc = 0;
-    else rc = body_needs(t, r, ck, cklen, res);
+    else rc = body_needs(t, r->body, ck, cklen);
   }
   ubuf_free(&v);
   return rc;
@@ -1302,6 +1291,41 @@ leave:
   return rc;
 }
 
+/* Does body (of a record of t) need claim key ck? 1 when it cannot be
+ * told. */
+static int body_needs(const utable *t, const char *body_text,
+                      const uint8_t *ck, size_t cklen) {
+  size_t voff;
+  int con = -1;
+  char tb[256];
+  if (!body_text || uplan_claim_split(t, ck, cklen, &voff, &con, tb, sizeof tb) < 0 ||
+      con < 0)
+    return 1;
+  json_t *body = json_loads(body_text, 0, NULL);
+  uclaims want = UCLAIMS_INIT;
+  unico_result tmp = UNICO_RESULT_INIT;
+  int h = 1;
+  if (body && !uplan_claims(t, body, &want, &tmp))
+    h = uclaims_find(&want, ck, cklen) >= 0;
+  uclaims_free(&want);
+  unico_result_clear(&tmp);
+  json_decref(body);
+  return h;
+}
+
+int uapi_body_holds(void *ctx, const ustored_record *r, const uint8_t *ck,
+                    size_t cklen) {
+  unico *u = ctx;
+  char table[256];
+  size_t rest;
+  if (ukey_split_table(ck, cklen, "u", table, sizeof table, &rest)) return 1;
+  usch *sc = uapi_sch_get(u);
+  const utable *t = uschema_table(sc->s, table);
+  int h = t ? body_needs(t, r->body, ck, cklen) : 1;
+  uapi_sch_put(sc);
+  return h;
+}
+
 int uapi_lookup(unico *u, const char *table, const char *constraint,
                  const char *values_json, unico_result *res) {
   usch *sc = schema_for(u, table, constraint);
@@ -1346,11 +1370,9 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     rc = read_record(u, &rk, &r, NULL, res);
     ubuf_free(&rk);
     if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) {
-      /* listed; and its body must still need it: a column changed behind
-       * unico's back leaves the list as it was (DESIGN.md invariant 5) */
-      rc = body_needs(t, &r, key.p, key.len, res);
-      if (rc == 0) rc = UNICO_ENOTFOUND;
-      if (rc == 1) rc = UNICO_OK;
+      /* (and by its body: in a native table another writer may have
+       * changed the value or let it expire; issue 37 item 6) */
+      if (!body_needs(t, r.body, key.p, key.len)) rc = UNICO_ENOTFOUND;
       break;
     }
     if (rc && rc != UNICO_ENOTFOUND) break;

@@ -55,6 +55,9 @@ typedef struct cx {
   uint64_t intent;    /* insert: version of our PENDING record */
   int applied;        /* insert found its own live record (a repeat) */
   int fresh;          /* the intent was created by this attempt's batch */
+  int made;           /* this call made the key from absent (at the
+                         version it drew) and carries nothing over: a
+                         refused write removes it (leave_or_tombstone) */
   int64_t waited;     /* ms spent waiting for operations in flight */
   ubuf *leave_ops;    /* per release: the op ids of this record's entries
                          in that group before the commit (NUL-separated) */
@@ -83,6 +86,9 @@ typedef struct cx {
                          a dead write's): only then may its undo remove it
                          (one found from an earlier call may stand for a
                          write that committed) */
+  uint64_t tomb_at;   /* a delete that committed: its tombstone's version
+                         (reap removes it there) */
+  int floor_ok;       /* the key's floor was made by this delete's commit */
   int mark_late;      /* an update or delete that takes no value: no batch
                          for the marker to ride with, so it goes with the
                          commit (no round trip of its own) */
@@ -163,6 +169,25 @@ static int holds(const ubuf *rv, int present, const uclaim *k, int *live) {
   return h;
 }
 
+/* holds(), and on a native table also by the record's body: a value
+ * another writer changed or let expire is not held, whatever the claim
+ * list says (issue 37 item 6; exec.h, uexec_set_holds). For judging
+ * another operation's claim, never for our own releases. */
+static int holds_now(const uexec *x, const ubuf *rv, int present,
+                     const uclaim *k, int *live, int *stale) {
+  int h = holds(rv, present, k, live);
+  ustored_record r;
+  *stale = 0;
+  if (!h || !x->holds || ustored_record_decode(rv->p, rv->len, &r)) return h;
+  h = x->holds(x->holds_ctx, &r, k->key, k->klen);
+  ustored_record_free(&r);
+  /* A live record lists the claim: its operation committed, so the claim
+   * is no write in flight, however PENDING it still reads; it is an
+   * orphan now, to fence and take without waiting. */
+  *stale = !h;
+  return h;
+}
+
 /* Is rv a record this op wrote? */
 static int record_is_mine(const cx *c, const ubuf *rv) {
   ustored_record r;
@@ -222,6 +247,116 @@ static int intent_lists(const ubuf *rv, const uclaim *k) {
   return h;
 }
 
+/* A fresh version for a record key the claims protocol makes (absent ->
+ * something: ustore_op.create_version). Drawn like an attempt id, from the
+ * executor's seed (so a deterministic store's run repeats), in [2^32,
+ * 2^62): above every version a key counted up from 1 reaches, and, for
+ * two incarnations of a key that each pass through fewer than n versions,
+ * the same number in both with a chance under 2n / 2^62. So a record key
+ * that leaves (an aborted intent removed, docs/protocol.md "Rows that
+ * leave") and is made again never meets a cas prepared against the
+ * incarnation before. */
+static uint64_t new_incarnation(uexec *x, const char *op_id, int64_t now) {
+  uint64_t n = atomic_fetch_add(&x->attempts, 1) + 1;
+  uint64_t a = ustored_hash(USTORED_HASH_INIT ^ x->seed ^ 0x5a17u, op_id,
+                            strlen(op_id));
+  a = ustored_hash(a, &now, sizeof now);
+  a = ustored_hash(a, &n, sizeof n);
+  return (a & ((UINT64_C(1) << 62) - 1)) | (UINT64_C(1) << 32);
+}
+
+/* An op that makes record key rk (absent -> val) at a fresh version. */
+static ustore_op make_record(uexec *x, const char *op_id, int64_t now,
+                             const ubuf *rk, const ubuf *val) {
+  ustore_op o = kop(rk->p, rk->len, USTORE_ABSENT, 0, USTORE_PUT, val);
+  o.create_version = new_incarnation(x, op_id, now);
+  return o;
+}
+
+/* ------------------------------------------------------------------ */
+/* A record key's floor (docs/protocol.md, "Rows that leave")
+ *
+ * ("f", table, pk...) in unico's own table, beside record key ("r", ...):
+ * a stored record whose version is the highest record version the key had
+ * when a deleted record's tombstone left it (an insert where the key is
+ * absent continues above it), and whose state says whether a fence ever
+ * went through the key (UREC_ABORTED: then the record key never leaves,
+ * since a fenced operation's insert intent may still be on its way; else
+ * UREC_DELETED). Absent: 0, never fenced. */
+
+typedef struct floor_st {
+  uint64_t floor;
+  int fenced;
+  uint64_t sver; /* its store version; 0: absent */
+} floor_st;
+
+/* floor_st from a get's answer (rc UNICO_OK with val, or ENOTFOUND). */
+static int floor_of(int rc, const ubuf *val, uint64_t sver, floor_st *f) {
+  memset(f, 0, sizeof *f);
+  if (rc == UNICO_ENOTFOUND) return UNICO_OK;
+  if (rc) return rc;
+  ustored_record r;
+  if (ustored_record_decode(val->p, val->len, &r)) return UNICO_ECORRUPT;
+  f->floor = r.version;
+  f->fenced = r.state == UREC_ABORTED;
+  f->sver = sver;
+  ustored_record_free(&r);
+  return UNICO_OK;
+}
+
+/* Raise rk's floor to at least `version`, and mark it fenced when
+ * `fence`: a cas at the version read, again while it moves. *out: the
+ * floor as it now is. UNICO_OK, or an error (res set). */
+static int floor_raise(uexec *x, const char *op_id, int64_t now,
+                       const uint8_t *rk, size_t rkl, uint64_t version,
+                       int fence, floor_st *out, unico_result *res) {
+  ubuf fk = UBUF_INIT, v = UBUF_INIT, nv = UBUF_INIT;
+  int rc = UNICO_OK;
+  ukey_floor_of(&fk, rk, rkl);
+  if (!ubuf_ok(&fk) || !fk.len) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL, "a record key is corrupt");
+    goto leave;
+  }
+  for (int round = 0;; round++) {
+    if (round == MAX_ROUNDS) {
+      rc = uerr(res, UNICO_EBUSY, NULL,
+                "a record key's floor kept moving; try again");
+      break;
+    }
+    ustore_err e = {{0}};
+    uint64_t sv = 0;
+    ubuf_reset(&v);
+    int g = x->st->vt->get(x->st, fk.p, fk.len, &v, &sv, &e);
+    if (g && g != UNICO_ENOTFOUND) {
+      rc = uexec_store_err(res, g, "reading", &e);
+      break;
+    }
+    floor_st f;
+    if (floor_of(g, &v, sv, &f)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a record key's floor is corrupt");
+      break;
+    }
+    *out = f;
+    if (f.floor >= version && (f.fenced || !fence)) break;
+    out->floor = f.floor > version ? f.floor : version;
+    out->fenced = f.fenced || fence;
+    ubuf_reset(&nv);
+    ustored_record_encode_at(&nv, out->fenced ? UREC_ABORTED : UREC_DELETED,
+                             out->floor, op_id, "{}", NULL, now);
+    ustore_op o = kop(fk.p, fk.len, sv ? USTORE_VERSION : USTORE_ABSENT, sv,
+                      USTORE_PUT, &nv);
+    rc = xcas(x, &o, res);
+    ubuf_free(&o.cur);
+    if (rc != USTORE_NOT_APPLIED) break;
+    rc = UNICO_OK;
+  }
+leave:
+  ubuf_free(&fk);
+  ubuf_free(&v);
+  ubuf_free(&nv);
+  return rc;
+}
+
 /* Fence the operation behind an orphan of record rkey, read at rver
  * (present) with value rv: move the record's version, or create it
  * ABORTED. UNICO_OK when fenced; USTORE_NOT_APPLIED when the record moved
@@ -231,11 +366,18 @@ static int fence_x(uexec *x, const char *op_id, int64_t now,
                    const ubuf *rv, unico_result *res) {
   ubuf tomb = UBUF_INIT;
   ustore_op o;
+  /* First the key's floor says a fence went through it: from then on the
+   * record key never leaves, so the fenced op's insert intent, which may
+   * be on its way still (absent -> PENDING), can never land. */
+  floor_st fl;
+  int frc = floor_raise(x, op_id, now, rkey->p, rkey->len, 0, 1, &fl, res);
+  if (frc) return frc;
   if (present) {
     o = kop(rkey->p, rkey->len, USTORE_VERSION, rver, USTORE_PUT, rv);
   } else {
-    ustored_tombstone_encode(&tomb, op_id, now, 0, NULL);
-    o = kop(rkey->p, rkey->len, USTORE_ABSENT, 0, USTORE_PUT, &tomb);
+    /* (at the key's floor: an insert over it continues above) */
+    ustored_tombstone_encode(&tomb, op_id, now, fl.floor, NULL);
+    o = make_record(x, op_id, now, rkey, &tomb);
   }
   int rc = xcas(x, &o, res);
   ubuf_free(&o.cur);
@@ -375,7 +517,8 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
   ubuf nv = UBUF_INIT;
   ustore_op *rd = NULL, o;
   int *rrc = NULL, rc = UNICO_OK, changing = 0;
-  uint64_t fp = 0;
+  uint64_t fp = 0, low = 0; /* low: the floor an intent is not above */
+  ubuf fk = UBUF_INIT;
   *out = SETTLED_INFLIGHT;
   if (ukey_split_table(rk, rkl, "r", table, sizeof table, &pkoff) ||
       ustored_record_decode(rv->p, rv->len, &r))
@@ -389,10 +532,13 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
   else rc = schema_fp(x, table, &fp, &changing, res);
   if (rc || changing) goto leave; /* (a change marked: it decides) */
   int complete = fp == r.fp;
-  if (complete && r.claims.n) {
+  if (complete) {
+    /* its claims, and the key's floor: an intent at or below it was made
+     * where a tombstone had just left, under a stale floor, and can never
+     * commit (docs/protocol.md, "Rows that leave") */
     n = r.claims.n;
-    rd = calloc(n, sizeof *rd);
-    rrc = calloc(n, sizeof *rrc);
+    rd = calloc(n + 1, sizeof *rd);
+    rrc = calloc(n + 1, sizeof *rrc);
     if (!rd || !rrc) {
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       goto leave;
@@ -400,10 +546,19 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
     for (size_t i = 0; i < n; i++)
       rd[i] = ustore_op_make(r.claims.v[i].key, r.claims.v[i].klen, USTORE_ANY,
                              0, USTORE_CHECK, NULL, 0);
-    if (ustore_get_many(x->st, rd, n, rrc, NULL)) {
+    ukey_floor_of(&fk, rk, rkl);
+    rd[n] = kop(fk.p, fk.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+    if (ustore_get_many(x->st, rd, n + 1, rrc, NULL)) {
       rc = uerr(res, UNICO_EUNAVAILABLE, NULL, "reading an intent's claims");
       goto leave;
     }
+    floor_st fl;
+    int frc = floor_of(rrc[n], &rd[n].cur, rd[n].cur_version, &fl);
+    if (frc) {
+      rc = uexec_store_err(res, frc, "reading", NULL);
+      goto leave;
+    }
+    if (fl.floor >= r.version) complete = 0, low = fl.floor;
     for (size_t i = 0; i < n && complete; i++) {
       ustored_claim cl;
       if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) {
@@ -462,17 +617,18 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
   long h = ustored_hist_find(&r.hist, r.op_id); /* (it did not happen) */
   if (h >= 0) ustored_hist_remove(&r.hist, (size_t)h);
   /* (an intent carries the version it would have had: never seen) */
-  ustored_tombstone_encode(&nv, r.op_id, now, r.version ? r.version - 1 : 0,
-                           &r.hist);
+  ustored_tombstone_encode(&nv, r.op_id, now,
+                           low ? low : r.version ? r.version - 1 : 0, &r.hist);
   o = ustore_op_make(rk, rkl, USTORE_VERSION, rver, USTORE_PUT, nv.p, nv.len);
   rc = xcas(x, &o, res);
   ubuf_free(&o.cur);
   if (rc == UNICO_OK) *out = SETTLED_ABORTED;
 leave:
-  for (size_t i = 0; rd && i < n; i++) ubuf_free(&rd[i].cur);
+  for (size_t i = 0; rd && i <= n; i++) ubuf_free(&rd[i].cur);
   free(rd);
   free(rrc);
   ubuf_free(&nv);
+  ubuf_free(&fk);
   ustored_record_free(&r);
   return rc;
 }
@@ -551,7 +707,8 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
     cl->since_ms = c->now;
   }
   int mine = is_me(c, cl->owner, cl->owner_len, cl->op_id);
-  if (holds(rv, rpresent, ck, &live)) {
+  int stale;
+  if (holds_now(c->x, rv, rpresent, ck, &live, &stale)) {
     if (mine && record_is_mine(c, rv)) {
       /* our op's earlier intent, committed: this insert is a repeat, or
        * another request under its op id (the history says: "reused") */
@@ -572,7 +729,7 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
     *rc = USTORE_NOT_APPLIED;
     return NEXT_STOP;
   }
-  int pending = cl->state == UCLAIM_PENDING &&
+  int pending = !stale && cl->state == UCLAIM_PENDING &&
                 cl->since_ms > c->now - c->x->grace_ms;
   ubuf hold = UBUF_INIT;
   if (!hold_used(rv, rpresent, cl->op_id)) carried_hold(cl, NULL, c->now, &hold);
@@ -794,9 +951,9 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
         int brc = build_intent(c, ival, res);
         if (brc) return brc;
       }
-      o = kop(rk->p, rk->len, USTORE_ABSENT, 0, USTORE_PUT, ival);
+      o = make_record(c->x, c->me.op_id, c->now, rk, ival);
       rc = cas(c, &o, res);
-      if (rc == UNICO_OK) c->intent = 1;
+      if (rc == UNICO_OK) c->intent = o.create_version, c->made = 1;
     } else {
       ustored_record r;
       if (ustored_record_decode(cur->p, cur->len, &r))
@@ -818,7 +975,9 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
         ustored_record_free(&r);
         o = kop(rk->p, rk->len, USTORE_VERSION, cv, USTORE_PUT, ival);
         rc = cas(c, &o, res);
-        if (rc == UNICO_OK) c->intent = cv + 1;
+        /* (made by us still only if nobody wrote it since) */
+        if (rc == UNICO_OK) c->made = c->made && cv == c->intent,
+                            c->intent = cv + 1;
         goto moved;
       }
       if (state == UREC_INTENT) {
@@ -894,7 +1053,7 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
       /* a tombstone, or a stale intent (taking it over fences it) */
       o = kop(rk->p, rk->len, USTORE_VERSION, cv, USTORE_PUT, ival);
       rc = cas(c, &o, res);
-      if (rc == UNICO_OK) c->intent = cv + 1;
+      if (rc == UNICO_OK) c->intent = cv + 1, c->made = 0;
     }
   moved:
     if (rc == USTORE_NOT_APPLIED) {
@@ -1164,21 +1323,39 @@ static void note_restored(cx *c, uexec_refused *why, size_t k, uint64_t ver) {
   if (why->restored) why->restored[k] = ver; /* (else: a later round) */
 }
 
+/* Give up this call's intent, at the version this call last wrote it:
+ * removed when this call made the key from absent and it carries nothing
+ * over (no earlier version, no history), else an ABORTED tombstone that
+ * keeps the key's history and version. Removing it is safe: whoever else
+ * wrote the key since (a fence through it, a settle) moved its version,
+ * and then nothing is removed (docs/protocol.md, "Rows that leave").
+ * UNICO_OK, or why it did not apply. */
+static int give_up_intent(cx *c) {
+  ubuf tomb = UBUF_INIT;
+  ustore_op o;
+  if (c->made && !c->floor && !c->base.n) {
+    o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
+            USTORE_DEL, NULL);
+  } else {
+    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor,
+                             &c->base);
+    o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
+            USTORE_PUT, &tomb);
+  }
+  int rc = cas(c, &o, NULL);
+  ubuf_free(&o.cur);
+  ubuf_free(&tomb);
+  c->intent = 0;
+  c->made = 0;
+  return rc;
+}
+
 static void undo(cx *c, uexec_refused *why) {
   if (c->unsettled || c->keep) return; /* (it may be done, or is) */
   if (c->intent && c->fast) {
     /* Our intent may be complete: abort it first (a cas at its version);
      * if someone flipped it meanwhile, its claims are its own now. */
-    ubuf tomb = UBUF_INIT;
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor,
-                             &c->base);
-    ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
-                      USTORE_PUT, &tomb);
-    int rc = cas(c, &o, NULL);
-    ubuf_free(&o.cur);
-    ubuf_free(&tomb);
-    c->intent = 0;
-    if (rc != UNICO_OK) return;
+    if (give_up_intent(c) != UNICO_OK) return;
   }
   for (size_t k = 0; k < c->p->take.n; k++) {
     if (!c->held[k]) continue;
@@ -1200,16 +1377,8 @@ static void undo(cx *c, uexec_refused *why) {
     ubuf_free(&o.cur);
     c->marked = 0;
   }
-  if (c->intent) { /* (the history it carries stays with the key) */
-    ubuf tomb = UBUF_INIT;
-    ustored_tombstone_encode(&tomb, c->me.op_id, c->now, c->floor,
-                             &c->base);
-    ustore_op o = kop(c->p->rkey.p, c->p->rkey.len, USTORE_VERSION, c->intent,
-                      USTORE_PUT, &tomb);
-    cas(c, &o, NULL);
-    ubuf_free(&o.cur);
-    ubuf_free(&tomb);
-  }
+  if (c->intent) /* (the history it carries stays with the key) */
+    give_up_intent(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1305,37 +1474,65 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
           &c->rval);
   ustore_err e = {{0}};
   int rc;
-  if (c->mark_late && !c->marked) {
+  /* A delete raises the key's floor to the deleted record's version in
+   * parallel with its commit, so that its tombstone can leave the key
+   * after it (reap; a floor raised by a commit that then does not apply
+   * only names a version the key did have). */
+  ubuf fk = UBUF_INIT, fv = UBUF_INIT;
+  ustored_record tr;
+  int del = p->kind == UPLAN_DELETE &&
+            !ustored_record_decode(c->rval.p, c->rval.len, &tr);
+  if (del) {
+    ukey_floor_of(&fk, p->rkey.p, p->rkey.len);
+    ustored_record_encode_at(&fv, UREC_DELETED, tr.version, c->me.op_id,
+                             "{}", NULL, c->now);
+    ustored_record_free(&tr);
+    del = ubuf_ok(&fk) && ubuf_ok(&fv) && fk.len;
+  }
+  c->floor_ok = 0;
+  if ((c->mark_late && !c->marked) || del) {
     /* The op id's marker with the commit, in parallel: both land before
      * the answer. (Found another request's: it was used meanwhile, as
      * the outcome read before the plan did not show; the commit stands.) */
-    ustore_op ops[3];
-    int rcs[3] = {0, 0, 0};
-    ustore_err errs[3];
+    ustore_op ops[4];
+    int rcs[4] = {0, 0, 0, 0};
+    ustore_err errs[4];
+    size_t n = 1, mk = 0, fl = 0;
     memset(errs, 0, sizeof errs);
     ops[0] = o;
-    ops[1] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                 &c->mark);
-    ops[2] = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
-    ops[1].expire_ms = ops[2].expire_ms = uexec_purge_at(c->x, c->now);
-    int b = ustore_cas_many(c->x->st, ops, 3, rcs, errs);
+    if (c->mark_late && !c->marked) {
+      mk = n;
+      ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                     &c->mark);
+      ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+      ops[mk].expire_ms = ops[mk + 1].expire_ms = uexec_purge_at(c->x, c->now);
+    }
+    if (del) {
+      fl = n;
+      ops[n++] = kop(fk.p, fk.len, USTORE_ABSENT, 0, USTORE_PUT, &fv);
+    }
+    int b = ustore_cas_many(c->x->st, ops, n, rcs, errs);
     rc = b ? b : rcs[0];
     e = errs[0];
-    if (!b && rcs[1] == UNICO_OK) {
+    if (mk && !b && rcs[mk] == UNICO_OK) {
       c->marked = 1, c->mark_made = 1;
-    } else if (!b && rcs[1] == USTORE_NOT_APPLIED && ops[1].exists) {
+    } else if (mk && !b && rcs[mk] == USTORE_NOT_APPLIED && ops[mk].exists) {
       ustored_outcome m;
-      if (!ustored_outcome_decode(ops[1].cur.p, ops[1].cur.len, &m)) {
+      if (!ustored_outcome_decode(ops[mk].cur.p, ops[mk].cur.len, &m)) {
         if (ustored_outcome_is_mark(&m) && same_out(c, &m))
-          c->marked = ops[1].cur_version;
+          c->marked = ops[mk].cur_version;
         ustored_outcome_free(&m);
       }
     }
-    for (int i = 0; i < 3; i++) ubuf_free(&ops[i].cur);
+    c->floor_ok = fl && !b && rcs[fl] == UNICO_OK;
+    for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
   } else {
     rc = c->x->st->vt->cas(c->x->st, &o, &e);
     ubuf_free(&o.cur);
   }
+  ubuf_free(&fk);
+  ubuf_free(&fv);
+  c->tomb_at = p->kind == UPLAN_DELETE && rc == UNICO_OK ? expect + 1 : 0;
   /* Fenced (insert) or the record moved (update, delete): start over. */
   why->why = p->kind == UPLAN_INSERT ? UREFUSED_RACE : UREFUSED_RECORD;
   if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
@@ -1357,6 +1554,13 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
       ustored_record_free(&r);
     }
     if (mine) {
+      ustored_record r2;
+      if (p->kind == UPLAN_DELETE && !ustored_record_decode(v.p, v.len, &r2)) {
+        if (r2.state == UREC_DELETED && r2.op_id &&
+            !strcmp(r2.op_id, c->me.op_id))
+          c->tomb_at = ver; /* (our tombstone, as it is now) */
+        ustored_record_free(&r2);
+      }
       ubuf_free(&v);
       return UNICO_OK;
     }
@@ -1400,6 +1604,132 @@ static size_t outcome_ops(cx *c, ustore_op *ops) {
   for (size_t i = 0; i < n; i++)
     ops[i].expire_ms = uexec_purge_at(c->x, c->now);
   return n;
+}
+
+/* The outcome of every write history h lists is stored (within
+ * retention): one batch of absent -> outcome; a marker found is replaced
+ * by the outcome. 1 when all are, 0 when one could not be told. */
+static int hist_stored(uexec *x, const ustored_hist *h, int64_t now) {
+  size_t nh = h->n, n = 0;
+  if (!nh) return 1;
+  ustore_op *ops = calloc(nh, sizeof *ops);
+  ubuf *keys = calloc(nh, sizeof *keys);
+  size_t *of = calloc(nh, sizeof *of);
+  int *rcs = calloc(nh, sizeof *rcs);
+  int ok = ops && keys && of && rcs;
+  for (size_t i = 0; ok && i < nh; i++) {
+    const ustored_hist_entry *e = &h->v[i];
+    int64_t until = uexec_purge_at(x, e->at_ms);
+    if (until <= now) continue; /* (past retention: gone) */
+    ukey_outcome(&keys[n], e->op_id);
+    ops[n] = ustore_op_make(keys[n].p, keys[n].len, USTORE_ABSENT, 0,
+                            USTORE_PUT, e->oval, e->olen);
+    ops[n].expire_ms = until;
+    of[n++] = i;
+  }
+  if (ok && n && ustore_cas_many(x->st, ops, n, rcs, NULL)) ok = 0;
+  for (size_t j = 0; ok && j < n; j++) {
+    const ustored_hist_entry *e = &h->v[of[j]];
+    if (rcs[j] == UNICO_OK) { /* (it was missing: its age index too) */
+      ubuf ik = UBUF_INIT;
+      ukey_outcome_index(&ik, e->at_ms, e->op_id);
+      ustore_op w = kop(ik.p, ik.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+      w.expire_ms = ops[j].expire_ms;
+      ustore_post_many(x->st, &w, 1);
+      ubuf_free(&w.cur);
+      ubuf_free(&ik);
+      continue;
+    }
+    ustored_outcome m;
+    if (rcs[j] != USTORE_NOT_APPLIED || !ops[j].exists ||
+        ustored_outcome_decode(ops[j].cur.p, ops[j].cur.len, &m)) {
+      ok = 0;
+      break;
+    }
+    int mark = ustored_outcome_is_mark(&m);
+    ustored_outcome_free(&m);
+    if (!mark) continue; /* stored by its finish */
+    /* only its marker (a delete's own, whose outcome was posted just now,
+     * or an earlier write's whose finish was lost): the outcome over it */
+    ustore_op w = ustore_op_make(keys[j].p, keys[j].len, USTORE_VERSION,
+                                 ops[j].cur_version, USTORE_PUT, e->oval,
+                                 e->olen);
+    w.expire_ms = ops[j].expire_ms;
+    int r = xcas(x, &w, NULL);
+    if (r == USTORE_NOT_APPLIED && w.exists &&
+        !ustored_outcome_decode(w.cur.p, w.cur.len, &m)) {
+      r = ustored_outcome_is_mark(&m) ? r : UNICO_OK; /* (landed meanwhile) */
+      ustored_outcome_free(&m);
+    }
+    ubuf_free(&w.cur);
+    if (r != UNICO_OK) ok = 0;
+  }
+  for (size_t j = 0; ops && j < n; j++) ubuf_free(&ops[j].cur);
+  for (size_t j = 0; keys && j < n; j++) ubuf_free(&keys[j]);
+  free(ops);
+  free(keys);
+  free(of);
+  free(rcs);
+  return ok;
+}
+
+/* A delete's tombstone leaves the record key once nothing needs it there
+ * (docs/protocol.md, "Rows that leave"): the outcome of every write its
+ * history lists is stored (a retry of any of them answers from there, as
+ * this delete's own does), and the key's floor holds the deleted record's
+ * version with no fence through the key; then the tombstone is removed at
+ * the version this delete wrote, sent without waiting (a write or a fence
+ * since moved it: then it stays, as before). One round trip after the
+ * commit for a record written with op ids, none otherwise. */
+static void reap(cx *c) {
+  const uplan *p = c->p;
+  ustored_record tr;
+  if (!c->tomb_at || ustored_record_decode(c->rval.p, c->rval.len, &tr))
+    return;
+  int ok = hist_stored(c->x, &tr.hist, c->now);
+  if (ok && !c->floor_ok) { /* (a floor was there: raised, if not fenced) */
+    floor_st f;
+    ok = !floor_raise(c->x, c->me.op_id, c->now, p->rkey.p, p->rkey.len,
+                      tr.version, 0, &f, NULL) &&
+         !f.fenced;
+  }
+  if (ok) {
+    ustore_op d = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c->tomb_at,
+                      USTORE_DEL, NULL);
+    ustore_post_many(c->x->st, &d, 1);
+    ubuf_free(&d.cur);
+  }
+  ustored_record_free(&tr);
+}
+
+int uexec_reap(uexec *x, const uint8_t *rk, size_t rkl, uint64_t ver,
+               const char *op_id, unico_result *res) {
+  ubuf v = UBUF_INIT;
+  uint64_t cv = 0;
+  ustored_record r;
+  int rc = UEXEC_NOT_APPLIED;
+  ustore_err e = {{0}};
+  int g = x->st->vt->get(x->st, rk, rkl, &v, &cv, &e);
+  if (g && g != UNICO_ENOTFOUND) {
+    rc = uexec_store_err(res, g, "reading", &e);
+  } else if (!g && cv == ver && !ustored_record_decode(v.p, v.len, &r)) {
+    int64_t now = uexec_now(x);
+    floor_st f;
+    if ((r.state == UREC_DELETED || r.state == UREC_ABORTED) &&
+        hist_stored(x, &r.hist, now)) {
+      rc = floor_raise(x, op_id, now, rk, rkl, r.version, 0, &f, res);
+      if (!rc && f.fenced) rc = UEXEC_NOT_APPLIED; /* (it stays) */
+      if (!rc) {
+        ustore_op d = ustore_op_make(rk, rkl, USTORE_VERSION, ver, USTORE_DEL,
+                                     NULL, 0);
+        rc = xcas(x, &d, res);
+        ubuf_free(&d.cur);
+      }
+    }
+    ustored_record_free(&r);
+  }
+  ubuf_free(&v);
+  return rc;
 }
 
 /* step 4 */
@@ -1487,6 +1817,7 @@ static void finish(cx *c) {
     cas(c, &o, NULL);
     ubuf_free(&o.cur);
   }
+  reap(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1657,8 +1988,8 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
     rc = build_intent(c, &b->ival, res);
     if (rc) return rc;
     b->opk[b->n] = INTENT_AT;
-    b->ops[b->n++] = kop(p->rkey.p, p->rkey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                         fast ? &b->fival : &b->ival);
+    b->ops[b->n++] = make_record(c->x, c->me.op_id, c->now, &p->rkey,
+                                 fast ? &b->fival : &b->ival);
   }
   for (size_t k = 0; k < p->take.n; k++) {
     const uclaim *ck = &p->take.v[k];
@@ -1708,7 +2039,9 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
     c->missed |= k != INTENT_AT && b->rcs[i] != UNICO_OK &&
                  b->rcs[i] != UNICO_EUNKNOWN;
     if (b->rcs[i] != UNICO_OK) continue;
-    if (k == INTENT_AT) c->intent = 1, c->fresh = !fast, c->fast = fast;
+    if (k == INTENT_AT)
+      c->intent = b->ops[i].create_version, c->made = 1, c->fresh = !fast,
+      c->fast = fast;
     else c->held[k] = p->take.v[k].ver ? p->take.v[k].ver + 1 : 1;
   }
   return UNICO_OK;
@@ -1727,11 +2060,11 @@ static int fall_back(cx *c, batch *b, uexec_refused *why, unico_result *res) {
     b->rcs[0] = UNICO_EUNKNOWN; /* (ops[0] is the intent) */
     return STEP_ON;
   }
-  ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, 1, USTORE_PUT,
-                    &b->ival);
+  ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, c->intent,
+                    USTORE_PUT, &b->ival);
   int r = cas(c, &o, res), step = STEP_ON;
   if (r == UNICO_OK) {
-    c->intent = 2;
+    c->intent++;
     c->fast = 0;
     c->unsettled = 0;
   } else if (r == USTORE_NOT_APPLIED) {
@@ -1802,13 +2135,16 @@ static int abort_own_intent(cx *c) {
       if (h >= 0) ustored_hist_remove(&r.hist, (size_t)h);
       ustored_tombstone_encode(&nv, r.op_id, c->now,
                                r.version ? r.version - 1 : 0, &r.hist);
+      /* (the one this call made, unwritten since: removed) */
+      int gone = c->intent == ver && c->made && !c->floor && !c->base.n;
       ustore_op o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, ver,
-                        USTORE_PUT, &nv);
+                        gone ? USTORE_DEL : USTORE_PUT, gone ? NULL : &nv);
       int arc = cas(c, &o, NULL);
       ubuf_free(&o.cur);
       if (arc != UNICO_OK && arc != USTORE_NOT_APPLIED) done = -1;
       if (arc == UNICO_OK && c->intent == ver) {
         c->intent = 0; /* (this call's own: its claims can be freed) */
+        c->made = 0;
         c->unsettled = 0;
         c->fast = 0;
       }
@@ -2077,17 +2413,53 @@ static int join_groups(cx *c, uexec_refused *why, int *rc,
   return STEP_ON;
 }
 
+/* An insert's record version must be above the key's floor, read after
+ * its intent landed (a tombstone removed before the intent was made raised
+ * the floor before it left: the floor read now has it; an intent that went
+ * over a tombstone is above it anyway). At or below: the intent can never commit
+ * (settle says so to everyone), so it is given up and the write planned
+ * again above the floor, as over a tombstone (why set). 0: above. */
+static int under_floor(cx *c, int frc, const ubuf *fv, uint64_t fsv,
+                       uexec_refused *why) {
+  floor_st f;
+  if (floor_of(frc, fv, fsv, &f) || f.floor < c->pver) return 0;
+  if (c->intent) give_up_intent(c);
+  why->why = UREFUSED_RECORD;
+  why->tomb = 1;
+  why->tomb_sver = 0;
+  why->tomb_version = f.floor;
+  return 1;
+}
+
 /* Step 2: the schema is still the one the write was planned under. */
 static int schema_unmoved(cx *c, ubuf *cur, uexec_refused *why, int *rc,
                           unico_result *res) {
   uint64_t sv = 0;
-  int g = get(c, c->p->skey.p, c->p->skey.len, cur, &sv, res);
-  if (g == UNICO_ENOTFOUND) {
-    sv = 0;
-  } else if (g) {
-    *rc = g;
+  const uplan *p = c->p;
+  ustore_op rd[2];
+  int rrc[2] = {UNICO_OK, UNICO_OK};
+  size_t n = 0;
+  rd[n++] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  ubuf fk = UBUF_INIT;
+  if (p->kind == UPLAN_INSERT) { /* (and the key's floor) */
+    ukey_floor_of(&fk, p->rkey.p, p->rkey.len);
+    rd[n++] = kop(fk.p, fk.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  }
+  int g = ustore_get_many(c->x->st, rd, n, rrc, NULL);
+  for (size_t i = 0; !g && i < n; i++)
+    if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) g = rrc[i];
+  sv = rrc[0] == UNICO_ENOTFOUND ? 0 : rd[0].cur_version;
+  int low = !g && n > 1 && under_floor(c, rrc[1], &rd[1].cur,
+                                       rd[1].cur_version, why);
+  ubuf_reset(cur);
+  ubuf_put(cur, rd[0].cur.p, rd[0].cur.len);
+  for (size_t i = 0; i < n; i++) ubuf_free(&rd[i].cur);
+  ubuf_free(&fk);
+  if (g) {
+    *rc = uexec_store_err(res, g, "reading", NULL);
     return STEP_ERROR;
   }
+  if (low) return STEP_REFUSED;
   if (sv == c->p->schema_ver) return STEP_ON;
   why->why = UREFUSED_SCHEMA;
   return STEP_REFUSED;
@@ -2102,8 +2474,8 @@ static int schema_unmoved(cx *c, ubuf *cur, uexec_refused *why, int *rc,
 static int fast_commit(cx *c, uexec_refused *why, int *undo_it,
                        unico_result *res) {
   const uplan *p = c->p;
-  ustore_op rd[1];
-  int rrc[1] = {UNICO_OK}, rc = UNICO_OK, reused = 0;
+  ustore_op rd[2];
+  int rrc[2] = {UNICO_OK, UNICO_OK}, rc = UNICO_OK, reused = 0;
   *undo_it = 0;
   if (takes_op_id(c) && !c->marked) {
     /* The op id's marker did not land with the batch: written now (one
@@ -2133,12 +2505,28 @@ static int fast_commit(cx *c, uexec_refused *why, int *undo_it,
     if (reused) return USTORE_NOT_APPLIED;
     if (rc) return rc;
   }
-  rd[0] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
-  int g = ustore_get_many(c->x->st, rd, 1, rrc, NULL);
+  ubuf fk = UBUF_INIT;
+  size_t nrd = 0;
+  rd[nrd++] = kop(p->skey.p, p->skey.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  { /* (and the key's floor) */
+    ukey_floor_of(&fk, p->rkey.p, p->rkey.len);
+    rd[nrd++] = kop(fk.p, fk.len, USTORE_ANY, 0, USTORE_CHECK, NULL);
+  }
+  int g = ustore_get_many(c->x->st, rd, nrd, rrc, NULL);
   uint64_t sv = rd[0].cur_version;
-  if (!g && rrc[0] != UNICO_OK && rrc[0] != UNICO_ENOTFOUND) g = rrc[0];
+  for (size_t i = 0; !g && i < nrd; i++)
+    if (rrc[i] != UNICO_OK && rrc[i] != UNICO_ENOTFOUND) g = rrc[i];
   if (rrc[0] == UNICO_ENOTFOUND) sv = 0;
-  ubuf_free(&rd[0].cur);
+  int low = !g && nrd > 1 && under_floor(c, rrc[1], &rd[1].cur,
+                                         rd[1].cur_version, why);
+  for (size_t i = 0; i < nrd; i++) ubuf_free(&rd[i].cur);
+  ubuf_free(&fk);
+  if (low) { /* (given up: its claims are to be freed) */
+    c->unsettled = 0;
+    c->fast = 0;
+    *undo_it = 1;
+    return USTORE_NOT_APPLIED;
+  }
   if (g)
     return uerr(res, UNICO_EUNKNOWN, NULL,
                 "reading the schema after this insert's intent was written: "
@@ -2332,9 +2720,10 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
                   no_wait ? UEXEC_SETTLE_NOW : UEXEC_SETTLE_STALE, &inflight,
                   res);
   if (rc == UNICO_OK) {
-    if (holds(&rv, present, &k, &live))
+    int stale;
+    if (holds_now(x, &rv, present, &k, &live, &stale))
       rc = UEXEC_CLAIM_IN_FORCE;
-    else if (!no_wait &&
+    else if (!no_wait && !stale &&
              (inflight || (cl->state == UCLAIM_PENDING &&
                            cl->since_ms > c.now - x->grace_ms)))
       rc = UEXEC_CLAIM_IN_FLIGHT;

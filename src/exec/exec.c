@@ -233,6 +233,16 @@ void uexec_set_fingerprint(uexec *x, uexec_fingerprint_fn fn) {
   x->fingerprint = fn;
 }
 
+void uexec_set_holds(uexec *x, uexec_holds_fn fn, void *ctx) {
+  if (!(x->st->vt->caps & USTORE_CAP_ROWS)) return;
+  x->holds = fn;
+  x->holds_ctx = ctx;
+}
+
+int uexec_native_rows(uexec *x) {
+  return (x->st->vt->caps & USTORE_CAP_ROWS) != 0;
+}
+
 unsigned uexec_traits(uexec *x) {
   unsigned t = x->proto->traits;
   if (!(x->st->vt->caps & USTORE_CAP_REMOTE)) t &= ~UEXEC_T_CACHE_RECORDS;

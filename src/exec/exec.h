@@ -130,6 +130,19 @@ typedef int (*uexec_fingerprint_fn)(const char *ddl, const char *table,
                                     uint64_t *fp);
 void uexec_set_fingerprint(uexec *x, uexec_fingerprint_fn fn);
 
+/* Records in the users' native tables (USTORE_CAP_ROWS) change behind
+ * unico's back: the API's judge of whether live record r's body still
+ * holds claim key ck that r lists (1: it does, or it cannot be told; 0:
+ * another writer changed the value or let it expire). The claims protocol
+ * takes a claim whose owner no longer holds the value for an orphan, never
+ * for a conflict (issue 37 item 6). Ignored on other stores, where a
+ * record's claim list and body never disagree. */
+typedef int (*uexec_holds_fn)(void *ctx, const ustored_record *r,
+                              const uint8_t *ck, size_t cklen);
+void uexec_set_holds(uexec *x, uexec_holds_fn fn, void *ctx);
+/* Does the store keep records in the users' native tables? */
+int uexec_native_rows(uexec *x);
+
 /* What the protocol chosen at open means for its callers, which never ask
  * which protocol it is. */
 enum uexec_trait {
@@ -384,6 +397,8 @@ enum uexec_fix_kind {
   UEXEC_FIX_TOMB,       /* key by key: an old tombstone: val (shrunk) */
   UEXEC_FIX_FREE,       /* key by key: a FREE claim past use: removed */
   UEXEC_FIX_SETTLE,     /* key by key: a stale insert intent: settled */
+  UEXEC_FIX_REAP,       /* key by key: a tombstone past the grace period:
+                           it leaves the key (uexec_reap) */
   UEXEC_FIX_STAMP,      /* a native table's bare row (store version 0;
                            key by key also one a fence gave bookkeeping,
                            record version 0 listing nothing) holding
@@ -426,6 +441,15 @@ typedef struct uexec_fix {
 /* Make fix f: UNICO_OK, UEXEC_NOT_APPLIED when what it was found under
  * changed since (left alone), or an error. */
 int uexec_fix_apply(uexec *x, const uexec_fix *f, unico_result *res);
+
+/* Claims protocol: the tombstone (DELETED or ABORTED) at record key rk,
+ * read at store version ver, leaves the key as a delete's own does
+ * (docs/protocol.md, "Rows that leave"): its history's outcomes stored,
+ * the key's floor raised to its version, then removed at ver. UNICO_OK;
+ * UEXEC_NOT_APPLIED when it moved, is not a tombstone, or a fence went
+ * through the key (it stays); or an error. */
+int uexec_reap(uexec *x, const uint8_t *rk, size_t rkl, uint64_t ver,
+               const char *op_id, unico_result *res);
 
 /* Remove outcomes created before now_ms - retention. */
 int uexec_sweep(uexec *x, int64_t now_ms, uint64_t *removed,

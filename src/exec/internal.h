@@ -85,6 +85,8 @@ struct uexec {
                             another operation is waited for */
   int claims;            /* 1: the claims protocol (no store transactions) */
   uexec_fingerprint_fn fingerprint; /* (exec.h) */
+  uexec_holds_fn holds;             /* (exec.h; NULL: the claim list) */
+  void *holds_ctx;
   atomic_uint_fast64_t writes;
   /* parallel commit (docs/parallel-commit.md) */
   int pc;                      /* 1: inserts try the two-round-trip path */

@@ -206,6 +206,8 @@ int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res) {
                           * that name it are orphans then */
     o = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_PUT, &f->val);
     break;
+  case UEXEC_FIX_REAP: /* a tombstone that leaves its key */
+    return uexec_reap(x, f->key.p, f->key.len, f->ver, "repair", res);
   case UEXEC_FIX_SETTLE: { /* flipped LIVE if complete, else ABORTED */
     int inflight;
     rc = uexec_read_record(x, f->key.p, f->key.len, &val, NULL, NULL,

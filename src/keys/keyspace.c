@@ -19,6 +19,16 @@ void ukey_record(ubuf *b, const char *table, const uint8_t *pk, size_t n) {
   ubuf_put(b, pk, n);
 }
 
+void ukey_floor_of(ubuf *b, const uint8_t *rk, size_t n) {
+  ubuf r = UBUF_INIT;
+  utup_str(&r, "r");
+  if (ubuf_ok(&r) && n >= r.len && !memcmp(rk, r.p, r.len)) {
+    utup_str(b, "f");
+    ubuf_put(b, rk + r.len, n - r.len);
+  }
+  ubuf_free(&r);
+}
+
 void ukey_claims(ubuf *b, const char *table, const char *constraint) {
   utup_str(b, "u");
   utup_str(b, table);

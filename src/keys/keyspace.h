@@ -3,6 +3,9 @@
  * composite parts can never collide.
  *   ("s")                                   schema
  *   ("r", table, pk...)                     record
+ *   ("f", table, pk...)                     a record key's floor (claims
+ *                                           protocol: docs/protocol.md,
+ *                                           "Rows that leave")
  *   ("u", table, constraint, v1, v2, ...)   claim of a unique value
  *   ("l", table, limit, g1, g2, ...)        count of a limit group
  *   ("h", sha256(token))                    hold index: token hash -> claim
@@ -20,6 +23,9 @@
 void ukey_schema(ubuf *b);
 void ukey_records(ubuf *b, const char *table); /* prefix of a table's records */
 void ukey_record(ubuf *b, const char *table, const uint8_t *pk, size_t n);
+/* The floor key of record key rk ("r", table, pk...): ("f", table,
+ * pk...); nothing appended when rk is not a record key. */
+void ukey_floor_of(ubuf *b, const uint8_t *rk, size_t n);
 void ukey_claims(ubuf *b, const char *table, const char *constraint);
 void ukey_claim(ubuf *b, const char *table, const char *constraint,
                 const uint8_t *val, size_t n);

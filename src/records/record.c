@@ -180,6 +180,14 @@ int urec_put_view(ubuf *out, const ucolumn *c, unorm norm, const urec_view *v,
     } else {
       return type_err(c, v, "milliseconds or an RFC 3339 string", res);
     }
+    /* one range on every store (issue 37 item 14): what each can keep
+     * and read back in a form the next write accepts */
+    if (ms < UCLOCK_MIN_MS || ms > UCLOCK_MAX_MS)
+      return uerr(res, UNICO_EINVAL, c->name,
+                  "column \"%s\" is timestamp: %" PRId64 " ms since 1970 "
+                  "is outside years 0 to 9999 (%" PRId64 " to %" PRId64
+                  "), the range every store keeps",
+                  c->name, ms, UCLOCK_MIN_MS, UCLOCK_MAX_MS);
     if (out) utup_int(out, ms);
     break;
   }

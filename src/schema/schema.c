@@ -338,6 +338,7 @@ typedef struct parser {
   upos tname_pos;
   int have_pk;
   nlist pk;
+  size_t npart; /* the ((a, b), c) form's partition key columns (0: none) */
   pcon pcons[UMAX_CONSTRAINTS];
   size_t ccap; /* capacity of the current table's cols */
   int colhash[UCOLHASH_SIZE]; /* column index + 1, 0 = empty */
@@ -525,6 +526,7 @@ static void reset_table_state(parser *p) {
   nlist_clear(&p->pk);
   for (i = 0; i < UMAX_CONSTRAINTS; i++) nlist_clear(&p->pcons[i].cols);
   p->have_pk = 0;
+  p->npart = 0;
   p->ccap = 0;
   memset(p->colhash, 0, sizeof p->colhash);
 }
@@ -579,6 +581,7 @@ static int parse_pk_clause(parser *p) {
     return parse_name_items(p, &p->pk, "PRIMARY KEY");
   advance(p);
   if (parse_name_items(p, &p->pk, "PRIMARY KEY") < 0) return -1;
+  p->npart = p->pk.n;
   if (p->cur.kind == TK_RPAREN) {
     advance(p);
     return 0;
@@ -822,6 +825,7 @@ static int finish_table(parser *p) {
     return fail(p, p->tname_pos, "table %s has no PRIMARY KEY", t->name);
   if (resolve(p, &p->pk, "PRIMARY KEY", &t->pk) < 0) return -1;
   t->npk = p->pk.n;
+  t->npart = p->npart ? p->npart : 1;
   for (i = 0; i < t->npk; i++) {
     ucolumn *c = &t->cols[t->pk[i]];
     if (c->type == UCOL_DOUBLE)

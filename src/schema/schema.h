@@ -51,6 +51,9 @@ typedef struct utable {
   int *pk;        /* column indexes of the primary key, in key order */
   size_t ncons;
   uconstraint *cons; /* in DDL order */
+  size_t npart;   /* Cassandra's partition key: the first npart key columns
+                     (the DDL's ((a, b), c) form; 1 otherwise; other stores
+                     ignore it) */
 } utable;
 
 typedef struct uschema {

@@ -125,7 +125,7 @@ static char *xprintf(const char *fmt, ...) {
 static int make_cql(ucass_ntab *nt) {
   const utyped_tab *t = &nt->tab;
   ubuf all = UBUF_INIT, where = UBUF_INIT, set = UBUF_INIT, ins = UBUF_INIT,
-       marks = UBUF_INIT;
+       marks = UBUF_INIT, ttl = UBUF_INIT;
   int rc = -1;
   for (size_t i = 0; i < t->npk; i++) {
     const char *c = t->cname[t->pk[i]];
@@ -136,11 +136,14 @@ static int make_cql(ucass_ntab *nt) {
   for (size_t i = 0; i < t->ncol; i++) {
     ubuf_printf(&all, "\"%s\", ", t->cname[i]);
     if (t->is_key[i]) continue;
+    ubuf_printf(&ttl, ", ttl(\"%s\")", t->cname[i]);
     ubuf_printf(&set, "\"%s\" = ?, ", t->cname[i]);
     ubuf_printf(&ins, ", \"%s\"", t->cname[i]);
     ubuf_printf(&marks, ", ?");
   }
   ubuf_printf(&all, "unico_v, unico_state, unico_meta");
+  ubuf_printf(&ttl, ", ttl(unico_meta)");
+  ubuf_putc(&ttl, 0);
   ubuf_printf(&set, "unico_v = ?, unico_state = ?, unico_meta = ?");
   ubuf_printf(&ins, ", unico_v, unico_state, unico_meta");
   ubuf_printf(&marks, ", ?, ?, ?");
@@ -150,11 +153,14 @@ static int make_cql(ucass_ntab *nt) {
   ubuf_putc(&ins, 0);
   ubuf_putc(&marks, 0);
   if (!ubuf_ok(&all) || !ubuf_ok(&where) || !ubuf_ok(&set) ||
-      !ubuf_ok(&ins) || !ubuf_ok(&marks))
+      !ubuf_ok(&ins) || !ubuf_ok(&marks) || !ubuf_ok(&ttl))
     goto leave;
   const char *A = (char *)all.p, *W = (char *)where.p, *S = (char *)set.p,
              *I = (char *)ins.p, *M = (char *)marks.p, *Q = nt->qname;
-  nt->cql[UCASS_SEL] = xprintf("SELECT %s FROM %s WHERE %s", A, Q, W);
+  /* (a read of one row also says how long its cells live: the TTL its
+   * next rewrite keeps, ucass_row_ttl) */
+  nt->cql[UCASS_SEL] =
+      xprintf("SELECT %s%s FROM %s WHERE %s", A, (char *)ttl.p, Q, W);
   nt->cql[UCASS_INS] =
       xprintf("INSERT INTO %s (%s) VALUES (%s) IF NOT EXISTS", Q, I, M);
   nt->cql[UCASS_UPD] =
@@ -166,6 +172,11 @@ static int make_cql(ucass_ntab *nt) {
       xprintf("DELETE FROM %s WHERE %s IF unico_v = null", Q, W);
   nt->cql[UCASS_DELX] = xprintf("DELETE FROM %s WHERE %s IF EXISTS", Q, W);
   nt->cql[UCASS_SCAN] = xprintf("SELECT %s FROM %s", A, Q);
+  nt->cql[UCASS_TTL] = nt->cql[UCASS_SEL] ? strdup(nt->cql[UCASS_SEL]) : NULL;
+  nt->cql[UCASS_UPDT] =
+      xprintf("UPDATE %s USING TTL ? SET %s WHERE %s IF unico_v = ?", Q, S, W);
+  nt->cql[UCASS_UPD0T] = xprintf(
+      "UPDATE %s USING TTL ? SET %s WHERE %s IF unico_v = null", Q, S, W);
   rc = 0;
   for (int i = 0; i < UCASS_NST; i++)
     if (!nt->cql[i]) rc = -1;
@@ -175,6 +186,7 @@ leave:
   ubuf_free(&set);
   ubuf_free(&ins);
   ubuf_free(&marks);
+  ubuf_free(&ttl);
   return rc;
 }
 
@@ -388,7 +400,7 @@ int ucass_write_binds(const ucass_ntab *nt, int st, const ucass_binds *pk,
   if (st != UCASS_INS) {
     for (size_t i = 0; i < pk->n; i++)
       if (bind_copy(b, &pk->v[i])) goto oom;
-    if (st == UCASS_UPD &&
+    if ((st == UCASS_UPD || st == UCASS_UPDT) &&
         bind(b, x, (int32_t)ucql_bytes_bigint(x, (int64_t)expect)))
       goto oom;
   }
@@ -501,6 +513,44 @@ static void key_text(const utyped_tab *t, const ucql_rows *rows, int32_t row,
   }
 }
 
+int32_t ucass_row_ttl(const ucass_ntab *nt, const ucql_rows *rows,
+                      int32_t row) {
+  /* (by position, as UCASS_SEL names them: every column, the three
+   * bookkeeping ones, then ttl() of each regular column and of
+   * unico_meta; the names Cassandra gives the ttl() columns are not
+   * relied on) */
+  const utyped_tab *t = &nt->tab;
+  size_t nreg = 0;
+  for (size_t i = 0; i < t->ncol; i++) nreg += !t->is_key[i];
+  size_t base = t->ncol + 3, meta = t->ncol + 2;
+  if (row >= rows->nrows || rows->ncols < 0 ||
+      (size_t)rows->ncols < base + nreg + 1)
+    return -1; /* (not asked) */
+  const ucql_value *cells = &rows->cells[(size_t)row * (size_t)rows->ncols];
+  int32_t best = 0;
+  for (size_t i = 0, k = 0; i <= t->ncol; i++) {
+    if (i < t->ncol && t->is_key[i]) continue;
+    const ucql_value *v = &cells[i < t->ncol ? i : meta],
+                     *tv = &cells[base + (i < t->ncol ? k++ : nreg)];
+    int32_t x;
+    if (v->len < 0) continue; /* (no cell, no TTL to keep) */
+    if (tv->len < 0 || ucql_cell_int(tv, &x)) return 0; /* kept for good */
+    if (x < 1) x = 1; /* (due now: still an expiring cell) */
+    if (x > best) best = x;
+  }
+  return best;
+}
+
+int ucass_row_static_only(const ucass_ntab *nt, const ucql_rows *rows,
+                          int32_t row) {
+  const utyped_tab *t = &nt->tab;
+  for (size_t i = t->npart; i < t->npk; i++) { /* (partition key: not null) */
+    const ucql_value *c = rcell(rows, row, t->cname[t->pk[i]], NULL);
+    if (c && c->len < 0) return 1;
+  }
+  return 0;
+}
+
 int ucass_row_record(const ucass_ntab *nt, const ucql_rows *rows, int32_t row,
                      ubuf *key, ubuf *val, uint64_t *ver, ustore_err *e) {
   const utyped_tab *t = &nt->tab;
@@ -554,8 +604,9 @@ int ucass_row_record(const ucass_ntab *nt, const ucql_rows *rows, int32_t row,
     for (size_t i = 0; i < t->npk; i++) {
       const ucql_value *c = rcell(rows, row, t->cname[t->pk[i]], NULL);
       if (!c || c->len < 0 || key_elem(t->ctype[t->pk[i]], c, &pk)) {
-        seterr(e, "a row of the Cassandra table %s has a key unico cannot "
-                  "read", nt->qname);
+        key_text(t, rows, row, kt, sizeof kt);
+        seterr(e, "the row (%s) of the Cassandra table %s has a key unico "
+                  "cannot read", kt, nt->qname);
         goto leave;
       }
     }

@@ -44,6 +44,9 @@ enum {
   UCASS_DEL0, /* DELETE ... IF unico_v = null */
   UCASS_DELX, /* DELETE ... IF EXISTS */
   UCASS_SCAN, /* SELECT cols (every row; paged) */
+  UCASS_TTL,  /* SEL (which also selects each regular column's ttl()) */
+  UCASS_UPDT, /* UPD with USING TTL ? (bound first) */
+  UCASS_UPD0T, /* UPD0 with USING TTL ? */
   UCASS_NST
 };
 
@@ -90,6 +93,19 @@ int ucass_record_key(const ucass_ntab *nt, const void *key, size_t klen,
 int ucass_write_binds(const ucass_ntab *t, int st, const ucass_binds *pk,
                       const void *val, size_t vlen, uint64_t ver,
                       uint64_t expect, ucass_binds *b, ustore_err *e);
+
+/* The TTL a rewrite of row keeps, from an answer of UCASS_SEL or
+ * UCASS_TTL: the largest remaining ttl() of its non-null regular cells
+ * (the declared ones and unico_meta) when every one has a TTL, else 0 (a
+ * cell without one is kept for good); -1 when the answer has no ttl()
+ * columns. */
+int32_t ucass_row_ttl(const ucass_ntab *nt, const ucql_rows *rows,
+                      int32_t row);
+
+/* Is row of a scan a partition that holds only static cells (its
+ * clustering columns null)? Such a "row" is no record: scans pass it by. */
+int ucass_row_static_only(const ucass_ntab *nt, const ucql_rows *rows,
+                          int32_t row);
 
 /* Row `row` of rows (a SELECT of t's columns, or the row an IF NOT EXISTS
  * returned) as unico sees it: its record key, the stored record and the

@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -74,6 +75,8 @@
  * outcome written over its operation's marker) */
 enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, ST_INST, ST_UPDT, NST };
 #define CASS_MAX_TTL 630720000 /* Cassandra's limit: 20 years, in seconds */
+#define TTL_SEEN 64       /* rows whose TTL a handle remembers */
+#define TTL_SEEN_MS 5000  /* for this long after the read */
 
 typedef struct stmt {
   char cql[640];
@@ -104,6 +107,14 @@ typedef struct cass {
   ucass_catalog *cat;   /* the DDL tables (NULL: none handed down) */
   ucass_catalog **old;  /* catalogs replaced (a request in flight may */
   size_t nold;          /* still hold one of their tables) */
+  /* the TTL of native rows as last read (ttl_note), so the rewrite that
+   * follows a read keeps it without a read of its own (under mu) */
+  struct ttl_seen {
+    uint8_t *key;
+    size_t klen;
+    uint64_t ver;
+    int64_t read_ms, deadline_ms; /* deadline 0: no TTL */
+  } ttls[TTL_SEEN];
 } cass;
 
 /* What every cassandra store of the process has sent (one benchmark
@@ -467,6 +478,59 @@ static const ucql_value *cell(req *r, const char *name) {
 }
 
 /* ------------------------------------------------------------------ */
+/* the TTL of native rows (issue 37 item 4): a rewrite of a row keeps the
+ * time its cells have left */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t ttl_slot(const void *key, size_t klen) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < klen; i++)
+    h = (h ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
+  return (size_t)(h % TTL_SEEN);
+}
+
+/* Row key (store version ver) was read with ttl seconds left (0: none). */
+static void ttl_note(cass *s, const void *key, size_t klen, uint64_t ver,
+                     int32_t ttl) {
+  struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
+  uint8_t *k = ttl >= 0 ? malloc(klen ? klen : 1) : NULL;
+  if (!k) return; /* (a read of its own, then) */
+  memcpy(k, key, klen);
+  int64_t now = now_ms();
+  pthread_mutex_lock(&s->mu);
+  free(t->key);
+  t->key = k;
+  t->klen = klen;
+  t->ver = ver;
+  t->read_ms = now;
+  t->deadline_ms = ttl > 0 ? now + (int64_t)ttl * 1000 : 0;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* The TTL row key had when it was read at version ver, lately: 1 with
+ * *ttl (0: none), or 0 when not known. */
+static int ttl_known(cass *s, const void *key, size_t klen, uint64_t ver,
+                     int32_t *ttl) {
+  struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
+  int64_t now = now_ms();
+  int hit = 0;
+  pthread_mutex_lock(&s->mu);
+  if (t->key && t->klen == klen && !memcmp(t->key, key, klen) &&
+      t->ver == ver && now - t->read_ms < TTL_SEEN_MS) {
+    hit = 1;
+    int64_t left = t->deadline_ms ? (t->deadline_ms - now + 999) / 1000 : 0;
+    *ttl = !t->deadline_ms ? 0 : left < 1 ? 1 : (int32_t)left;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return hit;
+}
+
+/* ------------------------------------------------------------------ */
 /* get */
 
 /* The answer of a read (ST_GET): *rc UNICO_OK with val and ver,
@@ -546,7 +610,11 @@ static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
   if (brc) return brc;
   count(&g_stats.reads, 1);
   int rc = run(s, &r, 1, e);
-  if (!rc) get_answer(&r, val, version, &rc, e);
+  uint64_t ver = 0;
+  if (!rc) get_answer(&r, val, &ver, &rc, e);
+  if (!rc && version) *version = ver;
+  if (!rc && r.nt)
+    ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0));
   reqs_free(&r, 1);
   return rc;
 }
@@ -586,6 +654,9 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     else if (rc && e != &scratch) snprintf(e->msg, sizeof e->msg, "%s", scratch.msg);
     else get_answer(&reqs[i], &ops[i].cur, &ops[i].cur_version, &rcs[i], e);
     ops[i].exists = rcs[i] == UNICO_OK;
+    if (ops[i].exists && reqs[i].nt)
+      ttl_note(s, ops[i].key, ops[i].klen, ops[i].cur_version,
+               ucass_row_ttl(reqs[i].nt, &reqs[i].call.resp.rows, 0));
   }
   reqs_free(reqs, n);
   free(reqs);
@@ -609,10 +680,42 @@ static int simple_stmt(const ustore_op *op) {
   return -1;
 }
 
+/* The TTL a rewrite of op's row must keep (issue 37 item 4): 0 when op
+ * is no update of a native row or the row's cells do not expire, else the
+ * seconds its cells have left (ucass_row_ttl). One read, before the LWT:
+ * a TTL another client sets between the two is not seen. */
+static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
+                      ustore_err *e) {
+  *ttl = 0;
+  if (st != ST_UPD && st != ST_UPDT) return UNICO_OK;
+  if (ttl_known(s, op->key, op->klen, op->expect_version, ttl))
+    return UNICO_OK; /* (the read this write follows said) */
+  req r;
+  int n = native_req(s, &r, op->key, op->klen, ST_GET, UCASS_TTL, e);
+  if (n != 1) return n;
+  native_bind_done(&r);
+  count(&g_stats.reads, 1);
+  int rc = run(s, &r, 1, e);
+  ucql_call *k = &r.call;
+  if (!rc && k->rc) {
+    seterr(e, "reading the TTL of a row: %s", k->err);
+    rc = UNICO_EUNAVAILABLE;
+  } else if (!rc && k->resp.h.opcode == UCQL_OP_ERROR) {
+    error_rc(&k->resp, "reading the TTL of a row", e);
+    rc = UNICO_EUNAVAILABLE; /* (a read wrote nothing) */
+  } else if (!rc && k->resp.result_kind == UCQL_RESULT_ROWS) {
+    int32_t x = ucass_row_ttl(r.nt, &k->resp.rows, 0);
+    *ttl = x > 0 ? x : 0;
+  }
+  reqs_free(&r, 1);
+  return rc;
+}
+
 /* The write of op by statement st in the native table its key is a
- * record of: 0 (not one), 1 (r made), or an error. */
+ * record of: 0 (not one), 1 (r made), or an error. ttl > 0: an update
+ * is sent USING TTL ttl (native_ttl). */
 static int native_write(cass *s, req *r, const ustore_op *op, int st,
-                        ustore_err *e) {
+                        int32_t ttl, ustore_err *e) {
   static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
                                [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
   if (st == ST_INST) st = ST_INS; /* (records never expire) */
@@ -620,6 +723,8 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   int nst = NST_OF[st];
   if (op->expect_version == 0 && st == ST_UPD) nst = UCASS_UPD0;
   if (op->expect_version == 0 && st == ST_DELV) nst = UCASS_DEL0;
+  if (ttl > 0 && nst == UCASS_UPD) nst = UCASS_UPDT; /* (the row's TTL) */
+  if (ttl > 0 && nst == UCASS_UPD0) nst = UCASS_UPD0T;
   int rc = native_req(s, r, op->key, op->klen, st, nst, e);
   if (rc != 1) return rc;
   ucass_binds pk = r->nb, b;
@@ -628,8 +733,20 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   int err = UNICO_OK;
   switch (nst) {
   case UCASS_INS:
-    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen, 1, 0, &b, e);
+    err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
+                            op->create_version ? op->create_version : 1, 0,
+                            &b, e);
     break;
+  case UCASS_UPDT:
+  case UCASS_UPD0T: /* USING TTL ? comes first */
+    if (!(b.own[0] = malloc(4))) {
+      err = UNICO_ENOMEM;
+      break;
+    }
+    b.v[0].len = (int32_t)ucql_bytes_int(b.own[0], ttl);
+    b.v[0].p = b.own[0];
+    b.n = 1;
+    /* fall through */
   case UCASS_UPD:
   case UCASS_UPD0:
     err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
@@ -648,7 +765,8 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   default: /* UCASS_DEL0, UCASS_DELX: the key */
     break;
   }
-  if (nst == UCASS_INS || nst == UCASS_UPD || nst == UCASS_UPD0) {
+  if (nst == UCASS_INS || nst == UCASS_UPD || nst == UCASS_UPD0 ||
+      nst == UCASS_UPDT || nst == UCASS_UPD0T) {
     ucass_binds_free(&r->nb); /* (pk's bytes: b has copies) */
     r->nb = b;
   }
@@ -678,10 +796,12 @@ static void build_write(cass *s, req *r, const ustore_op *op, int st) {
   case ST_INS:
     req_val(r, op->key, op->klen);
     req_val(r, op->val, op->vlen);
+    req_num(r, 1, op->create_version ? op->create_version : 1);
     break;
   case ST_INST: {
     req_val(r, op->key, op->klen);
     req_val(r, op->val, op->vlen);
+    req_num(r, 1, op->create_version ? op->create_version : 1);
     uint32_t t = (uint32_t)ttl_of(op->expire_ms);
     for (int i = 3; i >= 0; i--, t >>= 8) r->nums[0][i] = (uint8_t)t;
     req_val(r, r->nums[0], 4);
@@ -755,7 +875,9 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
                                  op->action, op->val, op->vlen);
     req r;
     int st = simple_stmt(&w);
-    int nw = native_write(s, &r, &w, st, e);
+    int32_t ttl = 0;
+    int nw = native_ttl(s, &w, st, &ttl, e);
+    if (!nw) nw = native_write(s, &r, &w, st, ttl, e);
     if (nw < 0) {
       rc = nw;
       ubuf_free(&w.cur);
@@ -789,16 +911,24 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   ustore_err scratch;
   size_t m = 0;
   int *pre = calloc(n ? n : 1, sizeof *pre); /* binding errors */
-  if (!pre) {
+  int32_t *wttl = calloc(n ? n : 1, sizeof *wttl); /* the TTL written */
+  if (!pre || !wttl) {
     free(reqs);
     free(of);
+    free(pre);
+    free(wttl);
     return UNICO_ENOMEM;
   }
   for (size_t i = 0; i < n; i++) {
     ops[i].failed = 0;
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    int nw = native_write(s, &reqs[m], &ops[i], st, errs ? &errs[i] : &scratch);
+    int32_t ttl = 0;
+    int nw = native_ttl(s, &ops[i], st, &ttl, errs ? &errs[i] : &scratch);
+    if (!nw)
+      nw = native_write(s, &reqs[m], &ops[i], st, ttl,
+                        errs ? &errs[i] : &scratch);
+    wttl[i] = ttl;
     if (nw < 0) {
       pre[i] = nw;
       continue;
@@ -823,6 +953,11 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     ustore_err *e = errs ? &errs[i] : &scratch;
     int r = write_answer(&reqs[j], e);
     rcs[i] = r;
+    int st0 = reqs[j].st;
+    if (r == UNICO_OK && reqs[j].nt && op->action == USTORE_PUT &&
+        (st0 == ST_INS || st0 == ST_UPD)) /* (its next rewrite knows) */
+      ttl_note(s, op->key, op->klen,
+               st0 == ST_INS ? 1 : op->expect_version + 1, wttl[i]);
     if (r != USTORE_NOT_APPLIED) continue;
     int st = reqs[j].st;
     if (st == ST_DELX) {
@@ -904,6 +1039,7 @@ leave:
   free(reqs);
   free(of);
   free(pre);
+  free(wttl);
   return UNICO_OK;
 }
 
@@ -922,7 +1058,9 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
-    int nw = native_write(s, &reqs[m], &ops[i], st, &scratch);
+    int32_t ttl = 0;
+    int nw = native_ttl(s, &ops[i], st, &ttl, &scratch);
+    if (!nw) nw = native_write(s, &reqs[m], &ops[i], st, ttl, &scratch);
     if (nw < 0) continue; /* (dropped, as a write that failed) */
     if (!nw) {
       pthread_mutex_lock(&s->mu);
@@ -1024,6 +1162,7 @@ static int native_scan(cass *s, const void *prefix, size_t plen,
       const ucql_rows *rows = &k.resp.rows;
       for (int32_t r = 0; !rc && r < rows->nrows; r++) {
         uint64_t ver;
+        if (ucass_row_static_only(t, rows, r)) continue;
         rc = ucass_row_record(t, rows, r, &key, &val, &ver, e);
         if (rc) break;
         if (key.len < plen || (plen && memcmp(key.p, prefix, plen))) continue;
@@ -1189,11 +1328,12 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     const char *tail = "unico_v bigint, unico_state tinyint, unico_meta blob, "
                        "PRIMARY KEY ((";
     ubuf_put(&q, tail, strlen(tail));
+    /* ((partition key columns), clustering columns...) */
     for (size_t i = 0; i < t->tab.npk; i++) {
       char col[200];
-      int n = snprintf(col, sizeof col, "%s\"%s\"%s", i > 1 ? ", " : "",
-                       t->tab.cname[t->tab.pk[i]], i == 0 ? ")" : "");
-      if (i == 1) ubuf_put(&q, ", ", 2);
+      int n = snprintf(col, sizeof col, "%s\"%s\"%s", i ? ", " : "",
+                       t->tab.cname[t->tab.pk[i]],
+                       i + 1 == t->tab.npart ? ")" : "");
       ubuf_put(&q, col, (size_t)n);
     }
     ubuf_put(&q, "))", 3); /* (and the NUL) */
@@ -1211,28 +1351,45 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     goto leave;
   }
   /* it exists: the key as declared */
-  for (size_t i = 0; i < t->tab.npk; i++) {
-    const char *want = i == 0 ? "partition_key" : "clustering";
-    int32_t wpos = i == 0 ? 0 : (int32_t)(i - 1), found = -1;
-    for (int32_t r = 0; r < nrows && found < 0; r++) {
-      const ucql_value *n = CELL(r, ci);
-      if ((size_t)n->len == strlen(t->tab.cname[t->tab.pk[i]]) &&
-          !memcmp(n->p, t->tab.cname[t->tab.pk[i]], (size_t)n->len))
-        found = r;
+  /* (a table an earlier unico made from the ((a, b), c) form has the
+   * first column alone as its partition key: accepted too, as every
+   * statement names the whole key) */
+  for (size_t np = t->tab.npart, legacy = 0;; np = 1, legacy = 1) {
+    size_t bad = t->tab.npk;
+    int32_t bad_pos = 0;
+    for (size_t i = 0; i < t->tab.npk && bad == t->tab.npk; i++) {
+      const char *want = i < np ? "partition_key" : "clustering";
+      int32_t wpos = (int32_t)(i < np ? i : i - np), found = -1;
+      for (int32_t r = 0; r < nrows && found < 0; r++) {
+        const ucql_value *n = CELL(r, ci);
+        if ((size_t)n->len == strlen(t->tab.cname[t->tab.pk[i]]) &&
+            !memcmp(n->p, t->tab.cname[t->tab.pk[i]], (size_t)n->len))
+          found = r;
+      }
+      int32_t pos = -2;
+      const ucql_value *kd = found >= 0 ? CELL(found, ki) : NULL;
+      if (found >= 0) ucql_cell_int(CELL(found, pi), &pos);
+      if (!kd || (size_t)kd->len != strlen(want) ||
+          memcmp(kd->p, want, strlen(want)) || pos != wpos) {
+        bad = i;
+        bad_pos = wpos;
+      }
     }
-    int32_t pos = -2;
-    const ucql_value *kd = found >= 0 ? CELL(found, ki) : NULL;
-    if (found >= 0) ucql_cell_int(CELL(found, pi), &pos);
-    if (!kd || (size_t)kd->len != strlen(want) ||
-        memcmp(kd->p, want, strlen(want)) || pos != wpos) {
+    if (bad == t->tab.npk) { /* as declared (or as unico made it) */
+      rc = UNICO_OK;
+      break;
+    }
+    if (!legacy) {
       seterr(e,
              "table %s: the Cassandra table %s exists with another primary "
-             "key: column \"%s\" must be its %s column number %d",
-             t->tab.name, t->qname, t->tab.cname[t->tab.pk[i]],
-             i == 0 ? "partition key" : "clustering", (int)wpos + 1);
+             "key: column \"%s\" must be its %s column number %d (the "
+             "DDL's PRIMARY KEY ((a, b), c) form names a partition key of "
+             "several columns)",
+             t->tab.name, t->qname, t->tab.cname[t->tab.pk[bad]],
+             bad < np ? "partition key" : "clustering", (int)bad_pos + 1);
       rc = UNICO_ESCHEMA;
-      goto leave;
     }
+    if (legacy || t->tab.npart == 1) goto leave; /* (e says the first) */
   }
   int32_t nkeys = 0;
   for (int32_t r = 0; r < nrows; r++) {
@@ -1249,6 +1406,22 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     rc = UNICO_ESCHEMA;
     goto leave;
   }
+  /* a counter table holds counters only beside its key: neither the
+   * bookkeeping nor a record fits (issue 37 item 10) */
+  for (int32_t r = 0; r < nrows; r++) {
+    const ucql_value *ty = CELL(r, ti), *n = CELL(r, ci);
+    if (ty->len == 7 && !memcmp(ty->p, "counter", 7)) {
+      seterr(e,
+             "table %s: the Cassandra table %s is a counter table (column "
+             "\"%.*s\" is counter), which holds nothing but counters beside "
+             "its key: unico can keep neither its bookkeeping columns nor "
+             "records there, so it cannot guard it",
+             t->tab.name, t->qname, n->len > 0 ? (int)n->len : 0,
+             n->len > 0 ? (const char *)n->p : "");
+      rc = UNICO_ESCHEMA;
+      goto leave;
+    }
+  }
   /* each column's type; the ones it lacks are added */
   size_t nc = t->tab.ncol;
   for (size_t i = 0; i < nc + 3; i++) {
@@ -1261,12 +1434,45 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
       if ((size_t)n->len == strlen(name) && !memcmp(n->p, name, (size_t)n->len))
         found = r;
     }
+    for (int32_t r = 0; r < nrows && found < 0 && i < nc; r++) {
+      /* the same name in another case: a quoted Cassandra name the DDL
+       * wrote unquoted (lower-cased); never a second column beside it
+       * (issue 37 item 13) */
+      const ucql_value *n = CELL(r, ci);
+      if ((size_t)n->len == strlen(name) &&
+          !strncasecmp((const char *)n->p, name, (size_t)n->len)) {
+        seterr(e,
+               "table %s: the DDL's column \"%s\" is not a column of the "
+               "Cassandra table %s, which has \"%.*s\", the same name in "
+               "another case (a quoted CQL name): write it quoted in the "
+               "DDL, \"%.*s\", to guard that column (unico does not add a "
+               "second column beside it)",
+               t->tab.name, name, t->qname, (int)n->len, (const char *)n->p,
+               (int)n->len, (const char *)n->p);
+        rc = UNICO_ESCHEMA;
+        goto leave;
+      }
+    }
     if (found < 0) {
       char col[200];
       int n = snprintf(col, sizeof col, "%s\"%s\" %s", add.len ? ", " : "",
                        name, type);
       ubuf_put(&add, col, (size_t)n);
       continue;
+    }
+    const ucql_value *kd = CELL(found, ki);
+    if (i < nc && kd->len == 6 && !memcmp(kd->p, "static", 6)) {
+      /* a write of one record would set the cell every row of its
+       * partition shares (issue 37 item 3) */
+      seterr(e,
+             "table %s: column \"%s\" of the Cassandra table %s is static "
+             "(one value shared by every row of a partition), and unico "
+             "writes each record's columns, so a write of one record would "
+             "change it for the whole partition: leave \"%s\" out of the "
+             "DDL (unico never writes a column it does not declare)",
+             t->tab.name, name, t->qname, name);
+      rc = UNICO_ESCHEMA;
+      goto leave;
     }
     const ucql_value *ty = CELL(found, ti);
     if (ty->len < 0 || (size_t)ty->len != strlen(type) ||
@@ -1357,6 +1563,7 @@ static void cass_close(ustore *base) {
   if (!s) return;
   ucass_catalog_free(s->cat);
   for (size_t i = 0; i < s->nold; i++) ucass_catalog_free(s->old[i]);
+  for (size_t i = 0; i < TTL_SEEN; i++) free(s->ttls[i].key);
   free(s->old);
   if (s->conn) { /* writes posted last (a finish) get their answers */
     ucql_conn_drain(s->conn, 2000);
@@ -1769,9 +1976,9 @@ static int cass_open(ustore **out, const char *loc, const ustore_opts *opts,
   snprintf(s->st[ST_GET].cql, sizeof s->st[0].cql,
            "SELECT v, ver FROM %s WHERE k = ?", q);
   snprintf(s->st[ST_INS].cql, sizeof s->st[0].cql,
-           "INSERT INTO %s (k, v, ver) VALUES (?, ?, 1) IF NOT EXISTS", q);
+           "INSERT INTO %s (k, v, ver) VALUES (?, ?, ?) IF NOT EXISTS", q);
   snprintf(s->st[ST_INST].cql, sizeof s->st[0].cql,
-           "INSERT INTO %s (k, v, ver) VALUES (?, ?, 1) IF NOT EXISTS "
+           "INSERT INTO %s (k, v, ver) VALUES (?, ?, ?) IF NOT EXISTS "
            "USING TTL ?", q);
   snprintf(s->st[ST_UPD].cql, sizeof s->st[0].cql,
            "UPDATE %s SET v = ?, ver = ? WHERE k = ? IF ver = ?", q);

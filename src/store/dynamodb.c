@@ -365,7 +365,10 @@ oom:
 }
 
 static json_t *txn_item(ddb_store *s, const ustore_op *op, int *err) {
-  return txn_item_nv(s, op, 0, err);
+  /* (a key created at a version of the caller's choosing) */
+  uint64_t nv = op->expect == USTORE_ABSENT && op->action == USTORE_PUT
+                    ? op->create_version : 0;
+  return txn_item_nv(s, op, nv, err);
 }
 
 /* ------------------------------------------------------------------ */

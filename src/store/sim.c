@@ -188,7 +188,8 @@ static int map_put(usim *s, entry *x, size_t at, const ustore_op *op) {
     s->cap = cap;
   }
   memmove(&s->e[at + 1], &s->e[at], (s->ne - at) * sizeof *s->e);
-  s->e[at] = (entry){k, v, op->klen, op->vlen, 1};
+  s->e[at] = (entry){k, v, op->klen, op->vlen,
+                     op->create_version ? op->create_version : 1};
   s->ne++;
   return UNICO_OK;
 }

@@ -67,6 +67,13 @@ typedef struct ustore_op {
    * will need past that time get it (outcomes, tombstones, expired
    * holds: docs/native-tables.md section 5). */
   int64_t expire_ms;
+  /* input: the version a PUT that creates the key gives it (0: 1). The
+   * claims protocol creates every record key at a fresh random version
+   * (exec/claims.c new_incarnation), so that a key removed and made again
+   * never passes through a version an earlier incarnation had: no cas
+   * prepared against that one can apply to this one (docs/protocol.md,
+   * "Rows that leave"). Every store honours it. */
+  uint64_t create_version;
   /* input, a put of a live record only: the body (JSON text) of the
    * record the write was planned from, NULL when it was not planned from
    * one (a fence, a stamp). A store that keeps records in the users' own
@@ -121,6 +128,8 @@ typedef struct ustore_tabledef {
   const ustore_column *col;
   size_t npk;
   const size_t *pk; /* the primary key's columns, indexes into col */
+  size_t npart;     /* Cassandra: the partition key is the first npart of
+                       them (0 or 1: the first alone); others ignore it */
 } ustore_tabledef;
 
 /* tables(): what to do with the native tables of the catalog. */
@@ -297,7 +306,7 @@ static inline ustore_op ustore_op_make(const void *key, size_t klen,
                                        int action, const void *val,
                                        size_t vlen) {
   ustore_op o = {key, klen, expect, version, action, val, vlen,
-                 0, 0, 0, UBUF_INIT, 0, NULL};
+                 0, 0, 0, UBUF_INIT, 0, 0, NULL};
   return o;
 }
 

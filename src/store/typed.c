@@ -9,9 +9,10 @@
 
 #define seterr ustore_seterr
 
-/* Years 0 to 9999, the range of the fixed-width ISO form. */
-#define TS_MIN_MS INT64_C(-62167219200000)
-#define TS_MAX_MS INT64_C(253402300799999)
+/* Years 0 to 9999, the range of the fixed-width ISO form (and of every
+ * record: util/clock.h). */
+#define TS_MIN_MS UCLOCK_MIN_MS
+#define TS_MAX_MS UCLOCK_MAX_MS
 
 const char *utyped_type_name(int type) {
   static const char *const n[] = {"?",       "text", "int",       "bigint",
@@ -51,6 +52,7 @@ int utyped_tab_init(utyped_tab *t, const ustore_tabledef *d) {
     t->ctype[j] = d->col[j].type;
   }
   t->npk = d->npk;
+  t->npart = d->npart > 1 && d->npart <= d->npk ? d->npart : 1;
   for (size_t j = 0; j < d->npk; j++) {
     t->pk[j] = d->pk[j];
     t->is_key[d->pk[j]] = 1;
@@ -76,6 +78,7 @@ int utyped_tab_copy(utyped_tab *t, const utyped_tab *s) {
   memcpy(t->ctype, s->ctype, s->ncol * sizeof *t->ctype);
   memcpy(t->is_key, s->is_key, s->ncol * sizeof *t->is_key);
   t->npk = s->npk;
+  t->npart = s->npart;
   memcpy(t->pk, s->pk, s->npk * sizeof *t->pk);
   return 0;
 }

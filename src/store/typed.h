@@ -45,6 +45,7 @@ typedef struct utyped_tab {
   int *is_key;  /* per column */
   size_t npk;
   size_t *pk;   /* the key's columns in order: indexes into cname */
+  size_t npart; /* the first npart of them make the partition key (>= 1) */
 } utyped_tab;
 
 /* UNICO_ESCHEMA, with e set, when column i of d has a name of unico's own

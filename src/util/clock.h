@@ -5,6 +5,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The timestamps a record may hold, on every store: years 0 to 9999
+ * (0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z), the range of
+ * the fixed-width ISO form DynamoDB keeps them in and RFC 3339 can write
+ * (docs/ddl.md). */
+#define UCLOCK_MIN_MS INT64_C(-62167219200000)
+#define UCLOCK_MAX_MS INT64_C(253402300799999)
+
 /* Monotonic-enough wall clock in milliseconds since the epoch. */
 int64_t unow_ms(void);
 

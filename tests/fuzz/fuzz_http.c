@@ -57,7 +57,9 @@ static void at_exit(void) {
   if (daemon_) MHD_stop_daemon(daemon_);
   if (srv) {
     unico_close(atomic_load(&srv->store));
-    free(srv->token);
+    utokens *ts = atomic_load(&srv->tokens);
+    if (ts) free(ts->t[0].tok);
+    free(ts);
     umetrics_destroy(&srv->m);
     pthread_mutex_destroy(&srv->open_lock);
     pthread_cond_destroy(&srv->open_cond);
@@ -97,9 +99,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   srv->cfg.idle_timeout = 30;
   srv->cfg.request_timeout = 30;
   srv->cfg.drain_timeout = 1;
-  srv->token = strdup("fuzz");
-  srv->token_len = 4;
-  if (!srv->token) die("strdup", "out of memory");
+  utokens *ts = calloc(1, sizeof *ts);
+  if (!ts || !(ts->t[0].tok = strdup("fuzz"))) die("strdup", "out of memory");
+  ts->t[0].len = 4;
+  ts->n = 1;
+  atomic_store(&srv->tokens, ts);
   char url[128];
   snprintf(url, sizeof url, "lmdb:%s?sync=off", dir);
   unico *u = NULL;

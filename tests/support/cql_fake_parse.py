@@ -219,10 +219,15 @@ class Parser:
             st.cols = None
         else:
             while True:
-                st.cols.append(self.ident())
+                name = self.ident()
                 if self.accept_p("("):
-                    raise CqlError(E_SYNTAX, "cql_fake_server does not implement "
-                                   "functions in selections: %s" % text[:200])
+                    if name != "ttl":
+                        raise CqlError(E_SYNTAX, "cql_fake_server does not implement "
+                                       "functions in selections but TTL(): %s"
+                                       % text[:200])
+                    name = "ttl(%s)" % self.ident()  # (Cassandra's column name)
+                    self.p(")")
+                st.cols.append(name)
                 if not self.accept_p(","):
                     break
         self.kw("from")
@@ -383,18 +388,18 @@ class Parser:
             st.if_not_exists = self.accept_kw("if", "not", "exists")
             st.ks, st.table = self.tname()
             self.p("(")
-            st.coldefs, pks = [], []
+            st.coldefs, pks, statics, npart = [], [], [], 1
             while True:
                 if self.accept_kw("primary", "key"):
                     if pks:
                         raise invalid("Multiple PRIMARY KEYs specifed (exactly one "
                                       "required)")
                     self.p("(")
-                    if self.accept_p("("):  # ((partition), clustering...)
+                    if self.accept_p("("):  # ((partition...), clustering...)
                         pks.append(self.ident())
-                        if self.accept_p(","):
-                            raise invalid("cql_fake_server supports only a one-column "
-                                          "partition key")
+                        while self.accept_p(","):
+                            pks.append(self.ident())
+                        npart = len(pks)
                         self.p(")")
                     else:
                         pks.append(self.ident())
@@ -414,9 +419,7 @@ class Parser:
                     if self.accept_kw("primary", "key"):
                         pks.append(name)
                     if self.accept_kw("static"):
-                        raise invalid("Static columns are only useful (and thus "
-                                      "allowed) if the table has at least one "
-                                      "clustering column")
+                        statics.append(name)
                 if not self.accept_p(","):
                     break
             self.p(")")
@@ -433,7 +436,17 @@ class Parser:
             for k in pks:
                 if k not in names:
                     raise invalid("Unknown definition %s referenced in PRIMARY KEY" % k)
+            for c in statics:
+                if c in pks:
+                    raise invalid("Static column %s cannot be part of the PRIMARY "
+                                  "KEY" % c)
+            if statics and len(pks) <= npart:
+                raise invalid("Static columns are only useful (and thus "
+                              "allowed) if the table has at least one "
+                              "clustering column")
             st.pk = pks
+            st.statics = statics
+            st.npart = npart
             return st
         self.fail("KEYSPACE or TABLE")
 

@@ -45,14 +45,16 @@ T_DOUBLE = b"\x00\x07"
 T_TIMESTAMP = b"\x00\x0b"
 T_UUID = b"\x00\x0c"
 T_TINYINT = b"\x00\x14"
+T_COUNTER = b"\x00\x05"
 T_MAP_TEXT_TEXT = b"\x00\x21\x00\x0d\x00\x0d"
 TYPES = {"blob": T_BLOB, "bigint": T_BIGINT, "int": T_INT,
          "boolean": T_BOOLEAN, "text": T_VARCHAR, "varchar": T_VARCHAR,
          "double": T_DOUBLE, "timestamp": T_TIMESTAMP, "uuid": T_UUID,
-         "tinyint": T_TINYINT}
+         "tinyint": T_TINYINT, "counter": T_COUNTER}
 TYPE_NAMES = {T_BLOB: "blob", T_BIGINT: "bigint", T_INT: "int",
               T_BOOLEAN: "boolean", T_VARCHAR: "text", T_DOUBLE: "double",
               T_TIMESTAMP: "timestamp", T_UUID: "uuid", T_TINYINT: "tinyint",
+              T_COUNTER: "counter",
               T_MAP_TEXT_TEXT: "map<text, text>"}
 
 UNSET = object()  # a v4 "not set" bound value ([bytes] length -2)

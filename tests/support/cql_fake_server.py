@@ -33,14 +33,23 @@ tests/cql_fake_check.sh embeds the frames it compares with):
   "quoted" identifiers, comments, a trailing ';'):
     CREATE KEYSPACE [IF NOT EXISTS] ks WITH replication = {...}
         [AND durable_writes = ...]   (SimpleStrategy, NetworkTopologyStrategy)
-    CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY], ...
+    CREATE TABLE [IF NOT EXISTS] [ks.]t (col type [PRIMARY KEY | STATIC], ...
         [, PRIMARY KEY (col, ...) | PRIMARY KEY ((col), col, ...)]) [WITH ...]
-        (a one-column partition key, then clustering columns; types blob,
+        (a partition key of one or more columns, then clustering columns;
+        types blob,
         bigint, int, tinyint, boolean, text/varchar, uuid, timestamp,
-        double)
+        double, counter (alone beside the key, and never written here);
+        a STATIC column, in a table with clustering columns, holds
+        one cell per partition that every row of it reads, kept when the
+        rows are deleted; a partition left with only static cells is one
+        row of a scan or partition read, its clustering and regular
+        columns null, as in Cassandra; static cells never expire here)
     ALTER TABLE [ks.]t ADD col type | ADD (col type, ...)  (UPDATED TABLE)
     DROP TABLE|KEYSPACE [IF EXISTS] name;  USE ks
     SELECT *|cols FROM [ks.]t [WHERE key = term [AND key2 = term ...]] [LIMIT n]
+        (cols may be TTL(col): named ttl(col), int, the seconds the cell
+        has left or null; WHERE on the partition key alone reads the
+        whole partition in key order)
     SELECT cols FROM system_schema.keyspaces [WHERE keyspace_name = term]
     SELECT cols FROM system_schema.columns [WHERE keyspace_name = term
         AND table_name = term]  (column_name, kind, position, type, ...)
@@ -145,7 +154,7 @@ from cql_fake_proto import (
     E_SYNTAX, E_CONFIG, E_ALREADY_EXISTS, E_UNPREPARED, CL_NAMES, ANY, ONE,
     TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, SERIAL, LOCAL_SERIAL, LOCAL_ONE,
     T_BIGINT, T_BLOB, T_BOOLEAN, T_INT, T_VARCHAR, T_DOUBLE, T_TIMESTAMP,
-    T_UUID, T_TINYINT, T_MAP_TEXT_TEXT, TYPE_NAMES, UNSET, UNPREPARED_MSG,
+    T_UUID, T_TINYINT, T_MAP_TEXT_TEXT, TYPES, TYPE_NAMES, UNSET, UNPREPARED_MSG,
     PAGING_MAGIC, u16, i32, string, value, short_bytes, string_list,
     string_multimap, frame, CqlError, invalid, protocol, Drop, rows_metadata,
     NO_METADATA, rows_body, bind_metadata, VOID, schema_change, Reader,
@@ -162,10 +171,16 @@ class Table:
     columns. A row's key is the partition key's bytes (one column) or the
     key columns' bytes, each with a 2-byte length (several)."""
 
-    def __init__(self, ks, name, coldefs, pk):
+    def __init__(self, ks, name, coldefs, pk, statics=(), npart=1):
         self.ks, self.name = ks, name
+        # static columns: one cell per partition, shared by its rows (and
+        # kept when they are deleted); these never expire here
+        self.statics = set(statics)
+        self.srows = {}  # partition key bytes -> {static col: bytes}
         self.pks = list(pk) if isinstance(pk, (list, tuple)) else [pk]
         self.pk = self.pks[0]
+        self.npart = npart  # the partition key: the first npart of pks
+        self.part_cols = self.pks[:npart]
         self.types = dict(coldefs)
         self.coldefs = list(coldefs)
         self.reorder()
@@ -230,12 +245,46 @@ class Table:
             i += 2 + n
         return None
 
-    def cell(self, key, row, col):
+    def part(self, key):
+        """The partition key's parts (a tuple of bytes)."""
+        return tuple(self.key_part(key, c) for c in self.part_cols)
+
+    def cell(self, key, row, col, now=None):
+        if col.startswith("ttl("):  # TTL(c): the seconds c has left, or null
+            c = col[4:-1]
+            exp = self.ttl.get(key, {}).get(c)
+            if exp is None or row.get(c) is None:
+                return None
+            return struct.pack(">i", max(0, int(exp - (now or time.time()) + 0.999)))
         if col in self.pks:
+            if row.get("_static_only") and col not in self.part_cols:
+                return None  # a partition holding only static cells
             return self.key_part(key, col)
+        if col in self.statics:
+            return self.srows.get(self.part(key), {}).get(col)
         return row.get(col)
 
+    def scan_items(self):
+        """(key, row) of every row, and of every partition that holds only
+        static cells (one row, its clustering columns and regular cells
+        null: what Cassandra returns for it)."""
+        items = list(self.rows.items())
+        if self.srows:
+            parts = {self.part(k) for k in self.rows}
+            for p, cells in self.srows.items():
+                if cells and p not in parts:
+                    key = self.make_key(list(p) + [b""] * (len(self.pks) - self.npart))
+                    items.append((key, {"_static_only": True}))
+        return items
+
     def type(self, col):
+        if col.startswith("ttl("):
+            c = col[4:-1]
+            self.type(c)
+            if c in self.pks:
+                raise invalid("Cannot use selection function ttl on PRIMARY KEY part %s"
+                              % c)
+            return T_INT
         if col not in self.types:
             raise invalid("Undefined column name %s in table %s.%s"
                           % (col, self.ks, self.name))
@@ -436,12 +485,12 @@ class Server:
             t = self.table(st, conn_ks)
             specs = [(c, T_INT if c == "[ttl]" else t.type(c)) for c in st.marker_cols]
             pk = None
-            kterm = st.where[1] if st.where else None
-            if st.kind == "insert" and t.pk in st.cols:
-                kterm = st.terms[st.cols.index(t.pk)]
-            if kterm is not None and kterm[0] == "m" and (st.where is None or
-                                                          st.where[0] == t.pk):
-                pk = [kterm[1]]
+            terms = dict(zip(st.cols, st.terms)) if st.kind == "insert" else \
+                dict(([st.where] + st.where_more) if st.where else [])
+            idx = [terms[c][1] for c in t.part_cols
+                   if c in terms and terms[c][0] == "m"]
+            if len(idx) == len(t.part_cols):
+                pk = idx
             res = None
             if st.kind == "select":
                 res = [(c, t.type(c)) for c in (st.cols if st.cols is not None else t.order)]
@@ -477,7 +526,7 @@ class Server:
             raise invalid("Invalid unset value for column %s" % col)
         if k is None:
             raise invalid("Invalid null value in condition for column %s" % col)
-        if len(k) == 0 and col == t.pk:
+        if len(k) == 0 and col == t.pk and t.npart == 1:
             raise invalid("Key may not be empty")
         if len(k) > 65535:
             raise invalid("Key length of %d is longer than maximum of 65535" % len(k))
@@ -498,7 +547,8 @@ class Server:
         missing = [c for c in t.pks if c not in got]
         if missing:
             raise invalid("Some %s parts are missing: %s"
-                          % ("partition key" if missing[0] == t.pk else "clustering key",
+                          % ("partition key" if missing[0] in t.part_cols
+                             else "clustering key",
                              ", ".join(missing)))
         return t.make_key([got[c] for c in t.pks])
 
@@ -567,10 +617,12 @@ class Server:
             if want.get("keyspace_name", ksn) != ksn or want.get("table_name", tn) != tn:
                 continue
             for c in sorted(t.types, key=lambda c: c.encode()):
-                if c == t.pk:
-                    kind, pos = "partition_key", 0
+                if c in t.part_cols:
+                    kind, pos = "partition_key", t.pks.index(c)
                 elif c in t.pks:
-                    kind, pos = "clustering", t.pks.index(c) - 1
+                    kind, pos = "clustering", t.pks.index(c) - t.npart
+                elif c in t.statics:
+                    kind, pos = "static", -1
                 else:
                     kind, pos = "regular", -1
                 cells = {"keyspace_name": ksn.encode(), "table_name": tn.encode(),
@@ -724,14 +776,21 @@ class Server:
         cols = st.cols if st.cols is not None else t.order
         specs = [(c, t.type(c)) for c in cols]
         serial = prm.consistency in (SERIAL, LOCAL_SERIAL)
-        key = None
+        key = part = None
         if st.where is not None:
-            if st.where[0] != t.pk:
+            named = [c for c, _ in [st.where] + st.where_more]
+            if named[0] not in t.part_cols:
                 raise invalid("Cannot execute this query as it might involve data "
                               "filtering and thus may have unpredictable performance. "
                               "If you want to execute this query despite the "
                               "performance unpredictability, use ALLOW FILTERING")
-            key = self.where_key(t, st, values)
+            if len(t.pks) > t.npart and sorted(named) == sorted(t.part_cols):
+                # a whole partition
+                terms = dict([st.where] + st.where_more)
+                part = tuple(self.key_value(t, terms[c], values, c)
+                             for c in t.part_cols)
+            else:
+                key = self.where_key(t, st, values)
         elif serial:
             raise invalid("SERIAL/LOCAL_SERIAL consistency may only be requested for "
                           "one partition at a time")
@@ -742,12 +801,18 @@ class Server:
             raise protocol("Invalid value for the paging state")
 
         def run():
+            if part is not None:  # its rows in key order, or its static cells
+                chosen = sorted(((k, r) for k, r in t.scan_items() if t.part(k) == part),
+                                key=lambda kv: kv[0])
+                rows = [[t.cell(k, r, c) for c in cols] for k, r in chosen]
+                return rows_body(t.ks, t.name, specs, rows[:st.limit or None],
+                                 skip=skip)
             if key is not None:
                 r = t.rows.get(key)
                 rows = [] if r is None else [[t.cell(key, r, c) for c in cols]]
                 return rows_body(t.ks, t.name, specs, rows[:st.limit or None],
                                  skip=skip)
-            items = sorted(t.rows.items(), key=lambda kv: hash_order(kv[0]))
+            items = sorted(t.scan_items(), key=lambda kv: hash_order(kv[0]))
             if ps is not None:
                 after = hash_order(ps[len(PAGING_MAGIC):])
                 items = [kv for kv in items if hash_order(kv[0]) > after]
@@ -789,7 +854,7 @@ class Server:
             missing = [c for c in t.pks if c not in st.cols]
             if missing:
                 raise invalid("Some %s parts are missing: %s"
-                              % ("partition key" if missing[0] == t.pk else
+                              % ("partition key" if missing[0] in t.part_cols else
                                  "clustering key", ", ".join(missing)))
             parts = {}
             for c, term in zip(st.cols, st.terms):
@@ -843,8 +908,8 @@ class Server:
                 row["_marker"] = True
                 t.stamp(key, ["_marker"], ttl, now)
             if st.kind != "delete":
-                t.stamp(key, [c for c, v in sets if v is not UNSET and v is not None],
-                        ttl, now)
+                t.stamp(key, [c for c, v in sets if v is not UNSET and v is not None
+                              and c not in t.statics], ttl, now)
             elif st.kind == "update":
                 if row is None:
                     row = t.rows.setdefault(key, {})
@@ -854,6 +919,13 @@ class Server:
                 return
             for c, v in (sets if st.kind != "delete" else [(c, None) for c in st.cols]):
                 if v is UNSET:
+                    continue
+                if c in t.statics:  # the partition's cell
+                    cells = t.srows.setdefault(t.part(key), {})
+                    if v is None:
+                        cells.pop(c, None)
+                    else:
+                        cells[c] = v
                     continue
                 if v is None:
                     row.pop(c, None)
@@ -978,7 +1050,17 @@ class Server:
                 raise CqlError(E_ALREADY_EXISTS, "Cannot add already existing table \"%s\" "
                                "to keyspace \"%s\"" % (st.table, ks),
                                string(ks) + string(st.table))
-            self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk)
+            counters = [c for c, t in st.coldefs if t == TYPES["counter"]]
+            for c in counters:
+                if c in st.pk:
+                    raise invalid("counter type is not supported for PRIMARY KEY "
+                                  "column '%s'" % c)
+            if counters and len(counters) + len(st.pk) != len(st.coldefs):
+                raise invalid("Cannot mix counter and non counter columns in the "
+                              "same table")
+            self.tables[(ks, st.table)] = Table(ks, st.table, st.coldefs, st.pk,
+                                              getattr(st, "statics", ()),
+                                              getattr(st, "npart", 1))
             ev = schema_change("CREATED", "TABLE", ks, st.table)
             return i32(5) + ev, 0, [ev]
         if st.kind == "alter_table":
@@ -989,6 +1071,13 @@ class Server:
             for c, _ in st.coldefs:
                 if c in t.types:
                     raise invalid("Column with name '%s' already exists" % c)
+            counter = TYPES["counter"]
+            if any(typ == counter for typ in t.types.values()):
+                for c, typ in st.coldefs:
+                    if typ != counter:
+                        # (a Config_error, as issue 37 reports of 4.0.7)
+                        raise CqlError(E_CONFIG, "Cannot add a non counter column "
+                                       "(%s) in a counter table" % c)
             for c, typ in st.coldefs:
                 t.types[c] = typ
             t.reorder()

@@ -13,6 +13,10 @@
 #   rogue-client.pem .key        a client certificate rogue-ca signed
 #   client-enc.key               client.key encrypted with PASSPHRASE
 #                                (when given)
+#   inter.pem inter.key          an intermediate CA the test CA signed, and
+#   chained.pem chained.key      a localhost certificate it signed;
+#   chain.pem                    chained.pem then inter.pem (a PEM chain)
+#   expired-client.pem .key      CA-signed client certificate, expired in 2020
 set -eu
 dir=${1:?usage: tls_certs.sh DIR [PASSPHRASE]}
 pass=${2:-}
@@ -65,6 +69,17 @@ commonName = supplied
 EOF
 openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in expired.csr \
   -out expired.pem -notext -startdate 20200101000000Z -enddate 20200102000000Z 2>/dev/null
+csr expired-client unico-expired-client "" clientAuth
+openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in expired-client.csr \
+  -out expired-client.pem -notext -startdate 20200101000000Z -enddate 20200102000000Z 2>/dev/null
+# an intermediate CA, and a server certificate served with its chain
+key inter.key
+openssl req -new -key inter.key -out inter.csr -subj "/CN=unico test intermediate" \
+  -addext "basicConstraints=critical,CA:TRUE,pathlen:0" \
+  -addext "keyUsage=critical,keyCertSign,cRLSign"
+sign inter ca
+csr chained localhost "DNS:localhost,IP:127.0.0.1" serverAuth && sign chained inter
+cat chained.pem inter.pem >chain.pem
 if [ -n "$pass" ]; then
   openssl pkcs8 -topk8 -in client.key -out client-enc.key -passout "pass:$pass" \
     -v2 aes-256-cbc

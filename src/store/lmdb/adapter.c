@@ -358,9 +358,9 @@ int lm_apply_ops(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t n,
       if (rc == MDB_NOTFOUND) rc = 0;
     } else {
       /* A conditioned op already read the key; others read it now. */
-      uint64_t ver = 1;
+      uint64_t ver = op->create_version ? op->create_version : 1;
       if (op->expect != USTORE_ANY) {
-        ver = op->exists ? op->cur_version + 1 : 1;
+        ver = op->exists ? op->cur_version + 1 : ver;
       } else {
         rc = mdb_get(txn, s->dbi, &k, &v);
         if (rc == 0) ver = lm_get_ver(&v) + 1;

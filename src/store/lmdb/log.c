@@ -193,7 +193,8 @@ static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
     if (op->action == USTORE_CHECK) continue;
     if (op->action == USTORE_DEL && !op->exists) continue; /* nothing to do */
     int del = op->action == USTORE_DEL;
-    uint64_t ver = op->exists ? op->cur_version + 1 : 1;
+    uint64_t ver = op->exists ? op->cur_version + 1
+                   : op->create_version ? op->create_version : 1;
     if (umt_set(s->active, op->key, op->klen, ver, del, op->val, op->vlen)) {
       lm_fail_log(s, "memory ran out while writing to", ENOMEM);
       return UNICO_ENOMEM;
