@@ -59,6 +59,9 @@ if [ "$SET" = test ]; then
   # The HTTP tests hold every answer to docs/openapi.json with jsonschema
   # (tests/support/openapi_check.py, on Debian's python3).
   PKGS="$PKGS python3-jsonschema"
+  # The Python package's tests (python/, tests/python_install.sh): pytest,
+  # and a venv that builds the package with Debian's setuptools and wheel.
+  PKGS="$PKGS python3-pytest python3-venv python3-setuptools python3-wheel"
   # an independent Cassandra client (the DataStax driver for Debian's
   # /usr/bin/python3): tests read the native tables unico writes through it,
   # and fill tables for unico to adopt
