@@ -230,3 +230,53 @@ def test_gil_released_during_a_call(monkeypatch):
     # the other thread ran through the call: at least a tick per 100 ms
     # even on a loaded machine (it ticks every 10 ms when it runs freely)
     assert ticks[0] >= took * 10, (ticks[0], took)
+
+
+WRITER = r"""
+import sys, unico
+db = unico.open(sys.argv[1])
+i = 0
+while True:
+    # acknowledged: the call returned (durable), then it is reported
+    r = db.insert("users", {"id": "%s-%d" % (sys.argv[2], i), "email": "%s-%d@x" % (sys.argv[2], i)})
+    sys.stdout.write("%s %d\n" % (r["pk"], r["version"]))
+    sys.stdout.flush()
+    i += 1
+"""
+
+
+@pytest.mark.parametrize("query", ["", "?wal=on"])
+def test_sigkill_of_a_python_writer(tmp_path, query):
+    """A Python process inserting is killed with SIGKILL in the middle of
+    its writes, three times; every insert it was told of is there, with
+    its version, and check finds nothing wrong."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    url = "lmdb:%s/data%s" % (tmp_path, query)
+    with unico.open(url) as d:
+        d.apply_schema(SCHEMA)
+    acked = []
+    for rnd in range(3):
+        p = subprocess.Popen([sys.executable, "-c", WRITER, url, "r%d" % rnd],
+                             stdout=subprocess.PIPE,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        # the writer's first answer, then a little more, then SIGKILL
+        first = p.stdout.readline()
+        assert first, "the writer died before its first insert"
+        time.sleep(0.3 + 0.2 * rnd)
+        p.send_signal(signal.SIGKILL)
+        out = first + p.stdout.read()
+        p.wait()
+        assert p.returncode == -signal.SIGKILL
+        # (a line cut by the kill is no acknowledgement)
+        got = [ln.split() for ln in out.decode().splitlines()
+               if re.fullmatch(r"r%d-\d+ 1" % rnd, ln)]
+        assert len(got) > 1
+        acked += got
+        with unico.open(url) as d:
+            for pk, ver in acked:
+                assert d.get("users", pk)["version"] == int(ver), pk
+            r = d.check()
+            assert r["ok"] is True and r["records"] >= len(acked)
