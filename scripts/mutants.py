@@ -9,8 +9,13 @@ when a mutant no longer applies (its text is not found exactly once: the
 code moved, so the mutant must be written again), or when a mutant does
 not build.
 
-Usage: scripts/mutants.py [--dir DIR] [--only ID[,ID...]] [--list]
-DIR (default build-mutants) holds the scratch tree and its build."""
+Mutants run JOBS at a time (--jobs, default UNICO_MUTANT_JOBS or 2), each
+worker in a scratch tree and build of its own: most of a mutant's time is
+its tests waiting on servers, sleeps and fsync, which a second worker fills.
+
+Usage: scripts/mutants.py [--dir DIR] [--jobs N] [--only ID[,ID...]] [--list]
+DIR (default build-mutants) holds the scratch trees and their builds
+(tree and build for the first worker, tree-K and build-K for the others)."""
 import argparse
 import json
 import os
@@ -18,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,9 +125,57 @@ def failed_tests(log):
     return sorted(set(re.findall(r"^\s*\d+ - (\S+) \(", text, re.M)))
 
 
+def run_mutant(m, tree, bdir, logs):
+    """Apply m in tree, build what its tests run, run them, put the file
+    back. Returns (killed, line to print)."""
+    t1 = time.time()
+    path = os.path.join(tree, m["file"])
+    with open(path, encoding="utf-8") as f:
+        orig = f.read()
+    n = orig.count(m["find"])
+    if n != 1:
+        return False, ("%-28s DOES NOT APPLY: its text is found %d times in %s"
+                       % (m["id"], n, m["file"]))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(orig.replace(m["find"], m["replace"]))
+    blog = os.path.join(logs, m["id"] + ".build.log")
+    tlog = os.path.join(logs, m["id"] + ".test.log")
+    try:
+        if build(tree, bdir, blog, targets_of(bdir, m["tests"])) != 0:
+            return False, "%-28s DOES NOT BUILD (see %s)" % (m["id"], blog)
+        # (one failure kills a mutant: tests that know
+        # UNICO_TEST_FAIL_FAST stop at their first, ctest at the first
+        # test that fails)
+        rc = run(["ctest", "--test-dir", bdir, "-R", m["tests"],
+                  "--timeout", "600", "--output-on-failure",
+                  "--stop-on-failure"],
+                 tree, tlog, 3600,
+                 env=dict(os.environ, UNICO_TEST_FAIL_FAST="1"))
+        killers = failed_tests(tlog)
+        if rc == 0 or (rc != "timeout" and not killers):
+            return False, ("%-28s SURVIVED %s (%.0f s; see %s)"
+                           % (m["id"], m["tests"], time.time() - t1, tlog))
+        return True, ("%-28s killed by %s (%.0f s)"
+                      % (m["id"], ", ".join(killers) or rc, time.time() - t1))
+    finally:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(orig)
+
+
+def prepare(tree, bdir, logs, k):
+    """The unmutated tree copied and built for worker k; True when it
+    builds."""
+    copy_tree(tree)
+    return run(["cmake", "-S", tree, "-B", bdir, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+               tree, os.path.join(logs, "configure-%d.log" % k), 600) == 0 and \
+        build(tree, bdir, os.path.join(logs, "build-%d.log" % k)) == 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=os.path.join(ROOT, "build-mutants"))
+    ap.add_argument("--jobs", type=int,
+                    default=int(os.environ.get("UNICO_MUTANT_JOBS", "2")))
     ap.add_argument("--only", default="")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
@@ -137,62 +191,48 @@ def main():
         if unknown:
             sys.exit("no such mutant: %s" % ", ".join(sorted(unknown)))
         mutants = [m for m in mutants if m["id"] in want]
-    tree, bdir = os.path.join(a.dir, "tree"), os.path.join(a.dir, "build")
+    jobs = max(1, min(a.jobs, len(mutants)))
     logs = os.path.join(a.dir, "logs")
     os.makedirs(logs, exist_ok=True)
-    copy_tree(tree)
+    workers = [(os.path.join(a.dir, "tree" + ("-%d" % k if k else "")),
+                os.path.join(a.dir, "build" + ("-%d" % k if k else "")))
+               for k in range(jobs)]
     t0 = time.time()
-    if run(["cmake", "-S", tree, "-B", bdir, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
-           tree, os.path.join(logs, "configure.log"), 600) != 0 or \
-            build(tree, bdir, os.path.join(logs, "build.log")) != 0:
-        sys.exit("mutants: the unmutated tree does not build (see %s)" % logs)
-    print("mutants: scratch build ready in %.0f s" % (time.time() - t0))
+    # the scratch builds one after the other, each with every CPU
+    for k, (tree, bdir) in enumerate(workers):
+        if not prepare(tree, bdir, logs, k):
+            sys.exit("mutants: the unmutated tree does not build (see %s)" % logs)
+    print("mutants: %d scratch build(s) ready in %.0f s" % (jobs, time.time() - t0))
+    sys.stdout.flush()
     bad = []
-    for m in mutants:
-        t1 = time.time()
-        path = os.path.join(tree, m["file"])
-        with open(path, encoding="utf-8") as f:
-            orig = f.read()
-        n = orig.count(m["find"])
-        if n != 1:
-            bad.append(m["id"])
-            print("%-28s DOES NOT APPLY: its text is found %d times in %s"
-                  % (m["id"], n, m["file"]))
-            continue
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(orig.replace(m["find"], m["replace"]))
-        blog = os.path.join(logs, m["id"] + ".build.log")
-        tlog = os.path.join(logs, m["id"] + ".test.log")
-        try:
-            if build(tree, bdir, blog, targets_of(bdir, m["tests"])) != 0:
-                bad.append(m["id"])
-                print("%-28s DOES NOT BUILD (see %s)" % (m["id"], blog))
-                continue
-            # (one failure kills a mutant: tests that know
-            # UNICO_TEST_FAIL_FAST stop at their first, ctest at the first
-            # test that fails)
-            rc = run(["ctest", "--test-dir", bdir, "-R", m["tests"],
-                      "--timeout", "600", "--output-on-failure",
-                      "--stop-on-failure"],
-                     tree, tlog, 3600,
-                     env=dict(os.environ, UNICO_TEST_FAIL_FAST="1"))
-            killers = failed_tests(tlog)
-            if rc == 0 or (rc != "timeout" and not killers):
-                bad.append(m["id"])
-                print("%-28s SURVIVED %s (%.0f s; see %s)"
-                      % (m["id"], m["tests"], time.time() - t1, tlog))
-            else:
-                print("%-28s killed by %s (%.0f s)"
-                      % (m["id"], ", ".join(killers) or rc, time.time() - t1))
-        finally:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(orig)
-    # leave the scratch build unmutated for the next run
-    build(tree, bdir, os.path.join(logs, "restore.log"))
-    print("mutants: %d run, %d not killed, %.0f s"
-          % (len(mutants), len(bad), time.time() - t0))
+    todo = list(mutants)
+    lock = threading.Lock()
+
+    def worker(tree, bdir):
+        while True:
+            with lock:
+                if not todo:
+                    return
+                m = todo.pop(0)
+            killed, line = run_mutant(m, tree, bdir, logs)
+            with lock:
+                if not killed:
+                    bad.append(m["id"])
+                print(line)
+                sys.stdout.flush()
+
+    threads = [threading.Thread(target=worker, args=w) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # leave the scratch builds unmutated for the next run
+    for k, (tree, bdir) in enumerate(workers):
+        build(tree, bdir, os.path.join(logs, "restore-%d.log" % k))
+    print("mutants: %d run by %d worker(s), %d not killed, %.0f s"
+          % (len(mutants), jobs, len(bad), time.time() - t0))
     if bad:
-        print("mutants: not killed: %s" % ", ".join(bad))
+        print("mutants: not killed: %s" % ", ".join(sorted(bad)))
         return 1
     return 0
 

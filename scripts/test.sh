@@ -5,31 +5,29 @@
 # the mutation check
 # (scripts/mutants.py: every mutant of tests/mutation must be killed) and the
 # fuzz targets (tests/fuzz), built with clang and libFuzzer, each for a fixed
-# time (UNICO_FUZZ_SECONDS, default 25). Installs what is missing.
+# time (UNICO_FUZZ_SECONDS, default 25). Installs what is missing (the test
+# set of scripts/deps.sh).
+# ctest runs UNICO_TEST_JOBS tests at once (default: the number of CPUs, at
+# least 2); tests that must not overlap say so in tests/CMakeLists.txt
+# (RESOURCE_LOCK, PROCESSORS).
 # After each ctest run it prints how many tests were skipped, which and why
 # (only tests labelled `live` may skip: scripts/ctest_summary.py fails the
-# run otherwise), and at the end the time each phase took.
+# run otherwise), and at the end a table of the time each phase took
+# against its budget (scripts/phases.sh); a phase past its budget fails
+# the run.
 # Usage: scripts/test.sh [--quick]   (--quick: the plain build and its tests
-# only)
+# only, without the tests labelled `slow`)
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
 JOBS=$(nproc 2>/dev/null || echo 2)
-TIMES=""
-
-# phase NAME COMMAND...: run it and note how long it took
-phase() {
-  name=$1
-  shift
-  t0=$(date +%s)
-  rc=0
-  "$@" || rc=$?
-  secs=$(($(date +%s) - t0))
-  TIMES="$TIMES$(printf '  %-16s %4d s' "$name" "$secs")
-"
-  echo "== $name: $secs s"
-  return $rc
-}
+TEST_JOBS=${UNICO_TEST_JOBS:-$JOBS}
+[ "$TEST_JOBS" -ge 2 ] || TEST_JOBS=2
+QUICK=0
+[ "${1:-}" != "--quick" ] || QUICK=1
+# the phases, their budgets and the time table (scripts/phases.sh)
+. scripts/phases.sh
+trap table EXIT
 
 build() { # build-dir, extra cmake args...
   dir=$1
@@ -52,7 +50,7 @@ run_tests() {
   junit="$(pwd)/$dir/ctest-junit.xml"
   rm -f "$junit"
   rc=0
-  ctest --test-dir "$dir" --output-on-failure --timeout 1500 \
+  ctest --test-dir "$dir" -j "$TEST_JOBS" --output-on-failure --timeout 1500 \
     --output-junit "$junit" --test-output-size-passed 4000000 "$@" || rc=$?
   python3 scripts/ctest_summary.py "$dir" "$junit" || rc=1
   return $rc
@@ -60,8 +58,12 @@ run_tests() {
 
 echo "== build and test (RelWithDebInfo)"
 phase build build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-phase test run_tests build
-if [ "${1:-}" != "--quick" ]; then
+if [ "$QUICK" = 1 ]; then
+  phase test run_tests build -LE slow
+else
+  phase test run_tests build
+fi
+if [ "$QUICK" = 0 ]; then
   echo "== build and test with -fsanitize=address,undefined"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -73,8 +75,8 @@ if [ "${1:-}" != "--quick" ]; then
   phase mutants python3 scripts/mutants.py
   echo "== fuzz (libFuzzer with -fsanitize=address,undefined, ${UNICO_FUZZ_SECONDS:-25}s per target)"
   phase "fuzz build" build_fuzzers
-  phase fuzz ctest --test-dir build-fuzz -L fuzz --output-on-failure --timeout 1500
+  # (each target runs for a fixed time: two at once halve the phase)
+  phase fuzz ctest --test-dir build-fuzz -j "$TEST_JOBS" -L fuzz --output-on-failure --timeout 1500
 fi
-echo "== time per phase"
-printf '%s' "$TIMES"
+finish || exit 1
 echo "== all tests passed"
