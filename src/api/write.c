@@ -1244,8 +1244,10 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     ubuf_free(&rk);
     if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) {
       /* (and by its body: in a native table another writer may have
-       * changed the value or let it expire; issue 37 item 6) */
-      if (!body_needs(t, r.body, key.p, key.len)) rc = UNICO_ENOTFOUND;
+       * changed the value or let it expire; issue 37 item 6. Only there:
+       * elsewhere the store is unico's alone, and the list is the body's) */
+      if (uexec_native_rows(u->x) && !body_needs(t, r.body, key.p, key.len))
+        rc = UNICO_ENOTFOUND;
       break;
     }
     if (rc && rc != UNICO_ENOTFOUND) break;
