@@ -574,6 +574,10 @@ int ucass_row_record(const ucass_ntab *nt, const ucql_rows *rows, int32_t row,
         ucql_cell_tinyint(sv, &state) ||
         ustored_record_decode(mv->p, (size_t)mv->len, &r))
       goto corrupt;
+    decoded = 1;
+    /* (unico_state is what a raw reader goes by: it must say what the
+     * record says) */
+    if (state != r.state) goto corrupt;
   }
   decoded = 1;
   if (body_in_columns(state)) {
