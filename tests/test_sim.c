@@ -661,6 +661,13 @@ static void test_one_seed(void **state) {
   assert_int_equal(n, 0);
 }
 
+/* The token of a hold from a reserve's answer (json) into out. */
+static void token_of(const char *json, char *out, size_t cap) {
+  json_t *o = json_loads(json, 0, NULL);
+  snprintf(out, cap, "%s", json_string_value(json_object_get(o, "token")));
+  json_decref(o);
+}
+
 /* A fresh simulation "test-sim-WHAT-SEED" with faults f, n handles on it
  * (the grace period GRACE_MS) into u, and schema ddl applied through the
  * first. */
@@ -734,11 +741,8 @@ static void test_hold_op_id_faults(void **state) {
     if (h.rc == UNICO_OK && strcmp(h.json, res.json))
       fail_msg("seed %" PRIu64 ": the repeat answered %s, the first %s", seed,
                res.json, h.json);
-    json_t *o = json_loads(res.json, 0, NULL);
     char token[128];
-    snprintf(token, sizeof token, "%s",
-             json_string_value(json_object_get(o, "token")));
-    json_decref(o);
+    token_of(res.json, token, sizeof token);
     /* its token takes the value, which nobody else could */
     assert_int_equal(unico_insert(h.u, "users",
                                   "{\"id\":\"x\",\"email\":\"h@x.io\"}",
@@ -838,11 +842,8 @@ static void test_hold_outlives_failed_write(void **state) {
                                    "[\"" KEEP_VALUE "\"]", 600000, NULL,
                                    &res),
                      UNICO_OK);
-    json_t *o = json_loads(res.json, 0, NULL);
     char token[128];
-    snprintf(token, sizeof token, "%s",
-             json_string_value(json_object_get(o, "token")));
-    json_decref(o);
+    token_of(res.json, token, sizeof token);
     k.token = token;
     assert_int_equal(usim_run(s, 2, keep_client, &k), 0);
     int rc;
@@ -1117,11 +1118,8 @@ static void test_atomic_hold_released_midway(void **state) {
     assert_int_equal(unico_reserve(m.u[0], "users", "users_email_key",
                                    "[\"m@x.io\"]", 600000, NULL, &res),
                      UNICO_OK);
-    json_t *o = json_loads(res.json, 0, NULL);
     char token[128];
-    snprintf(token, sizeof token, "%s",
-             json_string_value(json_object_get(o, "token")));
-    json_decref(o);
+    token_of(res.json, token, sizeof token);
     m.token = token;
     assert_int_equal(usim_run(s, 2, midway_client, &m), 0);
     if (m.ins_rc != UNICO_OK)

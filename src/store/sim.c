@@ -202,37 +202,54 @@ static void map_del(usim *s, size_t at) {
   s->ne--;
 }
 
-/* Apply one op at once, as LMDB does, then tell the observer if the state
+/* Apply ops at once (one op: as LMDB does; several: a transaction), all
+ * or nothing under one lock: every condition is judged first, and nothing
+ * is written unless all held (each failed op carries the current value,
+ * as store.h asks). Then the observer hears of it, once, if the state
  * changed. */
-static int apply(usim *s, ustore_op *op, int client) {
+static int apply_all(usim *s, ustore_op *ops, size_t n, int client) {
   size_t at;
+  int failed = 0, rc = UNICO_OK, changed = 0;
   pthread_mutex_lock(&s->data);
-  entry *x = find(s, op->key, op->klen, &at);
-  op->failed = 0;
-  op->exists = x != NULL;
-  op->cur_version = x ? x->ver : 0;
-  int ok = op->expect == USTORE_ANY || (op->expect == USTORE_ABSENT && !x) ||
-           (op->expect == USTORE_PRESENT && x) ||
-           (op->expect == USTORE_VERSION && x && x->ver == op->expect_version);
-  int rc = UNICO_OK, changed = 0;
-  if (!ok) {
-    op->failed = 1;
+  for (size_t i = 0; i < n; i++) {
+    ustore_op *op = &ops[i];
+    entry *x = find(s, op->key, op->klen, &at);
+    op->failed = 0;
+    op->exists = x != NULL;
+    op->cur_version = x ? x->ver : 0;
+    int ok = op->expect == USTORE_ANY ||
+             (op->expect == USTORE_ABSENT && !x) ||
+             (op->expect == USTORE_PRESENT && x) ||
+             (op->expect == USTORE_VERSION && x &&
+              x->ver == op->expect_version);
+    if (ok) continue;
+    op->failed = failed = 1;
     ubuf_reset(&op->cur);
     if (x && x->vl) ubuf_put(&op->cur, x->v, x->vl);
-    rc = ubuf_ok(&op->cur) ? USTORE_NOT_APPLIED : UNICO_ENOMEM;
-  } else if (op->action == USTORE_PUT) {
-    rc = map_put(s, x, at, op);
-    changed = rc == UNICO_OK;
-  } else if (op->action == USTORE_DEL && x) {
-    map_del(s, at);
-    changed = 1;
+    if (!ubuf_ok(&op->cur)) rc = UNICO_ENOMEM;
+  }
+  for (size_t i = 0; !failed && rc == UNICO_OK && i < n; i++) {
+    ustore_op *op = &ops[i];
+    entry *x = find(s, op->key, op->klen, &at);
+    if (op->action == USTORE_PUT) {
+      rc = map_put(s, x, at, op);
+      changed |= rc == UNICO_OK;
+    } else if (op->action == USTORE_DEL && x) {
+      map_del(s, at);
+      changed = 1;
+    }
   }
   if (changed) s->writes++;
   usim_observer obs = s->obs;
   void *octx = s->obs_ctx;
   pthread_mutex_unlock(&s->data);
   if (changed && obs) obs(octx, s, client);
+  if (rc == UNICO_OK && failed) rc = USTORE_NOT_APPLIED;
   return rc;
+}
+
+static int apply(usim *s, ustore_op *op, int client) {
+  return apply_all(s, op, 1, client);
 }
 
 static int map_get(usim *s, const void *key, size_t kl, ubuf *val,
@@ -548,50 +565,6 @@ static int sv_get(ustore *st, const void *key, size_t klen, ubuf *val,
 static int sv_cas(ustore *st, ustore_op *op, ustore_err *e) {
   int rc = do_cas(sim_of(st), op, e);
   land_late(st);
-  return rc;
-}
-
-/* All or nothing under one lock: every condition is judged first, and
- * nothing is written unless all held (each failed op carries the current
- * value, as store.h asks). The observer hears of it once. */
-static int apply_all(usim *s, ustore_op *ops, size_t n, int client) {
-  size_t at;
-  int failed = 0, rc = UNICO_OK, changed = 0;
-  pthread_mutex_lock(&s->data);
-  for (size_t i = 0; i < n; i++) {
-    ustore_op *op = &ops[i];
-    entry *x = find(s, op->key, op->klen, &at);
-    op->failed = 0;
-    op->exists = x != NULL;
-    op->cur_version = x ? x->ver : 0;
-    int ok = op->expect == USTORE_ANY ||
-             (op->expect == USTORE_ABSENT && !x) ||
-             (op->expect == USTORE_PRESENT && x) ||
-             (op->expect == USTORE_VERSION && x &&
-              x->ver == op->expect_version);
-    if (ok) continue;
-    op->failed = failed = 1;
-    ubuf_reset(&op->cur);
-    if (x && x->vl) ubuf_put(&op->cur, x->v, x->vl);
-    if (!ubuf_ok(&op->cur)) rc = UNICO_ENOMEM;
-  }
-  for (size_t i = 0; !failed && rc == UNICO_OK && i < n; i++) {
-    ustore_op *op = &ops[i];
-    entry *x = find(s, op->key, op->klen, &at);
-    if (op->action == USTORE_PUT) {
-      rc = map_put(s, x, at, op);
-      changed |= rc == UNICO_OK;
-    } else if (op->action == USTORE_DEL && x) {
-      map_del(s, at);
-      changed = 1;
-    }
-  }
-  if (changed) s->writes++;
-  usim_observer obs = s->obs;
-  void *octx = s->obs_ctx;
-  pthread_mutex_unlock(&s->data);
-  if (changed && obs) obs(octx, s, client);
-  if (rc == UNICO_OK && failed) rc = USTORE_NOT_APPLIED;
   return rc;
 }
 
