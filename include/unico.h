@@ -67,9 +67,18 @@ typedef struct unico_result {
   char *value;          /* conflict: the normalized value, JSON array */
   char *owner;          /* conflict: owner's primary key, JSON */
   uint64_t version;     /* current version (mismatch) or new one (success) */
+  /* invalid: the table (UNICO_MISSING_TABLE) or the constraint
+   * (UNICO_MISSING_CONSTRAINT) the call names does not exist; else 0 */
+  int missing;
+  /* busy on a value a live hold reserves: when the hold expires, in Unix
+   * milliseconds (a retry before then is refused again); else 0 */
+  uint64_t retry_at_ms;
 } unico_result;
 
-#define UNICO_RESULT_INIT {0, NULL, {0}, {0}, {0}, NULL, NULL, 0}
+#define UNICO_MISSING_TABLE 1
+#define UNICO_MISSING_CONSTRAINT 2
+
+#define UNICO_RESULT_INIT {0, NULL, {0}, {0}, {0}, NULL, NULL, 0, 0, 0}
 
 /* Free what a result holds and reset it. Accepts NULL. Cannot fail. */
 void unico_result_clear(unico_result *res);

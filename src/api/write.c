@@ -220,6 +220,7 @@ static const utable *find_table(const usch *c, const char *table,
     else
       uerr(res, UNICO_EINVAL, NULL, "table %s does not exist in the schema",
            table ? table : "(none)");
+    if (res) res->missing = UNICO_MISSING_TABLE; /* (404 over HTTP) */
   }
   return t;
 }
@@ -255,6 +256,7 @@ int uapi_unique_constraint(const utable *t, const char *name,
   if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
     uerr(res, UNICO_EINVAL, NULL, "table %s has no unique constraint named %s",
          t->name, name ? name : "(none)");
+    if (res) res->missing = UNICO_MISSING_CONSTRAINT; /* (404 over HTTP) */
     return -1;
   }
   return ci;
@@ -568,6 +570,7 @@ static int report_held(const utable *t, const uclaim *c, int64_t expires_ms,
        "present the hold's token to take it",
        t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
        vs ? vs + 1 : "", when, con ? con->name : "?");
+  if (res) res->retry_at_ms = (uint64_t)expires_ms; /* (Retry-After) */
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
