@@ -144,6 +144,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
   ops[i++] = uexec_op(&p->rkey,
                       p->rver || p->rbare ? USTORE_VERSION : USTORE_ABSENT,
                       p->rver, USTORE_PUT, &p->rval);
+  ops[r_at].prev = p->rprev;
   /* (a tombstone leaves by itself once the retention period is over, where
    * the store has a time to live: the key's versions may then restart) */
   const int64_t purge_at = uexec_purge_at(x, uexec_now(x));

@@ -21,8 +21,13 @@
 int uexec_store_err(unico_result *res, int rc, const char *what,
                     const ustore_err *e) {
   if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
-  return uerr(res, rc, NULL, "%s: %s", what,
-              e && e->msg[0] ? e->msg : unico_strerror(rc));
+  const char *m = e && e->msg[0] ? e->msg : unico_strerror(rc);
+  size_t wl = strlen(what);
+  /* (a store's message that already says what it was doing is not said
+   * twice: "writing: writing: ...") */
+  if (!strncmp(m, what, wl) && (m[wl] == ':' || m[wl] == ' '))
+    return uerr(res, rc, NULL, "%s", m);
+  return uerr(res, rc, NULL, "%s: %s", what, m);
 }
 
 int uexec_open(uexec **out, const char *url, uint64_t retention_ms,

@@ -80,7 +80,8 @@ int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res) {
    * table's bare row) */
   if (f->rkey.len)
     ops[n++] = uexec_op(&f->rkey,
-                        f->rver || f->kind == UEXEC_FIX_RESTORE ? USTORE_VERSION
+                        f->rver || f->rexists || f->kind == UEXEC_FIX_RESTORE
+                            ? USTORE_VERSION
                                                                 : USTORE_ABSENT,
                         f->rver, USTORE_CHECK, NULL);
   if (f->hkey.len)
