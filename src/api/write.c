@@ -1022,14 +1022,23 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
 
 /* A claim in the way names another record that may no longer hold the
  * value: its item deleted, or its column changed, behind unico's back (by
- * another client, or the store's TTL). On a store with transactions, a
- * claim whose owner does not hold the value is no conflict (DESIGN.md
- * invariant 6): it is freed (in one transaction with a check that the
- * owner is still as read, and, where the owner lists it, with the owner's
- * list rewritten without it), and the write plans again. 1: freed (or
- * moved meanwhile): plan again; 0: the owner holds it, a conflict; or an
- * error. (The claims protocol judges a claim by its owner already:
- * exec/claims.c.) */
+ * another client, or the store's TTL). On a store with transactions that
+ * keeps records in the users' tables, a claim whose owner does not hold
+ * the value is no conflict (DESIGN.md invariant 6): it is freed, in one
+ * transaction conditioned on the claim's store version as the refusal
+ * read it (a claim key is made at a fresh version each time it is taken,
+ * so that version names this one claim, never one freed and taken again
+ * since: exec/internal.h uexec_fresh_version) and on the owner being as
+ * read (absent, or at its store version; where it lists the claim, with
+ * its list rewritten without it), and the write plans again.
+ * docs/protocol.md, "Claims whose owner is gone", has the argument.
+ * 1: freed (or moved meanwhile): plan again; 0: the owner holds it, a
+ * conflict; or an error. Not on unico's own stores (LMDB), where only
+ * unico writes records, each in one transaction with its claims: the
+ * owner of a committed claim holds it there, and a refused write pays no
+ * read for it (unico_allocs). Not key by key either: the claims protocol
+ * judges a claim by its owner already, fencing an owner in flight
+ * (exec/claims.c). */
 static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
                             unico_result *res) {
   unico *u = w->u;
@@ -1040,7 +1049,7 @@ static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
   uclaims keep = UCLAIMS_INIT;
   uint64_t sver = 0;
   int have = 0, rc;
-  if ((uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) ||
+  if (!uexec_native_rows(u->x) || (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) ||
       why->owner.state != UCLAIM_COMMITTED)
     return 0;
   memset(&f, 0, sizeof f);

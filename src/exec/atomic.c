@@ -161,6 +161,10 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
       ops[i++] = mkop_claim(c, c->ver ? USTORE_VERSION : USTORE_ABSENT,
                             USTORE_PUT, &p->claim_val);
       ops[i - 1].expect_version = c->ver;
+      /* (made at a version no earlier claim of the key had: a fix that
+       * frees a claim at the version it read can never free this one;
+       * api/write.c claim_owner_gone) */
+      if (!c->ver) ops[i - 1].create_version = uexec_fresh_version(x);
       continue;
     }
     int64_t cnt;

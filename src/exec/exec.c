@@ -257,6 +257,12 @@ int64_t uexec_purge_at(uexec *x, int64_t since_ms) {
 
 int64_t uexec_now(uexec *x) { return ustore_now(x->st); }
 
+uint64_t uexec_fresh_version(uexec *x) {
+  uint64_t n = atomic_fetch_add(&x->attempts, 1) + 1;
+  uint64_t a = ustored_hash(USTORED_HASH_INIT ^ x->seed ^ 0xc1a1u, &n, sizeof n);
+  return (a & ((UINT64_C(1) << 62) - 1)) | (UINT64_C(1) << 32);
+}
+
 void uexec_sleep(uexec *x, int64_t ms) { ustore_sleep(x->st, ms); }
 
 size_t uexec_max_key(uexec *x) { return x->st->vt->max_key; }

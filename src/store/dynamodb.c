@@ -316,8 +316,12 @@ static json_t *txn_item_nv(ddb_store *s, const ustore_op *op, uint64_t nv,
   if (op->action == USTORE_PUT) {
     kind = "Update";
     const char *vexpr = nv ? "v = :nv" : "v = if_not_exists(v, :zero) + :one";
+    /* (a key made by a PUT without condition starts at the version the
+     * caller chose, when it chose one) */
+    uint64_t zero = op->expect == USTORE_ANY && op->create_version
+                        ? op->create_version - 1 : 0;
     if (nv ? json_object_set_new(vals, ":nv", num(nv))
-           : (json_object_set_new(vals, ":zero", num(0)) ||
+           : (json_object_set_new(vals, ":zero", num(zero)) ||
               json_object_set_new(vals, ":one", num(1))))
       goto oom;
     /* the TTL attribute: set, or removed (a key taken over from a hold
