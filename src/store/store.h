@@ -72,7 +72,11 @@ typedef struct ustore_op {
    * (exec/claims.c new_incarnation), so that a key removed and made again
    * never passes through a version an earlier incarnation had: no cas
    * prepared against that one can apply to this one (docs/protocol.md,
-   * "Rows that leave"). Every store honours it. */
+   * "Rows that leave"); the atomic executor makes every claim key at one
+   * for the same reason ("Claims whose owner is gone"). Every store
+   * honours it on a PUT expecting the key absent; LMDB, sim and DynamoDB
+   * on a PUT without a condition too (a constraint's build makes claims
+   * so). */
   uint64_t create_version;
   /* input, a put of a live record only: the body (JSON text) of the
    * record the write was planned from, NULL when it was not planned from
