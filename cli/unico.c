@@ -122,8 +122,14 @@ static int set_op_id(opts *o, const char *val) {
 }
 
 static int set_if_version(opts *o, const char *val) {
-  if (parse_u64(val, &o->if_version))
-    return usage_error("--if-version needs a positive integer, got \"%s\"", val);
+  /* (0: a record at version 0, adopted or written by another client) */
+  if (!strcmp(val, "0")) {
+    o->if_version = UNICO_IF_VERSION_0;
+    return 0;
+  }
+  if (parse_u64(val, &o->if_version) || o->if_version == UNICO_IF_VERSION_0)
+    return usage_error("--if-version needs a version, 0 or a positive "
+                       "integer, got \"%s\"", val);
   return 0;
 }
 

@@ -484,6 +484,11 @@ static int if_match(struct MHD_Connection *c, uint64_t *version) {
     h++;
     n -= 2;
   }
+  if (n == 1 && h[0] == '0') { /* a record at version 0 (adopted, or
+                                  written by another client) */
+    *version = UNICO_IF_VERSION_0;
+    return 0;
+  }
   if (!n || n > 19 || h[0] == '0') return -1;
   uint64_t v = 0;
   for (size_t i = 0; i < n; i++) {

@@ -394,7 +394,11 @@ def t_versions():
     check(r.status == 200 and r.json["version"] == 3, "bare version in If-Match", r)
     r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+103"}, {"If-Match": "*"})
     check(r.status == 200 and r.json["version"] == 4, "If-Match: *", r)
-    for bad in ('W/"4"', '"x"', "0", '"4", "5"', '" 4"', '"4 "', '"+4"', "+4", '"-4"', '"04"', "04",
+    # version 0 is a version (a record adopted from a native table has
+    # it): a record at version 4 is not at it
+    r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+1"}, {"If-Match": '"0"'})
+    check(r.status == 412 and r.json.get("current_version") == 4, "If-Match \"0\": 412", r)
+    for bad in ('W/"4"', '"x"', "00", '"4", "5"', '" 4"', '"4 "', '"+4"', "+4", '"-4"', '"04"', "04",
                 '"4 4"', '""'):
         r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+1"}, {"If-Match": bad})
         check(r.status == 400, "If-Match %s: 400" % bad, r)
