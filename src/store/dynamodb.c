@@ -976,6 +976,25 @@ static int native_refused(ddb_store *s, const uddb_resp *resp, ustore_op *ops,
 
 #define NATIVE_ROUNDS 6
 
+/* What each op on a native table's record key expects and writes (its
+ * first form; a live record's columns and meta). */
+static int rops_prepare(ustore_op *ops, rop *r, size_t n, ustore_err *e) {
+  for (size_t i = 0; i < n; i++) {
+    if (!r[i].t) continue;
+    r[i].expect = ops[i].expect;
+    r[i].ev = ops[i].expect_version;
+    r[i].form = r[i].expect == USTORE_ABSENT ? F_BOTH : F_NATIVE;
+    r[i].live = ops[i].action == USTORE_PUT &&
+                uddb_record_state(ops[i].val, ops[i].vlen) == 1 /* UREC_LIVE */;
+    int rc;
+    if (r[i].live &&
+        (rc = uddb_record_attrs(r[i].t, ops[i].val, ops[i].vlen, &r[i].cols,
+                                &r[i].meta, e)))
+      return rc;
+  }
+  return UNICO_OK;
+}
+
 /* Send ops as one TransactWriteItems (r[i].t: op i is a record key of a
  * native table; else a key of unico's table), again when an op must be
  * sent in another form (see above). */
@@ -988,18 +1007,7 @@ static int run_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
     rc = UNICO_ENOMEM;
     goto leave;
   }
-  for (size_t i = 0; i < n; i++) {
-    if (!r[i].t) continue;
-    r[i].expect = ops[i].expect;
-    r[i].ev = ops[i].expect_version;
-    r[i].form = r[i].expect == USTORE_ABSENT ? F_BOTH : F_NATIVE;
-    r[i].live = ops[i].action == USTORE_PUT &&
-                uddb_record_state(ops[i].val, ops[i].vlen) == 1 /* UREC_LIVE */;
-    if (r[i].live &&
-        (rc = uddb_record_attrs(r[i].t, ops[i].val, ops[i].vlen, &r[i].cols,
-                                &r[i].meta, e)))
-      goto leave;
-  }
+  if ((rc = rops_prepare(ops, r, n, e))) goto leave;
   for (int round = 0;; round++) {
     json_t *items = json_array();
     uddb_resp resp = {0};
