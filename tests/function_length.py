@@ -33,8 +33,6 @@ ALLOWED = {
     "record_cb": 1,
     # over the limit since issue 33 was filed
     "atomic_apply": 1,
-    "resolve_intent": 1,
-    "settle": 1,
     "ddb_open": 1,
 }
 

@@ -535,6 +535,29 @@ static int is_intent(const ubuf *rv) {
   return ustored_record_state(rv->p, rv->len) == UREC_INTENT;
 }
 
+/* settle: fence the claim an incomplete intent misses (rd, as read:
+ * rrc UNICO_ENOTFOUND or present), so that its attempt, which writes each
+ * claim once, can never complete it: a FREE claim where there was none,
+ * or the claim rewritten as it was (a new version). UNICO_OK,
+ * USTORE_NOT_APPLIED (it moved) or an error. */
+static int fence_missing(uexec *x, const ustore_op *rd, int rrc,
+                         const char *op_id, int64_t now, unico_result *res) {
+  ubuf fv = UBUF_INIT;
+  ustore_op o;
+  if (rrc == UNICO_ENOTFOUND) {
+    ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, op_id, now);
+    o = ustore_op_make(rd->key, rd->klen, USTORE_ABSENT, 0, USTORE_PUT, fv.p,
+                       fv.len);
+  } else {
+    o = ustore_op_make(rd->key, rd->klen, USTORE_VERSION, rd->cur_version,
+                       USTORE_PUT, rd->cur.p, rd->cur.len);
+  }
+  int rc = xcas(x, &o, res);
+  ubuf_free(&o.cur);
+  ubuf_free(&fv);
+  return rc;
+}
+
 /* Settle the intent rv found at record key rk at version rver (read
  * before this is called: the schema is read after it). *out: SETTLED_*.
  * UNICO_OK; USTORE_NOT_APPLIED when the record or a claim moved (read
@@ -629,22 +652,9 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
                       r.since_ms > now - x->grace_ms)))
     goto leave;
   if (fp != r.fp && mode == UEXEC_SETTLE_READ) goto leave;
-  if (miss != SIZE_MAX) {
-    ubuf fv = UBUF_INIT;
-    if (rrc[miss] == UNICO_ENOTFOUND) {
-      ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, r.op_id, now);
-      o = ustore_op_make(rd[miss].key, rd[miss].klen, USTORE_ABSENT, 0,
-                         USTORE_PUT, fv.p, fv.len);
-    } else {
-      o = ustore_op_make(rd[miss].key, rd[miss].klen, USTORE_VERSION,
-                         rd[miss].cur_version, USTORE_PUT, rd[miss].cur.p,
-                         rd[miss].cur.len);
-    }
-    rc = xcas(x, &o, res);
-    ubuf_free(&o.cur);
-    ubuf_free(&fv);
-    if (rc) goto leave;
-  }
+  if (miss != SIZE_MAX &&
+      (rc = fence_missing(x, &rd[miss], rrc[miss], r.op_id, now, res)))
+    goto leave;
   long h = ustored_hist_find(&r.hist, r.op_id); /* (it did not happen) */
   if (h >= 0) ustored_hist_remove(&r.hist, (size_t)h);
   /* (an intent carries the version it would have had: never seen) */
@@ -971,6 +981,49 @@ static int carry_over(cx *c, const ustored_record *r, uint64_t cv,
   return build_intent(c, ival, res);
 }
 
+
+/* resolve_intent: this attempt's own intent, landed with every claim
+ * perhaps: settle it (complete: committed, and seen next round as our live
+ * record). UNICO_OK to look again at cur, *cv and *present as read;
+ * USTORE_NOT_APPLIED when it is still in flight and we must not wait
+ * (why: busy); or an error. */
+static int settle_own_intent(cx *c, ubuf *cur, uint64_t *cv, int *present,
+                             uexec_refused *why, unico_result *res) {
+  const ubuf *rk = &c->p->rkey;
+  int inflight;
+  int rc = uexec_read_record(c->x, rk->p, rk->len, cur, cv, NULL,
+                             UEXEC_SETTLE_NOW, &inflight, res);
+  if (rc == UNICO_ENOTFOUND) {
+    *present = 0;
+    return UNICO_OK;
+  }
+  if (rc) return rc;
+  if (inflight && wait_in_flight(c)) {
+    why->why = UREFUSED_BUSY;
+    why->claim = SIZE_MAX;
+    return USTORE_NOT_APPLIED;
+  }
+  return UNICO_OK;
+}
+
+/* resolve_intent: another operation's PENDING record, younger than the
+ * grace period: wait for it (or answer busy), then read the key again
+ * into cur, *cv and *present. */
+static int wait_pending(cx *c, ubuf *cur, uint64_t *cv, int *present,
+                        uexec_refused *why, unico_result *res) {
+  const ubuf *rk = &c->p->rkey;
+  if (wait_in_flight(c)) {
+    why->why = UREFUSED_BUSY;
+    why->claim = SIZE_MAX; /* the primary key */
+    return USTORE_NOT_APPLIED;
+  }
+  uint64_t v2 = 0;
+  int rc = get(c, rk->p, rk->len, cur, &v2, res);
+  if (rc == UNICO_ENOTFOUND) *present = 0;
+  else if (rc) return rc;
+  *cv = v2;
+  return UNICO_OK;
+}
 /* The insert's intent: a PENDING record at the key, over nothing or over
  * a tombstone; resolve what is found like a claim. */
 static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
@@ -1019,19 +1072,9 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
         goto moved;
       }
       if (state == UREC_INTENT) {
-        /* this attempt's own, landed with every claim perhaps: settle it
-         * (complete: committed, and seen below as our live record) */
         ustored_record_free(&r);
-        int inflight;
-        rc = uexec_read_record(c->x, rk->p, rk->len, cur, &cv, NULL,
-                               UEXEC_SETTLE_NOW, &inflight, res);
-        if (rc == UNICO_ENOTFOUND) present = 0;
-        else if (rc) return rc;
-        else if (inflight && wait_in_flight(c)) {
-          why->why = UREFUSED_BUSY;
-          why->claim = SIZE_MAX;
-          return USTORE_NOT_APPLIED;
-        }
+        rc = settle_own_intent(c, cur, &cv, &present, why, res);
+        if (rc) return rc;
         continue;
       }
       int64_t since = r.since_ms;
@@ -1076,16 +1119,8 @@ static int resolve_intent(cx *c, ubuf *cur, uint64_t cv, int present,
        * be on its way, expects the old one and can never land now. */
       if (state == UREC_PENDING && !mine &&
           since > c->now - c->x->grace_ms) {
-        if (wait_in_flight(c)) {
-          why->why = UREFUSED_BUSY;
-          why->claim = SIZE_MAX; /* the primary key */
-          return USTORE_NOT_APPLIED;
-        }
-        uint64_t v2;
-        rc = get(c, rk->p, rk->len, cur, &v2, res);
-        if (rc == UNICO_ENOTFOUND) present = 0;
-        else if (rc) return rc;
-        cv = v2;
+        rc = wait_pending(c, cur, &cv, &present, why, res);
+        if (rc) return rc;
         continue;
       }
       /* a tombstone, or a stale intent (taking it over fences it) */
