@@ -15,13 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "codec/stored.h"
 #include "store/store.h"
 #include "util/buf.h"
 
 struct uconstraint;
+struct json_t; /* jansson's: the executor, which includes this, knows no
+                 JSON */
 
 /* What the atomic executor hands a kind to judge one key it takes or
  * leaves. */
@@ -91,8 +91,8 @@ typedef struct ukind_ops {
                       1 "over_limit" */
   /* The report entry for such a key (val: the value or group tuple; recs:
    * some of the holders' keys); takes both references. */
-  json_t *(*report)(const struct uconstraint *c, json_t *val, size_t n,
-                    json_t *recs);
+  struct json_t *(*report)(const struct uconstraint *c, struct json_t *val,
+                           size_t n, struct json_t *recs);
   /* The stored value a build writes under a key h's records hold: 0, or
    * -1 out of memory. */
   int (*build_value)(ubuf *out, const ukind_holders *h);

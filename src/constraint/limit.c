@@ -4,6 +4,8 @@
  * protocol). */
 #include "constraint/kind.h"
 
+#include <jansson.h>
+
 #include "keys/keyspace.h"
 #include "schema/schema.h"
 

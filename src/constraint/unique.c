@@ -2,6 +2,8 @@
  * ("u", table, constraint, value...). */
 #include "constraint/kind.h"
 
+#include <jansson.h>
+
 #include "keys/keyspace.h"
 #include "schema/schema.h"
 
