@@ -241,10 +241,10 @@ static int unlist_stale(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
   return c->err ? 1 : 0;
 }
 
-/* A bare or drifted row record k (its key tuple from pkoff; store version
- * ver; r as decoded, want the keys its values need): repair claims its
- * free values for it, listing them in the row; not in a limited table,
- * whose groups only a build recounts. The stamp, or NULL. */
+/* A bare or drifted row (record key k, its primary key from pkoff, at
+ * store version ver; r as decoded; want: the keys its values need):
+ * repair claims its free values for it, listing them in the row; not in a
+ * limited table, whose groups only a build recounts. The stamp, or NULL. */
 static fix *stamp_fix(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
                       uint64_t ver, const ustored_record *r,
                       const uclaims *want) {
@@ -265,10 +265,10 @@ static fix *stamp_fix(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
   return stamp;
 }
 
-/* One claim record k (its key tuple from pkoff; store version ver; r as
- * decoded) needs: it must exist and name the record (invariant 5), or be
- * taken for it (repair: by the stamp, or restored). 0, -1 on a store
- * error (c->err), 1 when the audit stops (c->err). */
+/* Claim w, which record k (its primary key from pkoff, at store version
+ * ver; r as decoded) needs, must exist and name it (invariant 5); where it
+ * does not, repair takes it for the record (by the stamp, or restored).
+ * 0; -1 on a store error, 1 when the audit stops (c->err set both ways). */
 static int audit_claim(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
                        uint64_t ver, const ustored_record *r, const uclaim *w,
                        int bare, fix *stamp, ubuf *cv, int *taken) {
