@@ -30,7 +30,6 @@ ALLOWED = {
     "ensure_native": 2,
     "send_calls": 1,
     "cass_cas_many": 1,
-    "record_cb": 1,
     # over the limit since issue 33 was filed
     "atomic_apply": 1,
     "ddb_open": 1,

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "api/internal.h"
+#include "constraint/kind.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
@@ -178,6 +179,13 @@ static json_t *pk_json_of(const utable *t, const kpair *p) {
   return j;
 }
 
+/* The i-th primary key of the pairs from ctx (a kind's build_value). */
+static const uint8_t *holder_pk(const void *ctx, size_t i, size_t *len) {
+  const kpair *p = (const kpair *)ctx + i;
+  *len = p->pklen;
+  return p->pk;
+}
+
 /* Duplicates and overfull groups among b->pairs (sorted) into a report. */
 static json_t *violations(bld *b, uint64_t *ndup, uint64_t *nover) {
   json_t *dups = json_array(), *over = json_array();
@@ -190,33 +198,20 @@ static json_t *violations(bld *b, uint64_t *ndup, uint64_t *nover) {
     size_t voff;
     int con;
     size_t n = j - i;
-    int bad = c->kind == UCON_LIMIT ? (int64_t)n > c->limit : n > 1;
-    if (bad && !uplan_claim_split(NULL, p->key, p->klen, &voff, &con, NULL, 0)) {
+    const ukind_ops *kd = ukind_of(c);
+    if (kd->over(c, n) &&
+        !uplan_claim_split(NULL, p->key, p->klen, &voff, &con, NULL, 0)) {
       json_t *recs = json_array();
       for (size_t k = i; k < j && k - i < 100; k++)
         json_array_append_new(recs, pk_json_of(b->t, &b->pairs[k]));
       json_t *val = urec_tuple_json(p->key + voff, p->klen - voff);
-      if (c->kind == UCON_LIMIT) {
-        if (++*nover <= REPORT_MAX)
-          json_array_append_new(
-              over, json_pack("{s:s,s:o,s:I,s:I,s:o}", "constraint", c->name,
-                              "group", val ? val : json_null(), "count",
-                              (json_int_t)n, "limit", (json_int_t)c->limit,
-                              "records", recs));
-        else {
-          json_decref(val);
-          json_decref(recs);
-        }
-      } else {
-        if (++*ndup <= REPORT_MAX)
-          json_array_append_new(
-              dups, json_pack("{s:s,s:o,s:I,s:o}", "constraint", c->name,
-                              "value", val ? val : json_null(), "count",
-                              (json_int_t)n, "records", recs));
-        else {
-          json_decref(val);
-          json_decref(recs);
-        }
+      uint64_t *count = kd->report_slot ? nover : ndup;
+      if (++*count <= REPORT_MAX)
+        json_array_append_new(kd->report_slot ? over : dups,
+                              kd->report(c, val, n, recs));
+      else {
+        json_decref(val);
+        json_decref(recs);
       }
     }
     i = j;
@@ -490,21 +485,16 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
   for (size_t i = 0; i < target->ncons && !rc; i++) {
     if (!touched[i]) continue;
     ubuf_reset(&prefix);
-    if (target->cons[i].kind == UCON_LIMIT)
-      ukey_groups(&prefix, target->name, target->cons[i].name);
-    else
-      ukey_claims(&prefix, target->name, target->cons[i].name);
+    ukind_of(&target->cons[i])->key_prefix(&prefix, target->name,
+                                           target->cons[i].name);
     rc = scan_chunks(&b, &prefix, clear_cb);
   }
   for (size_t i = 0; i < old->ncons && !rc; i++) {
     int j = utable_constraint(target, old->cons[i].name);
-    if (j >= 0 && old->cons[i].kind == target->cons[j].kind)
+    if (j >= 0 && ukind_of(&old->cons[i]) == ukind_of(&target->cons[j]))
       continue; /* kept, or cleared above (same prefix) */
     ubuf_reset(&prefix);
-    if (old->cons[i].kind == UCON_LIMIT)
-      ukey_groups(&prefix, old->name, old->cons[i].name);
-    else
-      ukey_claims(&prefix, old->name, old->cons[i].name);
+    ukind_of(&old->cons[i])->key_prefix(&prefix, old->name, old->cons[i].name);
     rc = scan_chunks(&b, &prefix, clear_cb);
   }
   if (rc) goto leave;
@@ -516,20 +506,12 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     while (j < b.np && !kpair_cmp(&b.pairs[i], &b.pairs[j])) j++;
     const kpair *p = &b.pairs[i];
     ubuf_reset(&cval);
-    if (b.t->cons[p->con].kind == UCON_LIMIT && members) {
-      ustored_members m = {0, NULL};
-      for (size_t q = i; q < j && !rc; q++)
-        if (ustored_members_add(&m, b.pairs[q].pk, b.pairs[q].pklen,
-                                "schema-build", uexec_now(u->x)))
-          rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
-      if (!rc) ustored_members_encode(&cval, &m);
-      ustored_members_free(&m);
-      if (rc) break;
-    } else if (b.t->cons[p->con].kind == UCON_LIMIT)
-      ustored_group_encode(&cval, (int64_t)(j - i));
-    else
-      ustored_claim_encode(&cval, UCLAIM_COMMITTED, p->pk, p->pklen,
-                           "schema-build", uexec_now(b.u->x));
+    ukind_holders h = {j - i, holder_pk, &b.pairs[i], members,
+                       "schema-build", uexec_now(u->x)};
+    if (ukind_of(&b.t->cons[p->con])->build_value(&cval, &h)) {
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      break;
+    }
     rc = uexec_bulk_put(b.bulk, p->key, p->klen, 0, &cval, res);
     if (!rc && uexec_bulk_queued(b.bulk) >= FLUSH_EVERY) rc = flush(&b);
     i = j;

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "api/internal.h"
+#include "constraint/kind.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
@@ -240,6 +241,94 @@ static int unlist_stale(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
   return c->err ? 1 : 0;
 }
 
+/* A bare or drifted row (record key k, its primary key from pkoff, at
+ * store version ver; r as decoded; want: the keys its values need):
+ * repair claims its free values for it, listing them in the row; not in a
+ * limited table, whose groups only a build recounts. The stamp, or NULL. */
+static fix *stamp_fix(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
+                      uint64_t ver, const ustored_record *r,
+                      const uclaims *want) {
+  fix *stamp = NULL;
+  int groups = 0;
+  for (size_t i = 0; i < want->n; i++) groups |= want->v[i].kind == UKEY_GROUP;
+  if (c->repair && !groups &&
+      (stamp = add_fix(c, UEXEC_FIX_STAMP, k, kl, ver))) {
+    char op[64];
+    if (c->claims_mode) stamp_op(c, op, sizeof op);
+    ustored_record_encode_hist(&stamp->val, r->state, r->version,
+                               c->claims_mode ? op : r->op_id, r->body, want,
+                               r->since_ms, &r->hist);
+    ustored_claim_encode(&stamp->tval, UCLAIM_COMMITTED, k + pkoff,
+                         kl - pkoff, c->claims_mode ? op : "repair", c->now);
+    stamp->sver = c->sver;
+  }
+  return stamp;
+}
+
+/* Claim w, which record k (its primary key from pkoff, at store version
+ * ver; r as decoded) needs, must exist and name it (invariant 5); where it
+ * does not, repair takes it for the record (by the stamp, or restored).
+ * 0; -1 on a store error, 1 when the audit stops (c->err set both ways). */
+static int audit_claim(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
+                       uint64_t ver, const ustored_record *r, const uclaim *w,
+                       int bare, fix *stamp, ubuf *cv, int *taken) {
+  ubuf ck = {w->key, w->klen, w->klen, 0};
+  ustored_claim cl;
+  uint64_t cver = 0;
+  int rc = uexec_read(c->u->x, &ck, cv, &cver, c->res);
+  int is_free = 0;
+  if (rc == UNICO_OK && !ustored_claim_decode(cv->p, cv->len, &cl)) {
+    is_free = cl.state == UCLAIM_FREE;
+    ustored_claim_free(&cl);
+  }
+  if ((rc == UNICO_ENOTFOUND || is_free) && bare) {
+    c->unclaimed++;
+    if (stamp &&
+        uclaims_add(&stamp->take, w->key, w->klen, w->voff, w->con) == 0)
+      stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
+  } else if (rc == UNICO_ENOTFOUND || is_free) {
+    /* (once per value: one its record does not list is reported above) */
+    if (uclaims_find(&r->claims, w->key, w->klen) >= 0)
+      violation(c, "missing_claim", w->key, w->klen,
+                "no claim exists for a value the record holds");
+    fix *f = NULL;
+    if (stamp) { /* (drifted: the stamp takes it) */
+      if (uclaims_add(&stamp->take, w->key, w->klen, w->voff, w->con) == 0)
+        stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
+    } else if ((f = add_fix(c, UEXEC_FIX_RESTORE, w->key, w->klen,
+                            is_free ? cver : 0))) {
+      ubuf_put(&f->rkey, k, kl);
+      f->rver = ver;
+      ustored_claim_encode(&f->val, UCLAIM_COMMITTED, k + pkoff, kl - pkoff,
+                           r->op_id, c->now);
+    }
+  } else if (rc) {
+    c->err = rc;
+    return -1;
+  } else if (ustored_claim_decode(cv->p, cv->len, &cl)) {
+    violation(c, "corrupt_claim", w->key, w->klen, "the claim cannot be decoded");
+  } else {
+    if (cl.owner_len != kl - pkoff || memcmp(cl.owner, k + pkoff, cl.owner_len)) {
+      violation(c, "claim_owner_mismatch", w->key, w->klen,
+                "the claim names another record than the one holding the value");
+      *taken = 1;
+    } else if (stamp && c->claims_mode &&
+               (bare || uclaims_find(&r->claims, w->key, w->klen) < 0)) {
+      /* key by key, a claim naming the bare row (a stamp that has not
+       * committed, or never will) is taken again by the stamp: listed
+       * as found, an undo of that stamp could free it under the row
+       * (and so is one naming a drifted row that does not list it; the
+       * ones it lists stay as they are) */
+      if (uclaims_add(&stamp->take, w->key, w->klen, w->voff, w->con))
+        c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
+    }
+    ustored_claim_free(&cl);
+  }
+  /* Remember (claim, owner) to find values with two owners. */
+  return push_pair(c, &c->pairs, &c->npairs, &c->cap, w->key, w->klen, k,
+                   kl) ? 1 : 0;
+}
+
 static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                      size_t vl, uint64_t ver) {
   chk *c = ctx;
@@ -299,21 +388,7 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   fix *stamp = NULL;
   if (bare || drifted) {
     if (bare) c->bare_rows++;
-    int groups = 0;
-    for (size_t i = 0; i < want.n; i++) groups |= want.v[i].kind == UKEY_GROUP;
-    /* (repair claims its free values for it, listing them in the row; not
-     * in a limited table, whose groups only a build recounts) */
-    if (c->repair && !groups &&
-        (stamp = add_fix(c, UEXEC_FIX_STAMP, k, kl, ver))) {
-      char op[64];
-      if (c->claims_mode) stamp_op(c, op, sizeof op);
-      ustored_record_encode_hist(&stamp->val, r.state, r.version,
-                                 c->claims_mode ? op : r.op_id, r.body, &want,
-                                 r.since_ms, &r.hist);
-      ustored_claim_encode(&stamp->tval, UCLAIM_COMMITTED, k + pkoff,
-                           kl - pkoff, c->claims_mode ? op : "repair", c->now);
-      stamp->sver = c->sver;
-    }
+    stamp = stamp_fix(c, k, kl, pkoff, ver, &r, &want);
   }
   for (size_t i = 0; !bare && i < want.n; i++)
     if (uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) < 0)
@@ -335,74 +410,18 @@ static int record_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
   /* Each needed claim must exist and name this record (invariant 5);
    * each group it counts in is counted below (invariant 2). */
   for (size_t i = 0; i < want.n; i++) {
-    ustored_claim cl;
-    ubuf ck = {want.v[i].key, want.v[i].klen, want.v[i].klen, 0};
-    if (want.v[i].kind == UKEY_GROUP) {
-      if (push_pair(c, &c->gpairs, &c->ngpairs, &c->gcap, want.v[i].key,
-                    want.v[i].klen, k, kl))
-        break;
-      continue;
-    }
-    uint64_t cver = 0;
-    int rc = uexec_read(c->u->x, &ck, &cv, &cver, c->res);
-    int is_free = 0;
-    if (rc == UNICO_OK && !ustored_claim_decode(cv.p, cv.len, &cl)) {
-      is_free = cl.state == UCLAIM_FREE;
-      ustored_claim_free(&cl);
-    }
-    if ((rc == UNICO_ENOTFOUND || is_free) && bare) {
-      c->unclaimed++;
-      if (stamp && uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
-                               want.v[i].voff, want.v[i].con) == 0)
-        stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
-    } else if (rc == UNICO_ENOTFOUND || is_free) {
-      /* (once per value: one its record does not list is reported above) */
-      if (uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) >= 0)
-        violation(c, "missing_claim", want.v[i].key, want.v[i].klen,
-                  "no claim exists for a value the record holds");
-      fix *f = NULL;
-      if (stamp) { /* (drifted: the stamp takes it) */
-        if (uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
-                        want.v[i].voff, want.v[i].con) == 0)
-          stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
-      } else if ((f = add_fix(c, UEXEC_FIX_RESTORE, want.v[i].key,
-                              want.v[i].klen, is_free ? cver : 0))) {
-        ubuf_put(&f->rkey, k, kl);
-        f->rver = ver;
-        ustored_claim_encode(&f->val, UCLAIM_COMMITTED, k + pkoff, kl - pkoff,
-                             r.op_id, c->now);
-      }
-    } else if (rc) {
-      c->err = rc;
+    int stop = want.v[i].kind == UKEY_GROUP
+                   ? push_pair(c, &c->gpairs, &c->ngpairs, &c->gcap,
+                               want.v[i].key, want.v[i].klen, k, kl) != 0
+                   : audit_claim(c, k, kl, pkoff, ver, &r, &want.v[i], bare,
+                                 stamp, &cv, &taken);
+    if (stop < 0) {
       ustored_record_free(&r);
       uclaims_free(&want);
       ubuf_free(&cv);
       return 1;
-    } else if (ustored_claim_decode(cv.p, cv.len, &cl)) {
-      violation(c, "corrupt_claim", want.v[i].key, want.v[i].klen, "the claim cannot be decoded");
-    } else {
-      if (cl.owner_len != kl - pkoff || memcmp(cl.owner, k + pkoff, cl.owner_len)) {
-        violation(c, "claim_owner_mismatch", want.v[i].key, want.v[i].klen,
-                  "the claim names another record than the one holding the value");
-        taken = 1;
-      } else if (stamp && c->claims_mode &&
-                 (bare || uclaims_find(&r.claims, want.v[i].key,
-                                       want.v[i].klen) < 0)) {
-        /* key by key, a claim naming the bare row (a stamp that has not
-         * committed, or never will) is taken again by the stamp: listed
-         * as found, an undo of that stamp could free it under the row
-         * (and so is one naming a drifted row that does not list it; the
-         * ones it lists stay as they are) */
-        if (uclaims_add(&stamp->take, want.v[i].key, want.v[i].klen,
-                        want.v[i].voff, want.v[i].con))
-          c->err = uerr(c->res, UNICO_ENOMEM, NULL, "out of memory");
-      }
-      ustored_claim_free(&cl);
     }
-    /* Remember (claim, owner) to find values with two owners. */
-    if (push_pair(c, &c->pairs, &c->npairs, &c->cap, want.v[i].key,
-                  want.v[i].klen, k, kl))
-      break;
+    if (stop) break;
   }
   if (stamp && taken) { /* another record holds one of its values: left */
     ubuf_free(&stamp->key);
@@ -581,10 +600,9 @@ static int64_t group_limit(chk *c, const uint8_t *k, size_t kl) {
     return -1;
   const utable *t = uschema_table(c->s, table);
   if (!t) return -1;
-  if (uplan_claim_split(t, k, kl, &voff, &con, NULL, 0) || con < 0 ||
-      t->cons[con].kind != UCON_LIMIT)
+  if (uplan_claim_split(t, k, kl, &voff, &con, NULL, 0) || con < 0)
     return -1;
-  return t->cons[con].limit;
+  return ukind_of(&t->cons[con])->audit_limit(&t->cons[con]);
 }
 
 static int count_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "api/internal.h"
+#include "constraint/kind.h"
 #include "keys/keyspace.h"
 #include "plan/plan.h"
 #include "util/clock.h"
@@ -296,10 +297,12 @@ static int fits_txn(unico *u, const uschema *ns, unico_result *res) {
   size_t max_txn = uexec_max_txn(u->x);
   for (size_t i = 0; max_txn && i < ns->ntables; i++) {
     const utable *t = &ns->tables[i];
-    size_t k = 0, l = 0;
-    for (size_t j = 0; j < t->ncons; j++)
-      t->cons[j].kind == UCON_LIMIT ? l++ : k++;
-    size_t need = 4 + 3 * k + 2 * l;
+    size_t k = 0, l = 0, need = 4;
+    for (size_t j = 0; j < t->ncons; j++) {
+      const ukind_ops *kd = ukind_of(&t->cons[j]);
+      kd->counted ? l++ : k++;
+      need += kd->update_ops;
+    }
     if (need > max_txn)
       return uerr(res, UNICO_ESCHEMA, NULL,
                   "table %s has %zu unique and %zu limit constraints: one "

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "constraint/kind.h"
 #include "api/rcache.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
@@ -253,7 +254,7 @@ static usch *schema_for(unico *u, const char *table, const char *constraint) {
 int uapi_unique_constraint(const utable *t, const char *name,
                            unico_result *res) {
   int ci = name ? utable_constraint(t, name) : -1;
-  if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
+  if (ci < 0 || !ukind_of(&t->cons[ci])->lookup) {
     uerr(res, UNICO_EINVAL, NULL, "table %s has no unique constraint named %s",
          t->name, name ? name : "(none)");
     if (res) res->missing = UNICO_MISSING_CONSTRAINT; /* (404 over HTTP) */
@@ -599,9 +600,7 @@ static int report_busy(const utable *t, const uclaim *c, unico_result *res) {
        "still commit (%s); try again",
        t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
        vs ? vs + 1 : "",
-       con ? (con->kind == UCON_LIMIT ? "the limit group is full with it"
-                                      : "a pending claim")
-           : "a pending insert");
+       con ? ukind_of(con)->busy_reason : "a pending insert");
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
@@ -1485,7 +1484,7 @@ int uapi_record_keys(unico *u, const char *table, const char *json,
                                 cl.v[i].klen - cl.v[i].voff);
     json_array_append_new(
         keys, json_pack("{s:s,s:s,s:o}", "constraint", c->name, "kind",
-                        c->kind == UCON_LIMIT ? "limit" : "unique", "value",
+                        ukind_of(c)->word, "value",
                         v ? v : json_null()));
   }
   o = json_pack("{s:o,s:O}", "pk", urec_pk_json(t, input), "keys",

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constraint/kind.h"
 #include "exec/exec.h"
 #include "exec/internal.h"
 #include "keys/keyspace.h"
@@ -149,61 +150,44 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
    * the store has a time to live: the key's versions may then restart) */
   const int64_t purge_at = uexec_purge_at(x, uexec_now(x));
   if (p->kind == UPLAN_DELETE) ops[r_at].expire_ms = purge_at;
-  /* Claims to take must be absent (or the hold taken over); groups joined
-   * must have room, at the version read. */
+  /* Taking a key: as its kind judges it (constraint/: a claim must be
+   * absent or the hold taken over; a group joined must have room, at the
+   * version read). */
   size_t full = SIZE_MAX; /* a group found full: judged after the claims */
   int64_t full_cnt = 0;
   uint64_t full_ver = 0;
   for (size_t k = 0; k < p->take.n; k++) {
     const uclaim *c = &p->take.v[k];
-    if (c->kind == UKEY_CLAIM) {
-      op_of[k] = i;
-      ops[i++] = mkop_claim(c, c->ver ? USTORE_VERSION : USTORE_ABSENT,
-                            USTORE_PUT, &p->claim_val);
-      ops[i - 1].expect_version = c->ver;
-      /* (made at a version no earlier claim of the key had: a fix that
-       * frees a claim at the version it read can never free this one;
-       * api/write.c claim_owner_gone) */
-      if (!c->ver) ops[i - 1].create_version = uexec_fresh_version(x);
+    const ukind_ops *kd = ukind_of_key(c->kind);
+    ukind_atomic a = {c, &p->claim_val, 0, 0};
+    if (kd->counted) {
+      rc = read_group(x, c, &a.count, &a.ver, res);
+      if (rc) goto leave;
+    }
+    if (kd->atomic_take(&a, &ops[i], &gvals[k]) == UKIND_FULL) {
+      if (full == SIZE_MAX) full = k, full_cnt = a.count, full_ver = a.ver;
       continue;
     }
-    int64_t cnt;
-    uint64_t ver;
-    rc = read_group(x, c, &cnt, &ver, res);
-    if (rc) goto leave;
-    if (c->limit > 0 && cnt >= c->limit) {
-      if (full == SIZE_MAX) full = k, full_cnt = cnt, full_ver = ver;
-      continue;
-    }
-    ustored_group_encode(&gvals[k], cnt + 1);
-    op_of[k] = i;
-    ops[i++] = mkop_claim(c, ver ? USTORE_VERSION : USTORE_ABSENT, USTORE_PUT,
-                          &gvals[k]);
-    ops[i - 1].expect_version = ver;
+    /* (a key made here is made at a version no earlier one of it had: a
+     * fix that frees a claim at the version it read can never free this
+     * one; api/write.c claim_owner_gone) */
+    if (ops[i].expect == USTORE_ABSENT)
+      ops[i].create_version = uexec_fresh_version(x);
+    op_of[k] = i++;
   }
-  /* Releases of claims need no condition: only writes that hold the
-   * record's own condition ever touch its claims, and this one holds it.
-   * Groups left go down by one, at the version read. */
+  /* Leaving a key: as its kind says (a claim is deleted without
+   * condition, a group counted down at the version read). */
   for (size_t k = 0; k < p->release.n; k++) {
     const uclaim *c = &p->release.v[k];
-    if (c->kind == UKEY_CLAIM) {
-      ops[i++] = mkop_claim(c, USTORE_ANY, USTORE_DEL, NULL);
-      continue;
-    }
-    int64_t cnt;
-    uint64_t ver;
-    rc = read_group(x, c, &cnt, &ver, res);
-    if (rc) goto leave;
-    if (!ver) continue; /* nothing to count down (check reports it) */
+    const ukind_ops *kd = ukind_of_key(c->kind);
+    ukind_atomic a = {c, &p->claim_val, 0, 0};
     size_t g = p->take.n + k;
-    op_of[g] = i;
-    if (cnt <= 1) {
-      ops[i++] = mkop_claim(c, USTORE_VERSION, USTORE_DEL, NULL);
-    } else {
-      ustored_group_encode(&gvals[g], cnt - 1);
-      ops[i++] = mkop_claim(c, USTORE_VERSION, USTORE_PUT, &gvals[g]);
+    if (kd->counted) {
+      rc = read_group(x, c, &a.count, &a.ver, res);
+      if (rc) goto leave;
     }
-    ops[i - 1].expect_version = ver;
+    if (kd->atomic_release(&a, &ops[i], &gvals[g]) == UKIND_NONE) continue;
+    op_of[g] = i++;
   }
   for (size_t k = 0; k < p->drop.n; k++)
     ops[i++] = mkop_claim(&p->drop.v[k], USTORE_ANY, USTORE_DEL, NULL);

@@ -6,6 +6,7 @@
 
 #include <openssl/evp.h>
 
+#include "constraint/kind.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "records/flat.h"
@@ -22,9 +23,9 @@ static int claims_of(const utable *t, json_t *body, const urec_flat *flat,
   int rc = UNICO_OK;
   for (size_t i = 0; i < t->ncons; i++) {
     const uconstraint *c = &t->cons[i];
+    const ukind_ops *kd = ukind_of(c);
     ubuf_reset(&k);
-    if (c->kind == UCON_LIMIT) ukey_groups(&k, t->name, c->name);
-    else ukey_claims(&k, t->name, c->name);
+    kd->key_prefix(&k, t->name, c->name);
     size_t voff = k.len;
     int present;
     rc = flat ? urec_flat_unique_value(t, c, flat, &k, &present, res)
@@ -35,7 +36,7 @@ static int claims_of(const utable *t, json_t *body, const urec_flat *flat,
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       goto leave;
     }
-    out->v[out->n - 1].limit = c->kind == UCON_LIMIT ? c->limit : 0;
+    out->v[out->n - 1].limit = kd->key_limit(c);
   }
 leave:
   ubuf_free(&k);
