@@ -949,9 +949,15 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   atomic_store(&s->draining, 1);
   userv_log(s, "info", "%s: draining %lld request(s) in flight",
             sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)atomic_load(&s->inflight));
+  /* The listening socket is shut down now (connecting is refused from
+   * here) but closed only after MHD_stop_daemon(), below: MHD's threads
+   * may use it until then (libmicrohttpd's manual says so of
+   * MHD_quiesce_daemon()); closing it here raced with a worker's
+   * epoll_ctl() on it, found by ThreadSanitizer (http_api_log,
+   * client_gone), and its number could have been reused meanwhile. */
   MHD_socket ls = MHD_quiesce_daemon(d);
-  if (ls != MHD_INVALID_SOCKET) close(ls);
-  fd = -1;
+  if (ls != MHD_INVALID_SOCKET) shutdown(ls, SHUT_RDWR);
+  fd = ls != MHD_INVALID_SOCKET ? ls : -1;
   uint64_t deadline = userv_now_us() + (uint64_t)c->drain_timeout * 1000000u;
   while (atomic_load(&s->inflight) > 0) {
     if (userv_now_us() > deadline) {
