@@ -92,6 +92,7 @@ typedef struct lmdb_store {
   uint64_t committed;             /* batches committed (under q_lock) */
   uint64_t durable;               /* batches known durable (under q_lock) */
   uint64_t n_requests, n_batches, n_syncs; /* counters (under q_lock) */
+  uint64_t serial_ns; /* (q_lock) time spent leading: see lead() */
   int syncing;                    /* syncs running (under q_lock) */
   uint64_t sync_target;           /* the newest batch a running sync covers */
   int syncs_on[2];                /* log mode: syncs running per file parity */
