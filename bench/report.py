@@ -317,8 +317,9 @@ def make_serial_section(rows, nosync):
            "the most operations per second the write path allows on any "
            "number of cores. unico-bench reads it from the library "
            "(`ustore_lmdb_serial_ns()`, src/store/lmdb.h).\n"]
+    ix = index(rows)
     head = ["workload", "engine", "threads", "ops/s", "serial µs/op",
-            "ceiling ops/s", "share of the run"]
+            "ceiling ops/s", "share of the run", "postgres ops/s"]
     out.append("| " + " | ".join(head) + " |")
     out.append("|---|---|" + "|".join(["---:"] * (len(head) - 2)) + "|")
     order = {e: i for i, e in enumerate(ENGINES + [NOSYNC, NOSYNC_TYPED])}
@@ -329,9 +330,11 @@ def make_serial_section(rows, nosync):
         ceil = fmt_int(1e6 / sv) if sv > 0 else "-"
         # the share of the wall time a leader held the role
         share = f"{sv * r['ops_per_s'] / 1e4:.0f}%"
+        pg = ix.get(("postgres", r["workload"], r["threads"]))
         out.append("| " + " | ".join([r["workload"], r["engine"], str(r["threads"]),
                                        fmt_int(r["ops_per_s"]), f"{sv:.2f}", ceil,
-                                       share]) + " |")
+                                       share, fmt_int(pg["ops_per_s"]) if pg else "-"])
+                   + " |")
     return "\n".join(out) + "\n"
 
 
