@@ -330,7 +330,8 @@ def make_serial_section(rows, nosync):
         ceil = fmt_int(1e6 / sv) if sv > 0 else "-"
         # the share of the wall time a leader held the role
         share = f"{sv * r['ops_per_s'] / 1e4:.0f}%"
-        pg = ix.get(("postgres", r["workload"], r["threads"]))
+        # (durable points only: the sync=off ones are no match for it)
+        pg = ix.get(("postgres", r["workload"], r["threads"])) if is_unico(r["engine"]) else None
         out.append("| " + " | ".join([r["workload"], r["engine"], str(r["threads"]),
                                        fmt_int(r["ops_per_s"]), f"{sv:.2f}", ceil,
                                        share, fmt_int(pg["ops_per_s"]) if pg else "-"])
