@@ -93,6 +93,10 @@ typedef struct bench_engine {
    * Returns 0, or -1 when it could not submit (a->done then never runs). */
   int (*submit_insert)(void *conn, const bench_user *u, bench_async *a);
   int (*submit_update_email)(void *conn, const char *id, const char *email, bench_async *a);
+  /* Time (µs, cumulative) spent in the serial part of the engine's write
+   * path, where only one thread can be (unico: the batch leader); NULL
+   * when the engine does not say. */
+  double (*serial_us)(void);
 } bench_engine;
 
 extern const bench_engine bench_engine_unico;

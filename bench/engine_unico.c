@@ -1,5 +1,6 @@
 /* engine_unico.c - the unico engine of unico-bench: the embedded store,
- * in process, through the public API only. One handle shared by every
+ * in process, through the public API (and ustore_lmdb_serial_ns(), the
+ * serial part's clock). One handle shared by every
  * thread (a handle is thread-safe); each thread reuses one unico_result and
  * builds its JSON in a stack buffer, so the bench adds no allocation per
  * operation beyond what the library itself does. */
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "store/lmdb.h"
 #include "unico.h"
 
 static const char SCHEMA[] =
@@ -298,6 +300,11 @@ static void u_lookup_email(void *conn, const char *email, bench_outcome *o) {
   }
 }
 
+/* The serial part of the write path (the leaders' time, summed over the
+ * process's LMDB stores: src/store/lmdb.h); the one internal the bench
+ * reads. */
+static double u_serial_us(void) { return (double)ustore_lmdb_serial_ns() / 1e3; }
+
 const bench_engine bench_engine_unico = {
     .name = "unico",
     .point_begin = u_point_begin,
@@ -312,4 +319,5 @@ const bench_engine bench_engine_unico = {
     .server_cpu_us = NULL,
     .submit_insert = u_submit_insert,
     .submit_update_email = u_submit_update_email,
+    .serial_us = u_serial_us,
 };

@@ -57,6 +57,8 @@ def read_csv(path):
                 # (absent from results.csv files written before it existed)
                 c = r.get("ctxsw_per_op")
                 r["ctxsw_per_op"] = float(c) if c not in (None, "") else None
+                c = r.get("serial_us_per_op")
+                r["serial_us_per_op"] = float(c) if c not in (None, "") else None
             except (KeyError, ValueError):
                 continue
             rows.append(r)
@@ -295,6 +297,48 @@ def make_cpu_section(rows, nosync):
     return "\n".join(out) + "\n"
 
 
+def make_serial_section(rows, nosync):
+    """Issue 34's serial part: per unico point, the time per operation the
+    write path spent where only one thread can be (the batch leader), and
+    the ceiling it sets (its inverse) on any number of cores."""
+    have = [r for r in rows + nosync
+            if is_unico(r["engine"]) or r["engine"] in (NOSYNC, NOSYNC_TYPED)]
+    have = [r for r in have if r.get("serial_us_per_op") is not None]
+    if not have:
+        return ("_No serial_us_per_op in results.csv (written before "
+                "unico-bench measured it)._\n")
+    out = ["`serial_us_per_op` is the time the store's batch leaders spent "
+           "with the writer's role (from taking a batch to passing the role "
+           "on: the checks, the table or transaction updates, the log append "
+           "or commit, a rotation or a wait for the checkpointer; not the "
+           "sync, which runs beside the next batch), over the measured "
+           "interval, divided by the operations (lookups included, which take "
+           "no part in it). Only one thread can be there, so its inverse is "
+           "the most operations per second the write path allows on any "
+           "number of cores. unico-bench reads it from the library "
+           "(`ustore_lmdb_serial_ns()`, src/store/lmdb.h).\n"]
+    ix = index(rows)
+    head = ["workload", "engine", "threads", "ops/s", "serial µs/op",
+            "ceiling ops/s", "share of the run", "postgres ops/s"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|---|---|" + "|".join(["---:"] * (len(head) - 2)) + "|")
+    order = {e: i for i, e in enumerate(ENGINES + [NOSYNC, NOSYNC_TYPED])}
+    have.sort(key=lambda r: (WORKLOADS.index(r["workload"]) if r["workload"] in WORKLOADS
+                             else 99, order.get(r["engine"], 99), r["threads"]))
+    for r in have:
+        sv = r["serial_us_per_op"]
+        ceil = fmt_int(1e6 / sv) if sv > 0 else "-"
+        # the share of the wall time a leader held the role
+        share = f"{sv * r['ops_per_s'] / 1e4:.0f}%"
+        # (durable points only: the sync=off ones are no match for it)
+        pg = ix.get(("postgres", r["workload"], r["threads"])) if is_unico(r["engine"]) else None
+        out.append("| " + " | ".join([r["workload"], r["engine"], str(r["threads"]),
+                                       fmt_int(r["ops_per_s"]), f"{sv:.2f}", ceil,
+                                       share, fmt_int(pg["ops_per_s"]) if pg else "-"])
+                   + " |")
+    return "\n".join(out) + "\n"
+
+
 def profile_section(results, name, label, out_dir):
     """The '## Profile' section of one unico mode from results/NAME."""
     path = os.path.join(results, name)
@@ -344,7 +388,8 @@ def existing_analysis(path):
 # Sections this script writes; every other '## ' section of an existing
 # RESULTS.md (written by other benchmarks: DynamoDB, import) is kept as is.
 GENERATED = ("Headline", "How to reproduce", "What is measured", "Machine",
-             "Throughput", "Table", "Analysis", "Profile:")
+             "Throughput", "Table", "CPU and context switches", "Serial part",
+             "Analysis", "Profile:")
 
 
 def other_sections(path):
@@ -465,6 +510,8 @@ def main():
     md.append(table)
     md.append("## CPU and context switches per operation\n")
     md.append(make_cpu_section(rows, nosync))
+    md.append("## Serial part of the write path\n")
+    md.append(make_serial_section(rows, nosync))
     md.append(analysis)
     out_dir = os.path.dirname(os.path.abspath(a.out))
     md.append(profile_section(a.results, "profile.txt", "unico", out_dir))

@@ -681,6 +681,7 @@ static int run_point(const bench_engine *eng, const char *label, int wl, int thr
   }
   double cpu0 = 0, cpu1 = 0, srv0 = -1, srv1 = -1;
   double csw0 = 0, csw1 = 0, scsw0 = -1, scsw1 = -1;
+  double ser0 = -1, ser1 = -1; /* the serial part's clock (serial_us_per_op) */
   uint64_t t0 = 0, t1 = 0;
   if (!rc) {
     sleep_s(warmup);
@@ -688,11 +689,13 @@ static int run_point(const bench_engine *eng, const char *label, int wl, int thr
     csw0 = ctxsw_self();
     srv0 = eng->server_cpu_us ? eng->server_cpu_us() : -1;
     scsw0 = eng->server_ctxsw ? eng->server_ctxsw() : -1;
+    ser0 = eng->serial_us ? eng->serial_us() : -1;
     t0 = now_ns();
     atomic_store(&phase, PH_MEASURE);
     sleep_s(duration);
     atomic_store(&phase, PH_STOP);
     t1 = now_ns();
+    ser1 = eng->serial_us ? eng->serial_us() : -1;
     cpu1 = cpu_s();
     csw1 = ctxsw_self();
     srv1 = eng->server_cpu_us ? eng->server_cpu_us() : -1;
@@ -725,22 +728,30 @@ static int run_point(const bench_engine *eng, const char *label, int wl, int thr
     double csw = csw1 - csw0;
     if (scsw0 >= 0 && scsw1 >= 0) csw += scsw1 - scsw0;
     double csw_op = ops ? csw / (double)ops : 0;
+    /* the serial part per operation (the leader's time between the two
+     * reads, over the operations measured there; lookups included, which
+     * take no part in it): its inverse is the ceiling on any machine */
+    char serial[32] = "";
+    if (ser0 >= 0 && ser1 >= ser0 && ops)
+      snprintf(serial, sizeof serial, "%.3f", (ser1 - ser0) / (double)ops);
     double p50 = h_percentile(h, ops, 0.50) / 1e3, p99 = h_percentile(h, ops, 0.99) / 1e3,
            p999 = h_percentile(h, ops, 0.999) / 1e3;
-    char note[64] = "";
+    char note[96] = "";
     if (wl == W_HOT) snprintf(note, sizeof note, "wins=%llu", (unsigned long long)wins);
     if (srv0 >= 0) snprintf(note + strlen(note), sizeof note - strlen(note), "%sserver cpu incl.",
                             note[0] ? " " : "");
+    if (serial[0]) snprintf(note + strlen(note), sizeof note - strlen(note), "%sserial_us=%s",
+                            note[0] ? " " : "", serial);
     printf("%-9s %-13s %7d %11.0f %9.1f %9.1f %9.1f %10.1f %7.2f %10llu %7llu %9llu %8llu %s\n",
            label, WORKLOADS[wl], threads, ops_s, p50, p99, p999, cpu_op, csw_op,
            (unsigned long long)ops, (unsigned long long)errors, (unsigned long long)conflicts,
            (unsigned long long)retries, note);
     fflush(stdout);
     if (csv) {
-      fprintf(csv, "%s,%s,%d,%.1f,%.1f,%.1f,%.1f,%.2f,%llu,%llu,%llu,%llu,%.3f\n", label,
+      fprintf(csv, "%s,%s,%d,%.1f,%.1f,%.1f,%.1f,%.2f,%llu,%llu,%llu,%llu,%.3f,%s\n", label,
               WORKLOADS[wl], threads, ops_s, p50, p99, p999, cpu_op, (unsigned long long)ops,
               (unsigned long long)errors, (unsigned long long)conflicts,
-              (unsigned long long)retries, csw_op);
+              (unsigned long long)retries, csw_op, serial);
       fflush(csv);
     }
     free(h);
@@ -1039,7 +1050,7 @@ int main(int argc, char **argv) {
     fseek(csv, 0, SEEK_END);
     if (ftell(csv) == 0)
       fprintf(csv, "engine,workload,threads,ops_per_s,p50_us,p99_us,p999_us,cpu_us_per_op,ops,"
-                   "errors,conflicts,retries,ctxsw_per_op\n");
+                   "errors,conflicts,retries,ctxsw_per_op,serial_us_per_op\n");
   }
   /* A tag in every id and value, so runs never collide in a reused store. */
   snprintf(run_tag, sizeof run_tag, "%08llx",

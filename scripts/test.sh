@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build unico and run every test: once in a normal build, once built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (all but the Promela
-# models, label model, which check spin's models, not the library); then
+# models, label model, which check spin's models, not the library), once
+# with ThreadSanitizer (the tests labelled tsan: those that run threads); then
 # the mutation check
 # (scripts/mutants.py: every mutant of tests/mutation must be killed) and the
 # fuzz targets (tests/fuzz), built with clang and libFuzzer, each for a fixed
@@ -71,6 +72,14 @@ if [ "$QUICK" = 0 ]; then
   # (the Promela models run spin, not the library: once is enough)
   phase "sanitizer test" run_tests build-asan -LE model
   unset ASAN_OPTIONS UBSAN_OPTIONS
+  # ThreadSanitizer: the tests that run threads (label tsan,
+  # tests/CMakeLists.txt); a report fails its test (halt_on_error). No
+  # suppressions: a race in unico's code is a bug to fix.
+  echo "== build and test with -fsanitize=thread (ctest -L tsan)"
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  phase "tsan build" build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNICO_TSAN=ON
+  phase "tsan test" run_tests build-tsan -L tsan
+  unset TSAN_OPTIONS
   echo "== mutation check (docs/mutants.md)"
   phase mutants python3 scripts/mutants.py
   echo "== fuzz (libFuzzer with -fsanitize=address,undefined, ${UNICO_FUZZ_SECONDS:-25}s per target)"

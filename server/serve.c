@@ -939,9 +939,15 @@ static void serve_until_signal(serve_run *r) {
   atomic_store(&s->draining, 1);
   userv_log(s, "info", "%s: draining %lld request(s) in flight",
             sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)atomic_load(&s->inflight));
+  /* The listening socket is shut down now (connecting is refused from
+   * here) but closed only after MHD_stop_daemon() (serve_free):
+   * MHD's threads may use it until then (libmicrohttpd's manual says so
+   * of MHD_quiesce_daemon()); closing it here raced with a worker's
+   * epoll_ctl() on it, found by ThreadSanitizer (http_api_log,
+   * client_gone), and its number could have been reused meanwhile. */
   MHD_socket ls = MHD_quiesce_daemon(r->d);
-  if (ls != MHD_INVALID_SOCKET) close(ls);
-  r->fd = -1;
+  if (ls != MHD_INVALID_SOCKET) shutdown(ls, SHUT_RDWR);
+  r->fd = ls != MHD_INVALID_SOCKET ? ls : -1;
   uint64_t deadline = userv_now_us() + (uint64_t)s->cfg.drain_timeout * 1000000u;
   while (atomic_load(&s->inflight) > 0) {
     if (userv_now_us() > deadline) {

@@ -1158,6 +1158,11 @@ def t_plaintext():
     try:
         r = fetch(srv, "GET", "/healthz")
         check(r.status == 200, "--allow-plaintext serves", r)
+        # (logged just after the ready line: the log may trail the first
+        # answer, by much under ThreadSanitizer)
+        deadline = time.time() + 10
+        while "warning: plain HTTP" not in srv.stderr() and time.time() < deadline:
+            time.sleep(0.05)
         check("warning: plain HTTP" in srv.stderr(), "a warning at start", srv.stderr())
         check(metric(srv, "unico_http_plaintext_exposed", headers=auth) == 1, "the gauge says 1")
     finally:

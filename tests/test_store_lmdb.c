@@ -557,6 +557,8 @@ static void *gc_racer(void *p) {
 
 static void group_commit_races(const char *sub, const char *query) {
   gc_store = open_store(sub, query); /* durable: sync=on */
+  uint64_t all0 = ustore_lmdb_serial_ns();
+  double t0 = tu_now_s();
   pthread_t th[GC_THREADS];
   gc_arg args[GC_THREADS];
   for (int t = 0; t < GC_THREADS; t++) {
@@ -570,6 +572,7 @@ static void group_commit_races(const char *sub, const char *query) {
     wins += args[t].wins;
     losses += args[t].losses;
   }
+  uint64_t wall_ns = (uint64_t)((tu_now_s() - t0) * 1e9) + 1000;
   assert_int_equal(wins, GC_ROUNDS);
   assert_int_equal(losses, GC_ROUNDS * (GC_THREADS - 1));
   /* Each race key names its winner, whose own key exists; no loser's own
@@ -599,6 +602,15 @@ static void group_commit_races(const char *sub, const char *query) {
   assert_int_equal(st.requests, (uint64_t)GC_ROUNDS * GC_THREADS);
   assert_true(st.batches < st.requests);
   assert_true(st.syncs <= st.batches);
+  /* The serial part (unico-bench's serial_us_per_op): one leader at a
+   * time, so its sum fits in the run's wall time; every batch spent some
+   * in it (a commit or a log append), and the process-wide sum has it. */
+  fprintf(stderr, "serial part: %.1f ms of %.1f ms, %.2f us per request\n",
+          (double)st.serial_ns / 1e6, (double)wall_ns / 1e6,
+          (double)st.serial_ns / 1e3 / (double)st.requests);
+  assert_true(st.serial_ns >= st.batches * 500);
+  assert_true(st.serial_ns <= wall_ns);
+  assert_true(ustore_lmdb_serial_ns() - all0 >= st.serial_ns);
   gc_store->vt->close(gc_store);
 }
 

@@ -31,8 +31,16 @@ typedef struct ustore_lmdb_stats {
   uint64_t gathers;
   /* the number of the last commit, and of the last one known durable */
   uint64_t committed, durable;
+  /* the serial part: nanoseconds leaders spent with the writer's role,
+   * where only one thread of the store can be (commit.c, lead()); its
+   * share of each request is the floor of the time per write on any
+   * number of cores */
+  uint64_t serial_ns;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
+/* The same serial time summed over every LMDB store of the process since
+ * it started (unico-bench reads it around a point: serial_us_per_op). */
+uint64_t ustore_lmdb_serial_ns(void);
 
 /* With sync_delay_us set, how many deferred writes the syncer waits for
  * when `pending` wait for a sync (or its last sync covered that many) and

@@ -190,6 +190,31 @@ int lm_begin_read(lmdb_store *s, MDB_txn **keep, MDB_txn **txn,
   return begin_held(s, MDB_RDONLY, keep, txn, e);
 }
 
+void lm_tables_lock(lmdb_store *s, int excl) {
+  pthread_rwlock_rdlock(&s->resize);
+  if (excl) pthread_rwlock_wrlock(&s->mt_lock);
+  else pthread_rwlock_rdlock(&s->mt_lock);
+}
+
+void lm_tables_unlock(lmdb_store *s) {
+  pthread_rwlock_unlock(&s->mt_lock);
+  pthread_rwlock_unlock(&s->resize);
+}
+
+int lm_tables_begin(lmdb_store *s, MDB_txn **keep, MDB_txn **txn, int *tries,
+                    ustore_err *e) {
+  int rc = begin_once(s, MDB_RDONLY, keep, txn);
+  if (rc == 0) return UNICO_OK;
+  lm_tables_unlock(s);
+  if (rc != MDB_MAP_RESIZED) return lm_map_rc(s, rc, "beginning a transaction", e);
+  if (++*tries >= 8) {
+    seterr(e, "the map of %s keeps changing size", s->path);
+    return UNICO_EUNAVAILABLE;
+  }
+  int r = lm_remap(s, 0, 0, e); /* another process grew the map */
+  return r ? r : LM_RETRY;
+}
+
 void lm_end_read(lmdb_store *s, MDB_txn *txn) {
   mdb_txn_reset(txn);
   pthread_rwlock_unlock(&s->resize);
@@ -216,7 +241,9 @@ int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
     /* Log mode: the tables first. LMDB's snapshot is taken before the lock
      * is released, so a checkpoint dropping the frozen table cannot fall
      * between the two looks. */
-    pthread_rwlock_rdlock(&s->mt_lock);
+    int tries = 0;
+  again:
+    lm_tables_lock(s, 0);
     umt_entry *me = umt_find(s->active, key, klen);
     if (!me && s->frozen) me = umt_find(s->frozen, key, klen);
     if (me) {
@@ -227,11 +254,12 @@ int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
         ubuf_put(val, me->kv + me->klen, me->vlen);
         if (!ubuf_ok(val)) rc = UNICO_ENOMEM;
       }
-      pthread_rwlock_unlock(&s->mt_lock);
+      lm_tables_unlock(s);
       return rc;
     }
-    rc = lm_begin(s, MDB_RDONLY, &txn, e);
-    pthread_rwlock_unlock(&s->mt_lock);
+    rc = lm_tables_begin(s, NULL, &txn, &tries, e);
+    if (rc == LM_RETRY) goto again;
+    if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);
   } else {
     rc = lm_begin(s, MDB_RDONLY, &txn, e);
   }
@@ -461,15 +489,19 @@ int lm_scan(ustore *base, const void *prefix, size_t plen,
   if (s->wal) {
     /* The tables' entries and LMDB's snapshot, taken under one lock, form
      * one consistent view; the scan merges them, the tables winning. */
-    pthread_rwlock_rdlock(&s->mt_lock);
-    if (mem_snapshot(s, prefix, plen, after, alen, &m)) {
+    int tries = 0;
+  again:
+    lm_tables_lock(s, 0);
+    rc = lm_tables_begin(s, NULL, &txn, &tries, e);
+    if (rc == LM_RETRY) goto again;
+    if (rc == UNICO_OK && mem_snapshot(s, prefix, plen, after, alen, &m)) {
+      lm_abort(s, txn);
       pthread_rwlock_unlock(&s->mt_lock);
       ubuf_free(&m.blob);
       free(m.it);
       return UNICO_ENOMEM;
     }
-    rc = lm_begin(s, MDB_RDONLY, &txn, e);
-    pthread_rwlock_unlock(&s->mt_lock);
+    if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);
   } else {
     rc = lm_begin(s, MDB_RDONLY, &txn, e);
   }

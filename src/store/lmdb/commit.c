@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -374,10 +375,29 @@ static void answer_deferred(lm_req **keep, uint64_t seq) {
   }
 }
 
+/* The serial part of the write path: the time leaders spent between taking
+ * a batch and passing the writer's role on (checks, table or transaction
+ * updates, the log append, a rotation or a wait for the checkpointer),
+ * where no other writer of the store can be. Summed per store (serial_ns)
+ * and over every store of the process (ustore_lmdb_serial_ns()): two
+ * clock reads and an add per batch, not per request. */
+static _Atomic uint64_t serial_ns_all;
+
+uint64_t ustore_lmdb_serial_ns(void) {
+  return atomic_load_explicit(&serial_ns_all, memory_order_relaxed);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Run one batch as the leader. Called and returns with q_lock held. */
 static void lead(lmdb_store *s) {
   int retry_of[BATCH_MAX];
   size_t n;
+  uint64_t t0 = mono_ns(); /* the serial part begins (see serial_ns_all) */
   lm_req *batch = take_batch(s, &n), *r, *nx;
   lm_files_tick(s); /* at most once a second: still our files? */
   int wrote = s->wal ? lm_log_batch_apply(s, batch, retry_of)
@@ -402,6 +422,9 @@ static void lead(lmdb_store *s) {
   if (need_sync) answer_deferred(&keep, seq);
   /* The writer's role passes to the next request while this batch syncs. */
   s->leading = 0;
+  uint64_t dt = mono_ns() - t0;
+  s->serial_ns += dt;
+  atomic_fetch_add_explicit(&serial_ns_all, dt, memory_order_relaxed);
   if (s->q_head) pthread_cond_signal(&s->q_head->cv);
   pthread_mutex_unlock(&s->q_lock);
 

@@ -92,6 +92,7 @@ typedef struct lmdb_store {
   uint64_t committed;             /* batches committed (under q_lock) */
   uint64_t durable;               /* batches known durable (under q_lock) */
   uint64_t n_requests, n_batches, n_syncs; /* counters (under q_lock) */
+  uint64_t serial_ns; /* (q_lock) time spent leading: see lead() */
   int syncing;                    /* syncs running (under q_lock) */
   uint64_t sync_target;           /* the newest batch a running sync covers */
   int syncs_on[2];                /* log mode: syncs running per file parity */
@@ -194,6 +195,7 @@ typedef struct lm_req {
 #define FREEING_SLACK 4096
 #define LM_LATER 2 /* apply_ops: not a freeing write; nothing written */
 #define LM_FULL 3  /* log_apply: the store has no room; nothing written */
+#define LM_RETRY 4 /* lm_tables_begin: locks released, start over */
 
 #define CKPT_BYTES ((size_t)64 << 20) /* default wal_size */
 #define CKPT_KEY "\x00unico-log-checkpoint" /* outside the tuple key space */
@@ -225,6 +227,20 @@ int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn, ustore_err *e);
  * owner of *keep aborts it when done. */
 int lm_begin_read(lmdb_store *s, MDB_txn **keep, MDB_txn **txn, ustore_err *e);
 void lm_end_read(lmdb_store *s, MDB_txn *txn);
+/* Log mode: the resize lock (shared) and then the tables' lock (mt_lock;
+ * exclusive when excl), the one order every path that holds both takes
+ * them (a scan holds the resize lock through its callbacks, which may
+ * get() and so take the tables' lock). lm_tables_unlock() releases both. */
+void lm_tables_lock(lmdb_store *s, int excl);
+void lm_tables_unlock(lmdb_store *s);
+/* With lm_tables_lock(): begin a read transaction (keep as in
+ * lm_begin_read(), or NULL). UNICO_OK: both locks still held, the
+ * transaction's end (lm_end_read(), lm_abort()) releases the resize lock
+ * and the caller the tables' lock. Otherwise both are released: LM_RETRY
+ * when the map, grown by another process, was adopted (lock again and
+ * start over; *tries counts), or an error. */
+int lm_tables_begin(lmdb_store *s, MDB_txn **keep, MDB_txn **txn, int *tries,
+                    ustore_err *e);
 void lm_abort(lmdb_store *s, MDB_txn *txn);
 int lm_commit(lmdb_store *s, MDB_txn *txn);
 void lm_space_add(space_acc *a, const ustore_op *op, int exists,

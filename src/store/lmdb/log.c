@@ -317,8 +317,11 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
     }
     if (lm_refuse(s, r)) continue;
     MDB_txn *txn;
-    pthread_rwlock_wrlock(&s->mt_lock);
-    int rc = lm_begin_read(s, &s->lead_rtxn, &txn, r->e);
+    int rc, tries = 0;
+    do {
+      lm_tables_lock(s, 1); /* (the order of lmdb_int.h) */
+      rc = lm_tables_begin(s, &s->lead_rtxn, &txn, &tries, r->e);
+    } while (rc == LM_RETRY);
     if (rc == UNICO_OK) {
       size_t before = s->wal_buf.len;
       rc = log_apply(s, txn, r);
@@ -332,8 +335,8 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
       } else if (rc != USTORE_NOT_APPLIED) {
         s->wal_buf.len = before;
       }
+      pthread_rwlock_unlock(&s->mt_lock);
     }
-    pthread_rwlock_unlock(&s->mt_lock);
     r->rc = rc;
   }
   if (!applied || !s->wal_buf.len) return 0;

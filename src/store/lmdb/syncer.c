@@ -169,5 +169,6 @@ void ustore_lmdb_stats_get(ustore *base, ustore_lmdb_stats *out) {
   out->gathers = s->n_gathers;
   out->committed = s->committed;
   out->durable = s->durable;
+  out->serial_ns = s->serial_ns;
   pthread_mutex_unlock(&s->q_lock);
 }
