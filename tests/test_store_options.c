@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "store/options.h"
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "store/store.h"
 #include "unico.h"
 

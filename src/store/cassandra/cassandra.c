@@ -54,10 +54,10 @@
 
 #include <openssl/crypto.h>
 
-#include "store/cass_rows.h"
-#include "store/cql_conn.h"
-#include "store/cql_tls.h"
-#include "store/cassandra.h"
+#include "store/cassandra/cass_rows.h"
+#include "store/cassandra/cql_conn.h"
+#include "store/cassandra/cql_tls.h"
+#include "store/cassandra/cassandra.h"
 #include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
@@ -1615,7 +1615,7 @@ static void cass_close(ustore *base) {
 }
 
 static const ustore_vtab CASS_VTAB = {
-    USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
+    "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
     cass_get, cass_cas, cass_txn, cass_scan, cass_close, CASS_MAX_KEY, 0,
     NULL, NULL, cass_cas_many, cass_post_many, cass_get_many, NULL,
     cass_tables, NULL, NULL};

@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <openssl/err.h>
 
-#include "store/cql_conn.h"
-#include "store/cql_tls.h"
+#include "store/cassandra/cql_conn.h"
+#include "store/cassandra/cql_tls.h"
 #include "unico_errors.h"
 
 #define NSTREAMS 1024 /* v4 allows 32768; this is plenty in flight */

@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
-#include "store/aws_creds.h"
+#include "store/dynamodb/aws_creds.h"
 #include "unico_errors.h"
 #include "util/buf.h"
 

@@ -41,10 +41,10 @@
 
 #include <jansson.h>
 
-#include "store/aws_creds.h"
-#include "store/dynamo_client.h"
-#include "store/dynamo_rows.h"
-#include "store/dynamodb.h"
+#include "store/dynamodb/aws_creds.h"
+#include "store/dynamodb/dynamo_client.h"
+#include "store/dynamodb/dynamo_rows.h"
+#include "store/dynamodb/dynamodb.h"
 #include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
@@ -1228,7 +1228,7 @@ static void ddb_close(ustore *base) {
 }
 
 static const ustore_vtab DDB_VTAB = {
-    USTORE_VTAB_VERSION, "dynamodb",
+    "dynamodb",
     USTORE_CAP_TXN | USTORE_CAP_REMOTE | USTORE_CAP_ROWS, ddb_get, ddb_cas,
     ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL,
     NULL, NULL, NULL, NULL, ddb_tables, NULL, NULL};
