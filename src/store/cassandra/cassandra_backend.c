@@ -25,7 +25,7 @@ static const ustore_option_desc options[] = {
     {"table", USTORE_OPT_TEXT, "unico", 0, 0, 0, 0, NULL},
     {"replication", USTORE_OPT_TEXT, "", 0, 0, 0, 0, NULL},
     {"allow_weak", USTORE_OPT_INT, "0", 0, 0, 1, 0, NULL},
-    {"tls", USTORE_OPT_INT, "0", 0, 0, 1, 0, NULL},
+    {"tls", USTORE_OPT_INT, "(`0`; `1` with `cassandras://`)", 0, 0, 1, 0, NULL},
     {"tls_ca", USTORE_OPT_TEXT, "", 0, 0, 0, 0, NULL},
     {"tls_cert", USTORE_OPT_TEXT, "", 0, 0, 0, 0, NULL},
     {"tls_key", USTORE_OPT_TEXT, "", 0, 0, 0, 0, NULL},

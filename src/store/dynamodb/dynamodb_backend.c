@@ -15,7 +15,8 @@ static const ustore_scheme schemes[] = {
 
 /* (the order of the unknown-option message) */
 static const ustore_option_desc options[] = {
-    {"region", USTORE_OPT_TEXT, "", 0, 0, 0, 0, NULL},
+    {"region", USTORE_OPT_TEXT, "(`AWS_REGION`, ...: docs/dynamodb.md)", 0, 0, 0, 0,
+     NULL},
     {"timeout_ms", USTORE_OPT_INT, "10000", 0, 1, 600000, 0, NULL},
     {"retry_ms", USTORE_OPT_INT, "10000", 0, 0, 3600000, 0, NULL},
     {"table_prefix", USTORE_OPT_TEXT, "", 0, 0, 0, 0, NULL},
