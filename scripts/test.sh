@@ -1,8 +1,9 @@
 #!/bin/sh
 # Build unico and run every test: once in a normal build, once built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (all but the Promela
-# models, label model, which check spin's models, not the library); then
-# the mutation check
+# models, label model, which check spin's models, not the library), once
+# built without the DynamoDB and Cassandra stores (build-lean: a subset,
+# see lean_build_and_test); then the mutation check
 # (scripts/mutants.py: every mutant of tests/mutation must be killed) and the
 # fuzz targets (tests/fuzz), built with clang and libFuzzer, each for a fixed
 # time (UNICO_FUZZ_SECONDS, default 25). Installs what is missing (the test
@@ -56,6 +57,18 @@ run_tests() {
   return $rc
 }
 
+# The library without the stores that need libcurl or the CQL client
+# (-DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF): it builds, links
+# neither (the test lean_link), and passes its tests, but for the HTTP
+# service's (label http: they open DynamoDB and Cassandra URLs to check
+# what unico serve shows of them), the Python package's (one opens a
+# DynamoDB endpoint), the spin models (no library code) and the slow ones.
+lean_build_and_test() {
+  build build-lean -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF &&
+    run_tests build-lean -LE 'slow|model|http' -E '^python_'
+}
+
 echo "== build and test (RelWithDebInfo)"
 phase build build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$QUICK" = 1 ]; then
@@ -71,6 +84,8 @@ if [ "$QUICK" = 0 ]; then
   # (the Promela models run spin, not the library: once is enough)
   phase "sanitizer test" run_tests build-asan -LE model
   unset ASAN_OPTIONS UBSAN_OPTIONS
+  echo "== build and test without DynamoDB and Cassandra (build-lean)"
+  phase lean lean_build_and_test
   echo "== mutation check (docs/mutants.md)"
   phase mutants python3 scripts/mutants.py
   echo "== fuzz (libFuzzer with -fsanitize=address,undefined, ${UNICO_FUZZ_SECONDS:-25}s per target)"

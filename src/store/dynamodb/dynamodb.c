@@ -1371,6 +1371,24 @@ static int valid_table(const char *t, size_t n) {
   return 1;
 }
 
+/* The option table_prefix (tp, NULL when not given): UNICO_OK with its
+ * length in *tpl, or UNICO_EINVAL. */
+static int table_prefix(const char *tp, size_t *len, ustore_err *e) {
+  size_t tpl = tp ? strlen(tp) : 0;
+  for (size_t i = 0; i < tpl; i++)
+    if (!((tp[i] >= 'a' && tp[i] <= 'z') || (tp[i] >= 'A' && tp[i] <= 'Z') ||
+          (tp[i] >= '0' && tp[i] <= '9') || tp[i] == '_' || tp[i] == '-' ||
+          tp[i] == '.'))
+      tpl = 1000;
+  if (tpl > 200) {
+    seterr(e, "dynamodb store option table_prefix=%.100s: expected up to 200 "
+              "characters of A-Z a-z 0-9 _ - .", tp);
+    return UNICO_EINVAL;
+  }
+  *len = tpl;
+  return UNICO_OK;
+}
+
 /* dynamodb[s]://HOST[:PORT]/TABLE, loc being what follows "://". */
 static int ddb_open(ustore **out, const char *loc, int tls,
                     const ustore_opts *opts, ustore_err *e) {
@@ -1453,17 +1471,8 @@ static int ddb_open(ustore **out, const char *loc, int tls,
     port = eport;
   }
   const char *tp = ustore_opts_get(opts, "table_prefix");
-  size_t tpl = tp ? strlen(tp) : 0;
-  for (size_t i = 0; i < tpl; i++)
-    if (!((tp[i] >= 'a' && tp[i] <= 'z') || (tp[i] >= 'A' && tp[i] <= 'Z') ||
-          (tp[i] >= '0' && tp[i] <= '9') || tp[i] == '_' || tp[i] == '-' ||
-          tp[i] == '.'))
-      tpl = 1000;
-  if (tpl > 200) {
-    seterr(e, "dynamodb store option table_prefix=%.100s: expected up to 200 "
-              "characters of A-Z a-z 0-9 _ - .", tp);
-    return UNICO_EINVAL;
-  }
+  size_t tpl;
+  if ((rc = table_prefix(tp, &tpl, e))) return rc;
   s = calloc(1, sizeof *s);
   if (!s) return UNICO_ENOMEM;
   s->base.vt = &DDB_VTAB;
