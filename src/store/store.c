@@ -1,6 +1,6 @@
 /* store.c - a store opened from its URL (the list of the backends'
- * descriptors, store/backend.h),
- * and the defaults of the interface's optional calls. */
+ * descriptors, store/backend.h), and the defaults of the interface's
+ * optional calls. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
