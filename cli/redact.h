@@ -12,8 +12,9 @@
  * a store's descriptor marks secret, such as password or
  * tls_key_password; password, secret, token, key, secret_access_key or
  * session_token; any name ending in _password; any case) becomes ***.
- * Everything else is kept as it is (a '"' included: quote it where it is shown). A new string the
- * caller frees; NULL when out of memory or url is NULL. */
+ * Everything else is kept as it is (a '"' included: quote it where it
+ * is shown). A new string the caller frees; NULL when out of memory or
+ * url is NULL. */
 char *ucli_redact_url(const char *url);
 
 /* Mask in msg, a NUL-terminated text in a buffer of cap bytes, what
