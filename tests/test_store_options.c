@@ -309,6 +309,13 @@ static void test_schemes(void **state) {
   assert_true(listed >= 3); /* lmdb://PATH, lmdb:PATH, sim:NAME at least */
   assert_non_null(strstr(e.msg, "lmdb://PATH"));
   assert_non_null(strstr(e.msg, "sim:NAME"));
+  /* a long URL is cut, never the list */
+  char url[300];
+  snprintf(url, sizeof url, "nosuch://%0250d", 7);
+  assert_int_equal(ustore_open(&s, url, &e), UNICO_EUNSUPPORTED);
+  assert_non_null(strstr(e.msg, "unsupported store URL \"nosuch://000"));
+  assert_non_null(strstr(e.msg, "sim:NAME)"));
+  assert_true(strlen(e.msg) < sizeof e.msg - 1);
 }
 
 /* A value of the wrong type is refused by the URL parser from the

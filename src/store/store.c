@@ -433,8 +433,10 @@ static int resolve(const char *url, const ustore_backend **b, size_t *scheme,
   if (rest == url && strstr(url, "://")) {
     char forms[512];
     known_forms(forms, sizeof forms);
-    ustore_seterr(e, "unsupported store URL \"%.120s\" (this build knows %s)",
-                  url, forms);
+    /* the URL cut (to 120 bytes at most) so that the whole list fits */
+    int room = (int)(sizeof e->msg - 48 - strlen(forms));
+    ustore_seterr(e, "unsupported store URL \"%.*s\" (this build knows %s)",
+                  room < 24 ? 24 : room > 120 ? 120 : room, url, forms);
     return UNICO_EUNSUPPORTED;
   }
   if (!(*b)->open) {
