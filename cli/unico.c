@@ -22,9 +22,7 @@
 #include "input.h"
 #include "redact.h"
 #include "report.h"
-#ifdef UNICO_HAVE_SERVER
 #include "serve.h"
-#endif
 
 #define N_OF(a) (sizeof (a) / sizeof (a)[0])
 
@@ -124,8 +122,14 @@ static int set_op_id(opts *o, const char *val) {
 }
 
 static int set_if_version(opts *o, const char *val) {
-  if (parse_u64(val, &o->if_version))
-    return usage_error("--if-version needs a positive integer, got \"%s\"", val);
+  /* (0: a record at version 0, adopted or written by another client) */
+  if (!strcmp(val, "0")) {
+    o->if_version = UNICO_IF_VERSION_0;
+    return 0;
+  }
+  if (parse_u64(val, &o->if_version) || o->if_version == UNICO_IF_VERSION_0)
+    return usage_error("--if-version needs a version, 0 or a positive "
+                       "integer, got \"%s\"", val);
   return 0;
 }
 
@@ -215,9 +219,10 @@ typedef struct command {
   unsigned needs;       /* OPT_* bits of the options it cannot go without */
   input_kind input;     /* its last argument (so min_args >= 1) */
   run_fn *run;
-  /* A command that parses its own command line (serve, server/serve.c):
-   * argv is all of it, argv[cmd] the command word. Returns the exit code. */
-  int (*own_main)(int argc, char **argv, int cmd);
+  /* A command that is a program of its own (serve: server/serve.h): its
+   * main gets the command line without the command word. Returns the
+   * exit code. */
+  int (*own_main)(int argc, char **argv);
 } command;
 
 /* Arguments, one per column (of the primary key when constraint is NULL,
@@ -464,11 +469,9 @@ static const command COMMANDS[] = {
          "it cannot fix are left (two records holding a value, a group over its\n"
          "limit, a record that does not fit its table).\n",
      .arg_error = "repair takes no arguments", .run = run_repair},
-#ifdef UNICO_HAVE_SERVER
     /* its options are its own (and so is its help): server/serve.c */
     {.name = "serve", .synopsis = "[--listen ADDR] ...",
-     .summary = "run the HTTP API (unico serve --help)", .own_main = unico_serve_main},
-#endif
+     .summary = "run the HTTP API (unico serve --help)", .own_main = userv_main},
 };
 
 /* ------------------------------------------------------------------ */
@@ -702,10 +705,23 @@ static int run_command_line(const opts *o) {
   return code;
 }
 
+/* Run a command that is a program of its own: its main gets argv without
+ * the command word argv[at] (options before it included). */
+static int run_own_main(const command *c, int argc, char **argv, int at) {
+  char **sub = calloc((size_t)argc, sizeof *sub);
+  if (!sub) return report(UNICO_ENOMEM, NULL);
+  int n = 0;
+  for (int i = 0; i < argc; i++)
+    if (i != at) sub[n++] = argv[i];
+  int code = c->own_main(n, sub);
+  free(sub);
+  return code;
+}
+
 int main(int argc, char **argv) {
   int at;
   const command *own = own_parser(argc, argv, &at);
-  if (own) return own->own_main(argc, argv, at);
+  if (own) return run_own_main(own, argc, argv, at);
   opts o;
   memset(&o, 0, sizeof o);
   int code = parse_args(argc, argv, &o);

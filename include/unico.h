@@ -67,9 +67,18 @@ typedef struct unico_result {
   char *value;          /* conflict: the normalized value, JSON array */
   char *owner;          /* conflict: owner's primary key, JSON */
   uint64_t version;     /* current version (mismatch) or new one (success) */
+  /* invalid: the table (UNICO_MISSING_TABLE) or the constraint
+   * (UNICO_MISSING_CONSTRAINT) the call names does not exist; else 0 */
+  int missing;
+  /* busy on a value a live hold reserves: when the hold expires, in Unix
+   * milliseconds (a retry before then is refused again); else 0 */
+  uint64_t retry_at_ms;
 } unico_result;
 
-#define UNICO_RESULT_INIT {0, NULL, {0}, {0}, {0}, NULL, NULL, 0}
+#define UNICO_MISSING_TABLE 1
+#define UNICO_MISSING_CONSTRAINT 2
+
+#define UNICO_RESULT_INIT {0, NULL, {0}, {0}, {0}, NULL, NULL, 0, 0, 0}
 
 /* Free what a result holds and reset it. Accepts NULL. Cannot fail. */
 void unico_result_clear(unico_result *res);
@@ -152,9 +161,12 @@ int unico_schema_show(unico *u, unico_result *res);
  * even an outcome, so repeating it runs it afresh. The same op_id with a
  * different request is UNICO_EOPID.
  * if_version is 0 for "any version", otherwise the version the record must
- * have. pk_json is the primary key as JSON: a scalar for a one-column key,
+ * have; UNICO_IF_VERSION_0 asks for version 0 (a record adopted from, or
+ * written into, a native table by another client, which unico has not
+ * written yet: docs/native-tables.md). pk_json is the primary key as JSON: a scalar for a one-column key,
  * an array for a composite one.
  * Success output: {"pk":PK,"version":N} (delete: the version deleted). */
+#define UNICO_IF_VERSION_0 UINT64_MAX /* if_version: "at version 0" */
 int unico_insert(unico *u, const char *table, const char *record_json,
                  const char *op_id, unico_result *res);
 int unico_update(unico *u, const char *table, const char *pk_json,
@@ -168,7 +180,8 @@ int unico_delete(unico *u, const char *table, const char *pk_json,
 typedef struct unico_write_options {
   int struct_version;           /* UNICO_WRITE_OPTIONS_VERSION */
   const char *op_id;            /* NULL: one is generated */
-  uint64_t if_version;          /* update: 0 for any version */
+  uint64_t if_version;          /* update: 0 for any version,
+                                   UNICO_IF_VERSION_0 for version 0 */
   const char *const *holds;     /* hold tokens presented (unico_reserve) */
   size_t nholds;
 } unico_write_options;

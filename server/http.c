@@ -277,72 +277,34 @@ static void fail(uresp *o, int status, const char *name, const char *fmt, ...) {
   o->body = dump(json_pack("{s:s,s:o}", "error", name, "message", ucli_json_text(msg)));
 }
 
-/* The library does not give an unknown table or constraint a code of its
- * own (both are UNICO_EINVAL); over HTTP the name is part of the resource,
- * so those are 404. Recognised by the library's sentence. */
-static int names_missing(const unico_result *res, const char *table) {
-  char a[192], b[192];
-  snprintf(a, sizeof a, "table %s does not exist", table);
-  snprintf(b, sizeof b, "table %s has no unique constraint named ", table);
-  return !strncmp(res->message, a, strlen(a)) || !strncmp(res->message, b, strlen(b));
+/* The HTTP status of a library error: the error map's (unico_errors.h),
+ * but an unknown table or constraint (invalid, res->missing) is 404: over
+ * HTTP the name is part of the resource. */
+static int status_of(int rc, const unico_result *res) {
+  if (rc == UNICO_EINVAL && res && res->missing) return 404;
+  return unico_http_status(rc);
 }
 
-static int status_of(int rc, const unico_result *res, const char *table) {
-  switch (rc) {
-  case UNICO_EINVAL: return table && names_missing(res, table) ? 404 : 400;
-  case UNICO_ESCHEMA:
-  case UNICO_EUNSUPPORTED: return 400;
-  case UNICO_ENOTFOUND: return 404;
-  case UNICO_ECONFLICT: return 409;
-  case UNICO_EBUSY: return 409;
-  case UNICO_ELIMIT: return 422;
-  case UNICO_EOPID: return 422;
-  case UNICO_EVERSION: return 412;
-  case UNICO_EFULL: return 507;
-  case UNICO_ECORRUPT: return 500;
-  case UNICO_EUNAVAILABLE:
-  case UNICO_EUNKNOWN:
-  case UNICO_ENOMEM:
-  default: return 503;
-  }
-}
-
-/* Retry-After for a busy value. A value reserved by a hold is busy until
- * the hold expires, and the library's sentence says when ("... hold until
- * 2026-11-28T16:02:55.098Z ..."; the last such words: the quoted value
- * comes before them): the seconds left until then, at least 1. Busy for
- * another reason (an operation in flight): 1. */
-static int busy_retry_after(const unico_result *res) {
-  static const char mark[] = "hold until ";
-  const char *at = NULL;
-  for (const char *q = res->message; (q = strstr(q, mark)); q++) at = q;
-  if (!at) return 1;
-  struct tm tm;
-  int ms;
-  memset(&tm, 0, sizeof tm);
-  if (sscanf(at + sizeof mark - 1, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year,
-             &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
-    return 1;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
+/* Retry-After of a library error: the error map's, but a value a live
+ * hold reserves is busy until the hold expires (res->retry_at_ms): the
+ * seconds left until then, at least 1. */
+static int retry_after_of(int rc, const unico_result *res) {
+  int secs = unico_retry_after(rc);
+  if (rc != UNICO_EBUSY || !res || !res->retry_at_ms) return secs;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  int64_t left = ((int64_t)timegm(&tm) * 1000 + ms) -
-                 ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
-  int64_t secs = (left + 999) / 1000;
-  return secs < 1 ? 1 : secs > INT_MAX ? INT_MAX : (int)secs;
+  int64_t left = (int64_t)res->retry_at_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+  int64_t s = (left + 999) / 1000;
+  return s < 1 ? 1 : s > INT_MAX ? INT_MAX : (int)s;
 }
 
-/* The CLI's error object (cli/unico.c report()), without the exit code. */
-static void fail_rc(uresp *o, int rc, const unico_result *res, const char *table) {
-  o->status = status_of(rc, res, table);
+/* The CLI's error object (common/report.c), without the exit code. */
+static void fail_rc(uresp *o, int rc, const unico_result *res) {
+  o->status = status_of(rc, res);
   /* an unknown table or constraint is a missing resource over HTTP */
   const char *name = rc == UNICO_EINVAL && o->status == 404 ? "not_found" : NULL;
   json_t *e = ucli_error_object(rc, name, 0, res);
-  if (rc == UNICO_EBUSY)
-    o->retry_after = busy_retry_after(res);
-  else if (o->status == 503)
-    o->retry_after = 1;
+  o->retry_after = retry_after_of(rc, res);
   free(o->body);
   o->body = dump(e);
 }
@@ -522,6 +484,11 @@ static int if_match(struct MHD_Connection *c, uint64_t *version) {
     h++;
     n -= 2;
   }
+  if (n == 1 && h[0] == '0') { /* a record at version 0 (adopted, or
+                                  written by another client) */
+    *version = UNICO_IF_VERSION_0;
+    return 0;
+  }
   if (!n || n > 19 || h[0] == '0') return -1;
   uint64_t v = 0;
   for (size_t i = 0; i < n; i++) {
@@ -589,13 +556,12 @@ static void ok_output(uresp *o, int status, unico_result *res) {
 
 /* Success with `status` and no ETag (the output is not a versioned
  * record), or the error. */
-static void answer_unversioned(uresp *o, int rc, unico_result *res, int status,
-                               const char *table) {
+static void answer_unversioned(uresp *o, int rc, unico_result *res, int status) {
   if (rc == UNICO_OK) {
     ok_output(o, status, res);
     o->etag = 0;
   } else {
-    fail_rc(o, rc, res, table);
+    fail_rc(o, rc, res);
   }
 }
 
@@ -609,34 +575,17 @@ static int body_text(ureq *r, uresp *o, const char **text) {
   return 0;
 }
 
+/* GET /healthz: liveness. 200 while the process runs and answers HTTP,
+ * whatever the store's state and during a shutdown's drain: a probe that
+ * restarts the process on a failure must not restart it for a full disk
+ * or a store that is gone (a restart mends neither). It asks the store
+ * nothing, so a store that hangs cannot make it hang. Whether writes can
+ * be served is /readyz's answer. */
 static void do_healthz(userv *s, uresp *o) {
-  unico_result res = UNICO_RESULT_INIT;
+  (void)s;
   o->status = 200;
-  if (atomic_load(&s->draining)) {
-    o->status = 503;
-    o->body = dump(json_pack("{s:s}", "status", "draining"));
-    return;
-  }
-  unico *u = userv_store(s, &res);
-  const char *why = NULL; /* the store refuses writes: why (unico_health) */
-  int rc = u ? unico_health(u, &why, &res) : res.rc;
-  if (u && rc == UNICO_OK) STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
-  if (rc == UNICO_OK || rc == UNICO_ENOTFOUND) {
-    json_t *j = rc == UNICO_OK ? json_loads(res.json, 0, NULL) : NULL;
-    json_int_t ver = json_integer_value(json_object_get(j, "schema_version"));
-    json_decref(j);
-    o->body = dump(json_pack("{s:s,s:I}", "status", "ok", "schema_version", ver));
-  } else {
-    o->status = 503;
-    o->retry_after = 1;
-    /* degraded: open, reads answered, writes refused (e.g. disk full) */
-    int degraded = why && strcmp(why, "store_removed") != 0;
-    o->body = dump(json_pack("{s:s,s:s,s:o,s:s*}", "status",
-                             degraded ? "degraded" : "unavailable", "error",
-                             unico_errname(rc), "message",
-                             ucli_json_text(res.message), "reason", why));
-  }
-  unico_result_clear(&res);
+  o->body = dump(json_pack("{s:s}", "status", "ok"));
+  if (!o->body) fail(o, 503, "out_of_memory", "out of memory");
 }
 
 int userv_ready(userv *s, const char **reason, char *msg, size_t cap,
@@ -688,7 +637,7 @@ leave:
 }
 
 /* GET /readyz: 200 while writes can be served, else 503 with the reason
- * (a load balancer's readiness probe; /healthz says the store's health). */
+ * (a load balancer's readiness probe; /healthz is liveness alone). */
 static void do_readyz(userv *s, uresp *o) {
   const char *reason = NULL;
   char msg[512];
@@ -711,7 +660,7 @@ static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   int rc;
   if (r->method != UM_PUT) {
     STORE(UO_SCHEMA_SHOW, unico_schema_show(u, &res));
-    answer_unversioned(o, rc, &res, 200, NULL);
+    answer_unversioned(o, rc, &res, 200);
     unico_result_clear(&res);
     return;
   }
@@ -734,7 +683,7 @@ static void do_schema(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   }
   STORE(UO_SCHEMA_APPLY, unico_schema_apply(u, text, &res));
   json_decref(j);
-  answer_unversioned(o, rc, &res, 200, NULL);
+  answer_unversioned(o, rc, &res, 200);
   unico_result_clear(&res);
 }
 
@@ -806,7 +755,7 @@ static void do_reserve(userv *s, ureq *r, uresp *o, unico *u) {
                         r->op_id, &res));
     free(vals);
     if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
-    answer_unversioned(o, rc, &res, 201, table);
+    answer_unversioned(o, rc, &res, 201);
   }
   json_decref(j);
   unico_result_clear(&res);
@@ -817,7 +766,7 @@ static void do_release(userv *s, ureq *r, uresp *o, unico *u) {
   unico_result res = UNICO_RESULT_INIT;
   int rc;
   STORE(UO_RELEASE, unico_release_hold_in(u, r->segs[0], r->segs[2], &res));
-  answer_unversioned(o, rc, &res, 200, r->segs[0]);
+  answer_unversioned(o, rc, &res, 200);
   unico_result_clear(&res);
 }
 
@@ -840,7 +789,7 @@ static void do_insert(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
     o->location = location_of(table, res.json);
   } else {
     if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
-    fail_rc(o, rc, &res, table);
+    fail_rc(o, rc, &res);
   }
   unico_result_clear(&res);
 }
@@ -887,7 +836,7 @@ static void do_record(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   goto leave;
 fail:
   if (rc == UNICO_ECONFLICT) umetrics_conflict(&s->m, table, res.constraint);
-  fail_rc(o, rc, &res, table);
+  fail_rc(o, rc, &res);
 leave:
   free(pk);
   unico_result_clear(&res);
@@ -942,7 +891,7 @@ static void do_lookup(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   if (rc == UNICO_OK)
     ok_output(o, 200, &res);
   else
-    fail_rc(o, rc, &res, table);
+    fail_rc(o, rc, &res);
 leave:
   for (int i = 0; i < l.n; i++) free(l.v[i]);
   unico_result_clear(&res);
@@ -984,7 +933,7 @@ static void dispatch_(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   unico_result res = UNICO_RESULT_INIT;
   unico *u = userv_store(s, &res);
   if (!u) {
-    fail_rc(o, res.rc, &res, NULL);
+    fail_rc(o, res.rc, &res);
     unico_result_clear(&res);
     return;
   }
@@ -1495,7 +1444,7 @@ enum MHD_Result userv_on_request(void *cls, struct MHD_Connection *c,
       unico_result res = UNICO_RESULT_INIT;
       res.rc = r->sync_rc;
       snprintf(res.message, sizeof res.message, "%s", r->sync_msg);
-      fail_rc(&o, r->sync_rc, &res, NULL);
+      fail_rc(&o, r->sync_rc, &res);
     }
   } else if (r->dropping) {
     o = r->early;

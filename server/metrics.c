@@ -144,66 +144,69 @@ static int hist_empty(const uhist *h) {
   return 1;
 }
 
-char *umetrics_render(userv *s) {
+/* The process, the store's state, readiness, credentials and exports. */
+static void render_process(userv *s, usbuf *b) {
   umetrics *m = &s->m;
-  usbuf b = {0};
-
-  head(&b, "unico_build_info", "gauge", "The unico version serving.");
-  usb_printf(&b, "unico_build_info{version=\"%s\"} 1\n", unico_version_string());
-  head(&b, "unico_process_start_time_seconds", "gauge",
+  head(b, "unico_build_info", "gauge", "The unico version serving.");
+  usb_printf(b, "unico_build_info{version=\"%s\"} 1\n", unico_version_string());
+  head(b, "unico_process_start_time_seconds", "gauge",
        "When the server started, in unix seconds.");
-  usb_printf(&b, "unico_process_start_time_seconds %.3f\n", m->start_time);
+  usb_printf(b, "unico_process_start_time_seconds %.3f\n", m->start_time);
   /* (unico_health: a few system calls) */
   unico *u = atomic_load(&s->store);
   const char *why = NULL;
   if (u) unico_health(u, &why, NULL);
-  head(&b, "unico_store_up", "gauge",
+  head(b, "unico_store_up", "gauge",
        "1 when the store is open and takes writes, 0 while it cannot be "
        "opened, was removed, or refuses writes (see unico_store_degraded).");
-  usb_printf(&b, "unico_store_up %d\n", u && !why);
-  head(&b, "unico_store_degraded", "gauge",
+  usb_printf(b, "unico_store_up %d\n", u && !why);
+  head(b, "unico_store_degraded", "gauge",
        "1 while the store is open, answers reads and refuses writes (a full "
-       "disk, a failed log: /healthz says why).");
-  usb_printf(&b, "unico_store_degraded %d\n",
+       "disk, a failed log: /readyz says why).");
+  usb_printf(b, "unico_store_degraded %d\n",
              why && strcmp(why, "store_removed") != 0);
   const char *nr = NULL;
   char nr_msg[8];
   int ready = userv_ready(s, &nr, nr_msg, sizeof nr_msg, NULL);
-  head(&b, "unico_ready", "gauge",
+  head(b, "unico_ready", "gauge",
        "1 while writes can be served (/readyz 200), else 0 (/readyz 503; "
        "unico_not_ready says why).");
-  usb_printf(&b, "unico_ready %d\n", ready);
-  head(&b, "unico_not_ready", "gauge",
+  usb_printf(b, "unico_ready %d\n", ready);
+  head(b, "unico_not_ready", "gauge",
        "1 for the reason /readyz gives while it answers 503 (absent while ready).");
-  if (!ready) usb_printf(&b, "unico_not_ready{reason=\"%s\"} 1\n", nr);
-  head(&b, "unico_http_plaintext_exposed", "gauge",
+  if (!ready) usb_printf(b, "unico_not_ready{reason=\"%s\"} 1\n", nr);
+  head(b, "unico_http_plaintext_exposed", "gauge",
        "1 when the server listens off the loopback interface in plain HTTP "
        "(--allow-plaintext): the token and the records cross the network in clear.");
-  usb_printf(&b, "unico_http_plaintext_exposed %d\n", s->plaintext_exposed);
-  head(&b, "unico_credential_reloads_total", "counter",
+  usb_printf(b, "unico_http_plaintext_exposed %d\n", s->plaintext_exposed);
+  head(b, "unico_credential_reloads_total", "counter",
        "SIGHUP reloads of the token file and the TLS certificate, by outcome "
        "(failed: a file could not be used; what was in force is kept).");
-  usb_printf(&b, "unico_credential_reloads_total{outcome=\"ok\"} %llu\n",
+  usb_printf(b, "unico_credential_reloads_total{outcome=\"ok\"} %llu\n",
              (unsigned long long)atomic_load_explicit(&m->reloads_ok, RLX));
-  usb_printf(&b, "unico_credential_reloads_total{outcome=\"failed\"} %llu\n",
+  usb_printf(b, "unico_credential_reloads_total{outcome=\"failed\"} %llu\n",
              (unsigned long long)atomic_load_explicit(&m->reloads_failed, RLX));
   if (s->cfg.otlp_endpoint) {
-    head(&b, "unico_otlp_batches_total", "counter",
+    head(b, "unico_otlp_batches_total", "counter",
          "Batches of spans sent to --otlp-endpoint, by outcome (failed: not sent; "
          "its spans are lost).");
-    usb_printf(&b, "unico_otlp_batches_total{outcome=\"ok\"} %llu\n",
+    usb_printf(b, "unico_otlp_batches_total{outcome=\"ok\"} %llu\n",
                (unsigned long long)atomic_load_explicit(&m->otlp_batches, RLX));
-    usb_printf(&b, "unico_otlp_batches_total{outcome=\"failed\"} %llu\n",
+    usb_printf(b, "unico_otlp_batches_total{outcome=\"failed\"} %llu\n",
                (unsigned long long)atomic_load_explicit(&m->otlp_failures, RLX));
-    head(&b, "unico_otlp_spans_dropped_total", "counter",
+    head(b, "unico_otlp_spans_dropped_total", "counter",
          "Spans not exported because the queue was full (the collector too slow).");
-    usb_printf(&b, "unico_otlp_spans_dropped_total %llu\n",
+    usb_printf(b, "unico_otlp_spans_dropped_total %llu\n",
                (unsigned long long)atomic_load_explicit(&m->spans_dropped, RLX));
   }
-  head(&b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
-  usb_printf(&b, "unico_http_draining %d\n", atomic_load(&s->draining));
+  head(b, "unico_http_draining", "gauge", "1 once a shutdown signal was received.");
+  usb_printf(b, "unico_http_draining %d\n", atomic_load(&s->draining));
+}
 
-  head(&b, "unico_http_requests_total", "counter",
+/* Requests, connections, bytes and latency by route. */
+static void render_http(userv *s, usbuf *b) {
+  umetrics *m = &s->m;
+  head(b, "unico_http_requests_total", "counter",
        "HTTP requests by method, route and status (\"aborted\": the "
        "connection ended before a response).");
   for (int me = 0; me < UM_NMETHODS; me++)
@@ -211,75 +214,86 @@ char *umetrics_render(userv *s) {
       for (int st = 0; st < UM_NSTATUS; st++) {
         uint64_t n = atomic_load_explicit(&m->requests[me][r][st], RLX);
         if (!n) continue;
-        usb_printf(&b, "unico_http_requests_total{method=\"%s\",route=\"%s\",status=\"",
+        usb_printf(b, "unico_http_requests_total{method=\"%s\",route=\"%s\",status=\"",
                    METHOD_NAMES[me], ROUTE_NAMES[r]);
         if (st < UM_NSTATUS - 2)
-          usb_printf(&b, "%d", STATUSES[st]);
+          usb_printf(b, "%d", STATUSES[st]);
         else
-          usb_printf(&b, "%s", st == UM_NSTATUS - 2 ? "aborted" : "other");
-        usb_printf(&b, "\"} %llu\n", (unsigned long long)n);
+          usb_printf(b, "%s", st == UM_NSTATUS - 2 ? "aborted" : "other");
+        usb_printf(b, "\"} %llu\n", (unsigned long long)n);
       }
-  head(&b, "unico_http_requests_in_flight", "gauge",
+  head(b, "unico_http_requests_in_flight", "gauge",
        "Requests received and not yet answered.");
-  usb_printf(&b, "unico_http_requests_in_flight %lld\n",
+  usb_printf(b, "unico_http_requests_in_flight %lld\n",
              (long long)atomic_load(&s->inflight));
-  head(&b, "unico_http_connections", "gauge", "Open client connections.");
-  usb_printf(&b, "unico_http_connections %lld\n",
+  head(b, "unico_http_connections", "gauge", "Open client connections.");
+  usb_printf(b, "unico_http_connections %lld\n",
              (long long)atomic_load_explicit(&m->connections, RLX));
-  head(&b, "unico_http_connections_total", "counter", "Client connections accepted.");
-  usb_printf(&b, "unico_http_connections_total %llu\n",
+  head(b, "unico_http_connections_total", "counter", "Client connections accepted.");
+  usb_printf(b, "unico_http_connections_total %llu\n",
              (unsigned long long)atomic_load_explicit(&m->connections_total, RLX));
-  head(&b, "unico_http_connections_refused_total", "counter",
+  head(b, "unico_http_connections_refused_total", "counter",
        "Connections closed at accept: over --max-connections.");
-  usb_printf(&b, "unico_http_connections_refused_total %llu\n",
+  usb_printf(b, "unico_http_connections_refused_total %llu\n",
              (unsigned long long)atomic_load_explicit(&m->connections_refused, RLX));
-  head(&b, "unico_http_request_timeouts_total", "counter",
+  head(b, "unico_http_request_timeouts_total", "counter",
        "Connections closed because a request had not arrived --request-timeout after its first byte.");
-  usb_printf(&b, "unico_http_request_timeouts_total %llu\n",
+  usb_printf(b, "unico_http_request_timeouts_total %llu\n",
              (unsigned long long)atomic_load_explicit(&m->request_timeouts, RLX));
-  head(&b, "unico_http_request_body_bytes_total", "counter", "Request body bytes received.");
-  usb_printf(&b, "unico_http_request_body_bytes_total %llu\n",
+  head(b, "unico_http_request_body_bytes_total", "counter", "Request body bytes received.");
+  usb_printf(b, "unico_http_request_body_bytes_total %llu\n",
              (unsigned long long)atomic_load_explicit(&m->bytes_in, RLX));
-  head(&b, "unico_http_response_body_bytes_total", "counter", "Response body bytes sent.");
-  usb_printf(&b, "unico_http_response_body_bytes_total %llu\n",
+  head(b, "unico_http_response_body_bytes_total", "counter", "Response body bytes sent.");
+  usb_printf(b, "unico_http_response_body_bytes_total %llu\n",
              (unsigned long long)atomic_load_explicit(&m->bytes_out, RLX));
-  head(&b, "unico_http_request_duration_seconds", "histogram",
+  head(b, "unico_http_request_duration_seconds", "histogram",
        "Time from a request's headers to its last response byte, by route.");
   for (int r = 0; r < UR_NROUTES; r++)
     if (!hist_empty(&m->http_latency[r]))
-      hist_render(&b, "unico_http_request_duration_seconds", "route",
+      hist_render(b, "unico_http_request_duration_seconds", "route",
                   ROUTE_NAMES[r], &m->http_latency[r]);
+}
 
-  head(&b, "unico_store_operations_total", "counter",
+/* Store calls, their latency, and unique conflicts by constraint. */
+static void render_store(userv *s, usbuf *b) {
+  umetrics *m = &s->m;
+  head(b, "unico_store_operations_total", "counter",
        "Calls into the store by operation and outcome (ok or the error name).");
   for (int op = 0; op < UO_NOPS; op++)
     for (int o = 0; o < UM_NOUTCOMES; o++) {
       uint64_t n = atomic_load_explicit(&m->store_ops[op][o], RLX);
       if (n)
-        usb_printf(&b, "unico_store_operations_total{op=\"%s\",outcome=\"%s\"} %llu\n",
+        usb_printf(b, "unico_store_operations_total{op=\"%s\",outcome=\"%s\"} %llu\n",
                    OP_NAMES[op], outcome_name(o), (unsigned long long)n);
     }
-  head(&b, "unico_store_operation_duration_seconds", "histogram",
+  head(b, "unico_store_operation_duration_seconds", "histogram",
        "Time spent in the store per call, by operation.");
   for (int op = 0; op < UO_NOPS; op++)
     if (!hist_empty(&m->store_latency[op]))
-      hist_render(&b, "unico_store_operation_duration_seconds", "op",
+      hist_render(b, "unico_store_operation_duration_seconds", "op",
                   OP_NAMES[op], &m->store_latency[op]);
 
-  head(&b, "unico_unique_conflicts_total", "counter",
+  head(b, "unico_unique_conflicts_total", "counter",
        "Writes refused because a unique value (or the primary key) was taken, "
        "by table and constraint.");
   pthread_mutex_lock(&m->conflicts_lock);
   for (int i = 0; i < m->nconflicts; i++) {
-    usb_add(&b, "unico_unique_conflicts_total{table=\"", 36);
-    label(&b, m->conflicts[i].table);
-    usb_add(&b, "\",constraint=\"", 14);
-    label(&b, m->conflicts[i].constraint);
-    usb_printf(&b, "\"} %llu\n", (unsigned long long)m->conflicts[i].n);
+    usb_add(b, "unico_unique_conflicts_total{table=\"", 36);
+    label(b, m->conflicts[i].table);
+    usb_add(b, "\",constraint=\"", 14);
+    label(b, m->conflicts[i].constraint);
+    usb_printf(b, "\"} %llu\n", (unsigned long long)m->conflicts[i].n);
   }
   if (m->conflicts_other)
-    usb_printf(&b, "unico_unique_conflicts_total{table=\"_other\",constraint=\"_other\"} %llu\n",
+    usb_printf(b, "unico_unique_conflicts_total{table=\"_other\",constraint=\"_other\"} %llu\n",
                (unsigned long long)m->conflicts_other);
   pthread_mutex_unlock(&m->conflicts_lock);
+}
+
+char *umetrics_render(userv *s) {
+  usbuf b = {0};
+  render_process(s, &b);
+  render_http(s, &b);
+  render_store(s, &b);
   return usb_take(&b);
 }

@@ -310,7 +310,7 @@ static int origin_ok(const char *v) {
   return *p == 0;
 }
 
-static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help) {
+static int parse_opts(int argc, char **argv, userv_config *c, int *help) {
   static const char *const names[] = {
       "--store", "--listen", "--token-file", "--schema", "--threads",
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
@@ -320,7 +320,6 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (i == cmd) continue;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       *help = 1;
       continue;
@@ -340,7 +339,7 @@ static int parse_opts(int argc, char **argv, int cmd, userv_config *c, int *help
     if (eq) {
       val = eq + 1;
     } else {
-      if (i + 1 >= argc || i + 1 == cmd) return usage_error("option %s needs a value", a);
+      if (i + 1 >= argc) return usage_error("option %s needs a value", a);
       val = argv[++i];
     }
     unsigned long long v = 0;
@@ -655,13 +654,25 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 /* ------------------------------------------------------------------ */
-/* main */
+/* main: start-up, serving, shutdown */
 
-int unico_serve_main(int argc, char **argv, int cmd) {
+/* What the start-up makes and the shutdown undoes, beside the userv. */
+typedef struct serve_run {
+  userv *s;
+  struct MHD_Daemon *d;
+  int fd; /* the listening socket until the daemon owns it */
+  int have_slots, have_opener, have_watch;
+  sigset_t sigs; /* SIGTERM, SIGINT, SIGHUP: taken by sigwait() */
+  struct sockaddr_storage ss; /* --listen resolved */
+  socklen_t sslen;
+  int loopback;
+  char where[INET6_ADDRSTRLEN + 16]; /* the address bound, HOST:PORT */
+} serve_run;
+
+/* A fresh server: its locks, and the options' defaults. */
+static userv *serve_new(void) {
   userv *s = calloc(1, sizeof *s);
-  struct MHD_Daemon *d = NULL;
-  int code = 0, fd = -1, help = 0;
-  if (!s) return report(UNICO_ENOMEM, &(unico_result){.message = "out of memory"});
+  if (!s) return NULL;
   umetrics_init(&s->m);
   pthread_mutex_init(&s->open_lock, NULL);
   pthread_cond_init(&s->open_cond, NULL);
@@ -669,7 +680,6 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   pthread_mutex_init(&s->watch_lock, NULL);
   pthread_cond_init(&s->watch_cond, NULL);
   s->log_fd = 2;
-  int have_slots = 0, have_opener = 0, have_watch = 0;
   userv_config *c = &s->cfg;
   c->listen = "127.0.0.1:8080";
   c->threads = 0;
@@ -680,23 +690,21 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   c->request_timeout = 30;
   c->drain_timeout = 10;
   c->access_log = "-";
+  return s;
+}
 
-  code = parse_opts(argc, argv, cmd, c, &help);
-  if (code) goto leave;
-  if (help) {
-    fputs(SERVE_HELP, stdout);
-    goto leave;
-  }
+/* The store URL (shown without its secrets), the event loops' default, the
+ * address to listen on and the per-address cap. 0 or the exit code. */
+static int configure_listen(serve_run *r) {
+  userv *s = r->s;
+  userv_config *c = &s->cfg;
   s->store_url = c->store_url ? c->store_url : getenv("UNICO_STORE");
   /* The server is the store's natural owner: log mode by default (the
    * fastest durable mode; other processes reach the store through HTTP). */
   if (!s->store_url) s->store_url = "lmdb:./unico-data?wal=on";
   /* Shown (stdout, stderr) only without its secrets. */
   s->store_shown = ucli_redact_url(s->store_url);
-  if (!s->store_shown) {
-    code = report(UNICO_ENOMEM, NULL);
-    goto leave;
-  }
+  if (!s->store_shown) return report(UNICO_ENOMEM, NULL);
   /* Event loops where answers wait for a sync of their own (log mode): a
    * loop parks the answer and goes on. In plain mode the commit itself
    * syncs on the loop's thread, and a thread per connection does better
@@ -705,136 +713,118 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c->event_loop = unico_url_defers(s->store_url) > 0 ? (unsigned)(n > 2 ? n : 2) : 0;
   }
-
-  struct sockaddr_storage ss;
-  socklen_t sslen = 0;
-  code = resolve(c->listen, &ss, &sslen, s->listen_host, sizeof s->listen_host);
-  if (code) goto leave;
+  int code = resolve(c->listen, &r->ss, &r->sslen, s->listen_host, sizeof s->listen_host);
+  if (code) return code;
+  r->loopback = is_loopback((const struct sockaddr *)&r->ss);
   /* Off the loopback interface, one address may not take every
    * connection (a quarter of them by default; 0: no cap). On loopback all
    * clients share an address (a local proxy, say): no cap by default. */
   if (!c->max_per_ip_set)
-    c->max_per_ip = is_loopback((const struct sockaddr *)&ss)
-                        ? 0
-                        : (c->max_connections >= 4 ? c->max_connections / 4 : 1);
-  int loopback = is_loopback((const struct sockaddr *)&ss);
-  if (!c->tls_cert != !c->tls_key) {
-    code = usage_error("--tls-cert and --tls-key go together: give both (HTTPS) or neither");
-    goto leave;
-  }
-  if (c->tls_client_ca && !c->tls_cert) {
-    code = usage_error("--tls-client-ca needs HTTPS: give --tls-cert and --tls-key too");
-    goto leave;
-  }
+    c->max_per_ip = r->loopback ? 0 : (c->max_connections >= 4 ? c->max_connections / 4 : 1);
+  return 0;
+}
+
+/* HTTPS and who may call: the certificate, the client CAs, plain HTTP
+ * only where it is safe or allowed, a token off loopback. 0 or the exit
+ * code. */
+static int configure_security(serve_run *r) {
+  userv *s = r->s;
+  userv_config *c = &s->cfg;
+  if (!c->tls_cert != !c->tls_key)
+    return usage_error("--tls-cert and --tls-key go together: give both (HTTPS) or neither");
+  if (c->tls_client_ca && !c->tls_cert)
+    return usage_error("--tls-client-ca needs HTTPS: give --tls-cert and --tls-key too");
   if (c->tls_cert) {
     char err[600];
-    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-      code = usage_error("this libmicrohttpd was built without TLS: --tls-cert cannot be served");
-      goto leave;
-    }
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+      return usage_error("this libmicrohttpd was built without TLS: --tls-cert cannot be served");
     if (utls_load(c->tls_cert, c->tls_key, err, sizeof err) ||
         (c->tls_client_ca &&
-         utls_read_pem("--tls-client-ca", c->tls_client_ca, &s->client_ca, err, sizeof err))) {
-      code = usage_error("%s", err);
-      goto leave;
-    }
+         utls_read_pem("--tls-client-ca", c->tls_client_ca, &s->client_ca, err, sizeof err)))
+      return usage_error("%s", err);
     s->tls = 1;
   }
+  int loopback = r->loopback;
   /* Secure by default: off the loopback interface, plain HTTP would carry
    * the token and every record in clear (docs/http.md#deploying). */
   if (!loopback && !c->tls_cert) {
-    if (!c->allow_plaintext) {
-      code = usage_error("refusing to listen on %s in plain HTTP: off the loopback interface "
+    if (!c->allow_plaintext)
+      return usage_error("refusing to listen on %s in plain HTTP: off the loopback interface "
                          "the token and every record would cross the network in clear; give "
                          "--tls-cert FILE --tls-key FILE, or --allow-plaintext when a proxy on "
                          "this host or network terminates TLS",
                          c->listen);
-      goto leave;
-    }
     s->plaintext_exposed = 1;
   }
-  if (c->token_file) {
-    code = read_token(s, c->token_file);
-    if (code) goto leave;
-  } else if (!loopback && !c->tls_client_ca) {
-    code = usage_error("refusing to listen on %s without a token: off the loopback "
+  if (c->token_file) return read_token(s, c->token_file);
+  if (!loopback && !c->tls_client_ca)
+    return usage_error("refusing to listen on %s without a token: off the loopback "
                        "interface every client must authenticate; give --token-file FILE",
                        c->listen);
-    goto leave;
-  }
+  return 0;
+}
+
+/* The access log's file and the --threads slots. 0 or the exit code. */
+static int configure_log_and_slots(serve_run *r) {
+  userv *s = r->s;
+  userv_config *c = &s->cfg;
   if (!strcmp(c->access_log, "off")) {
     s->log_fd = -1;
   } else if (strcmp(c->access_log, "-")) {
     s->log_fd = open(c->access_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (s->log_fd < 0) {
-      code = usage_error("cannot open the access log %s: %s", c->access_log, strerror(errno));
-      goto leave;
-    }
+    if (s->log_fd < 0)
+      return usage_error("cannot open the access log %s: %s", c->access_log, strerror(errno));
   }
-  if (c->threads && sem_init(&s->slots, 0, c->threads)) {
-    code = usage_error("--threads %u: %s", c->threads, strerror(errno));
-    goto leave;
-  }
-  have_slots = c->threads > 0;
-  char *ddl = NULL;
-  /* (the CLI's reader: a NUL byte in the file is refused, not a cut) */
-  if (c->schema_file &&
-      (code = ucli_read_input("unico serve", c->schema_file, &ddl, NULL)))
-    goto leave;
+  if (c->threads && sem_init(&s->slots, 0, c->threads))
+    return usage_error("--threads %u: %s", c->threads, strerror(errno));
+  r->have_slots = c->threads > 0;
+  return 0;
+}
 
-  /* Signals are taken by sigwait() below; block them before any thread
-   * (the store's, libmicrohttpd's) starts, so that all inherit the mask. */
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-  signal(SIGPIPE, SIG_IGN);
-
-  /* Open the store now. A bad URL is a configuration error; a store that
-   * is not there yet is not: requests answer 503 until it can be opened. */
+/* Open the store now, and apply --schema (ddl, freed here). A bad URL is a
+ * configuration error; a store that is not there yet is not (unless the
+ * schema must be applied): requests answer 503 while the opener thread
+ * retries. 0 or the exit code. */
+static int open_store(serve_run *r, char *ddl) {
+  userv *s = r->s;
   unico_result res = UNICO_RESULT_INIT;
-  int orc = store_open(s, &res);
+  int code = 0, orc = store_open(s, &res);
   unico *u = atomic_load(&s->store);
   if (orc && (orc == UNICO_EINVAL || orc == UNICO_EUNSUPPORTED || ddl)) {
     code = report(orc, &res);
-    unico_result_clear(&res);
-    free(ddl);
-    goto leave;
-  }
-  if (!u) {
-    if (pthread_create(&s->opener, NULL, opener_main, s)) {
+  } else if (!u) {
+    if (pthread_create(&s->opener, NULL, opener_main, s))
       code = report(UNICO_ENOMEM, &(unico_result){.message = "cannot start a thread"});
-      unico_result_clear(&res);
-      free(ddl);
-      goto leave;
-    }
-    have_opener = 1;
-  }
-  if (u && ddl) {
+    else
+      r->have_opener = 1;
+  } else if (ddl) {
     int rc = unico_schema_apply(u, ddl, &res);
-    free(ddl);
-    if (rc) {
+    if (rc)
       code = report(rc, &res);
-      unico_result_clear(&res);
-      goto leave;
-    }
-    userv_log(s, "info", "schema %s applied: %s", c->schema_file, res.json);
+    else
+      userv_log(s, "info", "schema %s applied: %s", s->cfg.schema_file, res.json);
   }
   unico_result_clear(&res);
+  free(ddl);
+  return code;
+}
 
-  fd = listen_on(&ss, sslen, c->listen);
-  if (fd < 0) {
-    code = EXIT_USAGE;
-    goto leave;
-  }
+/* Bind --listen; r->where gets the address bound. 0 or the exit code. */
+static int bind_listen(serve_run *r) {
+  r->fd = listen_on(&r->ss, r->sslen, r->s->cfg.listen);
+  if (r->fd < 0) return EXIT_USAGE;
   struct sockaddr_storage bound;
   socklen_t blen = sizeof bound;
-  char where[INET6_ADDRSTRLEN + 16];
-  getsockname(fd, (struct sockaddr *)&bound, &blen);
-  addr_text((const struct sockaddr *)&bound, where, sizeof where);
+  getsockname(r->fd, (struct sockaddr *)&bound, &blen);
+  addr_text((const struct sockaddr *)&bound, r->where, sizeof r->where);
+  return 0;
+}
 
+/* libmicrohttpd's daemon on r->fd, with the watcher and the exporter
+ * started before it. 0 or the exit code. */
+static int start_daemon(serve_run *r) {
+  userv *s = r->s;
+  userv_config *c = &s->cfg;
   unsigned flags = MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_INTERNAL_POLLING_THREAD;
   /* Event loops park each answer on a suspended connection until its
    * write is durable (http.c hold_answer), so no loop thread waits for a
@@ -845,7 +835,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
   else
     flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
   s->defer = c->event_loop != 0;
-  if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (r->ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   if (s->tls) flags |= MHD_USE_TLS;
   /* --max-connections is enforced by userv_accept, which closes a
    * connection over it at once. MHD's own limit is set out of reach: with
@@ -877,47 +867,42 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     if (s->client_ca)
       items[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca};
   }
-  if ((errno = userv_watch_start(s))) {
-    code = usage_error("cannot start a thread: %s", strerror(errno));
-    goto leave;
-  }
-  have_watch = 1;
+  if ((errno = userv_watch_start(s)))
+    return usage_error("cannot start a thread: %s", strerror(errno));
+  r->have_watch = 1;
   if (c->otlp_endpoint) {
     char err[300];
-    if (utrace_start(s, c->otlp_endpoint, err, sizeof err)) {
-      code = usage_error("%s", err);
-      goto leave;
-    }
+    if (utrace_start(s, c->otlp_endpoint, err, sizeof err)) return usage_error("%s", err);
   }
-  d = MHD_start_daemon(flags, 0, userv_accept, s, userv_on_request, s,
-                       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                       MHD_OPTION_LISTEN_SOCKET, fd,
-                       MHD_OPTION_NOTIFY_COMPLETED, userv_on_completed, s,
-                       MHD_OPTION_NOTIFY_CONNECTION, userv_on_connection, s,
-                       MHD_OPTION_UNESCAPE_CALLBACK, userv_unescape_none, s,
-                       MHD_OPTION_ARRAY, items, MHD_OPTION_END);
-  if (!d) {
-    code = usage_error("cannot start the HTTP server on %s", where);
-    goto leave;
-  }
-  /* {"listen":..,"store":..,"pid":..}: built by jansson, so that a '"' or
-   * a control character in the URL cannot break the line's JSON */
-  char listen_url[sizeof where + 8];
-  snprintf(listen_url, sizeof listen_url, "%s://%s", s->tls ? "https" : "http", where);
+  r->d = MHD_start_daemon(flags, 0, userv_accept, s, userv_on_request, s,
+                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+                          MHD_OPTION_LISTEN_SOCKET, r->fd,
+                          MHD_OPTION_NOTIFY_COMPLETED, userv_on_completed, s,
+                          MHD_OPTION_NOTIFY_CONNECTION, userv_on_connection, s,
+                          MHD_OPTION_UNESCAPE_CALLBACK, userv_unescape_none, s,
+                          MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+  if (!r->d) return usage_error("cannot start the HTTP server on %s", r->where);
+  return 0;
+}
+
+/* Serving: {"listen":..,"store":..,"pid":..} on stdout (built by jansson,
+ * so that a '"' or a control character in the URL cannot break the line's
+ * JSON), and what serves on stderr. 0 or the exit code. */
+static int announce(serve_run *r) {
+  userv *s = r->s;
+  userv_config *c = &s->cfg;
+  char listen_url[sizeof r->where + 8];
+  snprintf(listen_url, sizeof listen_url, "%s://%s", s->tls ? "https" : "http", r->where);
   json_t *ready = json_object();
   if (!ready || json_object_set_new(ready, "listen", ucli_json_text(listen_url)) ||
       json_object_set_new(ready, "store", ucli_json_text(s->store_shown)) ||
       json_object_set_new(ready, "pid", json_integer((json_int_t)getpid()))) {
     json_decref(ready);
-    code = report(UNICO_ENOMEM, NULL);
-    goto leave;
+    return report(UNICO_ENOMEM, NULL);
   }
   char *line = json_dumps(ready, JSON_COMPACT);
   json_decref(ready);
-  if (!line) {
-    code = report(UNICO_ENOMEM, NULL);
-    goto leave;
-  }
+  if (!line) return report(UNICO_ENOMEM, NULL);
   printf("%s\n", line);
   free(line);
   fflush(stdout);
@@ -936,23 +921,28 @@ int unico_serve_main(int argc, char **argv, int cmd) {
     userv_log(s, "warn", "warning: plain HTTP on %s (--allow-plaintext): the bearer "
               "token and every record cross the network in clear unless a proxy in "
               "front terminates TLS; unico_http_plaintext_exposed is 1 in /metrics",
-              where);
+              r->where);
+  return 0;
+}
 
+/* Serve until SIGTERM or SIGINT (SIGHUP reloads), then drain: refuse new
+ * connections, answer what is in flight (with "Connection: close"), then
+ * stop. A second signal stops at once. */
+static void serve_until_signal(serve_run *r) {
+  userv *s = r->s;
   int sig = 0;
   for (;;) {
-    if (sigwait(&sigs, &sig)) continue;
+    if (sigwait(&r->sigs, &sig)) continue;
     if (sig != SIGHUP) break;
     reload(s);
   }
-  /* Shutdown: refuse new connections, answer what is in flight (with
-   * "Connection: close"), then stop. A second signal stops at once. */
   atomic_store(&s->draining, 1);
   userv_log(s, "info", "%s: draining %lld request(s) in flight",
             sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)atomic_load(&s->inflight));
-  MHD_socket ls = MHD_quiesce_daemon(d);
+  MHD_socket ls = MHD_quiesce_daemon(r->d);
   if (ls != MHD_INVALID_SOCKET) close(ls);
-  fd = -1;
-  uint64_t deadline = userv_now_us() + (uint64_t)c->drain_timeout * 1000000u;
+  r->fd = -1;
+  uint64_t deadline = userv_now_us() + (uint64_t)s->cfg.drain_timeout * 1000000u;
   while (atomic_load(&s->inflight) > 0) {
     if (userv_now_us() > deadline) {
       userv_log(s, "warn", "drain timeout: %lld request(s) cut off",
@@ -960,7 +950,7 @@ int unico_serve_main(int argc, char **argv, int cmd) {
       break;
     }
     struct timespec ts = {0, 5 * 1000 * 1000};
-    if (sigtimedwait(&sigs, NULL, &ts) >= 0) {
+    if (sigtimedwait(&r->sigs, NULL, &ts) >= 0) {
       userv_log(s, "warn", "second signal: stopping now");
       break;
     }
@@ -974,22 +964,26 @@ int unico_serve_main(int argc, char **argv, int cmd) {
               (long long)atomic_load(&s->suspended));
     _exit(unico_exit_code(UNICO_EUNAVAILABLE));
   }
-  MHD_stop_daemon(d);
-  d = NULL;
+  MHD_stop_daemon(r->d);
+  r->d = NULL;
   userv_log(s, "info", "stopped");
+}
 
-leave:
-  if (have_opener) {
+/* Undo what start-up made (any part of it) and free the server. Returns
+ * code, or the store's exit code when closing it fails after a clean run. */
+static int serve_free(serve_run *r, int code) {
+  userv *s = r->s;
+  if (r->have_opener) {
     pthread_mutex_lock(&s->open_lock);
     s->open_stop = 1;
     pthread_cond_signal(&s->open_cond);
     pthread_mutex_unlock(&s->open_lock);
     pthread_join(s->opener, NULL);
   }
-  if (d) MHD_stop_daemon(d);
-  if (have_watch) userv_watch_stop(s); /* after MHD: no connection is left */
+  if (r->d) MHD_stop_daemon(r->d);
+  if (r->have_watch) userv_watch_stop(s); /* after MHD: no connection is left */
   utrace_stop(); /* after MHD: the last spans are queued; sends them */
-  if (fd >= 0) close(fd);
+  if (r->fd >= 0) close(r->fd);
   /* A store left incomplete (log mode: no final checkpoint, e.g. on a full
    * disk) makes the exit status say so: nothing acknowledged is lost, the
    * next open replays the log. */
@@ -1004,7 +998,7 @@ leave:
   free(s->client_ca);
   utls_free();
   free(s->store_shown);
-  if (have_slots) sem_destroy(&s->slots);
+  if (r->have_slots) sem_destroy(&s->slots);
   pthread_mutex_destroy(&s->open_lock);
   pthread_cond_destroy(&s->open_cond);
   pthread_mutex_destroy(&s->conns_lock);
@@ -1013,4 +1007,38 @@ leave:
   umetrics_destroy(&s->m);
   free(s);
   return code;
+}
+
+int userv_main(int argc, char **argv) {
+  serve_run r = {.fd = -1};
+  int code, help = 0;
+  char *ddl = NULL;
+  if (!(r.s = serve_new())) return report(UNICO_ENOMEM, &(unico_result){.message = "out of memory"});
+  code = parse_opts(argc, argv, &r.s->cfg, &help);
+  if (code) goto leave;
+  if (help) {
+    fputs(SERVE_HELP, stdout);
+    goto leave;
+  }
+  if ((code = configure_listen(&r)) || (code = configure_security(&r)) ||
+      (code = configure_log_and_slots(&r)))
+    goto leave;
+  /* (the CLI's reader: a NUL byte in the file is refused, not a cut) */
+  if (r.s->cfg.schema_file &&
+      (code = ucli_read_input("unico serve", r.s->cfg.schema_file, &ddl, NULL)))
+    goto leave;
+  /* Signals are taken by sigwait(); block them before any thread (the
+   * store's, libmicrohttpd's) starts, so that all inherit the mask. */
+  sigemptyset(&r.sigs);
+  sigaddset(&r.sigs, SIGTERM);
+  sigaddset(&r.sigs, SIGINT);
+  sigaddset(&r.sigs, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &r.sigs, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  if ((code = open_store(&r, ddl)) || (code = bind_listen(&r)) || (code = start_daemon(&r)) ||
+      (code = announce(&r)))
+    goto leave;
+  serve_until_signal(&r);
+leave:
+  return serve_free(&r, code);
 }

@@ -169,7 +169,7 @@ typedef struct uconn {
 typedef struct userv {
   userv_config cfg;
   const char *store_url;
-  char *store_shown; /* store_url without its secrets (cli/redact.h) */
+  char *store_shown; /* store_url without its secrets (common/redact.h) */
   /* The one handle all threads share. NULL until the store could be
    * opened: requests then answer 503 at once, and the opener thread tries
    * again every second. open_lock guards open_msg and open_stop. */

@@ -423,7 +423,7 @@ for args in "get" "get users" "insert users" "update users u1" "delete users" \
   expect_exit 1 u $args
   field error '"usage"'
 done
-for v in abc 0 -1 1.5 '' ' 1' '1 ' '+1' ' -1' 0x1; do
+for v in abc 00 -1 1.5 '' ' 1' '1 ' '+1' ' -1' 0x1 18446744073709551615; do
   expect_exit 1 u update users u1 '{}' --if-version "$v"
   field error '"usage"'
   out_contains "if-version"
@@ -492,6 +492,9 @@ expect_exit 5 u update users u1 '{"phone":"3"}' --if-version 1
 field error '"version_mismatch"'
 field current_version 2
 expect_exit 5 u delete users u1 --if-version 7
+field current_version 2
+# (version 0 is a version: an adopted record's, docs/native-tables.md)
+expect_exit 5 u update users u1 '{"phone":"3"}' --if-version 0
 field current_version 2
 expect_exit 0 u get users u1
 field version 2

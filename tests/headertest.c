@@ -10,7 +10,7 @@ int headertest_errors(void); /* headertest_errors.c */
 int main(void) {
   /* Every code has a message, a name and an exit code in 1..7. */
   static const int codes[] = {
-#define XX(name, value, id, msg, exitcode) UNICO_E##name,
+#define XX(name, value, id, msg, exitcode, http, retry) UNICO_E##name,
       UNICO_ERRNO_MAP(XX)
 #undef XX
   };
@@ -21,7 +21,10 @@ int main(void) {
     if (!strcmp(unico_strerror(c), "unknown error")) bad++;
     if (!strcmp(unico_errname(c), "error")) bad++;
     if (unico_exit_code(c) < 1 || unico_exit_code(c) > 7) bad++;
+    if (unico_http_status(c) < 400 || unico_http_status(c) > 599) bad++;
+    if (unico_retry_after(c) < 0) bad++;
   }
+  if (unico_http_status(UNICO_OK) != 200 || unico_retry_after(UNICO_OK) != 0) bad++;
   if (unico_exit_code(UNICO_OK) != 0 || unico_version() != UNICO_VERSION_HEX ||
       strcmp(unico_version_string(), UNICO_VERSION_STRING))
     bad++;
@@ -33,7 +36,7 @@ int main(void) {
     if (sizeof r.constraint != UNICO_CONSTRAINT_NAME_MAX + 1 ||
         UNICO_CONSTRAINT_NAME_MAX != 838 || sizeof r.message != 512 ||
         sizeof r.column != 128 || r.rc != 0 || r.json || r.constraint[0] ||
-        r.value || r.owner || r.version)
+        r.value || r.owner || r.version || r.missing || r.retry_at_ms)
       bad++;
   }
   /* The value initializers fill what their type reads, and nothing else. */

@@ -394,7 +394,11 @@ def t_versions():
     check(r.status == 200 and r.json["version"] == 3, "bare version in If-Match", r)
     r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+103"}, {"If-Match": "*"})
     check(r.status == 200 and r.json["version"] == 4, "If-Match: *", r)
-    for bad in ('W/"4"', '"x"', "0", '"4", "5"', '" 4"', '"4 "', '"+4"', "+4", '"-4"', '"04"', "04",
+    # version 0 is a version (a record adopted from a native table has
+    # it): a record at version 4 is not at it
+    r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+1"}, {"If-Match": '"0"'})
+    check(r.status == 412 and r.json.get("current_version") == 4, "If-Match \"0\": 412", r)
+    for bad in ('W/"4"', '"x"', "00", '"4", "5"', '" 4"', '"4 "', '"+4"', "+4", '"-4"', '"04"', "04",
                 '"4 4"', '""'):
         r = fetch(S, "PATCH", "/v1/users/v1", {"phone": "+1"}, {"If-Match": bad})
         check(r.status == 400, "If-Match %s: 400" % bad, r)
@@ -991,7 +995,9 @@ def t_race(srv=None):
 
 def t_health_metrics():
     r = fetch(S, "GET", "/healthz")
-    check(r.status == 200 and r.json == {"status": "ok", "schema_version": 1}, "healthz", r)
+    check(r.status == 200 and r.json == {"status": "ok"}, "healthz: liveness alone", r)
+    r = fetch(S, "GET", "/readyz")
+    check(r.status == 200 and r.json == {"status": "ready", "schema_version": 1}, "readyz", r)
     before = metric(S, "unico_http_requests_total", method="POST", route="/v1/{table}", status="201")
     conf = metric(S, "unico_unique_conflicts_total", table="users", constraint="users_email")
     ops = metric(S, "unico_store_operations_total", op="insert", outcome="ok")
@@ -1043,9 +1049,9 @@ def t_openapi():
     r = fetch(S, "POST", "/v1/openapi%2Ejson", {"id": "x"})
     check(r.status == 404 and "openapi.json" in r.json["message"], "%2E: the table openapi.json", r)
     # The check can fail: answers the document does not describe are refused.
-    bad = [("GET", "/healthz", 418, {"content-type": "application/json"}, b'{"status":"ok","schema_version":1}\n',
+    bad = [("GET", "/healthz", 418, {"content-type": "application/json"}, b'{"status":"ok"}\n',
             "not documented"),
-           ("GET", "/healthz", 200, {"content-type": "application/json"}, b'{"status":"ok","schema_version":"1"}\n',
+           ("GET", "/readyz", 200, {"content-type": "application/json"}, b'{"status":"ready","schema_version":"1"}\n',
             "is not of type"),
            ("POST", "/v1/users", 201, {"content-type": "application/json", "etag": '"1"'},
             b'{"pk":"u1","version":1}\n', "Location"),
@@ -1308,7 +1314,7 @@ def t_readyz():
     srv = Server("readyz", "--token-file", tok)
     try:
         r = fetch(srv, "GET", "/healthz")
-        check(r.status == 200, "healthz: the store answers", r)
+        check(r.status == 200 and r.json == {"status": "ok"}, "healthz: alive", r)
         r = fetch(srv, "GET", "/readyz")
         check(r.status == 503 and r.json["status"] == "not_ready" and r.json["reason"] == "no_schema"
               and "schema" in r.json["message"] and r.headers.get("retry-after") == "1",
@@ -1331,6 +1337,10 @@ def t_readyz():
         conn.request("GET", "/readyz")
         r = conn.getresponse()
         Resp(r.status, r.getheaders(), r.read(), "GET", "/readyz")
+        live = http.client.HTTPConnection(srv.host, srv.port, timeout=20)
+        live.request("GET", "/healthz")
+        r = live.getresponse()
+        Resp(r.status, r.getheaders(), r.read(), "GET", "/healthz")
         slow = socket.create_connection((srv.host, srv.port), timeout=20)
         body = json.dumps({"id": "late", "email": "late@example.com"}).encode()
         slow.sendall(b"POST /v1/users HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ready-token-0123456789"
@@ -1343,6 +1353,11 @@ def t_readyz():
         rr = Resp(r.status, r.getheaders(), r.read(), "GET", "/readyz")
         check(rr.status == 503 and rr.json["reason"] == "draining", "readyz while draining: 503 draining", rr)
         conn.close()
+        live.request("GET", "/healthz")
+        r = live.getresponse()
+        rr = Resp(r.status, r.getheaders(), r.read(), "GET", "/healthz")
+        check(rr.status == 200 and rr.json == {"status": "ok"}, "healthz while draining: 200 (alive)", rr)
+        live.close()
         slow.sendall(body[5:])
         read_response(slow)
         slow.close()
@@ -1360,7 +1375,10 @@ def t_unavailable():
     srv = Server("unavail-srv", store="lmdb:" + os.path.join(blocker, "data"))
     try:
         r = fetch(srv, "GET", "/healthz")
-        check(r.status == 503 and r.json["status"] == "unavailable", "healthz: 503", r)
+        check(r.status == 200 and r.json == {"status": "ok"}, "healthz: alive without a store", r)
+        r = fetch(srv, "GET", "/readyz")
+        check(r.status == 503 and r.json["reason"] == "store_unavailable"
+              and r.headers.get("retry-after") == "1", "readyz: 503 store_unavailable", r)
         r = fetch(srv, "POST", "/v1/users", {"id": "x"})
         check(r.status == 503 and r.json["error"] == "unavailable" and r.headers.get("retry-after") == "1",
               "write: 503 with Retry-After", r)
@@ -1371,11 +1389,11 @@ def t_unavailable():
         os.makedirs(blocker)
         deadline = time.time() + 10
         while time.time() < deadline:
-            r = fetch(srv, "GET", "/healthz")
-            if r.status == 200:
+            r = fetch(srv, "GET", "/readyz")
+            if r.status == 200 or r.json.get("reason") == "no_schema":
                 break
             time.sleep(0.2)
-        check(r.status == 200, "the store opens once it can", r)
+        check(r.json.get("reason") == "no_schema", "the store opens once it can (then wants a schema)", r)
         r = fetch(srv, "PUT", "/v1/_schema", {"ddl": SCHEMA})
         r = fetch(srv, "POST", "/v1/users", {"id": "x"})
         check(r.status == 201, "then writes work", r)
@@ -1423,7 +1441,9 @@ def t_secrets():
         hp = urllib.parse.urlsplit(srv.url)
         srv.host, srv.port = hp.hostname, hp.port
         r = fetch(srv, "GET", "/healthz")
-        check(r.status == 503, "healthz: 503", r)
+        check(r.status == 200, "healthz: alive", r)
+        r = fetch(srv, "GET", "/readyz")
+        check(r.status == 503 and r.json["reason"] == "store_unavailable", "readyz: 503", r)
         no_secret("a 503", r.data.decode())
         r = fetch(srv, "POST", "/v1/users", {"id": "x"})
         check(r.status == 503, "write: 503", r)
@@ -1662,27 +1682,30 @@ def t_per_ip():
 
 def t_store_owned():
     # A second server on a store another process owns (log mode) answers
-    # 503 at once, /healthz included, and takes the store over once the
-    # owner is gone (a rolling restart).
+    # 503 at once, /readyz included (/healthz: 200, it is alive), and takes
+    # the store over once the owner is gone (a rolling restart).
     first = Server("owned", "--event-loop", "0", store="lmdb:" + os.path.join(WORK, "owned-data") + "?wal=on")
     second = Server("owned2", "--event-loop", "0", store=first.store)
     try:
         # "at once": answered while the owner still holds the store (a
         # server that waited for it would still be waiting), not by a
         # wall-clock bound a loaded machine could break
-        for path in ("/healthz", "/healthz", "/v1/users/x"):
+        for path in ("/readyz", "/readyz", "/v1/users/x"):
             r = fetch(second, "GET", path)
             check(r.status == 503 and first.proc.poll() is None,
                   "%s on a store owned elsewhere: 503 while the owner holds it" % path, r)
         check(r.json["error"] == "unavailable" and "another process" in r.json["message"], "says why", r)
+        r = fetch(second, "GET", "/healthz")
+        check(r.status == 200 and first.proc.poll() is None, "healthz: alive meanwhile", r)
         check(first.stop() == 0, "the owner exits 0")
         deadline = time.time() + 10
         while time.time() < deadline:
-            r = fetch(second, "GET", "/healthz")
-            if r.status == 200:
+            r = fetch(second, "GET", "/readyz")
+            if r.status == 200 or r.json.get("reason") == "no_schema":
                 break
             time.sleep(0.2)
-        check(r.status == 200, "the second server takes the store over", r)
+        check(r.json.get("reason") == "no_schema" or r.status == 200,
+              "the second server takes the store over", r)
     finally:
         first.stop()
         check(second.stop() == 0, "exits 0")

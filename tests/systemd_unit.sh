@@ -7,6 +7,12 @@
 # Usage: systemd_unit.sh UNIT UNICO_BINARY SCRATCH_DIR
 set -eu
 unit=$1 unico=$2 dir=$3
+# The probes the unit's comments give: readiness on /readyz, liveness on
+# /healthz (docs/http.md#deploying); checked with or without systemd.
+grep -q 'GET /readyz (200 only while writes can be served' "$unit" || {
+  echo "systemd_unit: $unit does not point readiness probes at /readyz"; exit 1; }
+grep -q 'liveness check.*asks GET /healthz' "$unit" || {
+  echo "systemd_unit: $unit does not point liveness checks at /healthz"; exit 1; }
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "systemd_unit: systemd-analyze not installed (package systemd): skipped"
   exit 77

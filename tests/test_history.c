@@ -490,6 +490,113 @@ static void test_fenced_key_keeps_tombstone(void **state) {
   unico_close(u);
 }
 
+static int keep_row(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
+                    size_t vl, uint64_t ver) {
+  return ustore_scanbuf_add(ctx, k, kl, v, vl, ver) ? -1 : 0;
+}
+
+/* Behind unico's back: the claim of users_email (the only one) into
+ * key and val. */
+static void the_claim(unico **u, ubuf *key, ubuf *val) {
+  unico_close(*u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf pre = UBUF_INIT, kk = UBUF_INIT;
+  ukey_claims(&pre, "users", "users_email");
+  ustore_scanbuf b;
+  memset(&b, 0, sizeof b);
+  assert_int_equal(st->vt->scan(st, pre.p, pre.len, NULL, 0, keep_row, &b, &e),
+                   UNICO_OK);
+  assert_int_equal(b.n, 1);
+  ubuf_reset(key);
+  ubuf_reset(val);
+  ubuf_put(key, b.v[0].k, b.v[0].kl);
+  ubuf_put(val, b.v[0].v, b.v[0].vl);
+  ustore_scanbuf_free(&b);
+  ubuf_free(&pre);
+  ubuf_free(&kk);
+  st->vt->close(st);
+  *u = open_store();
+}
+
+/* Behind unico's back: put val at key, whatever is there. */
+static void put_raw(unico **u, const ubuf *key, const ubuf *val) {
+  unico_close(*u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ustore_op put = ustore_op_make(key->p, key->len, USTORE_ANY, 0, USTORE_PUT,
+                                 val->p, val->len);
+  assert_int_equal(st->vt->cas(st, &put, &e), UNICO_OK);
+  ubuf_free(&put.cur);
+  st->vt->close(st);
+  *u = open_store();
+}
+
+/* A hold used by an insert whose finish was lost stays used once the
+ * record leaves: the insert (op id "ins-h") took the hold over and
+ * committed, but its claim still carries the hold (its finish, which
+ * drops the carry, did not land), and the delete of the record did not
+ * free the claim either (its finish lost too) though it removed its
+ * tombstone. The next writer finds an orphan claim whose owner record is
+ * gone, or made again by another write: the hold was used (the stored
+ * outcome of "ins-h" says so), so the value is free, not held again until
+ * the hold's expiry (found by test_diff, history 1090 of 1500). */
+static void test_used_hold_stays_used(void **state) {
+  (void)state;
+  for (int again = 0; again < 2; again++) {
+    unico *u = open_fresh();
+    unico_result r = UNICO_RESULT_INIT;
+    expect_ok(unico_reserve(u, "users", "users_email", "[\"h@x\"]", 3600000,
+                            "res-h", &r), &r, "reserve");
+    json_t *j = json_loads(r.json, 0, NULL);
+    char token[128];
+    snprintf(token, sizeof token, "%s",
+             json_string_value(json_object_get(j, "token")));
+    json_decref(j);
+    ubuf ck = UBUF_INIT, held = UBUF_INIT, carrying = UBUF_INIT,
+         owner = UBUF_INIT;
+    the_claim(&u, &ck, &held);
+    ustored_claim h;
+    assert_int_equal(ustored_claim_decode(held.p, held.len, &h), 0);
+    assert_int_equal(h.state, UCLAIM_HELD);
+    const char *mine[] = {token};
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.holds = mine;
+    wo.nholds = 1;
+    wo.op_id = "ins-h";
+    expect_ok(unico_insert_with(u, "users", "{\"id\":\"u2\",\"email\":\"h@x\"}",
+                                &wo, &r), &r, "insert with the token");
+    expect_ok(unico_delete(u, "users", "\"u2\"", 0, "del-h", &r), &r,
+              "delete");
+    if (again)
+      expect_ok(unico_insert(u, "users",
+                             "{\"id\":\"u2\",\"email\":\"other@x\"}",
+                             "ins-h2", &r), &r, "insert the key again");
+    /* the claim as the insert's commit left it, long past the grace */
+    utup_str(&owner, "u2");
+    ustored_claim_encode_carrying(&carrying, owner.p, owner.len, "ins-h",
+                                  tu_wall_ms() - 3600000, 0, held.p, held.len,
+                                  h.expires_ms);
+    put_raw(&u, &ck, &carrying);
+    int rc = unico_insert(u, "users", "{\"id\":\"u3\",\"email\":\"h@x\"}",
+                          NULL, &r);
+    if (rc != UNICO_OK)
+      fail_msg("%s: the value of a used hold was not free: %s (%s)",
+               again ? "key made again" : "key gone", unico_errname(rc),
+               r.message);
+    expect_ok(unico_check(u, &r), &r, "check");
+    ustored_claim_free(&h);
+    ubuf_free(&ck);
+    ubuf_free(&held);
+    ubuf_free(&carrying);
+    ubuf_free(&owner);
+    unico_result_clear(&r);
+    unico_close(u);
+  }
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -502,6 +609,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_history_bounded),
       cmocka_unit_test(test_check_removes_stopped_delete),
       cmocka_unit_test(test_fenced_key_keeps_tombstone),
+      cmocka_unit_test(test_used_hold_stays_used),
   };
   if (tu_scratch("test_history", dir, sizeof dir)) return 1;
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);

@@ -1,5 +1,5 @@
 /* test_redact.c - store URLs and messages shown without their secrets
- * (cli/redact.c): the password of user:password@, the secret query
+ * (common/redact.c): the password of user:password@, the secret query
  * options, a message quoting the URL, a single value, or a cut URL; the
  * AWS secrets of the environment in any message. */
 #include <stdio.h>

@@ -121,6 +121,9 @@ static const char *const OPTIONS[] = {"A", "B", "C"};
 
 uschema *g_schema;
 static const char *g_argv0 = "build/tests/test_sim";
+/* Runs on a simulation with transactions: unico's atomic executor, under
+ * the same clients, faults and checks (test_seeds_atomic). */
+static int g_atomic;
 static counts g_total;
 
 /* ------------------------------------------------------------------ */
@@ -471,12 +474,15 @@ static uint64_t run_seed(uint64_t seed, int rep, int verbose, counts *t,
   r->nclients = 3 + (int)(tu_mix64(seed) & 1);
   snprintf(r->name, sizeof r->name, "test-sim-%" PRIu64 "-%d", seed, rep);
   snprintf(r->url, sizeof r->url, "sim:%s", r->name);
-  assert_int_equal(usim_new(&r->s, r->name, seed, &FAULTS), UNICO_OK);
+  usim_faults faults = FAULTS;
+  faults.txn = r->atomic = g_atomic;
+  assert_int_equal(usim_new(&r->s, r->name, seed, &faults), UNICO_OK);
   if (verbose)
     printf("seed %" PRIu64 ": %d clients, faults unknown %u‰ fail %u‰ crash "
-           "%u‰ pause %u‰ (%" PRId64 " ms), reorder, grace %d ms\n",
+           "%u‰ pause %u‰ (%" PRId64 " ms), reorder, grace %d ms%s\n",
            seed, r->nclients, FAULTS.unknown_pm, FAULTS.fail_pm,
-           FAULTS.crash_pm, FAULTS.pause_pm, FAULTS.pause_ms, GRACE_MS);
+           FAULTS.crash_pm, FAULTS.pause_pm, FAULTS.pause_ms, GRACE_MS,
+           g_atomic ? ", transactions (the atomic executor)" : "");
 
   /* The schema, from outside the run. */
   unico_options opts = UNICO_OPTIONS_INIT;
@@ -605,6 +611,29 @@ static void test_seeds(void **state) {
   assert_int_equal(bad, 0);
 }
 
+/* The atomic executor (a simulation with transactions) under the same
+ * clients, faults and invariants: UNICO_SIM_ATOMIC_SEEDS seeds (default
+ * 300) from UNICO_SIM_SEED_START. UNICO_SIM_ATOMIC=1 runs test_one_seed's
+ * seed on it. */
+static void test_seeds_atomic(void **state) {
+  (void)state;
+  uint64_t n = env_u64("UNICO_SIM_ATOMIC_SEEDS", 300, NULL);
+  uint64_t start = env_u64("UNICO_SIM_SEED_START", 1, NULL);
+  uint64_t bad = 0, first_bad = 0;
+  g_atomic = 1;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t seed = start + i;
+    if (run_seed(seed, 0, 0, &g_total, NULL, NULL) && !bad++) first_bad = seed;
+  }
+  g_atomic = 0;
+  if (bad)
+    fprintf(stderr, "atomic executor: %" PRIu64 " of %" PRIu64 " seeds "
+                    "failed; first: UNICO_SIM_ATOMIC=1 UNICO_SIM_SEED=%" PRIu64
+                    " %s\n",
+            bad, n, first_bad, g_argv0);
+  assert_int_equal(bad, 0);
+}
+
 /* The same seed twice: the same interleaving, faults and store. */
 static void check_deterministic(uint64_t seed, int verbose) {
   uint64_t t1, t2, d1, d2;
@@ -630,6 +659,13 @@ static void test_one_seed(void **state) {
   uint64_t n = run_seed(seed, 0, 1, &g_total, NULL, NULL);
   check_deterministic(seed, 1);
   assert_int_equal(n, 0);
+}
+
+/* The token of a hold from a reserve's answer (json) into out. */
+static void token_of(const char *json, char *out, size_t cap) {
+  json_t *o = json_loads(json, 0, NULL);
+  snprintf(out, cap, "%s", json_string_value(json_object_get(o, "token")));
+  json_decref(o);
 }
 
 /* A fresh simulation "test-sim-WHAT-SEED" with faults f, n handles on it
@@ -705,11 +741,8 @@ static void test_hold_op_id_faults(void **state) {
     if (h.rc == UNICO_OK && strcmp(h.json, res.json))
       fail_msg("seed %" PRIu64 ": the repeat answered %s, the first %s", seed,
                res.json, h.json);
-    json_t *o = json_loads(res.json, 0, NULL);
     char token[128];
-    snprintf(token, sizeof token, "%s",
-             json_string_value(json_object_get(o, "token")));
-    json_decref(o);
+    token_of(res.json, token, sizeof token);
     /* its token takes the value, which nobody else could */
     assert_int_equal(unico_insert(h.u, "users",
                                   "{\"id\":\"x\",\"email\":\"h@x.io\"}",
@@ -809,11 +842,8 @@ static void test_hold_outlives_failed_write(void **state) {
                                    "[\"" KEEP_VALUE "\"]", 600000, NULL,
                                    &res),
                      UNICO_OK);
-    json_t *o = json_loads(res.json, 0, NULL);
     char token[128];
-    snprintf(token, sizeof token, "%s",
-             json_string_value(json_object_get(o, "token")));
-    json_decref(o);
+    token_of(res.json, token, sizeof token);
     k.token = token;
     assert_int_equal(usim_run(s, 2, keep_client, &k), 0);
     int rc;
@@ -1042,11 +1072,80 @@ static void test_incarnations(void **state) {
   usim_free(s);
 }
 
+/* The atomic executor under the scheduler (a simulation with
+ * transactions): a hold given up while a write presenting its token is
+ * under way. Client 0 inserts with the token, client 1 releases the hold;
+ * across the seeds the release lands before the insert reads the hold,
+ * between its read and its transaction (the transaction then finds the
+ * hold's key gone and the write must plan again, taking the value free),
+ * and after it commits. The insert answers ok every time, and the store
+ * then checks clean. tests/test_races.c races the same on LMDB with real
+ * threads, where the middle case is left to the machine's timing. */
+typedef struct midway_run {
+  unico *u[2];
+  const char *token;
+  int ins_rc, rel_rc;
+  char msg[600];
+} midway_run;
+
+static void midway_client(void *ctx, int c) {
+  midway_run *m = ctx;
+  unico_result res = UNICO_RESULT_INIT;
+  if (c == 0) {
+    const char *mine[] = {m->token};
+    unico_write_options wo = UNICO_WRITE_OPTIONS_INIT;
+    wo.holds = mine;
+    wo.nholds = 1;
+    m->ins_rc = unico_insert_with(m->u[0], "users",
+                                  "{\"id\":\"m\",\"email\":\"m@x.io\"}", &wo,
+                                  &res);
+    snprintf(m->msg, sizeof m->msg, "%s", res.message);
+  } else {
+    m->rel_rc = unico_release_hold(m->u[1], m->token, &res);
+  }
+  unico_result_clear(&res);
+}
+
+static void test_atomic_hold_released_midway(void **state) {
+  (void)state;
+  static const usim_faults af = {.step_ms = 3, .txn = 1};
+  int released = 0;
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    unico_result res = UNICO_RESULT_INIT;
+    midway_run m;
+    memset(&m, 0, sizeof m);
+    usim *s = sim_setup("midway", seed, &af, m.u, 2, DDL);
+    assert_int_equal(unico_reserve(m.u[0], "users", "users_email_key",
+                                   "[\"m@x.io\"]", 600000, NULL, &res),
+                     UNICO_OK);
+    char token[128];
+    token_of(res.json, token, sizeof token);
+    m.token = token;
+    assert_int_equal(usim_run(s, 2, midway_client, &m), 0);
+    if (m.ins_rc != UNICO_OK)
+      fail_msg("seed %" PRIu64 ": the insert with the token answered %s (%s); "
+               "the release %s",
+               seed, unico_errname(m.ins_rc), m.msg,
+               unico_errname(m.rel_rc));
+    released += m.rel_rc == UNICO_OK;
+    assert_int_equal(unico_get(m.u[0], "users", "\"m\"", &res), UNICO_OK);
+    assert_int_equal(unico_check(m.u[0], &res), UNICO_OK);
+    unico_result_clear(&res);
+    unico_close(m.u[0]);
+    unico_close(m.u[1]);
+    usim_free(s);
+  }
+  printf("atomic, hold released midway: 200 seeds, %d released before the "
+         "insert took the value\n", released);
+  assert_true(released > 0 && released < 200); /* both orders were tried */
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   if (argv[0]) g_argv0 = argv[0];
   int one = 0;
   env_u64("UNICO_SIM_SEED", 0, &one);
+  g_atomic = env_u64("UNICO_SIM_ATOMIC", 0, NULL) != 0;
   double t0 = tu_now_s();
   int failed;
   if (one) {
@@ -1057,10 +1156,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_regressions),
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_seeds_atomic),
         cmocka_unit_test(test_hold_op_id_faults),
         cmocka_unit_test(test_hold_outlives_failed_write),
         cmocka_unit_test(test_schema_change_fences_updates),
         cmocka_unit_test(test_incarnations),
+        cmocka_unit_test(test_atomic_hold_released_midway),
     };
     failed = ucm_run_group("tests", tests, setup_schema, teardown_schema);
   }

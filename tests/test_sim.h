@@ -105,6 +105,8 @@ typedef struct run {
   uint64_t step; /* mutations applied so far */
   uint64_t nviol;
   int quiet; /* a second run of a seed (determinism): report nothing */
+  int atomic; /* the simulation has transactions (the atomic executor: its
+                 check reports no orphans or writes in flight) */
   uint64_t trace, digest; /* after the run, for determinism */
   char **breach;           /* invariant breaches at the last step */
   size_t nbreach;

@@ -44,7 +44,9 @@ class _Result(ctypes.Structure):
                 ("column", ctypes.c_char * 128),
                 ("value", ctypes.c_void_p),
                 ("owner", ctypes.c_void_p),
-                ("version", ctypes.c_uint64)]
+                ("version", ctypes.c_uint64),
+                ("missing", ctypes.c_int),
+                ("retry_at_ms", ctypes.c_uint64)]
 
 
 class _WriteOptions(ctypes.Structure):

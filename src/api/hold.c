@@ -87,6 +87,7 @@ static int explain(unico *u, const utable *t, int ci, const ubuf *val,
       snprintf(res->constraint, sizeof res->constraint, "%s", c->name);
       free(res->value);
       res->value = vs ? strdup(vs) : NULL;
+      res->retry_at_ms = (uint64_t)o->expires_ms; /* (Retry-After) */
     }
     return UNICO_EBUSY;
   case UEXEC_HOLD_IN_FLIGHT:

@@ -53,7 +53,7 @@ typedef struct uapi_req {
   const char *table;
   const char *json;         /* insert: the record; update: the patch */
   const char *pk_json;      /* update, delete: the primary key */
-  uint64_t if_version;      /* 0: any version */
+  uint64_t if_version;      /* 0: any version; UNICO_IF_VERSION_0: 0 */
   const char *op_id;        /* the caller's, or NULL */
   const char *const *holds; /* hold tokens presented */
   size_t nholds;

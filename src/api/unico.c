@@ -22,7 +22,7 @@ const char *unico_strerror(int rc) {
   switch (rc) {
   case UNICO_OK:
     return "ok";
-#define XX(name, value, id, msg, exitcode) \
+#define XX(name, value, id, msg, exitcode, http, retry) \
   case UNICO_E##name:                      \
     return msg;
     UNICO_ERRNO_MAP(XX)
@@ -36,7 +36,7 @@ const char *unico_errname(int rc) {
   switch (rc) {
   case UNICO_OK:
     return "ok";
-#define XX(name, value, id, msg, exitcode) \
+#define XX(name, value, id, msg, exitcode, http, retry) \
   case UNICO_E##name:                      \
     return id;
     UNICO_ERRNO_MAP(XX)
@@ -50,13 +50,41 @@ int unico_exit_code(int rc) {
   switch (rc) {
   case UNICO_OK:
     return 0;
-#define XX(name, value, id, msg, exitcode) \
+#define XX(name, value, id, msg, exitcode, http, retry) \
   case UNICO_E##name:                      \
     return exitcode;
     UNICO_ERRNO_MAP(XX)
 #undef XX
   default:
     return 7;
+  }
+}
+
+int unico_http_status(int rc) {
+  switch (rc) {
+  case UNICO_OK:
+    return 200;
+#define XX(name, value, id, msg, exitcode, http, retry) \
+  case UNICO_E##name:                                  \
+    return http;
+    UNICO_ERRNO_MAP(XX)
+#undef XX
+  default:
+    return 503;
+  }
+}
+
+int unico_retry_after(int rc) {
+  switch (rc) {
+#define XX(name, value, id, msg, exitcode, http, retry) \
+  case UNICO_E##name:                                  \
+    return retry;
+    UNICO_ERRNO_MAP(XX)
+#undef XX
+  case UNICO_OK:
+    return 0;
+  default:
+    return 1; /* (503, as unico_http_status) */
   }
 }
 

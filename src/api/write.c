@@ -220,6 +220,7 @@ static const utable *find_table(const usch *c, const char *table,
     else
       uerr(res, UNICO_EINVAL, NULL, "table %s does not exist in the schema",
            table ? table : "(none)");
+    if (res) res->missing = UNICO_MISSING_TABLE; /* (404 over HTTP) */
   }
   return t;
 }
@@ -255,6 +256,7 @@ int uapi_unique_constraint(const utable *t, const char *name,
   if (ci < 0 || t->cons[ci].kind != UCON_UNIQUE) {
     uerr(res, UNICO_EINVAL, NULL, "table %s has no unique constraint named %s",
          t->name, name ? name : "(none)");
+    if (res) res->missing = UNICO_MISSING_CONSTRAINT; /* (404 over HTTP) */
     return -1;
   }
   return ci;
@@ -402,11 +404,22 @@ static int check_key_sizes(unico *u, const utable *t, const uplan *p,
                            unico_result *res) {
   size_t maxk = uexec_max_key(u->x);
   if (!maxk) return UNICO_OK;
-  if (p->rkey.len > maxk)
-    return uerr(res, UNICO_EINVAL, t->cols[t->pk[0]].name,
+  if (p->rkey.len > maxk) {
+    /* (named by its longest column: ("r", table, pk...)) */
+    utup_reader rd;
+    utup_item it;
+    size_t longest = 0, best = 0;
+    utup_reader_init(&rd, p->rkey.p, p->rkey.len);
+    for (size_t i = 0; utup_next(&rd, &it) == 1; i++)
+      if (i >= 2 && i - 2 < t->npk && it.rawlen > best) {
+        best = it.rawlen;
+        longest = i - 2;
+      }
+    return uerr(res, UNICO_EINVAL, t->cols[t->pk[longest]].name,
                 "the primary key of table %s is too long for this store "
-                "(%zu bytes encoded, at most %zu)",
-                t->name, p->rkey.len, maxk);
+                "(%zu bytes encoded, at most %zu; its longest column is %s)",
+                t->name, p->rkey.len, maxk, t->cols[t->pk[longest]].name);
+  }
   for (size_t i = 0; i < p->take.n; i++) {
     if (p->take.v[i].klen <= maxk) continue;
     const uconstraint *c = &t->cons[p->take.v[i].con];
@@ -568,6 +581,7 @@ static int report_held(const utable *t, const uclaim *c, int64_t expires_ms,
        "present the hold's token to take it",
        t->name, cols, vl >= 2 ? (int)(vl - 2 > 200 ? 200 : vl - 2) : 0,
        vs ? vs + 1 : "", when, con ? con->name : "?");
+  if (res) res->retry_at_ms = (uint64_t)expires_ms; /* (Retry-After) */
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
@@ -831,9 +845,11 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
   ubuf_free(&cv);
   int rc = r->from_cache ? UNICO_OK
                          : read_record(u, &r->rkey, &r->old, &r->sver, res);
+  /* (if_version 0: any; UNICO_IF_VERSION_0: version 0, a bare row's) */
+  const uint64_t want = rq->if_version == UNICO_IF_VERSION_0 ? 0
+                                                            : rq->if_version;
   int refused = rc == UNICO_ENOTFOUND ||
-                (rc == UNICO_OK && rq->if_version &&
-                 r->old.version != rq->if_version);
+                (rc == UNICO_OK && rq->if_version && r->old.version != want);
   /* A repeat of a write applied? Its outcome says, or the history of the
    * record key. */
   int carries = rc == UNICO_OK && rq->op_id &&
@@ -856,12 +872,12 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
   if (rc == UNICO_ENOTFOUND) return not_found(r->t, rq->pk_json, res);
   if (rc) return rc;
   r->have_old = 1;
-  if (rq->if_version && r->old.version != rq->if_version) {
+  if (rq->if_version && r->old.version != want) {
     if (res) res->version = r->old.version;
     return uerr(res, UNICO_EVERSION, NULL,
                 "record %.200s of table %s is at version %" PRIu64
                 ", not %" PRIu64,
-                rq->pk_json, r->t->name, r->old.version, rq->if_version);
+                rq->pk_json, r->t->name, r->old.version, want);
   }
   /* Without jansson where the stored record and the patch allow it. */
   if (rq->kind == UPLAN_DELETE || (w->have_flat && !w->input)) {
@@ -974,6 +990,121 @@ static int held_claim(wcall *w, wround *r, const uclaim *c,
   return rc;
 }
 
+static int body_needs(const utable *t, const char *body_text,
+                      const uint8_t *ck, size_t cklen);
+
+/* Does record owner of table t hold the value of claim c (key ck)? Read
+ * now: live, and its body needs the claim. 1 yes, 0 no, or an error; *r
+ * (decoded when *have) and *sver say what was read. */
+static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
+                       size_t olen, const uint8_t *ck, size_t cklen,
+                       ubuf *rk, ustored_record *r, int *have, uint64_t *sver,
+                       unico_result *res) {
+  ubuf v = UBUF_INIT;
+  int inflight = 0, rc;
+  *have = 0;
+  *sver = 0;
+  ukey_record(rk, t->name, owner, olen);
+  if (!ubuf_ok(rk)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  rc = uexec_read_record(u->x, rk->p, rk->len, &v, sver, NULL,
+                         UEXEC_SETTLE_READ, &inflight, res);
+  if (rc == UNICO_ENOTFOUND) {
+    *sver = 0;
+    rc = 0; /* gone: it holds nothing */
+  } else if (!rc && ustored_record_decode(v.p, v.len, r)) {
+    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
+  } else if (!rc) {
+    *have = 1;
+    if (inflight) rc = 1; /* (an insert in flight: judged as holding) */
+    else if (r->state != UREC_LIVE) rc = 0;
+    else rc = body_needs(t, r->body, ck, cklen);
+  }
+  ubuf_free(&v);
+  return rc;
+}
+
+/* A claim in the way names another record that may no longer hold the
+ * value: its item deleted, or its column changed, behind unico's back (by
+ * another client, or the store's TTL). On a store with transactions that
+ * keeps records in the users' tables, a claim whose owner does not hold
+ * the value is no conflict (DESIGN.md invariant 6): it is freed, in one
+ * transaction conditioned on the claim's store version as the refusal
+ * read it (a claim key is made at a fresh version each time it is taken,
+ * so that version names this one claim, never one freed and taken again
+ * since: exec/internal.h uexec_fresh_version) and on the owner being as
+ * read (absent, or at its store version; where it lists the claim, with
+ * its list rewritten without it), and the write plans again.
+ * docs/protocol.md, "Claims whose owner is gone", has the argument.
+ * 1: freed (or moved meanwhile): plan again; 0: the owner holds it, a
+ * conflict; or an error. Not on unico's own stores (LMDB), where only
+ * unico writes records, each in one transaction with its claims: the
+ * owner of a committed claim holds it there, and a refused write pays no
+ * read for it (unico_allocs). Not key by key either: the claims protocol
+ * judges a claim by its owner already, fencing an owner in flight
+ * (exec/claims.c). */
+static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
+                            unico_result *res) {
+  unico *u = w->u;
+  const uexec_refused *why = &r->why;
+  ubuf rk = UBUF_INIT;
+  ustored_record o;
+  uexec_fix f;
+  uclaims keep = UCLAIMS_INIT;
+  uint64_t sver = 0;
+  int have = 0, rc;
+  if (!uexec_native_rows(u->x) || (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) ||
+      why->owner.state != UCLAIM_COMMITTED)
+    return 0;
+  memset(&f, 0, sizeof f);
+  rc = owner_holds(u, r->t, why->owner.owner, why->owner.owner_len, c->key,
+                   c->klen, &rk, &o, &have, &sver, res);
+  if (rc) goto leave; /* it holds it (1: a conflict, returned as 0), or an error */
+  if (have && o.state == UREC_LIVE &&
+      uclaims_find(&o.claims, c->key, c->klen) >= 0) {
+    /* the owner lists it: its list without it, the claim removed */
+    f.kind = UEXEC_FIX_UNLIST;
+    f.key = rk;
+    f.ver = sver;
+    f.sver = r->sc->store_ver;
+    f.n = 1;
+    for (size_t i = 0; !rc && i < o.claims.n; i++) {
+      const uclaim *e = &o.claims.v[i];
+      if (e->klen == c->klen && !memcmp(e->key, c->key, c->klen)) continue;
+      rc = uclaims_add(&keep, e->key, e->klen, e->voff, e->con);
+    }
+    if (!rc) rc = uclaims_add(&f.take, c->key, c->klen, c->voff, c->con);
+    if (rc) {
+      rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      goto leave;
+    }
+    f.take.v[0].ver = why->cur_version;
+    ustored_record_encode_hist(&f.val, o.state, o.version, o.op_id, o.body,
+                               &keep, o.since_ms, &o.hist);
+  } else {
+    /* gone, or it never listed it: the claim alone, while the owner is
+     * as read (absent, or at its store version, a bare row's 0 too) */
+    f.kind = UEXEC_FIX_ORPHAN;
+    f.key = (ubuf){(uint8_t *)c->key, c->klen, c->klen, 0};
+    f.ver = why->cur_version;
+    f.rkey = rk;
+    f.rver = sver;
+    f.rexists = have;
+  }
+  unico_result tmp = UNICO_RESULT_INIT;
+  int fr = uexec_fix_apply(u->x, &f, &tmp);
+  unico_result_clear(&tmp);
+  rc = fr == UNICO_OK || fr == UEXEC_NOT_APPLIED ? 2 : fr;
+leave:
+  if (f.kind == UEXEC_FIX_UNLIST) {
+    ubuf_free(&f.val);
+    uclaims_free(&f.take);
+  }
+  uclaims_free(&keep);
+  if (have) ustored_record_free(&o);
+  ubuf_free(&rk);
+  return rc == 2 ? 1 : rc == 1 ? 0 : rc;
+}
+
 /* Not applied: say why, or plan again (r->retry). */
 static int round_explain(wcall *w, wround *r, unico_result *res) {
   const uexec_refused *why = &r->why;
@@ -1039,6 +1170,14 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
        * with itself: read again (the record holds the value now). */
       r->retry = 1;
       return UNICO_OK;
+    }
+    if (c && kind != UPLAN_DELETE) {
+      rc = claim_owner_gone(w, r, c, res);
+      if (rc < 0 || rc > 1) return rc;
+      if (rc == 1) {
+        r->retry = 1;
+        return UNICO_OK;
+      }
     }
     if (c)
       return report_conflict(r->t, c->con, c->key + c->voff,

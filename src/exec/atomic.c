@@ -144,6 +144,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
   ops[i++] = uexec_op(&p->rkey,
                       p->rver || p->rbare ? USTORE_VERSION : USTORE_ABSENT,
                       p->rver, USTORE_PUT, &p->rval);
+  ops[r_at].prev = p->rprev;
   /* (a tombstone leaves by itself once the retention period is over, where
    * the store has a time to live: the key's versions may then restart) */
   const int64_t purge_at = uexec_purge_at(x, uexec_now(x));
@@ -160,6 +161,10 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
       ops[i++] = mkop_claim(c, c->ver ? USTORE_VERSION : USTORE_ABSENT,
                             USTORE_PUT, &p->claim_val);
       ops[i - 1].expect_version = c->ver;
+      /* (made at a version no earlier claim of the key had: a fix that
+       * frees a claim at the version it read can never free this one;
+       * api/write.c claim_owner_gone) */
+      if (!c->ver) ops[i - 1].create_version = uexec_fresh_version(x);
       continue;
     }
     int64_t cnt;

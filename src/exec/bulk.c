@@ -232,6 +232,12 @@ int uexec_bulk_flush(uexec_bulk *b, int *marker_moved, unico_result *res) {
                           q->ver,
                           q->del ? USTORE_DEL : USTORE_PUT,
                           q->del ? NULL : &q->v);
+      /* (atomic: a claim made here starts at a fresh version too, as the
+       * executor's own: exec/internal.h uexec_fresh_version) */
+      size_t rest;
+      if (!b->x->claims && !q->del && !q->ver && !q->bare &&
+          ukey_split_table(q->k.p, q->k.len, "u", NULL, 0, &rest) == 0)
+        ops[n - 1].create_version = uexec_fresh_version(b->x);
     }
     rc = batch(b, ops, n, marker_moved, res);
     if (!rc && b->tick) rc = b->tick(b->tick_ctx);

@@ -411,19 +411,48 @@ static int carried_hold(const ustored_claim *cl, const ubuf *cur,
   return out->len != 0;
 }
 
-/* A claim's operation op committed to its owner record rv (the record key's
- * history names it: a write with a caller's op id), so a hold the claim
- * carries was used: it is not put back, though the record holds the value
- * no more (a later write of it let the value go, and the finish that
- * would have dropped the carry did not land). A write without a caller's
- * op id leaves no trace in the history: then the hold comes back until
- * its expiry (docs/protocol.md, the bounded case). */
-static int hold_used(const ubuf *rv, int present, const char *op) {
+/* A claim's operation op committed, so a hold the claim carries was used:
+ * it is not put back, though the record holds the value no more (a later
+ * write of it let the value go, and the finish that would have dropped
+ * the carry did not land). Its owner record rv's history names op; or,
+ * once that record has left (a delete's tombstone is removed, the key may
+ * be made again: docs/protocol.md, "Rows that leave"), op's stored
+ * outcome says it succeeded (the tombstone's history is stored as
+ * outcomes before it goes). A write without a caller's op id leaves no
+ * trace in either: then the hold comes back until its expiry
+ * (docs/protocol.md, the bounded case). *used; UNICO_OK or an error (res
+ * set). */
+static int hold_used(uexec *x, const ubuf *rv, int present, const char *op,
+                     int *used, unico_result *res) {
   ustored_record r;
-  if (!present || !op || ustored_record_decode(rv->p, rv->len, &r)) return 0;
-  int used = r.state != UREC_INTENT && ustored_hist_find(&r.hist, op) >= 0;
-  ustored_record_free(&r);
-  return used;
+  *used = 0;
+  if (!op) return UNICO_OK;
+  if (present && !ustored_record_decode(rv->p, rv->len, &r)) {
+    *used = r.state != UREC_INTENT && ustored_hist_find(&r.hist, op) >= 0;
+    ustored_record_free(&r);
+    if (*used) return UNICO_OK;
+  }
+  ubuf k = UBUF_INIT, v = UBUF_INIT;
+  ustore_err e = {{0}};
+  uint64_t ver;
+  ukey_outcome(&k, op);
+  int rc = x->st->vt->get(x->st, k.p, k.len, &v, &ver, &e);
+  if (rc == UNICO_OK) {
+    ustored_outcome m;
+    if (ustored_outcome_decode(v.p, v.len, &m)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored outcome is corrupt");
+    } else {
+      *used = !ustored_outcome_is_mark(&m) && m.rc == UNICO_OK;
+      ustored_outcome_free(&m);
+    }
+  } else if (rc == UNICO_ENOTFOUND) {
+    rc = UNICO_OK;
+  } else {
+    rc = uexec_store_err(res, rc, "reading an outcome", &e);
+  }
+  ubuf_free(&k);
+  ubuf_free(&v);
+  return rc;
 }
 
 /* The PENDING claim value to write at take k: dflt, or one carrying the
@@ -734,8 +763,15 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
   int pending = !stale && cl->state == UCLAIM_PENDING &&
                 cl->since_ms > c->now - c->x->grace_ms;
   ubuf hold = UBUF_INIT;
-  if (!hold_used(rv, rpresent, cl->op_id)) carried_hold(cl, NULL, c->now, &hold);
+  int used = 0;
+  if (carried_hold(cl, NULL, c->now, &hold))
+    *rc = hold_used(c->x, rv, rpresent, cl->op_id, &used, res);
   ustored_claim_free(cl);
+  if (*rc) {
+    ubuf_free(&hold);
+    return NEXT_STOP;
+  }
+  if (used) ubuf_reset(&hold);
   int next;
   /* our own op's earlier intent, settled and not in force; or an orphan
    * of our record key, which our own intent fences */
@@ -2769,9 +2805,11 @@ int uexec_claim_state(uexec *x, const uint8_t *key, size_t klen,
       rc = fence(&c, &rkey, present, rver, &rv, res);
   }
   ubuf hold = UBUF_INIT;
-  if (rc == UEXEC_CLAIM_FREE && !hold_used(&rv, present, cl->op_id) &&
-      carried_hold(cl, NULL, c.now, &hold))
-    rc = put_hold_back(x, key, klen, ver, &hold, res);
+  if (rc == UEXEC_CLAIM_FREE && carried_hold(cl, NULL, c.now, &hold)) {
+    int used;
+    rc = hold_used(x, &rv, present, cl->op_id, &used, res);
+    if (!rc && !used) rc = put_hold_back(x, key, klen, ver, &hold, res);
+  }
   ubuf_free(&hold);
   ubuf_free(&rkey);
   ubuf_free(&rv);

@@ -22,8 +22,13 @@
 int uexec_store_err(unico_result *res, int rc, const char *what,
                     const ustore_err *e) {
   if (rc == UNICO_ENOMEM) return uerr(res, rc, NULL, "out of memory");
-  return uerr(res, rc, NULL, "%s: %s", what,
-              e && e->msg[0] ? e->msg : unico_strerror(rc));
+  const char *m = e && e->msg[0] ? e->msg : unico_strerror(rc);
+  size_t wl = strlen(what);
+  /* (a store's message that already says what it was doing is not said
+   * twice: "writing: writing: ...") */
+  if (!strncmp(m, what, wl) && (m[wl] == ':' || m[wl] == ' '))
+    return uerr(res, rc, NULL, "%s", m);
+  return uerr(res, rc, NULL, "%s: %s", what, m);
 }
 
 int uexec_open(uexec **out, const char *url, uint64_t retention_ms,
@@ -252,6 +257,12 @@ int64_t uexec_purge_at(uexec *x, int64_t since_ms) {
 }
 
 int64_t uexec_now(uexec *x) { return ustore_now(x->st); }
+
+uint64_t uexec_fresh_version(uexec *x) {
+  uint64_t n = atomic_fetch_add(&x->attempts, 1) + 1;
+  uint64_t a = ustored_hash(USTORED_HASH_INIT ^ x->seed ^ 0xc1a1u, &n, sizeof n);
+  return (a & ((UINT64_C(1) << 62) - 1)) | (UINT64_C(1) << 32);
+}
 
 void uexec_sleep(uexec *x, int64_t ms) { ustore_sleep(x->st, ms); }
 

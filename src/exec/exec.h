@@ -429,7 +429,9 @@ typedef struct uexec_fix {
   ubuf key;      /* the key to fix */
   uint64_t ver;  /* its store version as read (0: absent) */
   ubuf rkey;     /* a record whose version must hold (empty: none) */
-  uint64_t rver; /* its version as read (0: absent) */
+  uint64_t rver; /* its version as read (0: absent, unless rexists) */
+  int rexists;   /* rkey exists at rver, 0 included (a native table's bare
+                    row) */
   ubuf hkey;     /* a hold's index to remove with it (empty: none) */
   ubuf val;      /* the value to write (by kind) */
   uclaims take;  /* UEXEC_FIX_STAMP: the claims to write */

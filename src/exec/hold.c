@@ -210,6 +210,7 @@ int uexec_atomic_hold_put(uexec *x, const uexec_hold *h, uint64_t cver,
                       h->schema_ver, USTORE_CHECK, NULL);
   ops[n++] = uexec_op(h->ckey, cver ? USTORE_VERSION : USTORE_ABSENT, cver,
                       USTORE_PUT, &v.hold);
+  if (!cver) ops[n - 1].create_version = uexec_fresh_version(x);
   ops[n++] = uexec_op(&v.hkey, USTORE_ABSENT, 0, USTORE_PUT, &v.hval);
   /* (a hold and its index leave by themselves a retention period after
    * the hold expires; taking its value over rewrites the claim without) */

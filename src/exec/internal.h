@@ -64,6 +64,15 @@ void uexec_count_write(uexec *x);
 int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res);
 int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res);
 
+/* A version to create a key at (ustore_op.create_version) that no earlier
+ * incarnation of the key passed through, to any practical likelihood: a
+ * 62-bit hash of this handle's random seed and a counter, at least 2^32
+ * (so far above the versions a key made at 1 reaches). Atomic: every
+ * claim key is made at one, so that a claim freed and taken again never
+ * returns to a version it had, and a condition on the version read names
+ * that one claim (docs/protocol.md, "Claims whose owner is gone"). */
+uint64_t uexec_fresh_version(uexec *x);
+
 /* A store operation on key k (value v, NULL: none): the one way the
  * executor's files make them. */
 static inline ustore_op uexec_op(const ubuf *k, int expect, uint64_t ver,

@@ -21,6 +21,7 @@ static int atomic_stamp(uexec *x, const uexec_fix *f, unico_result *res) {
     ubuf k = {c->key, c->klen, c->klen, 0};
     ops[n++] = uexec_op(&k, c->ver ? USTORE_VERSION : USTORE_ABSENT, c->ver,
                         USTORE_PUT, &f->tval);
+    if (!c->ver) ops[n - 1].create_version = uexec_fresh_version(x);
   }
   int rc = uexec_txn(x, ops, n, res);
   for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
@@ -72,15 +73,17 @@ int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res) {
     ubuf_free(&sk);
     return rc;
   }
-  if (f->kind == UEXEC_FIX_RESTORE)
+  if (f->kind == UEXEC_FIX_RESTORE) {
     ops[n++] = uexec_op(&f->key, USTORE_ABSENT, 0, USTORE_PUT, &f->val);
-  else
+    ops[n - 1].create_version = uexec_fresh_version(x);
+  } else
     ops[n++] = uexec_op(&f->key, USTORE_VERSION, f->ver, USTORE_DEL, NULL);
   /* (a restored claim's record exists: at version 0 it is a native
    * table's bare row) */
   if (f->rkey.len)
     ops[n++] = uexec_op(&f->rkey,
-                        f->rver || f->kind == UEXEC_FIX_RESTORE ? USTORE_VERSION
+                        f->rver || f->rexists || f->kind == UEXEC_FIX_RESTORE
+                            ? USTORE_VERSION
                                                                 : USTORE_ABSENT,
                         f->rver, USTORE_CHECK, NULL);
   if (f->hkey.len)

@@ -104,6 +104,7 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   ukey_record(&p->rkey, table, pk->p, pk->len);
   p->rver = old ? w->old_sver : 0;
   p->rbare = old && w->old_sver == 0;
+  p->rprev = kind == UPLAN_UPDATE && old ? old->body : NULL;
   if (kind != UPLAN_DELETE) {
     rc = claims_of(t, body, w->flat, &need, res);
     if (rc) goto leave;

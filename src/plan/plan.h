@@ -44,6 +44,9 @@ typedef struct uplan {
                           means "absent") */
   uint64_t version;    /* the record version rval carries */
   ubuf rval;           /* insert/update: the new stored record */
+  const char *rprev;   /* update: the body it was planned from (not owned:
+                          the caller's old record, alive while p is
+                          applied); NULL otherwise */
   uclaims take;        /* claims to take: each must be absent */
   ubuf claim_val;      /* the stored claim written under every taken key */
   uclaims release;     /* claims to give up, groups to leave */

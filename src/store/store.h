@@ -74,8 +74,19 @@ typedef struct ustore_op {
    * (exec/claims.c new_incarnation), so that a key removed and made again
    * never passes through a version an earlier incarnation had: no cas
    * prepared against that one can apply to this one (docs/protocol.md,
-   * "Rows that leave"). Every store honours it. */
+   * "Rows that leave"); the atomic executor makes every claim key at one
+   * for the same reason ("Claims whose owner is gone"). Every store
+   * honours it on a PUT expecting the key absent; LMDB, sim and DynamoDB
+   * on a PUT without a condition too (a constraint's build makes claims
+   * so). */
   uint64_t create_version;
+  /* input, a put of a live record only: the body (JSON text) of the
+   * record the write was planned from, NULL when it was not planned from
+   * one (a fence, a stamp). A store that keeps records in the users' own
+   * tables writes only the columns whose value differs from it, on
+   * condition that each still holds what was read (DynamoDB; others
+   * ignore it): docs/native-tables.md, "Other writers on DynamoDB". */
+  const char *prev;
 } ustore_op;
 
 /* A precise message for the error a call returned (may be left empty). */
@@ -299,7 +310,7 @@ static inline ustore_op ustore_op_make(const void *key, size_t klen,
                                        int action, const void *val,
                                        size_t vlen) {
   ustore_op o = {key, klen, expect, version, action, val, vlen,
-                 0, 0, 0, UBUF_INIT, 0, 0};
+                 0, 0, 0, UBUF_INIT, 0, 0, NULL};
   return o;
 }
 

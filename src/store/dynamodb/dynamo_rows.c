@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "codec/stored.h"
 #include "keys/tuple.h"
@@ -240,6 +241,36 @@ static json_t *value_attr(const char *name, int type, json_t *v, int *rc,
   return a;
 }
 
+/* An N attribute of a timestamp holds epoch seconds when its magnitude is
+ * below N_SECONDS_BELOW (up to the year 5138; the form DynamoDB's TTL
+ * reads), else epoch milliseconds (from March 1973 on): the two units
+ * overlap nowhere a table is likely to hold (docs/dynamodb.md, "Other
+ * writers"). Seconds may have a fraction (milliseconds are kept). */
+#define N_SECONDS_BELOW 1e11
+
+static int n_is_seconds(const char *n) {
+  double d = strtod(n, NULL);
+  return fabs(d) < N_SECONDS_BELOW;
+}
+
+/* The epoch milliseconds of N text n of a timestamp column; -1 when it is
+ * no number of either unit. */
+static int n_ms(const char *n, int64_t *ms) {
+  char *end;
+  errno = 0;
+  double d = strtod(n, &end);
+  if (errno || *end || end == n || !isfinite(d)) return -1;
+  if (fabs(d) < N_SECONDS_BELOW) {
+    *ms = (int64_t)llround(d * 1000.0);
+    return 0;
+  }
+  errno = 0;
+  long long x = strtoll(n, &end, 10);
+  if (errno || *end) return -1;
+  *ms = x;
+  return 0;
+}
+
 /* The body value of attribute a of column (type); NULL when a is of
  * another type (or out of memory: *oom). */
 static json_t *attr_value(int type, json_t *a, int *oom) {
@@ -256,14 +287,11 @@ static json_t *attr_value(int type, json_t *a, int *oom) {
     break;
   case UTYPE_TIMESTAMP: {
     int64_t ms;
+    char iso[40];
     if (s && !uclock_parse_rfc3339(s, &ms)) v = json_string(s);
-    else if (!n) return NULL;
-    else {
-      errno = 0;
-      long long x = strtoll(n, &end, 10);
-      if (errno || *end) return NULL;
-      v = json_integer(x);
-    }
+    else if (!n || n_ms(n, &ms) || utyped_ms_text(ms, iso, sizeof iso))
+      return NULL;
+    else v = json_string(iso);
     break;
   }
   case UTYPE_INT:
@@ -462,6 +490,27 @@ static char *key_text(const uddb_ntab *t, json_t *item) {
   return s;
 }
 
+/* Is attribute a DynamoDB's NULL ({"NULL": true})? */
+static int is_null_attr(json_t *a) {
+  return json_is_true(json_object_get(a, "NULL"));
+}
+
+/* What attribute fits a column of type, for messages. */
+static const char *type_fits(int type) {
+  switch (type) {
+  case UTYPE_TEXT: return "a text column fits S";
+  case UTYPE_INT: return "an int column fits N, an integer of 32 bits";
+  case UTYPE_BIGINT: return "a bigint column fits N, an integer of 64 bits";
+  case UTYPE_BOOL: return "a boolean column fits BOOL";
+  case UTYPE_UUID: return "a uuid column fits S, 36 characters";
+  case UTYPE_TIMESTAMP:
+    return "a timestamp column fits S in RFC 3339, or N of epoch seconds or "
+           "milliseconds";
+  case UTYPE_DOUBLE: return "a double column fits N";
+  default: return "no attribute fits";
+  }
+}
+
 int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
                      uint64_t *ver, ustore_err *e) {
   const utyped_tab *tt = &t->tab;
@@ -498,7 +547,7 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
   for (size_t i = 0; i < tt->ncol; i++) {
     json_t *a = json_object_get(item, tt->cname[i]);
     int oom = 0;
-    if (!a) continue;
+    if (!a || is_null_attr(a)) continue; /* (NULL is absent, as null is) */
     json_t *jv = attr_value(tt->ctype[i], a, &oom);
     if (oom) goto oom;
     if (!jv) {
@@ -506,10 +555,11 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
       const char *at = attr_type(a);
       seterr(e,
              "the item %s of the DynamoDB table %s holds column \"%s\" as "
-             "%s, which is not the DDL's %s",
+             "%s, which is not the DDL's %s (%s)",
              ks ? ks : "?", t->dname, tt->cname[i], at,
-             utyped_type_name(tt->ctype[i]));
+             utyped_type_name(tt->ctype[i]), type_fits(tt->ctype[i]));
       free(ks);
+      rc = UNICO_ESCHEMA;
       goto leave;
     }
     if (json_object_set_new(body, tt->cname[i], jv)) goto oom;
@@ -517,8 +567,14 @@ int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
   for (size_t i = 0; i < tt->npk; i++) {
     json_t *a = json_object_get(item, tt->cname[tt->pk[i]]);
     if (!a || key_elem(tt->ctype[tt->pk[i]], a, &pk)) {
-      seterr(e, "an item of the DynamoDB table %s has a key unico cannot read",
-             t->dname);
+      char *ks = key_text(t, item);
+      seterr(e,
+             "the item %s of the DynamoDB table %s has a key unico cannot "
+             "read as the DDL's %s column \"%s\" (%s)",
+             ks ? ks : "?", t->dname, utyped_type_name(tt->ctype[tt->pk[i]]),
+             tt->cname[tt->pk[i]], type_fits(tt->ctype[tt->pk[i]]));
+      free(ks);
+      rc = UNICO_ESCHEMA;
       goto leave;
     }
   }
@@ -534,5 +590,112 @@ leave:
   json_decref(body);
   ubuf_free(&meta);
   ubuf_free(&pk);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* updates: only what changed, in the item's own form */
+
+/* Do body values a and b (NULL or null: absent) of a column of type say
+ * the same? */
+static int same_value(int type, json_t *a, json_t *b) {
+  int an = !a || json_is_null(a), bn = !b || json_is_null(b);
+  if (an || bn) return an && bn;
+  switch (type) {
+  case UTYPE_TIMESTAMP: {
+    int64_t x, y;
+    return !utyped_json_ms(a, &x) && !utyped_json_ms(b, &y) && x == y;
+  }
+  case UTYPE_DOUBLE:
+    return json_is_number(a) && json_is_number(b) &&
+           json_number_value(a) == json_number_value(b);
+  case UTYPE_UUID:
+    return json_is_string(a) && json_is_string(b) &&
+           json_string_length(a) == json_string_length(b) &&
+           !strncasecmp(json_string_value(a), json_string_value(b),
+                        json_string_length(a));
+  default:
+    return json_equal(a, b);
+  }
+}
+
+/* The attribute of body value v of column (name, type) in the form of the
+ * item's attribute old (NULL: the default form): a timestamp an N holds
+ * stays an N of the same unit. NULL with *rc and e set. */
+static json_t *form_attr(const char *name, int type, json_t *v, json_t *old,
+                         int *rc, ustore_err *e) {
+  json_t *a = value_attr(name, type, v, rc, e);
+  const char *on = json_string_value(json_object_get(old, "N"));
+  int64_t ms;
+  char b[48];
+  if (!a || type != UTYPE_TIMESTAMP || !on || utyped_json_ms(v, &ms))
+    return a;
+  json_decref(a);
+  if (!n_is_seconds(on)) snprintf(b, sizeof b, "%" PRId64, ms);
+  else if (ms % 1000 == 0) snprintf(b, sizeof b, "%" PRId64, ms / 1000);
+  else snprintf(b, sizeof b, "%.3f", (double)ms / 1000.0);
+  if (!(a = attr("N", b))) {
+    seterr(e, "out of memory");
+    *rc = UNICO_ENOMEM;
+  }
+  return a;
+}
+
+int uddb_record_changes(const uddb_ntab *t, const void *val, size_t vlen,
+                        const char *prev, json_t *old, json_t **chg,
+                        ustore_err *e) {
+  const utyped_tab *tt = &t->tab;
+  ustored_record r;
+  json_t *body = NULL, *pb = NULL, *o = NULL;
+  int rc;
+  *chg = NULL;
+  if ((rc = utyped_record_in(tt, val, vlen, &r, e))) return rc;
+  if ((rc = utyped_record_body(tt, &r, &body, e))) goto leave;
+  if (prev && !(pb = json_loads(prev, 0, NULL))) {
+    seterr(e, "the record an update was planned from has a corrupt body");
+    rc = UNICO_ECORRUPT;
+    goto leave;
+  }
+  if (!(o = json_object())) goto oom;
+  for (size_t i = 0; i < tt->ncol; i++) {
+    if (tt->is_key[i]) continue;
+    const char *name = tt->cname[i];
+    int type = tt->ctype[i], oom = 0;
+    json_t *n = json_object_get(body, name);
+    json_t *oa = old ? json_object_get(old, name) : NULL;
+    json_t *ov = oa ? attr_value(type, oa, &oom) : NULL;
+    json_t *p = pb ? json_object_get(pb, name) : ov;
+    json_t *set = NULL, *cond;
+    if (oom) goto oom;
+    int stale = pb && old && !same_value(type, ov, p);
+    if (same_value(type, n, p) && !stale) {
+      json_decref(ov);
+      continue; /* not changed: neither written nor judged */
+    }
+    if (n && !json_is_null(n) &&
+        !(set = form_attr(name, type, n, oa, &rc, e))) {
+      json_decref(ov);
+      goto leave;
+    }
+    if (stale) cond = json_false(); /* planned from another value */
+    else if (!p || json_is_null(p)) cond = json_null(); /* absent (or NULL) */
+    else if (ov) cond = json_incref(oa); /* (ov is p: not stale) */
+    else cond = json_false(); /* (no item known at that version) */
+    json_decref(ov);
+    if (json_object_set_new(o, name, json_pack("{s:o?,s:o}", "set", set,
+                                               "if", cond)))
+      goto oom;
+  }
+  *chg = o;
+  o = NULL;
+  goto leave;
+oom:
+  seterr(e, "out of memory");
+  rc = UNICO_ENOMEM;
+leave:
+  json_decref(o);
+  json_decref(pb);
+  json_decref(body);
+  ustored_record_free(&r);
   return rc;
 }

@@ -74,8 +74,28 @@ int uddb_record_attrs(const uddb_ntab *t, const void *val, size_t vlen,
  * stored record (body made of the declared columns) and the version in
  * unico_v. An item without unico_meta (a *bare* row, written by another
  * client) is a live record at version 0 that holds nothing yet, at store
- * version 0. UNICO_ECORRUPT, naming the item, the column and both types,
- * when an attribute is not of its column's type. */
+ * version 0. An attribute {"NULL": true} is an absent column (as a null
+ * is). UNICO_ESCHEMA, naming the item's key, the column, both types and
+ * what would fit, when an attribute is not of its column's type (or the
+ * key cannot be read as the DDL's): the table does not fit the DDL, which
+ * is no store failure to retry; UNICO_ECORRUPT when unico's bookkeeping
+ * attributes cannot be read. */
+/* What an update of a live record of table t (stored record val) writes,
+ * given prev, the body (JSON text) it was planned from (NULL: the item's
+ * own values), and old, the item as last read at the version the update
+ * expects (NULL: none known). *chg (new reference): column name ->
+ * {"set": the attribute to write (null: remove it), "if": the condition
+ * it is written on (the attribute as read, null: absent or NULL, false:
+ * never)}, for the columns whose value differs from prev, and for those
+ * where old holds another value than prev (the write was planned from a
+ * copy older than the item: "if" is false, so that it is refused and
+ * planned again). A value is written in the form old holds it (a
+ * timestamp N stays N, in its unit); a column whose value the write does
+ * not change is neither written nor conditioned: other writers keep it. */
+int uddb_record_changes(const uddb_ntab *t, const void *val, size_t vlen,
+                        const char *prev, json_t *old, json_t **chg,
+                        ustore_err *e);
+
 int uddb_item_record(const uddb_ntab *t, json_t *item, ubuf *key, ubuf *val,
                      uint64_t *ver, ustore_err *e);
 

@@ -68,6 +68,8 @@ typedef struct ddb_store {
   uddb_catalog *cat;        /* the DDL tables (NULL: none handed down) */
   uddb_catalog **old;       /* catalogs replaced, freed at close (a call */
   size_t nold;              /* may still hold one of their tables) */
+  pthread_mutex_t seen_lock; /* guards seen */
+  struct seen_slot *seen;   /* native items as last read or written */
 } ddb_store;
 
 #define seterr ustore_seterr
@@ -314,8 +316,12 @@ static json_t *txn_item_nv(ddb_store *s, const ustore_op *op, uint64_t nv,
   if (op->action == USTORE_PUT) {
     kind = "Update";
     const char *vexpr = nv ? "v = :nv" : "v = if_not_exists(v, :zero) + :one";
+    /* (a key made by a PUT without condition starts at the version the
+     * caller chose, when it chose one) */
+    uint64_t zero = op->expect == USTORE_ANY && op->create_version
+                        ? op->create_version - 1 : 0;
     if (nv ? json_object_set_new(vals, ":nv", num(nv))
-           : (json_object_set_new(vals, ":zero", num(0)) ||
+           : (json_object_set_new(vals, ":zero", num(zero)) ||
               json_object_set_new(vals, ":one", num(1))))
       goto oom;
     /* the TTL attribute: set, or removed (a key taken over from a hold
@@ -471,6 +477,77 @@ static uddb_catalog *cat_get(ddb_store *s) {
   return c;
 }
 
+/* The native items last read or written, by record key and unico_v (0: a
+ * bare row), so that an update writes only what changed, in the form the
+ * item holds, on condition that it still holds what was read (dynamo_rows.h,
+ * uddb_record_changes). A direct-mapped table: a key lives in one slot. An
+ * entry is only a guess: every write it shapes is conditioned on it, and a
+ * refusal reads the item again. */
+#define SEEN_SLOTS 1024
+
+typedef struct seen_slot {
+  uint8_t *key;
+  size_t klen;
+  uint64_t v;
+  char *item; /* JSON text */
+} seen_slot;
+
+static seen_slot *seen_of(ddb_store *s, const void *key, size_t klen) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < klen; i++)
+    h = (h ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
+  return &s->seen[h % SEEN_SLOTS];
+}
+
+/* Remember item as the record key's at version v (a copy). */
+static void seen_put(ddb_store *s, const void *key, size_t klen, uint64_t v,
+                     json_t *item) {
+  char *text = item ? json_dumps(item, JSON_COMPACT) : NULL;
+  uint8_t *k = text ? malloc(klen) : NULL;
+  if (!s->seen) {
+    free(text);
+    free(k);
+    return;
+  }
+  if (k) memcpy(k, key, klen);
+  pthread_mutex_lock(&s->seen_lock);
+  seen_slot *sl = seen_of(s, key, klen);
+  free(sl->key);
+  free(sl->item);
+  sl->key = text && k ? k : NULL;
+  sl->klen = klen;
+  sl->v = v;
+  sl->item = text && k ? text : NULL;
+  pthread_mutex_unlock(&s->seen_lock);
+  if (!(text && k)) {
+    free(text);
+    free(k);
+  }
+}
+
+/* The item remembered for the record key at version v (new reference), or
+ * NULL. */
+static json_t *seen_get(ddb_store *s, const void *key, size_t klen,
+                        uint64_t v) {
+  json_t *j = NULL;
+  if (!s->seen) return NULL;
+  pthread_mutex_lock(&s->seen_lock);
+  seen_slot *sl = seen_of(s, key, klen);
+  if (sl->item && sl->v == v && sl->klen == klen &&
+      !memcmp(sl->key, key, klen))
+    j = json_loads(sl->item, 0, NULL);
+  pthread_mutex_unlock(&s->seen_lock);
+  return j;
+}
+
+static void seen_free(ddb_store *s) {
+  for (size_t i = 0; s->seen && i < SEEN_SLOTS; i++) {
+    free(s->seen[i].key);
+    free(s->seen[i].item);
+  }
+  free(s->seen);
+}
+
 /* 1: a record key of a table in the catalog (*t, *kj set); 0: any other
  * key; or an error. */
 static int rec_key(ddb_store *s, const void *key, size_t klen,
@@ -520,6 +597,7 @@ static int native_get(ddb_store *s, const uddb_ntab *t, json_t *kj,
       rc = UNICO_EUNAVAILABLE;
     } else if (ni) {
       rc = uddb_item_record(t, ni, &kb, val ? val : &tmp, &v, e);
+      if (!rc) seen_put(s, key, klen, v, ni);
       if (!rc && version) *version = v;
       *native = 1;
     } else if (ui) {
@@ -553,10 +631,15 @@ typedef struct rop {
   int live;     /* the value written is a live record */
   json_t *cols; /* live: its non-key attributes */
   ubuf meta;    /* live: the stored record without body */
+  json_t *chg;  /* live, an update: what it writes (uddb_record_changes) */
+  json_t *old;  /* the item chg was made from (NULL: none known) */
+  uint64_t chg_ev; /* ... at this version */
+  json_t *written; /* the native item as the write leaves it (NULL: none) */
+  uint64_t wv;  /* its unico_v */
 } rop;
 
 /* The native item whole, at version nv, on condition that it is absent. */
-static json_t *act_native_put(const rop *r, uint64_t nv) {
+static json_t *act_native_put(rop *r, uint64_t nv) {
   json_t *item = json_deep_copy(r->kj);
   if (!item || json_object_update(item, r->cols) ||
       json_object_set_new(item, UDDB_ATTR_V, num(nv)) ||
@@ -564,6 +647,9 @@ static json_t *act_native_put(const rop *r, uint64_t nv) {
     json_decref(item);
     return NULL;
   }
+  json_decref(r->written);
+  r->written = json_incref(item);
+  r->wv = nv;
   return json_pack("{s:{s:s,s:o,s:s,s:{s:s},s:s}}", "Put", "TableName",
                    r->t->dname, "Item", item, "ConditionExpression",
                    "attribute_not_exists(#h)", "ExpressionAttributeNames",
@@ -597,40 +683,68 @@ static json_t *act_native_cond(const rop *r, const char *kind, int absent) {
   return a ? json_pack("{s:o}", kind, a) : NULL;
 }
 
-/* The native item at r->ev updated to the record: the columns it sets,
- * the declared columns it does not set removed, every other attribute of
- * the item (columns unico does not know) left as it is. */
-static json_t *act_native_update(const rop *r) {
+/* The native item at r->ev updated to the record: only the columns whose
+ * value the write changes (r->chg), each on condition that it still holds
+ * what was read, and the bookkeeping; every other attribute of the item
+ * (columns unico does not know, and declared columns the write leaves as
+ * they are) is left as it is: another client may have written it. */
+static json_t *act_native_update(rop *r) {
   const uddb_ntab *t = r->t;
   json_t *names = json_pack("{s:s,s:s}", "#uv", UDDB_ATTR_V, "#um",
                             UDDB_ATTR_META);
   json_t *vals = json_pack("{s:o,s:o,s:o}", ":ev", num(r->ev), ":nv",
                            num(r->ev + 1), ":m", b_attr(&r->meta));
-  ubuf set = UBUF_INIT, rem = UBUF_INIT;
+  json_t *item = json_deep_copy(r->old ? r->old : r->kj);
+  ubuf set = UBUF_INIT, rem = UBUF_INIT, cond = UBUF_INIT, expr = UBUF_INIT;
   json_t *out = NULL;
-  char nm[32];
-  if (!names || !vals) goto leave;
+  char nm[32], vn[32];
+  if (!names || !vals || !item || json_object_update(item, r->kj)) goto leave;
   if (!r->ev &&
       (json_object_set_new(names, "#h", json_string(uddb_key_name(t, 0))) ||
        json_object_del(vals, ":ev")))
     goto leave;
+  const char *cv = COND_VERSION(r->ev);
+  ubuf_put(&cond, cv, strlen(cv));
   for (size_t i = 0; i < t->tab.ncol; i++) {
-    if (t->tab.is_key[i]) continue;
-    json_t *a = json_object_get(r->cols, t->tab.cname[i]);
-    ubuf *b = a ? &set : &rem;
+    json_t *ch = json_object_get(r->chg, t->tab.cname[i]);
+    if (t->tab.is_key[i] || !ch) continue;
+    json_t *a = json_object_get(ch, "set"), *c = json_object_get(ch, "if");
+    int has = a && !json_is_null(a);
+    ubuf *b = has ? &set : &rem;
     snprintf(nm, sizeof nm, "#c%zu", i);
     if (b->len) ubuf_put(b, ", ", 2);
     ubuf_put(b, nm, strlen(nm));
     if (json_object_set_new(names, nm, json_string(t->tab.cname[i])))
       goto leave;
-    if (a) {
-      snprintf(nm, sizeof nm, ":c%zu", i);
+    if (has) {
+      snprintf(vn, sizeof vn, ":c%zu", i);
       ubuf_put(b, " = ", 3);
-      ubuf_put(b, nm, strlen(nm));
-      if (json_object_set(vals, nm, a)) goto leave;
+      ubuf_put(b, vn, strlen(vn));
+      if (json_object_set(vals, vn, a) ||
+          json_object_set(item, t->tab.cname[i], a))
+        goto leave;
+    } else {
+      json_object_del(item, t->tab.cname[i]);
     }
+    char cb[160];
+    if (json_is_false(c)) { /* (never holds: the plan read another value) */
+      snprintf(cb, sizeof cb,
+               " AND attribute_exists(%s) AND attribute_not_exists(%s)", nm,
+               nm);
+    } else if (json_is_null(c)) {
+      snprintf(cb, sizeof cb,
+               " AND (attribute_not_exists(%s) OR attribute_type(%s, :nul))",
+               nm, nm);
+      if (json_object_set_new(vals, ":nul", json_pack("{s:s}", "S", "NULL")))
+        goto leave;
+    } else {
+      snprintf(vn, sizeof vn, ":o%zu", i);
+      snprintf(cb, sizeof cb, " AND %s = %s", nm, vn);
+      if (json_object_set(vals, vn, c)) goto leave;
+    }
+    ubuf_put(&cond, cb, strlen(cb));
   }
-  ubuf expr = UBUF_INIT;
+  ubuf_putc(&cond, 0);
   ubuf_put(&expr, "SET ", 4);
   ubuf_put(&expr, set.p, set.len);
   if (set.len) ubuf_put(&expr, ", ", 2);
@@ -640,17 +754,27 @@ static json_t *act_native_update(const rop *r) {
     ubuf_put(&expr, rem.p, rem.len);
   }
   ubuf_putc(&expr, 0);
-  if (ubuf_ok(&expr) && ubuf_ok(&set) && ubuf_ok(&rem))
+  if (json_object_set_new(item, UDDB_ATTR_V, num(r->ev + 1)) ||
+      json_object_set_new(item, UDDB_ATTR_META, b_attr(&r->meta)))
+    goto leave;
+  if (ubuf_ok(&expr) && ubuf_ok(&set) && ubuf_ok(&rem) && ubuf_ok(&cond))
     out = json_pack("{s:{s:s,s:O,s:s,s:s,s:O,s:O,s:s}}", "Update", "TableName",
                     t->dname, "Key", r->kj, "UpdateExpression",
-                    (char *)expr.p, "ConditionExpression", COND_VERSION(r->ev),
+                    (char *)expr.p, "ConditionExpression", (char *)cond.p,
                     "ExpressionAttributeNames", names,
                     "ExpressionAttributeValues", vals,
                     "ReturnValuesOnConditionCheckFailure", "ALL_OLD");
-  ubuf_free(&expr);
+  if (out) {
+    json_decref(r->written);
+    r->written = json_incref(item);
+    r->wv = r->ev + 1;
+  }
 leave:
+  ubuf_free(&expr);
+  ubuf_free(&cond);
   ubuf_free(&set);
   ubuf_free(&rem);
+  json_decref(item);
   json_decref(names);
   json_decref(vals);
   return out;
@@ -690,9 +814,31 @@ static int resolve_rop(ddb_store *s, const ustore_op *op, rop *r,
   return 0;
 }
 
+/* r->chg for a live update at r->ev, from the item remembered at that
+ * version, read first when none is (the write was planned from a copy
+ * this handle did not read: one request more). */
+static int rop_changes(ddb_store *s, const ustore_op *op, rop *r,
+                       ustore_err *e) {
+  json_decref(r->chg);
+  json_decref(r->old);
+  r->chg = NULL;
+  r->old = seen_get(s, op->key, op->klen, r->ev);
+  if (!r->old) {
+    uint64_t v = 0;
+    int native = 0;
+    int rc = native_get(s, r->t, r->kj, op->key, op->klen, NULL, &v, &native,
+                        e);
+    if (rc && rc != UNICO_ENOTFOUND) return rc;
+    r->old = seen_get(s, op->key, op->klen, r->ev);
+  }
+  r->chg_ev = r->ev;
+  return uddb_record_changes(r->t, op->val, op->vlen, op->prev, r->old,
+                             &r->chg, e);
+}
+
 /* Append the actions of op (record op r) to items, noting op index i and
  * the side of each. */
-static int rop_actions(ddb_store *s, const ustore_op *op, const rop *r,
+static int rop_actions(ddb_store *s, const ustore_op *op, rop *r,
                        size_t i, json_t *items, size_t *map, int *side) {
   json_t *a[2] = {NULL, NULL};
   int sd[2] = {SIDE_NATIVE, SIDE_UNICO}, na = 0;
@@ -757,6 +903,9 @@ static void rops_free(rop *r, size_t n) {
   for (size_t i = 0; r && i < n; i++) {
     json_decref(r[i].kj);
     json_decref(r[i].cols);
+    json_decref(r[i].chg);
+    json_decref(r[i].old);
+    json_decref(r[i].written);
     ubuf_free(&r[i].meta);
   }
   free(r);
@@ -805,6 +954,8 @@ static int native_refused(ddb_store *s, const uddb_resp *resp, ustore_op *ops,
                  : (item_decode(item, &op->cur_version, &op->cur)
                         ? UNICO_ECORRUPT
                         : UNICO_OK);
+    if (!rc && side[j] == SIDE_NATIVE)
+      seen_put(s, op->key, op->klen, op->cur_version, item);
     if (rc) {
       if (side[j] != SIDE_NATIVE)
         seterr(e, "a DynamoDB item of table %s has no valid v or b attribute",
@@ -825,6 +976,25 @@ static int native_refused(ddb_store *s, const uddb_resp *resp, ustore_op *ops,
 
 #define NATIVE_ROUNDS 6
 
+/* What run_txn knows of each op of a native table before its rounds:
+ * its condition, its form, and a live record's attributes. */
+static int rops_prepare(ustore_op *ops, rop *r, size_t n, ustore_err *e) {
+  int rc;
+  for (size_t i = 0; i < n; i++) {
+    if (!r[i].t) continue;
+    r[i].expect = ops[i].expect;
+    r[i].ev = ops[i].expect_version;
+    r[i].form = r[i].expect == USTORE_ABSENT ? F_BOTH : F_NATIVE;
+    r[i].live = ops[i].action == USTORE_PUT &&
+                uddb_record_state(ops[i].val, ops[i].vlen) == 1 /* UREC_LIVE */;
+    if (r[i].live &&
+        (rc = uddb_record_attrs(r[i].t, ops[i].val, ops[i].vlen, &r[i].cols,
+                                &r[i].meta, e)))
+      return rc;
+  }
+  return UNICO_OK;
+}
+
 /* Send ops as one TransactWriteItems (r[i].t: op i is a record key of a
  * native table; else a key of unico's table), again when an op must be
  * sent in another form (see above). */
@@ -837,18 +1007,7 @@ static int run_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
     rc = UNICO_ENOMEM;
     goto leave;
   }
-  for (size_t i = 0; i < n; i++) {
-    if (!r[i].t) continue;
-    r[i].expect = ops[i].expect;
-    r[i].ev = ops[i].expect_version;
-    r[i].form = r[i].expect == USTORE_ABSENT ? F_BOTH : F_NATIVE;
-    r[i].live = ops[i].action == USTORE_PUT &&
-                uddb_record_state(ops[i].val, ops[i].vlen) == 1 /* UREC_LIVE */;
-    if (r[i].live &&
-        (rc = uddb_record_attrs(r[i].t, ops[i].val, ops[i].vlen, &r[i].cols,
-                                &r[i].meta, e)))
-      goto leave;
-  }
+  if ((rc = rops_prepare(ops, r, n, e))) goto leave;
   for (int round = 0;; round++) {
     json_t *items = json_array();
     uddb_resp resp = {0};
@@ -885,6 +1044,13 @@ static int run_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
           json_decref(items);
           goto leave;
         }
+      }
+      json_decref(r[i].written);
+      r[i].written = NULL;
+      if (r[i].live && r[i].form == F_NATIVE &&
+          (rc = rop_changes(s, &ops[i], &r[i], e))) {
+        json_decref(items);
+        goto leave;
       }
       if (rop_actions(s, &ops[i], &r[i], i, items, map, side)) bad = 1;
     }
@@ -930,6 +1096,9 @@ static int run_txn(ddb_store *s, ustore_op *ops, rop *r, size_t n,
         rc = answer_error(s, &resp, "writing", e);
     }
     uddb_resp_free(&resp);
+    for (size_t i = 0; rc == UNICO_OK && i < n; i++)
+      if (r[i].t && r[i].written)
+        seen_put(s, ops[i].key, ops[i].klen, r[i].wv, r[i].written);
     if (rc != USTORE_NOT_APPLIED || !again || round + 1 >= NATIVE_ROUNDS)
       break;
   }
@@ -1224,6 +1393,8 @@ static void ddb_close(ustore *base) {
   for (size_t i = 0; i < s->nold; i++) uddb_catalog_free(s->old[i]);
   free(s->old);
   pthread_mutex_destroy(&s->cat_lock);
+  seen_free(s);
+  pthread_mutex_destroy(&s->seen_lock);
   free(s);
 }
 
@@ -1478,6 +1649,8 @@ static int ddb_open(ustore **out, const char *loc, int tls,
   s->base.vt = &DDB_VTAB;
   if (tp) memcpy(s->prefix, tp, tpl);
   pthread_mutex_init(&s->cat_lock, NULL);
+  pthread_mutex_init(&s->seen_lock, NULL);
+  s->seen = calloc(SEEN_SLOTS, sizeof *s->seen); /* (none: no memory) */
   memcpy(s->table, tab, tlen);
   s->table[tlen] = 0;
   s->retry_ms = retry_ms;

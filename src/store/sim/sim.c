@@ -82,6 +82,7 @@ struct usim {
   pthread_cond_t done_cv;
   uint64_t rng, trace;
   usim_faults f;
+  int txn; /* fixed at usim_new: handles have transactions */
   int64_t vclock, wall0;
   usim_stats st; /* all but writes */
   int running, aborting, n, ndone, turn;
@@ -201,37 +202,54 @@ static void map_del(usim *s, size_t at) {
   s->ne--;
 }
 
-/* Apply one op at once, as LMDB does, then tell the observer if the state
+/* Apply ops at once (one op: as LMDB does; several: a transaction), all
+ * or nothing under one lock: every condition is judged first, and nothing
+ * is written unless all held (each failed op carries the current value,
+ * as store.h asks). Then the observer hears of it, once, if the state
  * changed. */
-static int apply(usim *s, ustore_op *op, int client) {
+static int apply_all(usim *s, ustore_op *ops, size_t n, int client) {
   size_t at;
+  int failed = 0, rc = UNICO_OK, changed = 0;
   pthread_mutex_lock(&s->data);
-  entry *x = find(s, op->key, op->klen, &at);
-  op->failed = 0;
-  op->exists = x != NULL;
-  op->cur_version = x ? x->ver : 0;
-  int ok = op->expect == USTORE_ANY || (op->expect == USTORE_ABSENT && !x) ||
-           (op->expect == USTORE_PRESENT && x) ||
-           (op->expect == USTORE_VERSION && x && x->ver == op->expect_version);
-  int rc = UNICO_OK, changed = 0;
-  if (!ok) {
-    op->failed = 1;
+  for (size_t i = 0; i < n; i++) {
+    ustore_op *op = &ops[i];
+    entry *x = find(s, op->key, op->klen, &at);
+    op->failed = 0;
+    op->exists = x != NULL;
+    op->cur_version = x ? x->ver : 0;
+    int ok = op->expect == USTORE_ANY ||
+             (op->expect == USTORE_ABSENT && !x) ||
+             (op->expect == USTORE_PRESENT && x) ||
+             (op->expect == USTORE_VERSION && x &&
+              x->ver == op->expect_version);
+    if (ok) continue;
+    op->failed = failed = 1;
     ubuf_reset(&op->cur);
     if (x && x->vl) ubuf_put(&op->cur, x->v, x->vl);
-    rc = ubuf_ok(&op->cur) ? USTORE_NOT_APPLIED : UNICO_ENOMEM;
-  } else if (op->action == USTORE_PUT) {
-    rc = map_put(s, x, at, op);
-    changed = rc == UNICO_OK;
-  } else if (op->action == USTORE_DEL && x) {
-    map_del(s, at);
-    changed = 1;
+    if (!ubuf_ok(&op->cur)) rc = UNICO_ENOMEM;
+  }
+  for (size_t i = 0; !failed && rc == UNICO_OK && i < n; i++) {
+    ustore_op *op = &ops[i];
+    entry *x = find(s, op->key, op->klen, &at);
+    if (op->action == USTORE_PUT) {
+      rc = map_put(s, x, at, op);
+      changed |= rc == UNICO_OK;
+    } else if (op->action == USTORE_DEL && x) {
+      map_del(s, at);
+      changed = 1;
+    }
   }
   if (changed) s->writes++;
   usim_observer obs = s->obs;
   void *octx = s->obs_ctx;
   pthread_mutex_unlock(&s->data);
   if (changed && obs) obs(octx, s, client);
+  if (rc == UNICO_OK && failed) rc = USTORE_NOT_APPLIED;
   return rc;
+}
+
+static int apply(usim *s, ustore_op *op, int client) {
+  return apply_all(s, op, 1, client);
 }
 
 static int map_get(usim *s, const void *key, size_t kl, ubuf *val,
@@ -551,9 +569,55 @@ static int sv_cas(ustore *st, ustore_op *op, ustore_err *e) {
 }
 
 static int sv_txn(ustore *st, ustore_op *ops, size_t n, ustore_err *e) {
-  (void)st, (void)ops, (void)n;
-  ustore_seterr(e, "sim: the simulated store has no transactions");
-  return UNICO_EUNSUPPORTED;
+  usim *s = sim_of(st);
+  if (!s->txn) {
+    ustore_seterr(e, "sim: this simulation has no transactions");
+    return UNICO_EUNSUPPORTED;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!valid_key(ops[i].klen)) {
+      ustore_seterr(e, "sim: key of %zu bytes is outside 1..%d", ops[i].klen,
+                    SIM_MAX_KEY);
+      return UNICO_EINVAL;
+    }
+    if (ops[i].action < USTORE_PUT || ops[i].action > USTORE_CHECK) {
+      ustore_seterr(e, "sim: unknown action %d", ops[i].action);
+      return UNICO_EINVAL;
+    }
+  }
+  sim_client *c = me(s);
+  int rc;
+  if (!c) {
+    rc = apply_all(s, ops, n, -1);
+  } else if (c->crashed) {
+    rc = dead(c, e);
+  } else {
+    int f = sched_call(s, c);
+    if (f == F_FAIL) {
+      ustore_seterr(e, "sim: injected failure (nothing applied)");
+      rc = UNICO_EUNAVAILABLE;
+    } else if (f == F_CRASH_LOST) {
+      ustore_seterr(e, "sim: client %d crashed", c->idx);
+      rc = UNICO_EUNKNOWN;
+    } else {
+      rc = apply_all(s, ops, n, c->idx);
+      if (f != F_NONE) { /* the answer is lost */
+        for (size_t i = 0; i < n; i++) {
+          ops[i].failed = ops[i].exists = 0;
+          ops[i].cur_version = 0;
+          ubuf_reset(&ops[i].cur);
+        }
+        if (f == F_UNKNOWN)
+          ustore_seterr(e, "sim: injected timeout (the transaction may have "
+                           "applied)");
+        else
+          ustore_seterr(e, "sim: client %d crashed", c->idx);
+        rc = UNICO_EUNKNOWN;
+      }
+    }
+  }
+  land_late(st);
+  return rc;
 }
 
 static int sv_scan(ustore *st, const void *prefix, size_t plen,
@@ -664,11 +728,15 @@ static void sv_close(ustore *st) {
   free(h);
 }
 
-/* No transactions; a seeded schedule. */
+/* A seeded schedule; transactions only in a simulation made with them. */
 static const ustore_vtab sim_vtab = {
     "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
     sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
     sv_post_many, NULL, NULL, NULL, NULL, NULL};
+static const ustore_vtab sim_txn_vtab = {
+    "sim", USTORE_CAP_DETERMINISTIC | USTORE_CAP_TXN,
+    sv_get, sv_cas, sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now,
+    sv_sleep, sv_cas_many, sv_post_many, NULL, NULL, NULL, NULL, NULL};
 
 int ustore_sim_caps(const struct ustore_opts *opts, unsigned *caps,
                     ustore_err *e) {
@@ -696,7 +764,7 @@ int ustore_sim_open(ustore **out, const char *name,
                   (int)(nl > 200 ? 200 : nl), name);
     return UNICO_EUNAVAILABLE;
   }
-  h->base.vt = &sim_vtab;
+  h->base.vt = s->txn ? &sim_txn_vtab : &sim_vtab;
   h->s = s;
   pthread_mutex_init(&h->lmu, NULL);
   h->late = NULL;
@@ -720,6 +788,7 @@ int usim_new(usim **out, const char *name, uint64_t seed,
   s->rng = seed;
   s->trace = mix64(seed);
   if (faults) s->f = *faults;
+  s->txn = faults && faults->txn;
   s->vclock = SIM_BASE_MS;
   s->wall0 = unow_ms();
   s->turn = -1;

@@ -20,6 +20,11 @@
  *   reorder  cas_many applies its ops one by one in a random order, with
  *            other clients free to run between them.
  *
+ * A simulation made with `txn` set also has transactions: txn() applies
+ * its ops all or nothing at one scheduling point (with that point's
+ * fault), so the atomic executor runs on it under the same seeded
+ * schedule as the claims protocol does without it.
+ *
  * Outside usim_run (from any thread that is not a simulated client) calls
  * apply at once, without faults or scheduling; the clock is then the wall
  * clock plus every virtual advance so far, so tests that sleep for real
@@ -57,6 +62,9 @@ typedef struct usim_faults {
                           pipelined write may on a real store: a caller
                           answered before them, and its next request
                           overtakes them (issue 32) */
+  int txn;             /* the store has transactions (USTORE_CAP_TXN, so
+                          unico runs its atomic executor on it); read by
+                          usim_new only */
 } usim_faults;
 
 typedef struct usim_stats {

@@ -1,8 +1,8 @@
 /* input.h - how the command-line front ends read a whole input (a schema
  * file, a record from standard input): as text, refusing what would be cut
  * short silently, so that what the user gave is what is applied. */
-#ifndef UNICO_CLI_INPUT_H
-#define UNICO_CLI_INPUT_H
+#ifndef UNICO_COMMON_INPUT_H
+#define UNICO_COMMON_INPUT_H
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
 /* report.h - how the command-line front ends (the CLI and unico serve's
  * start-up) and the HTTP service show a failed call: one JSON error object
  * built the same way everywhere, so every front end says the same thing. */
-#ifndef UNICO_CLI_REPORT_H
-#define UNICO_CLI_REPORT_H
+#ifndef UNICO_COMMON_REPORT_H
+#define UNICO_COMMON_REPORT_H
 
 #include <jansson.h>
 

@@ -1,8 +1,8 @@
 /* redact.h - a store URL as the CLI and unico serve may show it: without
  * its secrets. Every place that prints a store URL, or a message that may
  * quote one, goes through these two functions. */
-#ifndef UNICO_CLI_REDACT_H
-#define UNICO_CLI_REDACT_H
+#ifndef UNICO_COMMON_REDACT_H
+#define UNICO_COMMON_REDACT_H
 
 #include <stddef.h>
 
