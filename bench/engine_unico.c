@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "store/lmdb.h"
+#include "store/lmdb/lmdb_store.h"
 #include "unico.h"
 
 static const char SCHEMA[] =

@@ -2,26 +2,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "redact.h"
+#include "unico.h"
 
 #define MASK "***"
 
-static const char *const SECRET_OPTIONS[] = {
-    "password", "secret", "token", "secret_access_key", "session_token", "key",
-    "tls_key_password",
-};
-
-/* A name in SECRET_OPTIONS, or one ending in "_password" (the passphrase
- * of a key, and any password an option names). */
+/* Which options are secrets is the stores' to say (their descriptors,
+ * through unico_store_option_secret()): every option a store marks secret,
+ * the names of credentials pasted into a URL, and any NAME_password. */
 static int secret_option(const char *name, size_t n) {
-  static const char suffix[] = "_password";
-  size_t sl = sizeof suffix - 1;
-  for (size_t i = 0; i < sizeof SECRET_OPTIONS / sizeof SECRET_OPTIONS[0]; i++)
-    if (strlen(SECRET_OPTIONS[i]) == n && !strncasecmp(name, SECRET_OPTIONS[i], n))
-      return 1;
-  return n > sl && !strncasecmp(name + n - sl, suffix, sl);
+  return unico_store_option_secret(name, n) == 1;
 }
 
 typedef struct span {
@@ -107,7 +98,7 @@ static int replace_all(char *s, size_t cap, const char *from, const char *to) {
 }
 
 /* The environment variables whose values are secrets: AWS keys and tokens
- * the credential chain reads (src/store/aws_creds.h). */
+ * the credential chain reads (src/store/dynamodb/aws_creds.h). */
 static const char *const SECRET_ENV[] = {
     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
     "AWS_CONTAINER_AUTHORIZATION_TOKEN",

@@ -8,11 +8,13 @@
 
 /* url with its secrets masked: the password of a user:password@ authority
  * (scheme://user:password@host/...) becomes user:***@, and the value of
- * every query option named password, secret, token, secret_access_key,
- * session_token, key or tls_key_password, or ending in _password (any
- * case), becomes ***. Everything else is kept as
- * it is (a '"' included: quote it where it is shown). A new string the
- * caller frees; NULL when out of memory or url is NULL. */
+ * every query option that is a secret (unico_store_option_secret(): one
+ * a store's descriptor marks secret, such as password or
+ * tls_key_password; password, secret, token, key, secret_access_key or
+ * session_token; any name ending in _password; any case) becomes ***.
+ * Everything else is kept as it is (a '"' included: quote it where it
+ * is shown). A new string the caller frees; NULL when out of memory or
+ * url is NULL. */
 char *ucli_redact_url(const char *url);
 
 /* Mask in msg, a NUL-terminated text in a buffer of cap bytes, what

@@ -361,6 +361,15 @@ uint64_t unico_defer_end(unico *u);
  * (a bad option, an unknown scheme). NULL: the default store. */
 int unico_url_defers(const char *url);
 
+/* Whether a store URL option called name (len bytes, any case) holds a
+ * secret that is never to be shown: 1 for an option a store marks secret
+ * (Cassandra's password and tls_key_password, whether this build has that
+ * store or not), for a credential's name no store takes (password,
+ * secret, token, key, secret_access_key, session_token) and for any
+ * NAME_password; else 0. What the CLI and unico serve mask in the URLs
+ * and messages they show. */
+int unico_store_option_secret(const char *name, size_t len);
+
 /* rc: UNICO_OK (durable), or UNICO_EUNKNOWN with msg when syncing failed:
  * then the outcomes of the ticket are unknown (a retry with the same
  * operation id settles them). */

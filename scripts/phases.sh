@@ -16,7 +16,12 @@ T_START=$(date +%s)
 # test fails here, before the CI's 90-minute limit is near. Measured:
 # build 77 s, test 674 s, sanitizer build 30 s, sanitizer test 654 s,
 # mutants 526 s (92 mutants, 2 workers), fuzz build 21 s, fuzz 53 s,
-# total 2035 s; --quick: build 48 s, test 407 s, total 455 s.
+# total 2035 s; --quick: build 48 s, test 407 s, total 455 s. The lean
+# phase (issue 33: build-lean, without DynamoDB and Cassandra, and its
+# tests but for http, model, slow and the Python package's) was measured
+# alone on the same machine, shared (2026-11-28): 276 s, of which the
+# tests 231 s (51 tests)
+# (the budget: 480 s).
 # The totals are the issue's goals (issue 36): the full run under 45
 # minutes, --quick under 10 (its test phase: 8 of them, which leaves a
 # build two minutes).
@@ -34,6 +39,7 @@ budget() {
   # test 161 s; times 1.5, rounded up (the build: 120 s, as above)
   "tsan build") b=120 ;;
   "tsan test") b=260 ;;
+  lean) b=480 ;;
   mutants) b=790 ;;
   "fuzz build") b=120 ;;
   fuzz) b=120 ;;

@@ -2,8 +2,9 @@
 # Build unico and run every test: once in a normal build, once built with
 # AddressSanitizer and UndefinedBehaviorSanitizer (all but the Promela
 # models, label model, which check spin's models, not the library), once
-# with ThreadSanitizer (the tests labelled tsan: those that run threads); then
-# the mutation check
+# with ThreadSanitizer (the tests labelled tsan: those that run threads), once
+# built without the DynamoDB and Cassandra stores (build-lean: a subset,
+# see lean_build_and_test); then the mutation check
 # (scripts/mutants.py: every mutant of tests/mutation must be killed) and the
 # fuzz targets (tests/fuzz), built with clang and libFuzzer, each for a fixed
 # time (UNICO_FUZZ_SECONDS, default 25). Installs what is missing (the test
@@ -57,6 +58,18 @@ run_tests() {
   return $rc
 }
 
+# The library without the stores that need libcurl or the CQL client
+# (-DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF): it builds, links
+# neither (the test lean_link), and passes its tests, but for the HTTP
+# service's (label http: they open DynamoDB and Cassandra URLs to check
+# what unico serve shows of them), the Python package's (one opens a
+# DynamoDB endpoint), the spin models (no library code) and the slow ones.
+lean_build_and_test() {
+  build build-lean -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF &&
+    run_tests build-lean -LE 'slow|model|http' -E '^python_'
+}
+
 echo "== build and test (RelWithDebInfo)"
 phase build build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$QUICK" = 1 ]; then
@@ -80,6 +93,8 @@ if [ "$QUICK" = 0 ]; then
   phase "tsan build" build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNICO_TSAN=ON
   phase "tsan test" run_tests build-tsan -L tsan
   unset TSAN_OPTIONS
+  echo "== build and test without DynamoDB and Cassandra (build-lean)"
+  phase lean lean_build_and_test
   echo "== mutation check (docs/mutants.md)"
   phase mutants python3 scripts/mutants.py
   echo "== fuzz (libFuzzer with -fsanitize=address,undefined, ${UNICO_FUZZ_SECONDS:-25}s per target)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The AWS credential chain (src/store/aws_creds.c) end to end: unico (the
+"""The AWS credential chain (src/store/dynamodb/aws_creds.c) end to end: unico (the
 CLI and `unico serve`) on DynamoDB Local, with its credentials from each
 source of the chain in turn, and small stand-ins, written here, for the
 services that hand them out:

@@ -26,7 +26,7 @@
 
 #include "unico.h"
 /* The one internal header: the simulated store is created in-process. */
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "util/clock.h"
 #include "testutil.h"
 

@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "store/store.h"
 #include "store_ops.h"
 #include "testutil.h"

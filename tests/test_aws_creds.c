@@ -1,5 +1,5 @@
 /* test_aws_creds.c - the parts of the AWS credential chain
- * (src/store/aws_creds.c) that need no server: the Region's endpoint
+ * (src/store/dynamodb/aws_creds.c) that need no server: the Region's endpoint
  * (dynamodb:///TABLE?region=eu-west-1 is https://dynamodb.eu-west-1.
  * amazonaws.com, also through ustore_open) and its overrides, the Region from the environment and
  * the config file, endpoint URLs, ISO 8601 expirations, STS's XML, and the
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/aws_creds.h"
+#include "store/dynamodb/aws_creds.h"
 #include "store/store.h"
 #include "unico_errors.h"
 #include "testutil.h"

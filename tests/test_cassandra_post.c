@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "keys/keyspace.h"
-#include "store/cassandra.h"
+#include "store/cassandra/cassandra.h"
 #include "store/store.h"
 #include "unico.h"
 #include "testutil.h"

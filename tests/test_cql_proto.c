@@ -26,7 +26,7 @@
 #include "cmocka_main.h"
 #include <jansson.h>
 
-#include "store/cql_proto.h"
+#include "store/cassandra/cql_proto.h"
 #include "test_cql_proto.h"
 
 #ifndef UNICO_SOURCE_DIR

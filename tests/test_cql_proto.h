@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/cql_proto.h"
+#include "store/cassandra/cql_proto.h"
 #include "util/buf.h"
 
 /* one captured frame */

@@ -12,7 +12,7 @@
 
 #include "cmocka_main.h"
 
-#include "store/cql_proto.h"
+#include "store/cassandra/cql_proto.h"
 #include "test_cql_proto.h"
 
 /* ------------------------------------------------------------------ */

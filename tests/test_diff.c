@@ -55,7 +55,7 @@
 
 #include "codec/stored.h"
 #include "keys/keyspace.h"
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "unico.h"

@@ -1,4 +1,4 @@
-/* test_memtable.c - the log mode's in-memory table (src/store/memtable.c):
+/* test_memtable.c - the log mode's in-memory table (src/store/lmdb/memtable.c):
  * its prefix collection returns exactly the keys a reference filter finds,
  * in umt_keycmp's order, for keys built to stress the eight-byte sort
  * (long shared prefixes, NUL bytes, one key the prefix of another, every
@@ -6,7 +6,7 @@
  * empty find nothing without missing any key that has them. */
 #include "cmocka_main.h"
 
-#include "store/memtable.h"
+#include "store/lmdb/memtable.h"
 #include "testutil.h"
 
 static tu_rng rng;

@@ -36,7 +36,7 @@
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "store/store.h"
 #include "unico.h"
 

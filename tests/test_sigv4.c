@@ -1,4 +1,4 @@
-/* test_sigv4.c - the SigV4 signer (src/store/sigv4.c) against AWS's
+/* test_sigv4.c - the SigV4 signer (src/store/dynamodb/sigv4.c) against AWS's
  * published vectors: the derived signing key of the "Deriving the signing
  * key" example, and three requests of the Signature Version 4 test suite
  * (get-vanilla, get-vanilla-query-order-key-case, post-x-www-form-urlencoded)
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store/sigv4.h"
+#include "store/dynamodb/sigv4.h"
 
 /* The test suite's credentials and scope. */
 static const usig_credentials SUITE_CRED = {

@@ -53,7 +53,7 @@
 #include "plan/plan.h"
 #include "records/record.h"
 #include "schema/schema.h"
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "unico.h"
 #include "util/buf.h"
 #include "testutil.h"

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "schema/schema.h"
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "unico.h"
 #include "util/buf.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "store/store.h"
 #include "store_ops.h"
 #include "thread_check.h"
@@ -64,7 +64,6 @@ static void test_handle(void **state) {
   uint64_t ver = 0;
   usim_stats stats;
   assert_string_equal(st->vt->name, "sim");
-  assert_int_equal(st->vt->version, USTORE_VTAB_VERSION);
   /* no transactions, no round trips; a seeded schedule */
   assert_int_equal(st->vt->caps, USTORE_CAP_DETERMINISTIC);
   assert_int_equal(st->vt->max_key, 1024);

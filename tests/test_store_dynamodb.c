@@ -32,7 +32,7 @@
 #include "codec/stored.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
-#include "store/dynamodb.h"
+#include "store/dynamodb/dynamodb.h"
 #include "store/store.h"
 #include "unico.h"
 #include "testutil.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/lmdb.h"
+#include "store/lmdb/lmdb_store.h"
 #include "store/store.h"
 #include "store_ops.h"
 #include "testutil.h"

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/lmdb.h"
+#include "store/lmdb/lmdb_store.h"
 #include "store/store.h"
 #include "store_ops.h"
 #include "testutil.h"

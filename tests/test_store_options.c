@@ -2,7 +2,10 @@
  * (src/store/options.c) and its rules, on its own and through
  * ustore_open() for every scheme: NAME=VALUE only, no empty option, no
  * duplicate, no unknown name, nothing truncated, and errors that name the
- * option (never a value that may be secret). */
+ * option (never a value that may be secret). And the stores' descriptors
+ * (src/store/backend.h): the scheme list of the unknown-scheme error, the
+ * option types checked before a store opens, the secrets, a store this
+ * build leaves out, and docs/cli.md's table of every store option. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/backend.h"
 #include "store/options.h"
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "store/store.h"
 #include "unico.h"
 
@@ -141,6 +145,13 @@ static void test_typed(void **state) {
   assert_string_equal(f, "3GiB");
 }
 
+/* Whether this build has the store of url (by its scheme). */
+static int built(const char *url) {
+  if (!strncmp(url, "dynamodb", 8)) return ustore_backend_built("dynamodb");
+  if (!strncmp(url, "cassandra", 9)) return ustore_backend_built("cassandra");
+  return 1;
+}
+
 /* Every scheme goes through the same rules (the option errors come before
  * any connection is tried). */
 static void test_every_store(void **state) {
@@ -177,6 +188,12 @@ static void test_every_store(void **state) {
     ustore *s = (ustore *)1;
     ustore_err e = {{0}};
     int rc = ustore_open(&s, bad[i].url, &e);
+    if (!built(bad[i].url)) { /* refused as such, whatever its options */
+      assert_int_equal(rc, UNICO_EUNSUPPORTED);
+      assert_non_null(strstr(e.msg, "this build has no"));
+      assert_null(s);
+      continue;
+    }
     if (rc != UNICO_EINVAL || !strstr(e.msg, bad[i].named))
       fprintf(stderr, "%s: %d \"%s\"\n", bad[i].url, rc, e.msg);
     assert_int_equal(rc, UNICO_EINVAL);
@@ -225,6 +242,11 @@ static void test_url_caps(void **state) {
     unsigned caps = 99;
     ustore_err e = {{0}};
     int rc = ustore_url_caps(ok[i].url, &caps, &e);
+    if (!built(ok[i].url)) {
+      assert_int_equal(rc, UNICO_EUNSUPPORTED);
+      assert_int_equal(unico_url_defers(ok[i].url), UNICO_EUNSUPPORTED);
+      continue;
+    }
     if (rc || caps != ok[i].caps)
       fprintf(stderr, "%s: %d %#x %s\n", ok[i].url, rc, caps, e.msg);
     assert_int_equal(rc, UNICO_OK);
@@ -241,6 +263,208 @@ static void test_url_caps(void **state) {
   assert_int_equal(unico_url_defers(NULL), 0); /* lmdb:./unico-data */
 }
 
+/* The unknown-scheme error lists the URL forms of every store this build
+ * has, from their descriptors; a store it leaves out is refused by name. */
+static void test_schemes(void **state) {
+  (void)state;
+  size_t n;
+  const ustore_backend *const *b = ustore_backends(&n);
+  assert_int_equal(n, 4);
+  ustore *s = (ustore *)1;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&s, "nosuch://x", &e), UNICO_EUNSUPPORTED);
+  assert_null(s);
+  assert_non_null(strstr(e.msg, "unsupported store URL \"nosuch://x\""));
+  size_t listed = 0;
+  for (size_t i = 0; i < n; i++) {
+    assert_non_null(b[i]->name);
+    assert_ptr_equal(ustore_backend_named(b[i]->name), b[i]);
+    assert_true(b[i]->nschemes > 0);
+    /* built: both calls, or neither; only a store with a CMake option
+     * may be left out */
+    assert_int_equal(!b[i]->open, !b[i]->caps);
+    if (!b[i]->open) assert_non_null(b[i]->build);
+    for (size_t k = 0; k < b[i]->nschemes; k++) {
+      const char *form = b[i]->schemes[k].form;
+      if (!form) continue;
+      listed += b[i]->open != NULL;
+      if (b[i]->open) assert_non_null(strstr(e.msg, form));
+      else assert_null(strstr(e.msg, form));
+    }
+    if (b[i]->open) continue;
+    /* left out: each of its schemes says so, before any option is read */
+    for (size_t k = 0; k < b[i]->nschemes; k++) {
+      char url[128], want[96];
+      ustore_err e2 = {{0}};
+      unsigned caps;
+      snprintf(url, sizeof url, "%shost/x?bogus=1", b[i]->schemes[k].prefix);
+      snprintf(want, sizeof want, "this build has no %s store", b[i]->name);
+      assert_int_equal(ustore_open(&s, url, &e2), UNICO_EUNSUPPORTED);
+      assert_null(s);
+      assert_non_null(strstr(e2.msg, want));
+      assert_non_null(strstr(e2.msg, b[i]->build));
+      assert_int_equal(ustore_url_caps(url, &caps, &e2), UNICO_EUNSUPPORTED);
+    }
+  }
+  assert_true(listed >= 3); /* lmdb://PATH, lmdb:PATH, sim:NAME at least */
+  assert_non_null(strstr(e.msg, "lmdb://PATH"));
+  assert_non_null(strstr(e.msg, "sim:NAME"));
+  /* a long URL is cut, never the list */
+  char url[300];
+  snprintf(url, sizeof url, "nosuch://%0250d", 7);
+  assert_int_equal(ustore_open(&s, url, &e), UNICO_EUNSUPPORTED);
+  assert_non_null(strstr(e.msg, "unsupported store URL \"nosuch://000"));
+  assert_non_null(strstr(e.msg, "sim:NAME)"));
+  assert_true(strlen(e.msg) < sizeof e.msg - 1);
+}
+
+/* A value of the wrong type is refused by the URL parser from the
+ * descriptor, before the store opens (the simulated store opens nothing
+ * but the common option is checked the same way), with the message of the
+ * typed look-ups; every typed option of every built store is tried. */
+static void test_option_types(void **state) {
+  (void)state;
+  size_t n;
+  const ustore_backend *const *b = ustore_backends(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (!b[i]->open) continue;
+    for (size_t k = 0; k < b[i]->noptions; k++) {
+      const ustore_option_desc *d = &b[i]->options[k];
+      if (d->type == USTORE_OPT_TEXT) continue;
+      char url[256], want[128];
+      ustore_err e = {{0}};
+      unsigned caps = 0;
+      /* (a host that refuses: nothing would answer were it reached) */
+      snprintf(url, sizeof url, "%s%s?%s=%s", b[i]->schemes[0].prefix,
+               !strcmp(b[i]->name, "lmdb") ? "/nonexistent/unico-types"
+                                           : "127.0.0.1:1/unico_x",
+               d->name, d->type == USTORE_OPT_INT ? "-99999999" : "nope");
+      snprintf(want, sizeof want, "%s store option %s=", b[i]->name, d->name);
+      int rc = ustore_url_caps(url, &caps, &e);
+      if (rc != UNICO_EINVAL || !strstr(e.msg, want))
+        fprintf(stderr, "%s: %d %s\n", url, rc, e.msg);
+      assert_int_equal(rc, UNICO_EINVAL);
+      assert_non_null(strstr(e.msg, want));
+      assert_non_null(strstr(e.msg, ": expected "));
+    }
+  }
+}
+
+/* The secrets are the descriptors' (and the names of credentials no store
+ * takes): what the CLI and unico serve mask. */
+static void test_secrets(void **state) {
+  (void)state;
+  size_t n, nsecret = 0;
+  const ustore_backend *const *b = ustore_backends(&n);
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < b[i]->noptions; k++) {
+      const ustore_option_desc *d = &b[i]->options[k];
+      int secret = (d->flags & USTORE_OPT_SECRET) != 0;
+      nsecret += secret;
+      assert_int_equal(ustore_option_is_secret(d->name, strlen(d->name)),
+                       secret);
+      assert_int_equal(unico_store_option_secret(d->name, strlen(d->name)),
+                       secret);
+    }
+  assert_int_equal(nsecret, 2); /* cassandra's password, tls_key_password */
+  assert_true(ustore_option_is_secret("PassWord", 8));
+  assert_true(ustore_option_is_secret("session_token", 13));
+  assert_true(ustore_option_is_secret("db_password", 11));
+  assert_false(ustore_option_is_secret("passwords", 9));
+  assert_false(ustore_option_is_secret("tls_key", 7));
+  assert_false(ustore_option_is_secret("_password", 9));
+  assert_false(unico_store_option_secret(NULL, 0));
+}
+
+/* One row of docs/cli.md's table of store options, as the descriptor says
+ * it ("| store | option | values | default | secret |"). */
+static void table_row(const char *store, const ustore_option_desc *d,
+                      char *out, size_t cap) {
+  char values[256] = "", def[128];
+  size_t len = 0;
+  switch (d->type) {
+  case USTORE_OPT_INT:
+    snprintf(values, sizeof values, "`%ld` to `%ld`", d->lo, d->hi);
+    break;
+  case USTORE_OPT_SIZE: {
+    char m[32];
+    ustore_fmt_size(d->min, m, sizeof m);
+    snprintf(values, sizeof values, "a size, at least `%s`", m);
+    break;
+  }
+  case USTORE_OPT_WORD:
+    for (size_t i = 0; d->words[i] && len < sizeof values; i++)
+      len += (size_t)snprintf(values + len, sizeof values - len, "%s`%s`",
+                              i ? ", " : "", d->words[i]);
+    break;
+  default:
+    snprintf(values, sizeof values, "text");
+  }
+  if (!*d->def) snprintf(def, sizeof def, "none");
+  else if (*d->def == '(') snprintf(def, sizeof def, "%s", d->def);
+  else snprintf(def, sizeof def, "`%s`", d->def);
+  snprintf(out, cap, "| %s | `%s` | %s | %s | %s |", store, d->name, values,
+           def, d->flags & USTORE_OPT_SECRET ? "yes" : "no");
+}
+
+/* docs/cli.md's table of every store option (after the line naming this
+ * test) is the descriptors', row for row; on a difference the whole table
+ * as it should be is printed. */
+static void test_doc_table(void **state) {
+  (void)state;
+  char path[1024], line[1024], want[4096];
+  snprintf(path, sizeof path, "%s/docs/cli.md", UNICO_SOURCE_DIR);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  /* the rows as they should be */
+  char rows[64][400];
+  size_t nrows = 0, n, nc;
+  const ustore_backend *const *b = ustore_backends(&n);
+  const ustore_option_desc *common = ustore_common_options(&nc);
+  for (size_t k = 0; k < nc; k++)
+    table_row("every store", &common[k], rows[nrows++], sizeof rows[0]);
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < b[i]->noptions; k++) {
+      char store[64];
+      assert_true(nrows < 64);
+      snprintf(store, sizeof store, "`%s`", b[i]->name);
+      table_row(store, &b[i]->options[k], rows[nrows++], sizeof rows[0]);
+    }
+  size_t len = 0;
+  for (size_t i = 0; i < nrows; i++)
+    len += (size_t)snprintf(want + len, sizeof want - len, "%s\n", rows[i]);
+  /* the table in the page */
+  int found = 0, bad = 0;
+  size_t row = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!found) {
+      found = strstr(line, "tests/test_store_options.c") != NULL &&
+              strstr(line, "<!--") != NULL;
+      continue;
+    }
+    if (strncmp(line, "| ", 2)) {
+      if (row) break; /* the end of the table */
+      continue;
+    }
+    if (!strncmp(line, "| store |", 9) || !strncmp(line, "|---", 4)) continue;
+    if (row >= nrows || strcmp(line, rows[row])) {
+      fprintf(stderr, "docs/cli.md: \"%s\"\n  the descriptors: \"%s\"\n", line,
+              row < nrows ? rows[row] : "(no more rows)");
+      bad = 1;
+    }
+    row++;
+  }
+  fclose(f);
+  if (row != nrows) bad = 1;
+  if (bad || !found)
+    fprintf(stderr, "docs/cli.md's table of store options should be:\n%s",
+            want);
+  assert_true(found);
+  assert_int_equal(row, nrows);
+  assert_false(bad);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -250,6 +474,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_typed),
       cmocka_unit_test(test_every_store),
       cmocka_unit_test(test_url_caps),
+      cmocka_unit_test(test_schemes),
+      cmocka_unit_test(test_option_types),
+      cmocka_unit_test(test_secrets),
+      cmocka_unit_test(test_doc_table),
   };
   return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "store/cassandra.h"
+#include "store/cassandra/cassandra.h"
 #include "store/store.h"
 #include "unico.h"
 

@@ -6,7 +6,7 @@
  * lock it with a conditional update (5-minute timeout), transaction of
  * markers and item, unlock". Single-threaded, so the request counters'
  * deltas belong to the operation measured. Both sides reuse the store's
- * HTTP and SigV4 client (src/store/dynamo_client.h).
+ * HTTP and SigV4 client (src/store/dynamodb/dynamo_client.h).
  *
  * usage: dynamo-bench --endpoint HOST:PORT [--n 300] [--json FILE]
  * Prints a markdown table; --json also writes the figures. */
@@ -19,8 +19,8 @@
 
 #include <jansson.h>
 
-#include "store/dynamo_client.h"
-#include "store/dynamodb.h"
+#include "store/dynamodb/dynamo_client.h"
+#include "store/dynamodb/dynamodb.h"
 #include "store/store.h"
 #include "unico.h"
 

@@ -12,6 +12,7 @@
 #include "exec/internal.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
+#include "store/backend.h"
 #include "util/err.h"
 
 #define SWEEP_EVERY 4096 /* writes between automatic outcome sweeps */
@@ -284,6 +285,10 @@ int uexec_url_defers(const char *url) {
   return (caps & USTORE_CAP_DEFERS) != 0;
 }
 
+int uexec_option_is_secret(const char *name, size_t len) {
+  return ustore_option_is_secret(name, len);
+}
+
 int uexec_fix_apply(uexec *x, const uexec_fix *f, unico_result *res) {
   return x->proto->fix(x, f, res);
 }
@@ -297,7 +302,7 @@ int uexec_tables(uexec *x, const ustore_tabledef *defs, size_t n, int mode,
 }
 
 size_t uexec_max_txn(uexec *x) {
-  return x->st->vt->version >= 2 ? x->st->vt->max_txn : 0;
+  return x->st->vt->max_txn;
 }
 
 int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,

@@ -121,6 +121,9 @@ int uexec_watch_durable(uexec *x, uexec_watch *w);
 /* 1 when a store opened from url would defer durability as above, 0 when
  * not, or the error opening it would give for the URL itself. */
 int uexec_url_defers(const char *url);
+/* Whether a store URL option of that name is a secret (the stores'
+ * descriptors: ustore_option_is_secret()). */
+int uexec_option_is_secret(const char *name, size_t len);
 
 /* The executor knows no schemas; where the claims protocol judges an
  * insert intent by its table's fingerprint (uplan_table_fingerprint) in

@@ -15,8 +15,10 @@
  * outcome of a write unknown is UNICO_EUNKNOWN; one that certainly wrote
  * nothing is UNICO_EUNAVAILABLE (or another definite code).
  *
- * The vtable is versioned like SQLite's sqlite3_vfs: fields are only ever
- * appended, and `version` says how many a backend fills in.
+ * Every backend is in this tree (a folder of src/store/ with its
+ * descriptor, store/backend.h), so the vtable carries no version: an
+ * optional call is one a backend leaves NULL, and the ustore_* function of
+ * the same name then gives the default written beside it in brackets.
  */
 #ifndef UNICO_STORE_H
 #define UNICO_STORE_H
@@ -116,7 +118,6 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
  * rows of the table named in its catalog (tables() below); every other key
  * stays in the store's own table. */
 #define USTORE_CAP_ROWS 0x10u
-#define USTORE_VTAB_VERSION 7
 
 /* A plain description of one DDL table, for stores that keep records in
  * native tables: no schema module, only names, types and the key. Column
@@ -144,7 +145,6 @@ enum ustore_tables_mode {
 };
 
 typedef struct ustore_vtab {
-  int version;       /* USTORE_VTAB_VERSION the backend was written for */
   const char *name;  /* "lmdb", ... */
   unsigned caps;     /* USTORE_CAP_* */
   /* Read one key. UNICO_OK with val/version, or UNICO_ENOTFOUND. */
@@ -165,9 +165,9 @@ typedef struct ustore_vtab {
   void (*close)(ustore *s);
   /* The longest key the store accepts, in bytes (0: no limit). */
   size_t max_key;
-  /* version 2: the most ops one txn() may carry (0: no limit). */
+  /* The most ops one txn() may carry (0: no limit). */
   size_t max_txn;
-  /* version 3, each optional (NULL: the default in brackets). */
+  /* Optional, each (NULL: the default in brackets). */
   /* The store's clock, in ms since the epoch [the wall clock]. The
    * simulated store answers with its virtual clock. */
   int64_t (*now_ms)(ustore *s);
@@ -182,20 +182,20 @@ typedef struct ustore_vtab {
    * the other]. */
   int (*cas_many)(ustore *s, ustore_op *ops, size_t n, int *rcs,
                   ustore_err *errs);
-  /* version 4, optional. Independent conditional writes sent without
+  /* Optional. Independent conditional writes sent without
    * waiting for their answers, for writes whose result changes nothing
    * for the caller (the claims protocol's finish). Each may apply or not,
    * now or a little later; the caller learns nothing, and ops' outputs
    * are left alone [cas_many, its results dropped]. */
   void (*post_many)(ustore *s, ustore_op *ops, size_t n);
-  /* version 4, optional. Reads of ops[i].key issued together: rcs[i] is
+  /* Optional. Reads of ops[i].key issued together: rcs[i] is
    * UNICO_OK with the value in ops[i].cur and its version in
    * ops[i].cur_version, UNICO_ENOTFOUND, or an error (its message in
    * errs[i]; errs may be NULL). Returns UNICO_OK when every rcs[i] was
    * filled [one get() after the other]. */
   int (*get_many)(ustore *s, ustore_op *ops, size_t n, int *rcs,
                   ustore_err *errs);
-  /* version 5, optional. Deferred durability (see ustore_defer_begin):
+  /* Optional. Deferred durability (see ustore_defer_begin):
    * arrange for w->cb to be called once every write numbered up to w->seq
    * is durable, or once syncing failed. 0: it already is (cb is not
    * called); 1: cb will be called exactly once, from the store's syncer
@@ -203,7 +203,7 @@ typedef struct ustore_vtab {
    * Callers embed the watch in a struct of their own to carry context.
    * [NULL: a store that never defers; every ticket is 0.] */
   int (*watch_durable)(ustore *s, struct ustore_watch *w);
-  /* version 6, optional (only stores with USTORE_CAP_ROWS): the catalog of
+  /* Optional (only stores with USTORE_CAP_ROWS): the catalog of
    * DDL tables, handed down whenever a schema is loaded or applied (mode
    * enum ustore_tables_mode). The store copies what it keeps. A table it
    * cannot hold natively (DynamoDB: more than two key columns) or whose
@@ -211,13 +211,13 @@ typedef struct ustore_vtab {
    * [NULL: UNICO_OK, nothing to do] */
   int (*tables)(ustore *s, const ustore_tabledef *defs, size_t n, int mode,
                 ustore_err *e);
-  /* version 7, optional. Whether the store takes writes now: UNICO_OK, or
+  /* Optional. Whether the store takes writes now: UNICO_OK, or
    * the error writes get now (UNICO_EUNAVAILABLE, UNICO_EFULL...) with
    * *reason a stable word (USTORE_HEALTH_*) and the message in e; reads
    * may still be answered. A few system calls at most: a health check
    * may call it every time. [NULL: UNICO_OK] */
   int (*health)(ustore *s, const char **reason, ustore_err *e);
-  /* version 7, optional. close(), saying whether everything written was
+  /* Optional. close(), saying whether everything written was
    * left where the next open finds it: UNICO_OK, or an error with e saying
    * what was left undone (LMDB's log mode: the final checkpoint could not
    * be made; nothing acknowledged is lost, the log is replayed at the
@@ -259,8 +259,8 @@ typedef struct ustore_watch {
 /* watch_durable with its default (0 when the store has none). */
 int ustore_watch_durable(ustore *s, ustore_watch *w);
 
-/* The version-3 and -4 calls with their defaults (a backend of an older version
- * or with a NULL entry gets the default). */
+/* The optional calls with their defaults (a NULL entry gets the
+ * default). */
 int64_t ustore_now(ustore *s);
 /* For tests: move the clock of every store without one of its own (the
  * wall clock, in this process) forward by ms, as time passing would
@@ -348,12 +348,8 @@ int ustore_open(ustore **out, const char *url, ustore_err *e);
  * itself (a bad option, an unknown scheme). */
 int ustore_url_caps(const char *url, unsigned *caps, ustore_err *e);
 
-/* A backend's open, for the table in store.c: loc is the URL after its
- * scheme, up to the '?'; opts holds the options, already checked against
- * the names the backend declares (each backend's header). Fills *out, or
- * leaves it NULL and says why in e. */
+/* The backends, their descriptors and options: store/backend.h; their
+ * options, parsed: store/options.h. */
 struct ustore_opts;
-typedef int (*ustore_open_fn)(ustore **out, const char *loc,
-                              const struct ustore_opts *opts, ustore_err *e);
 
 #endif

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/cql_proto.h"
+#include "store/cassandra/cql_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -41,8 +41,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "store/lmdb.h"
-#include "store/memtable.h"
+#include "store/lmdb/lmdb_store.h"
+#include "store/lmdb/memtable.h"
 #include "store/options.h"
 #include "store/store.h"
 #include "unico_errors.h"

@@ -9,7 +9,7 @@
  * against the bytes left (each item needs a minimum size) before anything
  * is allocated, so an absurd count fails at once. Types nest at most
  * TYPE_DEPTH deep. */
-#include "store/cql_proto.h"
+#include "store/cassandra/cql_proto.h"
 
 #include <stdarg.h>
 #include <stdio.h>

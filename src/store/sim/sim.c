@@ -42,7 +42,7 @@
  * time elapsed since usim_new; inside a run it is the virtual clock alone
  * (so a run starts from the virtual clock, behind what the outside clock
  * read just before by the wall time elapsed). */
-#include "store/sim.h"
+#include "store/sim/sim.h"
 #include "store/options.h"
 
 #include <pthread.h>
@@ -730,11 +730,11 @@ static void sv_close(ustore *st) {
 
 /* A seeded schedule; transactions only in a simulation made with them. */
 static const ustore_vtab sim_vtab = {
-    USTORE_VTAB_VERSION, "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
+    "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
     sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
     sv_post_many, NULL, NULL, NULL, NULL, NULL};
 static const ustore_vtab sim_txn_vtab = {
-    USTORE_VTAB_VERSION, "sim", USTORE_CAP_DETERMINISTIC | USTORE_CAP_TXN,
+    "sim", USTORE_CAP_DETERMINISTIC | USTORE_CAP_TXN,
     sv_get, sv_cas, sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now,
     sv_sleep, sv_cas_many, sv_post_many, NULL, NULL, NULL, NULL, NULL};
 

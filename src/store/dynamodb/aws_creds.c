@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
-#include "store/aws_creds.h"
+#include "store/dynamodb/aws_creds.h"
 #include "unico_errors.h"
 #include "util/buf.h"
 
@@ -1132,12 +1132,171 @@ static int ecs_host_allowed(const char *url) {
          !strcmp(host, "169.254.170.23") || !strcasecmp(host, "fd00:ec2::23");
 }
 
+/* The source is web identity (AssumeRoleWithWebIdentity at STS): from
+ * the environment (wif, arn) or the profile p. UNICO_OK, UNICO_ENOMEM, or
+ * UNICO_EUNAVAILABLE with e saying why. */
+static int web_source(uaws_chain *c, const profile *p, const char *pname,
+                      const char *wif, const char *arn, ustore_err *e) {
+  c->src = SRC_WEB;
+  int from_env = wif && arn;
+  const char *sn = from_env ? env("AWS_ROLE_SESSION_NAME") : p->session_name;
+  char dflt[48];
+  snprintf(dflt, sizeof dflt, "unico-%lld", (long long)wall_ms());
+  c->role_arn = strdup(from_env ? arn : p->role_arn);
+  c->token_file = strdup(from_env ? wif : p->token_file);
+  c->session_name = strdup(sn && *sn ? sn : dflt);
+  if (!c->role_arn || !c->token_file || !c->session_name) return UNICO_ENOMEM;
+  /* STS: AWS_ENDPOINT_URL_STS (or AWS_ENDPOINT_URL), else the Region's */
+  char url[600], var[64], host[300];
+  const char *u = endpoint_env("STS", var, sizeof var);
+  int tls;
+  unsigned port;
+  if (u && uaws_split_url(u, &tls, host, sizeof host, &port)) {
+    ustore_seterr(e, "%s=%.200s: expected http://HOST[:PORT] or https://HOST[:PORT]",
+                  var, u);
+    return UNICO_EUNAVAILABLE;
+  }
+  if (u)
+    snprintf(url, sizeof url, "%s", u);
+  else if (c->region && valid_region(c->region))
+    snprintf(url, sizeof url, "https://sts.%s.amazonaws.com%s/", c->region,
+             strncmp(c->region, "cn-", 3) ? "" : ".cn");
+  else
+    snprintf(url, sizeof url, "https://sts.amazonaws.com/");
+  if (!(c->sts_url = strdup(url))) return UNICO_ENOMEM;
+  if (from_env)
+    snprintf(c->label, sizeof c->label, "web identity");
+  else
+    snprintf(c->label, sizeof c->label, "web identity of profile %s", pname);
+  return UNICO_OK;
+}
+
+/* The source is the ECS container endpoint (rel or full, the
+ * environment's URIs). UNICO_OK, UNICO_ENOMEM, or UNICO_EUNAVAILABLE with
+ * e saying why. */
+static int ecs_source(uaws_chain *c, const char *rel, const char *full,
+                      ustore_err *e) {
+  c->src = SRC_ECS;
+  snprintf(c->label, sizeof c->label, "ECS container endpoint");
+  char url[1024];
+  if (rel)
+    snprintf(url, sizeof url, "http://" ECS_HOST "%s%s", rel[0] == '/' ? "" : "/", rel);
+  else
+    snprintf(url, sizeof url, "%s", full);
+  if (!rel && !ecs_host_allowed(url)) {
+    ustore_seterr(e, "AWS_CONTAINER_CREDENTIALS_FULL_URI=%.200s: plain HTTP "
+                     "only to a loopback address, " ECS_HOST " or 169.254.170.23",
+                  full);
+    return UNICO_EUNAVAILABLE;
+  }
+  c->ecs_url = strdup(url);
+  const char *tf = env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+  const char *tv = env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  if (tf) c->ecs_token_file = strdup(tf);
+  else if (tv) c->ecs_token = strdup(tv);
+  if (!c->ecs_url || (tf && !c->ecs_token_file) || (!tf && tv && !c->ecs_token))
+    return UNICO_ENOMEM;
+  return UNICO_OK;
+}
+
+/* c's lock and conditions (on the monotonic clock): 0, or -1 with
+ * nothing made. */
+static int sync_init(uaws_chain *c) {
+  pthread_condattr_t ca;
+  int oom;
+  if (pthread_mutex_init(&c->mu, NULL)) return -1;
+  if (pthread_condattr_init(&ca)) {
+    pthread_mutex_destroy(&c->mu);
+    return -1;
+  }
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  oom = pthread_cond_init(&c->wake, &ca);
+  if (!oom && pthread_cond_init(&c->done, &ca)) {
+    pthread_cond_destroy(&c->wake);
+    oom = 1;
+  }
+  pthread_condattr_destroy(&ca);
+  if (oom) {
+    pthread_mutex_destroy(&c->mu);
+    return -1;
+  }
+  c->sync_init = 1;
+  return 0;
+}
+
+/* The first source of the chain that has credentials, into c (its keys,
+ * when the source gives them at once, into *k), from the environment and
+ * the profile p read from kpath and cpath (kread, cread: whether they
+ * could be read). UNICO_OK, UNICO_ENOMEM, or UNICO_EUNAVAILABLE with e
+ * saying why. */
+static int choose_source(uaws_chain *c, const profile *p, const char *pname,
+                         const char *kpath, int kread, const char *cpath,
+                         int cread, uaws_keys **k, ustore_err *e) {
+  const char *ak = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
+  const char *wif = env("AWS_WEB_IDENTITY_TOKEN_FILE"), *arn = env("AWS_ROLE_ARN");
+  const char *rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  const char *full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  const char *imds_off = env("AWS_EC2_METADATA_DISABLED");
+  if (ak && sk) {
+    c->src = SRC_ENV;
+    snprintf(c->label, sizeof c->label, "environment");
+    *k = keys_new(ak, sk, env("AWS_SESSION_TOKEN"), 0);
+    if (!*k) return UNICO_ENOMEM;
+  } else if ((wif && arn) || (p->role_arn && p->token_file)) {
+    return web_source(c, p, pname, wif, arn, e);
+  } else if (p->ak && p->sk) {
+    c->src = SRC_PROFILE;
+    snprintf(c->label, sizeof c->label, "profile %s", pname);
+    *k = keys_new(p->ak, p->sk, p->tok, 0);
+    if (!*k) return UNICO_ENOMEM;
+  } else if (p->process) {
+    c->src = SRC_PROCESS;
+    snprintf(c->label, sizeof c->label, "credential_process of profile %s", pname);
+    if (!(c->process = strdup(p->process))) return UNICO_ENOMEM;
+  } else if (p->found && (p->source_profile || p->sso || p->role_arn)) {
+    ustore_seterr(e, "AWS credentials for %s: profile %s uses %s, which unico "
+                     "does not read; export its temporary credentials "
+                     "(aws configure export-credentials --format env)",
+                  c->what, pname,
+                  p->sso ? "SSO" : p->source_profile ? "role_arn with source_profile"
+                                                   : "role_arn without web_identity_token_file");
+    return UNICO_EUNAVAILABLE;
+  } else if (env("AWS_PROFILE") && !p->found) {
+    ustore_seterr(e, "AWS credentials for %s: AWS_PROFILE names profile %.60s, "
+                     "which is in neither %s%s nor %s%s",
+                  c->what, pname, kpath, kread ? "" : " (not readable)", cpath,
+                  cread ? "" : " (not readable)");
+    return UNICO_EUNAVAILABLE;
+  } else if (rel || full) {
+    return ecs_source(c, rel, full, e);
+  } else if (!imds_off || strcasecmp(imds_off, "true")) {
+    c->src = SRC_IMDS;
+    snprintf(c->label, sizeof c->label, "EC2 instance metadata");
+    const char *ep = env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    const char *mode = env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
+    if (!ep) ep = mode && !strcasecmp(mode, "IPv6") ? "http://[fd00:ec2::254]"
+                                                    : "http://169.254.169.254";
+    size_t n = strlen(ep);
+    while (n && ep[n - 1] == '/') n--;
+    if (!(c->imds = dupn(ep, n))) return UNICO_ENOMEM;
+  } else {
+    ustore_seterr(e, "no AWS credentials for %s: EC2 instance metadata is "
+                     "disabled, and none are in the environment "
+                     "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), profile [%s] "
+                     "of %s%s or %s%s, web identity or ECS",
+                  c->what, pname, kpath, kread ? "" : " (not readable)", cpath,
+                  cread ? "" : " (not readable)");
+    return UNICO_EUNAVAILABLE;
+  }
+  return UNICO_OK;
+}
+
 int uaws_chain_open(uaws_chain **out, const uaws_chain_config *cfg,
                     ustore_err *e) {
   char err[256] = "", cpath[4096], kpath[4096];
   profile p;
   uaws_keys *k = NULL;
-  int rc = UNICO_ENOMEM, oom = 0;
+  int rc = UNICO_ENOMEM;
   memset(&p, 0, sizeof p);
   *out = NULL;
   uaws_chain *c = calloc(1, sizeof *c);
@@ -1150,116 +1309,9 @@ int uaws_chain_open(uaws_chain **out, const uaws_chain_config *cfg,
   file_path(cpath, sizeof cpath, "AWS_CONFIG_FILE", "config");
   int kread = profile_read(kpath, pname, 0, &p) == 0;
   int cread = profile_read(cpath, pname, 1, &p) == 0;
-  const char *ak = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
-  const char *wif = env("AWS_WEB_IDENTITY_TOKEN_FILE"), *arn = env("AWS_ROLE_ARN");
-  const char *rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-  const char *full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
-  const char *imds_off = env("AWS_EC2_METADATA_DISABLED");
-  if (ak && sk) {
-    c->src = SRC_ENV;
-    snprintf(c->label, sizeof c->label, "environment");
-    k = keys_new(ak, sk, env("AWS_SESSION_TOKEN"), 0);
-    if (!k) goto leave;
-  } else if ((wif && arn) || (p.role_arn && p.token_file)) {
-    c->src = SRC_WEB;
-    int from_env = wif && arn;
-    const char *sn = from_env ? env("AWS_ROLE_SESSION_NAME") : p.session_name;
-    char dflt[48];
-    snprintf(dflt, sizeof dflt, "unico-%lld", (long long)wall_ms());
-    c->role_arn = strdup(from_env ? arn : p.role_arn);
-    c->token_file = strdup(from_env ? wif : p.token_file);
-    c->session_name = strdup(sn && *sn ? sn : dflt);
-    if (!c->role_arn || !c->token_file || !c->session_name) goto leave;
-    /* STS: AWS_ENDPOINT_URL_STS (or AWS_ENDPOINT_URL), else the Region's */
-    char url[600], var[64], host[300];
-    const char *u = endpoint_env("STS", var, sizeof var);
-    int tls;
-    unsigned port;
-    if (u && uaws_split_url(u, &tls, host, sizeof host, &port)) {
-      ustore_seterr(e, "%s=%.200s: expected http://HOST[:PORT] or https://HOST[:PORT]",
-                    var, u);
-      rc = UNICO_EUNAVAILABLE;
-      goto leave;
-    }
-    if (u)
-      snprintf(url, sizeof url, "%s", u);
-    else if (c->region && valid_region(c->region))
-      snprintf(url, sizeof url, "https://sts.%s.amazonaws.com%s/", c->region,
-               strncmp(c->region, "cn-", 3) ? "" : ".cn");
-    else
-      snprintf(url, sizeof url, "https://sts.amazonaws.com/");
-    if (!(c->sts_url = strdup(url))) goto leave;
-    if (from_env)
-      snprintf(c->label, sizeof c->label, "web identity");
-    else
-      snprintf(c->label, sizeof c->label, "web identity of profile %s", pname);
-  } else if (p.ak && p.sk) {
-    c->src = SRC_PROFILE;
-    snprintf(c->label, sizeof c->label, "profile %s", pname);
-    k = keys_new(p.ak, p.sk, p.tok, 0);
-    if (!k) goto leave;
-  } else if (p.process) {
-    c->src = SRC_PROCESS;
-    snprintf(c->label, sizeof c->label, "credential_process of profile %s", pname);
-    if (!(c->process = strdup(p.process))) goto leave;
-  } else if (p.found && (p.source_profile || p.sso || p.role_arn)) {
-    ustore_seterr(e, "AWS credentials for %s: profile %s uses %s, which unico "
-                     "does not read; export its temporary credentials "
-                     "(aws configure export-credentials --format env)",
-                  c->what, pname,
-                  p.sso ? "SSO" : p.source_profile ? "role_arn with source_profile"
-                                                   : "role_arn without web_identity_token_file");
-    rc = UNICO_EUNAVAILABLE;
-    goto leave;
-  } else if (env("AWS_PROFILE") && !p.found) {
-    ustore_seterr(e, "AWS credentials for %s: AWS_PROFILE names profile %.60s, "
-                     "which is in neither %s%s nor %s%s",
-                  c->what, pname, kpath, kread ? "" : " (not readable)", cpath,
-                  cread ? "" : " (not readable)");
-    rc = UNICO_EUNAVAILABLE;
-    goto leave;
-  } else if (rel || full) {
-    c->src = SRC_ECS;
-    snprintf(c->label, sizeof c->label, "ECS container endpoint");
-    char url[1024];
-    if (rel)
-      snprintf(url, sizeof url, "http://" ECS_HOST "%s%s", rel[0] == '/' ? "" : "/", rel);
-    else
-      snprintf(url, sizeof url, "%s", full);
-    if (!rel && !ecs_host_allowed(url)) {
-      ustore_seterr(e, "AWS_CONTAINER_CREDENTIALS_FULL_URI=%.200s: plain HTTP "
-                       "only to a loopback address, " ECS_HOST " or 169.254.170.23",
-                    full);
-      rc = UNICO_EUNAVAILABLE;
-      goto leave;
-    }
-    c->ecs_url = strdup(url);
-    const char *tf = env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
-    const char *tv = env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
-    if (tf) c->ecs_token_file = strdup(tf);
-    else if (tv) c->ecs_token = strdup(tv);
-    if (!c->ecs_url || (tf && !c->ecs_token_file) || (!tf && tv && !c->ecs_token))
-      goto leave;
-  } else if (!imds_off || strcasecmp(imds_off, "true")) {
-    c->src = SRC_IMDS;
-    snprintf(c->label, sizeof c->label, "EC2 instance metadata");
-    const char *ep = env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-    const char *mode = env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
-    if (!ep) ep = mode && !strcasecmp(mode, "IPv6") ? "http://[fd00:ec2::254]"
-                                                    : "http://169.254.169.254";
-    size_t n = strlen(ep);
-    while (n && ep[n - 1] == '/') n--;
-    if (!(c->imds = dupn(ep, n))) goto leave;
-  } else {
-    ustore_seterr(e, "no AWS credentials for %s: EC2 instance metadata is "
-                     "disabled, and none are in the environment "
-                     "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), profile [%s] "
-                     "of %s%s or %s%s, web identity or ECS",
-                  c->what, pname, kpath, kread ? "" : " (not readable)", cpath,
-                  cread ? "" : " (not readable)");
-    rc = UNICO_EUNAVAILABLE;
-    goto leave;
-  }
+  rc = choose_source(c, &p, pname, kpath, kread, cpath, cread, &k, e);
+  if (rc) goto leave;
+  rc = UNICO_ENOMEM;
   if (!k && fetch(c, &k, err, sizeof err)) {
     if (c->src == SRC_IMDS)
       ustore_seterr(e, "no AWS credentials: %s; none in the environment "
@@ -1280,24 +1332,7 @@ int uaws_chain_open(uaws_chain **out, const uaws_chain_config *cfg,
     rc = UNICO_EUNAVAILABLE;
     goto leave;
   }
-  pthread_condattr_t ca;
-  if (pthread_mutex_init(&c->mu, NULL)) goto leave;
-  if (pthread_condattr_init(&ca)) {
-    pthread_mutex_destroy(&c->mu);
-    goto leave;
-  }
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  oom = pthread_cond_init(&c->wake, &ca);
-  if (!oom && pthread_cond_init(&c->done, &ca)) {
-    pthread_cond_destroy(&c->wake);
-    oom = 1;
-  }
-  pthread_condattr_destroy(&ca);
-  if (oom) {
-    pthread_mutex_destroy(&c->mu);
-    goto leave;
-  }
-  c->sync_init = 1;
+  if (sync_init(c)) goto leave;
   publish(c, k);
   k = NULL;
   if (c->cur->expires_ms) {

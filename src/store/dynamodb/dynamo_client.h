@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "store/dynamodb.h"
+#include "store/dynamodb/dynamodb.h"
 #include "util/buf.h"
 
 typedef struct uddb_client uddb_client;

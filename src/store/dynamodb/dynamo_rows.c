@@ -1,5 +1,5 @@
 /* dynamo_rows.c - records as native DynamoDB items (dynamo_rows.h). */
-#include "store/dynamo_rows.h"
+#include "store/dynamodb/dynamo_rows.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "codec/stored.h"
 #include "keys/tuple.h"
-#include "store/dynamo_client.h"
+#include "store/dynamodb/dynamo_client.h"
 #include "util/clock.h"
 
 #define seterr ustore_seterr

@@ -7,7 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "store/sigv4.h"
+#include "store/dynamodb/sigv4.h"
 
 static const char HEXD[] = "0123456789abcdef";
 

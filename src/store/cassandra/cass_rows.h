@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/cql_proto.h"
+#include "store/cassandra/cql_proto.h"
 #include "store/store.h"
 #include "store/typed.h"
 #include "util/buf.h"

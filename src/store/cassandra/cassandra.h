@@ -1,5 +1,5 @@
 /* cassandra.h - Cassandra or ScyllaDB through the CQL native protocol v4
- * and lightweight transactions (src/store/cassandra.c, docs/cassandra.md):
+ * and lightweight transactions (src/store/cassandra/cassandra.c, docs/cassandra.md):
  * "cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE[?OPTIONS]", and
  * "cassandras://..." for TLS (cql_tls.h). */
 #ifndef UNICO_STORE_CASSANDRA_H
@@ -9,12 +9,7 @@
 
 #include "store/store.h"
 
-#define USTORE_CASSANDRA_OPTIONS                                          \
-  "consistency, serial, user, password, connect_timeout_ms, "             \
-  "request_timeout_ms, table, replication, allow_weak, tls, tls_ca, "      \
-  "tls_cert, tls_key, tls_key_password, tls_verify_host, tls_server_name, " \
-  "table_prefix"
-
+/* Its options: cassandra_backend.c. */
 /* loc is HOST[:PORT][,...]/KEYSPACE. cassandra:// is plaintext unless the
  * option tls=1 says otherwise; cassandras:// is always TLS. */
 int ustore_cassandra_open(ustore **out, const char *loc,

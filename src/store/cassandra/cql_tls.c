@@ -15,7 +15,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-#include "store/cql_tls.h"
+#include "store/cassandra/cql_tls.h"
 #include "unico_errors.h"
 
 struct ucql_tls {

@@ -14,9 +14,9 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "store/aws_creds.h"
-#include "store/dynamo_client.h"
-#include "store/sigv4.h"
+#include "store/dynamodb/aws_creds.h"
+#include "store/dynamodb/dynamo_client.h"
+#include "store/dynamodb/sigv4.h"
 #include "unico_errors.h"
 
 #define POOL_MAX 64             /* idle handles kept */

@@ -7,14 +7,14 @@
  * hands each frame to the caller whose stream it answers (leader and
  * followers). A request that gets no answer in time is abandoned: its
  * stream stays taken until the answer comes or the connection goes.
- * Internal to the cassandra store (store/cassandra.c). */
+ * Internal to the cassandra store (store/cassandra/cassandra.c). */
 #ifndef UNICO_CQL_CONN_H
 #define UNICO_CQL_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/cql_proto.h"
+#include "store/cassandra/cql_proto.h"
 
 typedef struct ucql_conn ucql_conn;
 

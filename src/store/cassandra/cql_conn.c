@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <openssl/err.h>
 
-#include "store/cql_conn.h"
-#include "store/cql_tls.h"
+#include "store/cassandra/cql_conn.h"
+#include "store/cassandra/cql_tls.h"
 #include "unico_errors.h"
 
 #define NSTREAMS 1024 /* v4 allows 32768; this is plenty in flight */
@@ -400,23 +400,11 @@ static void encode_call(ubuf *out, int16_t stream, const ucql_call *k) {
   }
 }
 
-static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
-  int16_t *streams = calloc(n ? n : 1, sizeof *streams);
-  size_t *ends = calloc(n ? n : 1, sizeof *ends);
-  ubuf frames = UBUF_INIT;
-  if (!streams || !ends) {
-    free(streams);
-    free(ends);
-    return UNICO_ENOMEM;
-  }
-  int64_t deadline = mono_ms() + c->req_ms;
-  for (size_t i = 0; i < n; i++) {
-    memset(&calls[i].resp, 0, sizeof calls[i].resp);
-    calls[i].rc = UNICO_EUNAVAILABLE;
-    calls[i].sent = 0;
-    calls[i].err[0] = 0;
-  }
-  /* streams */
+/* A stream for each of the n calls into streams, waiting until the
+ * deadline for half the streams at most to come free: 0, or -1 with each
+ * call's error set (a broken connection, too many requests in flight). */
+static int take_streams(ucql_conn *c, ucql_call *calls, size_t n,
+                        int16_t *streams, int64_t deadline) {
   pthread_mutex_lock(&c->mu);
   size_t need = n > NSTREAMS / 2 ? NSTREAMS / 2 : n;
   while (!c->broken && (size_t)c->nfree < need) {
@@ -429,9 +417,7 @@ static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
     for (size_t i = 0; i < n; i++)
       snprintf(calls[i].err, sizeof calls[i].err, "%s", why);
     pthread_mutex_unlock(&c->mu);
-    free(streams);
-    free(ends);
-    return UNICO_OK;
+    return -1;
   }
   for (size_t i = 0; i < n; i++) {
     while (c->slots[c->next].state != S_FREE) c->next = (c->next + 1) % NSTREAMS;
@@ -441,18 +427,25 @@ static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
     c->next = (c->next + 1) % NSTREAMS;
   }
   pthread_mutex_unlock(&c->mu);
+  return 0;
+}
 
-  /* frames, written together */
+/* The frames of the n calls (on streams), written together; each call's
+ * sent says whether its frame was begun on the wire. 1, or 0 with werr
+ * (werr_cap bytes, "out of memory" already) saying why not. */
+static int write_frames(ucql_conn *c, ucql_call *calls, size_t n,
+                        const int16_t *streams, size_t *ends, int64_t deadline,
+                        char *werr, size_t werr_cap) {
+  ubuf frames = UBUF_INIT;
   for (size_t i = 0; i < n; i++) {
     encode_call(&frames, streams[i], &calls[i]);
     ends[i] = frames.len;
   }
   int ok = ubuf_ok(&frames);
-  char werr[320] = "out of memory";
   size_t wrote = 0;
   if (ok) {
     pthread_mutex_lock(&c->wmu);
-    wrote = write_all(c, frames.p, frames.len, deadline, &ok, werr, sizeof werr);
+    wrote = write_all(c, frames.p, frames.len, deadline, &ok, werr, werr_cap);
     pthread_mutex_unlock(&c->wmu);
   }
   size_t start = 0;
@@ -461,31 +454,38 @@ static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
     start = ends[i];
   }
   ubuf_free(&frames);
+  return ok;
+}
 
-  /* answers */
-  pthread_mutex_lock(&c->mu);
-  if (!ok) set_broken(c, werr);
-  if (!await) { /* posted: whoever reads next frees each stream's answer */
-    for (size_t i = 0; i < n; i++) {
-      slot *s = &c->slots[streams[i]];
-      if (s->state == S_DONE) { /* (answered already) */
-        ucql_msg_free(&s->msg);
+/* Posted calls (c->mu held): whoever reads next frees each stream's
+ * answer; each call is answered "unknown" when its frame went out. */
+static void release_posted(ucql_conn *c, ucql_call *calls, size_t n,
+                           const int16_t *streams, const char *werr) {
+  for (size_t i = 0; i < n; i++) {
+    slot *s = &c->slots[streams[i]];
+    if (s->state == S_DONE) { /* (answered already) */
+      ucql_msg_free(&s->msg);
+      s->state = S_FREE;
+      c->nfree++;
+    } else if (s->state == S_WAITING) {
+      if (c->broken || !calls[i].sent) {
         s->state = S_FREE;
         c->nfree++;
-      } else if (s->state == S_WAITING) {
-        if (c->broken || !calls[i].sent) {
-          s->state = S_FREE;
-          c->nfree++;
-        } else {
-          s->state = S_ABANDONED;
-        }
+      } else {
+        s->state = S_ABANDONED;
       }
-      calls[i].rc = calls[i].sent ? UNICO_EUNKNOWN : UNICO_EUNAVAILABLE;
-      snprintf(calls[i].err, sizeof calls[i].err, "%s",
-               calls[i].sent ? "posted: no answer awaited" : werr);
     }
-    n = 0; /* nothing to collect below */
+    calls[i].rc = calls[i].sent ? UNICO_EUNKNOWN : UNICO_EUNAVAILABLE;
+    snprintf(calls[i].err, sizeof calls[i].err, "%s",
+             calls[i].sent ? "posted: no answer awaited" : werr);
   }
+}
+
+/* The answers of the n calls (c->mu held): read until each has its own
+ * or the deadline passes (then unknown), or the connection breaks. */
+static void collect(ucql_conn *c, ucql_call *calls, size_t n,
+                    const int16_t *streams, int64_t deadline,
+                    const char *werr) {
   for (;;) {
     size_t left = 0;
     for (size_t i = 0; i < n; i++) {
@@ -527,8 +527,35 @@ static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
     s->state = S_FREE;
     c->nfree++;
   }
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+}
+
+static int send_calls(ucql_conn *c, ucql_call *calls, size_t n, int await) {
+  int16_t *streams = calloc(n ? n : 1, sizeof *streams);
+  size_t *ends = calloc(n ? n : 1, sizeof *ends);
+  char werr[320] = "out of memory";
+  if (!streams || !ends) {
+    free(streams);
+    free(ends);
+    return UNICO_ENOMEM;
+  }
+  int64_t deadline = mono_ms() + c->req_ms;
+  for (size_t i = 0; i < n; i++) {
+    memset(&calls[i].resp, 0, sizeof calls[i].resp);
+    calls[i].rc = UNICO_EUNAVAILABLE;
+    calls[i].sent = 0;
+    calls[i].err[0] = 0;
+  }
+  if (take_streams(c, calls, n, streams, deadline) == 0) {
+    int ok = write_frames(c, calls, n, streams, ends, deadline, werr,
+                          sizeof werr);
+    /* answers */
+    pthread_mutex_lock(&c->mu);
+    if (!ok) set_broken(c, werr);
+    if (!await) release_posted(c, calls, n, streams, werr);
+    else collect(c, calls, n, streams, deadline, werr);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+  }
   free(streams);
   free(ends);
   return UNICO_OK;

@@ -39,9 +39,6 @@
 
 typedef struct usim usim;
 
-/* The simulated store takes only the options of every store. */
-#define USTORE_SIM_OPTIONS NULL
-
 /* "sim:NAME": a new handle on the simulation registered under NAME
  * (usim_new), UNICO_EUNAVAILABLE when there is none. */
 int ustore_sim_open(ustore **out, const char *loc,

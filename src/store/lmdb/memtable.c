@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/memtable.h"
+#include "store/lmdb/memtable.h"
 
 static uint64_t hash_key(const void *key, size_t klen) {
   /* FNV-1a, then a final mix; never 0 (0 marks an empty slot). */

@@ -41,10 +41,10 @@
 
 #include <jansson.h>
 
-#include "store/aws_creds.h"
-#include "store/dynamo_client.h"
-#include "store/dynamo_rows.h"
-#include "store/dynamodb.h"
+#include "store/dynamodb/aws_creds.h"
+#include "store/dynamodb/dynamo_client.h"
+#include "store/dynamodb/dynamo_rows.h"
+#include "store/dynamodb/dynamodb.h"
 #include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
@@ -976,9 +976,10 @@ static int native_refused(ddb_store *s, const uddb_resp *resp, ustore_op *ops,
 
 #define NATIVE_ROUNDS 6
 
-/* What each op on a native table's record key expects and writes (its
- * first form; a live record's columns and meta). */
+/* What run_txn knows of each op of a native table before its rounds:
+ * its condition, its form, and a live record's attributes. */
 static int rops_prepare(ustore_op *ops, rop *r, size_t n, ustore_err *e) {
+  int rc;
   for (size_t i = 0; i < n; i++) {
     if (!r[i].t) continue;
     r[i].expect = ops[i].expect;
@@ -986,7 +987,6 @@ static int rops_prepare(ustore_op *ops, rop *r, size_t n, ustore_err *e) {
     r[i].form = r[i].expect == USTORE_ABSENT ? F_BOTH : F_NATIVE;
     r[i].live = ops[i].action == USTORE_PUT &&
                 uddb_record_state(ops[i].val, ops[i].vlen) == 1 /* UREC_LIVE */;
-    int rc;
     if (r[i].live &&
         (rc = uddb_record_attrs(r[i].t, ops[i].val, ops[i].vlen, &r[i].cols,
                                 &r[i].meta, e)))
@@ -1399,7 +1399,7 @@ static void ddb_close(ustore *base) {
 }
 
 static const ustore_vtab DDB_VTAB = {
-    USTORE_VTAB_VERSION, "dynamodb",
+    "dynamodb",
     USTORE_CAP_TXN | USTORE_CAP_REMOTE | USTORE_CAP_ROWS, ddb_get, ddb_cas,
     ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL,
     NULL, NULL, NULL, NULL, ddb_tables, NULL, NULL};
@@ -1542,6 +1542,24 @@ static int valid_table(const char *t, size_t n) {
   return 1;
 }
 
+/* The option table_prefix (tp, NULL when not given): UNICO_OK with its
+ * length in *tpl, or UNICO_EINVAL. */
+static int table_prefix(const char *tp, size_t *len, ustore_err *e) {
+  size_t tpl = tp ? strlen(tp) : 0;
+  for (size_t i = 0; i < tpl; i++)
+    if (!((tp[i] >= 'a' && tp[i] <= 'z') || (tp[i] >= 'A' && tp[i] <= 'Z') ||
+          (tp[i] >= '0' && tp[i] <= '9') || tp[i] == '_' || tp[i] == '-' ||
+          tp[i] == '.'))
+      tpl = 1000;
+  if (tpl > 200) {
+    seterr(e, "dynamodb store option table_prefix=%.100s: expected up to 200 "
+              "characters of A-Z a-z 0-9 _ - .", tp);
+    return UNICO_EINVAL;
+  }
+  *len = tpl;
+  return UNICO_OK;
+}
+
 /* dynamodb[s]://HOST[:PORT]/TABLE, loc being what follows "://". */
 static int ddb_open(ustore **out, const char *loc, int tls,
                     const ustore_opts *opts, ustore_err *e) {
@@ -1624,17 +1642,8 @@ static int ddb_open(ustore **out, const char *loc, int tls,
     port = eport;
   }
   const char *tp = ustore_opts_get(opts, "table_prefix");
-  size_t tpl = tp ? strlen(tp) : 0;
-  for (size_t i = 0; i < tpl; i++)
-    if (!((tp[i] >= 'a' && tp[i] <= 'z') || (tp[i] >= 'A' && tp[i] <= 'Z') ||
-          (tp[i] >= '0' && tp[i] <= '9') || tp[i] == '_' || tp[i] == '-' ||
-          tp[i] == '.'))
-      tpl = 1000;
-  if (tpl > 200) {
-    seterr(e, "dynamodb store option table_prefix=%.100s: expected up to 200 "
-              "characters of A-Z a-z 0-9 _ - .", tp);
-    return UNICO_EINVAL;
-  }
+  size_t tpl;
+  if ((rc = table_prefix(tp, &tpl, e))) return rc;
   s = calloc(1, sizeof *s);
   if (!s) return UNICO_ENOMEM;
   s->base.vt = &DDB_VTAB;

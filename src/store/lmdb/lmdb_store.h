@@ -7,9 +7,7 @@
 
 #include "store/store.h"
 
-#define USTORE_LMDB_OPTIONS \
-  "map_size, max_map_size, sync, sync_delay_us, txn, wal, wal_size"
-
+/* Its options: lmdb_backend.c. */
 /* Open (or share, within this process) the environment in directory loc,
  * created if missing. A directory already open in this process is shared;
  * asking for other environment options then is UNICO_EINVAL naming the

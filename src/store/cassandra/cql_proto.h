@@ -1,5 +1,5 @@
 /* cql_proto.h - the CQL native protocol, version 4: encoding requests and
- * decoding responses (no I/O here; store/cassandra.c does the sockets).
+ * decoding responses (no I/O here; store/cassandra/cassandra.c does the sockets).
  *
  * A frame is a 9-byte header (version, flags, stream, opcode, body length)
  * and a body. Requests carry version 0x04, responses 0x84. Decoding never

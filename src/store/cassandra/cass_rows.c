@@ -1,7 +1,7 @@
 /* cass_rows.c - records as native Cassandra rows (cass_rows.h). */
 /* Messages are cut to their buffers on purpose. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
-#include "store/cass_rows.h"
+#include "store/cassandra/cass_rows.h"
 
 #include <ctype.h>
 #include <stdarg.h>

@@ -54,10 +54,10 @@
 
 #include <openssl/crypto.h>
 
-#include "store/cass_rows.h"
-#include "store/cql_conn.h"
-#include "store/cql_tls.h"
-#include "store/cassandra.h"
+#include "store/cassandra/cass_rows.h"
+#include "store/cassandra/cql_conn.h"
+#include "store/cassandra/cql_tls.h"
+#include "store/cassandra/cassandra.h"
 #include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
@@ -905,28 +905,114 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
   return rc;
 }
 
-static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
-                         ustore_err *errs) {
-  cass *s = (cass *)base;
-  req *reqs = calloc(n ? n : 1, sizeof *reqs);
-  size_t *of = calloc(n ? n : 1, sizeof *of);
-  if (!reqs || !of) {
-    free(reqs);
-    free(of);
-    return UNICO_ENOMEM;
+/* The answer to a look (cas_many: a condition only, read in the same
+ * round trip) into op and *rc. */
+static void look_answer(req *q, ustore_op *op, int *rc, ustore_err *e) {
+  uint64_t ver = 0;
+  int grc = UNICO_OK;
+  ubuf_reset(&op->cur);
+  get_answer(q, &op->cur, &ver, &grc, e);
+  *rc = grc == UNICO_ENOTFOUND ? UNICO_OK : grc;
+  if (grc == UNICO_OK) {
+    op->exists = 1;
+    op->cur_version = ver;
+    if (op->expect == USTORE_ABSENT) op->failed = 1, *rc = USTORE_NOT_APPLIED;
+  } else if (grc == UNICO_ENOTFOUND && op->expect == USTORE_PRESENT) {
+    set_failed(op, 0, 0, NULL);
+    *rc = USTORE_NOT_APPLIED;
   }
+}
+
+/* The answer to the write of op (ops[i] of cas_many, its TTL wttl) into
+ * op and *rc; a condition that did not hold and whose current value did
+ * not come back adds a read of it to reads and i to rof (*nr of them). */
+static void write_answer_many(cass *s, req *q, ustore_op *op, size_t i,
+                              int32_t wttl, int *rc, req *reads, size_t *rof,
+                              size_t *nr, ustore_err *e) {
+  int r = write_answer(q, e);
+  *rc = r;
+  int st0 = q->st;
+  if (r == UNICO_OK && q->nt && op->action == USTORE_PUT &&
+      (st0 == ST_INS || st0 == ST_UPD)) /* (its next rewrite knows) */
+    ttl_note(s, op->key, op->klen,
+             st0 == ST_INS ? (op->create_version ? op->create_version : 1)
+                                : op->expect_version + 1, wttl);
+  if (r != USTORE_NOT_APPLIED) return;
+  int st = q->st;
+  if (st == ST_DELX) {
+    if (op->expect == USTORE_ANY) *rc = UNICO_OK; /* nothing to delete */
+    else set_failed(op, 0, 0, NULL);
+  } else if ((st == ST_INS || st == ST_INST) && q->nt &&
+             q->call.resp.rows.ncols > 1) {
+    /* the row that exists came back: the current value */
+    uint64_t x = 0;
+    int d = ucass_row_record(q->nt, &q->call.resp.rows, 0, NULL,
+                             &op->cur, &x, e);
+    if (d) *rc = d;
+    else {
+      op->failed = 1;
+      op->exists = 1;
+      op->cur_version = x;
+    }
+  } else if (st == ST_INS || st == ST_INST) {
+    const ucql_value *v = cell(q, "v"), *nv = cell(q, "ver");
+    int64_t x = 0;
+    if (!q->nt && nv && !ucql_cell_bigint(nv, &x)) {
+      set_failed(op, 1, (uint64_t)x, v);
+    } else if (reads && rof) { /* (no row came back: read it) */
+      int g = build_get(s, &reads[*nr], op->key, op->klen, e);
+      if (g) *rc = g;
+      else rof[(*nr)++] = i;
+    } else {
+      *rc = UNICO_ENOMEM;
+    }
+  } else if (!cell(q, q->nt ? UCASS_COL_V : "ver")) {
+    set_failed(op, 0, 0, NULL); /* the row does not exist */
+  } else if (reads && rof) {
+    int g = build_get(s, &reads[*nr], op->key, op->klen, e);
+    if (g) *rc = g;
+    else rof[(*nr)++] = i;
+  } else {
+    *rc = UNICO_ENOMEM;
+}
+}
+
+/* The reads of cas_many's writes that did not apply (reads[j] for ops[rof[j]],
+ * nr of them), sent together: the current values into the ops. */
+static void read_back(cass *s, ustore_op *ops, int *rcs, ustore_err *errs,
+                      req *reads, const size_t *rof, size_t nr) {
   ustore_err scratch;
-  size_t m = 0;
-  int *pre = calloc(n ? n : 1, sizeof *pre); /* binding errors */
-  int32_t *wttl = calloc(n ? n : 1, sizeof *wttl); /* the TTL written */
-  if (!pre || !wttl) {
-    free(reqs);
-    free(of);
-    free(pre);
-    free(wttl);
-    return UNICO_ENOMEM;
+  count(&g_stats.reads, nr);
+  int g = run(s, reads, nr, &scratch);
+  for (size_t j = 0; j < nr; j++) {
+    size_t i = rof[j];
+    ustore_err *e = errs ? &errs[i] : &scratch;
+    uint64_t ver = 0;
+    int grc = g;
+    if (!g) get_answer(&reads[j], &ops[i].cur, &ver, &grc, e);
+    if (grc == UNICO_OK) {
+      ops[i].failed = 1;
+      ops[i].exists = 1;
+      ops[i].cur_version = ver;
+    } else if (grc == UNICO_ENOTFOUND) {
+      set_failed(&ops[i], 0, 0, NULL);
+    } else {
+      /* not applied, but its current state could not be read */
+      rcs[i] = grc;
+    }
   }
-  size_t nlwt = 0;
+  reqs_free(reads, nr);
+}
+
+/* cas_many's requests: reqs[j] for ops[of[j]] (the count returned), a
+ * read for a look, a write otherwise; pre[i] an error binding ops[i],
+ * wttl[i] the TTL its write carries. Ops that need a read first (rmw)
+ * get none. */
+static size_t build_many(cass *s, ustore_op *ops, size_t n, req *reqs,
+                         size_t *of, int *pre, int32_t *wttl,
+                         ustore_err *errs) {
+  ustore_err scratch;
+  size_t m = 0, nlwt = 0;
   for (size_t i = 0; i < n; i++) {
     ops[i].failed = 0;
     if (key_ok(ops[i].klen) && is_look(&ops[i])) {
@@ -959,6 +1045,31 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     of[m++] = i;
   }
   count(&g_stats.lwts, nlwt);
+  return m;
+}
+
+static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
+                         ustore_err *errs) {
+  cass *s = (cass *)base;
+  req *reqs = calloc(n ? n : 1, sizeof *reqs);
+  size_t *of = calloc(n ? n : 1, sizeof *of);
+  if (!reqs || !of) {
+    free(reqs);
+    free(of);
+    return UNICO_ENOMEM;
+  }
+  ustore_err scratch;
+  size_t m = 0;
+  int *pre = calloc(n ? n : 1, sizeof *pre); /* binding errors */
+  int32_t *wttl = calloc(n ? n : 1, sizeof *wttl); /* the TTL written */
+  if (!pre || !wttl) {
+    free(reqs);
+    free(of);
+    free(pre);
+    free(wttl);
+    return UNICO_ENOMEM;
+  }
+  m = build_many(s, ops, n, reqs, of, pre, wttl, errs);
   int rc = run(s, reqs, m, &scratch);
   if (rc) {
     for (size_t i = 0; i < n; i++) rcs[i] = pre[i] ? pre[i] : rc;
@@ -971,93 +1082,14 @@ static int cass_cas_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
   size_t nr = 0;
   for (size_t j = 0; j < m; j++) {
     size_t i = of[j];
-    ustore_op *op = &ops[i];
     ustore_err *e = errs ? &errs[i] : &scratch;
-    if (is_look(op)) {
-      uint64_t ver = 0;
-      int grc = UNICO_OK;
-      ubuf_reset(&op->cur);
-      get_answer(&reqs[j], &op->cur, &ver, &grc, e);
-      rcs[i] = grc == UNICO_ENOTFOUND ? UNICO_OK : grc;
-      if (grc == UNICO_OK) {
-        op->exists = 1;
-        op->cur_version = ver;
-        if (op->expect == USTORE_ABSENT) op->failed = 1, rcs[i] = USTORE_NOT_APPLIED;
-      } else if (grc == UNICO_ENOTFOUND && op->expect == USTORE_PRESENT) {
-        set_failed(op, 0, 0, NULL);
-        rcs[i] = USTORE_NOT_APPLIED;
-      }
-      continue;
-    }
-    int r = write_answer(&reqs[j], e);
-    rcs[i] = r;
-    int st0 = reqs[j].st;
-    if (r == UNICO_OK && reqs[j].nt && op->action == USTORE_PUT &&
-        (st0 == ST_INS || st0 == ST_UPD)) /* (its next rewrite knows) */
-      ttl_note(s, op->key, op->klen,
-               st0 == ST_INS ? (op->create_version ? op->create_version : 1)
-                                  : op->expect_version + 1, wttl[i]);
-    if (r != USTORE_NOT_APPLIED) continue;
-    int st = reqs[j].st;
-    if (st == ST_DELX) {
-      if (op->expect == USTORE_ANY) rcs[i] = UNICO_OK; /* nothing to delete */
-      else set_failed(op, 0, 0, NULL);
-    } else if ((st == ST_INS || st == ST_INST) && reqs[j].nt &&
-               reqs[j].call.resp.rows.ncols > 1) {
-      /* the row that exists came back: the current value */
-      uint64_t x = 0;
-      int d = ucass_row_record(reqs[j].nt, &reqs[j].call.resp.rows, 0, NULL,
-                               &op->cur, &x, e);
-      if (d) rcs[i] = d;
-      else {
-        op->failed = 1;
-        op->exists = 1;
-        op->cur_version = x;
-      }
-    } else if (st == ST_INS || st == ST_INST) {
-      const ucql_value *v = cell(&reqs[j], "v"), *nv = cell(&reqs[j], "ver");
-      int64_t x = 0;
-      if (!reqs[j].nt && nv && !ucql_cell_bigint(nv, &x)) {
-        set_failed(op, 1, (uint64_t)x, v);
-      } else if (reads && rof) { /* (no row came back: read it) */
-        int g = build_get(s, &reads[nr], op->key, op->klen, e);
-        if (g) rcs[i] = g;
-        else rof[nr++] = i;
-      } else {
-        rcs[i] = UNICO_ENOMEM;
-      }
-    } else if (!cell(&reqs[j], reqs[j].nt ? UCASS_COL_V : "ver")) {
-      set_failed(op, 0, 0, NULL); /* the row does not exist */
-    } else if (reads && rof) {
-      int g = build_get(s, &reads[nr], op->key, op->klen, e);
-      if (g) rcs[i] = g;
-      else rof[nr++] = i;
-    } else {
-      rcs[i] = UNICO_ENOMEM;
-    }
+    if (is_look(&ops[i]))
+      look_answer(&reqs[j], &ops[i], &rcs[i], e);
+    else
+      write_answer_many(s, &reqs[j], &ops[i], i, wttl[i], &rcs[i], reads, rof,
+                        &nr, e);
   }
-  if (nr) {
-    count(&g_stats.reads, nr);
-    int g = run(s, reads, nr, &scratch);
-    for (size_t j = 0; j < nr; j++) {
-      size_t i = rof[j];
-      ustore_err *e = errs ? &errs[i] : &scratch;
-      uint64_t ver = 0;
-      int grc = g;
-      if (!g) get_answer(&reads[j], &ops[i].cur, &ver, &grc, e);
-      if (grc == UNICO_OK) {
-        ops[i].failed = 1;
-        ops[i].exists = 1;
-        ops[i].cur_version = ver;
-      } else if (grc == UNICO_ENOTFOUND) {
-        set_failed(&ops[i], 0, 0, NULL);
-      } else {
-        /* not applied, but its current state could not be read */
-        rcs[i] = grc;
-      }
-    }
-    reqs_free(reads, nr);
-  }
+  if (nr) read_back(s, ops, rcs, errs, reads, rof, nr);
   free(reads);
   free(rof);
   /* the rarer conditions, one by one */
@@ -1324,72 +1356,54 @@ static int query(cass *s, const char *cql, const ucql_value *vals, size_t nv,
 
 static int native_settle(cass *s, const ucass_ntab *t, ustore_err *e);
 
-/* Create t's native table, or check the one that exists (key columns,
- * their kinds and order; each declared column's type) and add the
- * columns it lacks. UNICO_ESCHEMA names the table, column and types. */
-static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
-  ucql_call k;
-  ucql_value kv[2] = {{(const uint8_t *)s->ks, (int32_t)strlen(s->ks)},
-                      {(const uint8_t *)t->cname_native,
-                       (int32_t)strlen(t->cname_native)}};
-  static const char *const BOOK[3][2] = {{UCASS_COL_V, "bigint"},
-                                         {UCASS_COL_STATE, "tinyint"},
-                                         {UCASS_COL_META, "blob"}};
-  ubuf add = UBUF_INIT;
-  char *cql = NULL;
-  int rc = query(s,
-                 "SELECT column_name, kind, position, type FROM "
-                 "system_schema.columns WHERE keyspace_name = ? AND "
-                 "table_name = ?",
-                 kv, 2, s->cl, &k, e);
-  if (rc) return rc;
-  const ucql_rows *rows = &k.resp.rows;
-  int32_t nrows = k.resp.result_kind == UCQL_RESULT_ROWS ? rows->nrows : 0;
-  int ci = ucql_rows_col(rows, "column_name"), ki = ucql_rows_col(rows, "kind"),
-      pi = ucql_rows_col(rows, "position"), ti = ucql_rows_col(rows, "type");
-  if (nrows > 0 && (ci < 0 || ki < 0 || pi < 0 || ti < 0)) {
-    seterr(e, "reading system_schema.columns: a column is missing");
-    rc = UNICO_EUNAVAILABLE;
-    goto leave;
-  }
 #define CELL(r, c) (&rows->cells[(size_t)(r) * (size_t)rows->ncols + (size_t)(c)])
-  if (nrows == 0) { /* create it */
-    ubuf q = UBUF_INIT;
-    ubuf_put(&q, "CREATE TABLE IF NOT EXISTS ", 27);
-    ubuf_put(&q, t->qname, strlen(t->qname));
-    ubuf_put(&q, " (", 2);
-    for (size_t i = 0; i < t->tab.ncol; i++) {
-      char col[200];
-      int n = snprintf(col, sizeof col, "\"%s\" %s, ", t->tab.cname[i],
-                       ucass_type_name(t->tab.ctype[i]));
-      ubuf_put(&q, col, (size_t)n);
-    }
-    const char *tail = "unico_v bigint, unico_state tinyint, unico_meta blob, "
-                       "PRIMARY KEY ((";
-    ubuf_put(&q, tail, strlen(tail));
-    /* ((partition key columns), clustering columns...) */
-    for (size_t i = 0; i < t->tab.npk; i++) {
-      char col[200];
-      int n = snprintf(col, sizeof col, "%s\"%s\"%s", i ? ", " : "",
-                       t->tab.cname[t->tab.pk[i]],
-                       i + 1 == t->tab.npart ? ")" : "");
-      ubuf_put(&q, col, (size_t)n);
-    }
-    ubuf_put(&q, "))", 3); /* (and the NUL) */
-    if (!ubuf_ok(&q)) {
-      ubuf_free(&q);
-      rc = UNICO_ENOMEM;
-      seterr(e, "out of memory");
-      goto leave;
-    }
-    ucql_call k2;
-    rc = query(s, (const char *)q.p, NULL, 0, s->cl, &k2, e);
-    ucql_calls_clear(&k2, 1);
-    ubuf_free(&q);
-    if (!rc) rc = native_settle(s, t, e);
-    goto leave;
+
+/* Create t's native table with the DDL's columns, unico's bookkeeping and
+ * the primary key, and wait until its statements run (native_settle). */
+static int create_native(cass *s, const ucass_ntab *t, ustore_err *e) {
+  ubuf q = UBUF_INIT;
+  ubuf_put(&q, "CREATE TABLE IF NOT EXISTS ", 27);
+  ubuf_put(&q, t->qname, strlen(t->qname));
+  ubuf_put(&q, " (", 2);
+  for (size_t i = 0; i < t->tab.ncol; i++) {
+    char col[200];
+    int n = snprintf(col, sizeof col, "\"%s\" %s, ", t->tab.cname[i],
+                     ucass_type_name(t->tab.ctype[i]));
+    ubuf_put(&q, col, (size_t)n);
   }
-  /* it exists: the key as declared */
+  const char *tail = "unico_v bigint, unico_state tinyint, unico_meta blob, "
+                     "PRIMARY KEY ((";
+  ubuf_put(&q, tail, strlen(tail));
+  /* ((partition key columns), clustering columns...) */
+  for (size_t i = 0; i < t->tab.npk; i++) {
+    char col[200];
+    int n = snprintf(col, sizeof col, "%s\"%s\"%s", i ? ", " : "",
+                     t->tab.cname[t->tab.pk[i]],
+                     i + 1 == t->tab.npart ? ")" : "");
+    ubuf_put(&q, col, (size_t)n);
+  }
+  ubuf_put(&q, "))", 3); /* (and the NUL) */
+  if (!ubuf_ok(&q)) {
+    ubuf_free(&q);
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  ucql_call k2;
+  int rc = query(s, (const char *)q.p, NULL, 0, s->cl, &k2, e);
+  ucql_calls_clear(&k2, 1);
+  ubuf_free(&q);
+  if (!rc) rc = native_settle(s, t, e);
+  return rc;
+}
+
+/* The primary key of t's native table (rows: its columns, from
+ * system_schema.columns; ci, ki, pi, ti: the columns column_name, kind,
+ * position and type there) is the DDL's, and the table is no counter
+ * table. UNICO_OK, or UNICO_ESCHEMA naming the table and the column. */
+static int check_native_key(const ucass_ntab *t, const ucql_rows *rows,
+                            int32_t nrows, int ci, int ki, int pi, int ti,
+                            ustore_err *e) {
+  int rc = UNICO_OK;
   /* (a table an earlier unico made from the ((a, b), c) form has the
    * first column alone as its partition key: accepted too, as every
    * statement names the whole key) */
@@ -1414,10 +1428,7 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
         bad_pos = wpos;
       }
     }
-    if (bad == t->tab.npk) { /* as declared (or as unico made it) */
-      rc = UNICO_OK;
-      break;
-    }
+    if (bad == t->tab.npk) break; /* as declared (or as unico made it) */
     if (!legacy) {
       seterr(e,
              "table %s: the Cassandra table %s exists with another primary "
@@ -1428,7 +1439,7 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
              bad < np ? "partition key" : "clustering", (int)bad_pos + 1);
       rc = UNICO_ESCHEMA;
     }
-    if (legacy || t->tab.npart == 1) goto leave; /* (e says the first) */
+    if (legacy || t->tab.npart == 1) return rc; /* (e says the first) */
   }
   int32_t nkeys = 0;
   for (int32_t r = 0; r < nrows; r++) {
@@ -1442,8 +1453,7 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
            "table %s: the Cassandra table %s exists with a primary key of %d "
            "columns, the DDL's has %zu",
            t->tab.name, t->qname, (int)nkeys, t->tab.npk);
-    rc = UNICO_ESCHEMA;
-    goto leave;
+    return UNICO_ESCHEMA;
   }
   /* a counter table holds counters only beside its key: neither the
    * bookkeeping nor a record fits (issue 37 item 10) */
@@ -1457,10 +1467,21 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
              "records there, so it cannot guard it",
              t->tab.name, t->qname, n->len > 0 ? (int)n->len : 0,
              n->len > 0 ? (const char *)n->p : "");
-      rc = UNICO_ESCHEMA;
-      goto leave;
+      return UNICO_ESCHEMA;
     }
   }
+  return UNICO_OK;
+}
+
+/* Each column of t (and of the bookkeeping) in its native table has the
+ * type declared; the missing ones are added to *add ("\"c\" type, ...").
+ * UNICO_OK, or UNICO_ESCHEMA naming the table and the column. */
+static int check_native_columns(const ucass_ntab *t, const ucql_rows *rows,
+                                int32_t nrows, int ci, int ki, int ti,
+                                ubuf *add, ustore_err *e) {
+  static const char *const BOOK[3][2] = {{UCASS_COL_V, "bigint"},
+                                         {UCASS_COL_STATE, "tinyint"},
+                                         {UCASS_COL_META, "blob"}};
   /* each column's type; the ones it lacks are added */
   size_t nc = t->tab.ncol;
   for (size_t i = 0; i < nc + 3; i++) {
@@ -1488,15 +1509,14 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
                "second column beside it)",
                t->tab.name, name, t->qname, (int)n->len, (const char *)n->p,
                (int)n->len, (const char *)n->p);
-        rc = UNICO_ESCHEMA;
-        goto leave;
+        return UNICO_ESCHEMA;
       }
     }
     if (found < 0) {
       char col[200];
-      int n = snprintf(col, sizeof col, "%s\"%s\" %s", add.len ? ", " : "",
+      int n = snprintf(col, sizeof col, "%s\"%s\" %s", add->len ? ", " : "",
                        name, type);
-      ubuf_put(&add, col, (size_t)n);
+      ubuf_put(add, col, (size_t)n);
       continue;
     }
     const ucql_value *kd = CELL(found, ki);
@@ -1510,8 +1530,7 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
              "change it for the whole partition: leave \"%s\" out of the "
              "DDL (unico never writes a column it does not declare)",
              t->tab.name, name, t->qname, name);
-      rc = UNICO_ESCHEMA;
-      goto leave;
+      return UNICO_ESCHEMA;
     }
     const ucql_value *ty = CELL(found, ti);
     if (ty->len < 0 || (size_t)ty->len != strlen(type) ||
@@ -1521,11 +1540,46 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
              "the %s the DDL declares",
              t->tab.name, name, t->qname, ty->len > 0 ? (int)ty->len : 0,
              ty->len > 0 ? (const char *)ty->p : "", type);
-      rc = UNICO_ESCHEMA;
-      goto leave;
+      return UNICO_ESCHEMA;
     }
   }
+  return UNICO_OK;
+}
 #undef CELL
+
+/* Create t's native table, or check the one that exists (key columns,
+ * their kinds and order; each declared column's type) and add the
+ * columns it lacks. UNICO_ESCHEMA names the table, column and types. */
+static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
+  ucql_call k;
+  ucql_value kv[2] = {{(const uint8_t *)s->ks, (int32_t)strlen(s->ks)},
+                      {(const uint8_t *)t->cname_native,
+                       (int32_t)strlen(t->cname_native)}};
+  ubuf add = UBUF_INIT;
+  char *cql = NULL;
+  int rc = query(s,
+                 "SELECT column_name, kind, position, type FROM "
+                 "system_schema.columns WHERE keyspace_name = ? AND "
+                 "table_name = ?",
+                 kv, 2, s->cl, &k, e);
+  if (rc) return rc;
+  const ucql_rows *rows = &k.resp.rows;
+  int32_t nrows = k.resp.result_kind == UCQL_RESULT_ROWS ? rows->nrows : 0;
+  int ci = ucql_rows_col(rows, "column_name"), ki = ucql_rows_col(rows, "kind"),
+      pi = ucql_rows_col(rows, "position"), ti = ucql_rows_col(rows, "type");
+  if (nrows > 0 && (ci < 0 || ki < 0 || pi < 0 || ti < 0)) {
+    seterr(e, "reading system_schema.columns: a column is missing");
+    rc = UNICO_EUNAVAILABLE;
+    goto leave;
+  }
+  if (nrows == 0) { /* create it */
+    rc = create_native(s, t, e);
+    goto leave;
+  }
+  /* it exists: the key as declared, then each column */
+  if ((rc = check_native_key(t, rows, nrows, ci, ki, pi, ti, e)) ||
+      (rc = check_native_columns(t, rows, nrows, ci, ki, ti, &add, e)))
+    goto leave;
   if (add.len) {
     ubuf_putc(&add, 0);
     if (!ubuf_ok(&add) ||
@@ -1615,7 +1669,7 @@ static void cass_close(ustore *base) {
 }
 
 static const ustore_vtab CASS_VTAB = {
-    USTORE_VTAB_VERSION, "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
+    "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
     cass_get, cass_cas, cass_txn, cass_scan, cass_close, CASS_MAX_KEY, 0,
     NULL, NULL, cass_cas_many, cass_post_many, cass_get_many, NULL,
     cass_tables, NULL, NULL};

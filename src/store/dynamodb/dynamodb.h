@@ -1,4 +1,4 @@
-/* dynamodb.h - the DynamoDB store (src/store/dynamodb.c,
+/* dynamodb.h - the DynamoDB store (src/store/dynamodb/dynamodb.c,
  * docs/dynamodb.md): "dynamodb://HOST[:PORT]/TABLE[?OPTS]", or
  * "dynamodbs://..." for HTTPS. */
 #ifndef UNICO_STORE_DYNAMODB_H
@@ -8,8 +8,7 @@
 
 #include "store/store.h"
 
-#define USTORE_DYNAMODB_OPTIONS "region, timeout_ms, retry_ms, table_prefix"
-
+/* Its options: dynamodb_backend.c. */
 /* loc is HOST[:PORT]/TABLE: over HTTP, and over HTTPS. */
 int ustore_dynamodb_open(ustore **out, const char *loc,
                          const struct ustore_opts *opts, ustore_err *e);
