@@ -80,6 +80,14 @@ def copy_tree(dst):
         with open(out, "wb") as b:
             b.write(data)
         shutil.copymode(src, out)
+    # and nothing else: a file no longer tracked (moved, removed) leaves
+    # the scratch tree too, or the build's recursive glob would compile it
+    keep = {os.path.join(dst, r.decode()) for r in files if r}
+    for dirpath, _, names in os.walk(dst):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            if p not in keep:
+                os.remove(p)
 
 
 def run(cmd, cwd, log, timeout, env=None):

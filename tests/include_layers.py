@@ -10,7 +10,10 @@ folder first, then src/, include/, common/, server/, cli/), and fails when
   - src/ includes a front end (common/, cli/, server/);
   - common/ includes cli/ or server/ (it is what both use);
   - server/ includes cli/ (the CLI runs the server, never the reverse);
-  - an include resolves nowhere (a name this check does not know).
+  - an include resolves nowhere (a name this check does not know);
+  - a word that belongs to one layer appears in another (WORDS: the
+    constraint kinds' UCON_ outside src/constraint, src/schema and
+    src/plan; the store's USTORE_ in src/api, which asks the executor).
 
 docs/architecture.md ("Front ends") describes the layout.
 usage: include_layers.py [ROOT]
@@ -24,6 +27,31 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 TOPS = ["src", "common", "cli", "server"]
 SEARCH = ["src", "include", "common", "server", "cli"]
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# word -> the folders (as folder() names them) it may appear in, of those
+# it is checked in (issue 33: one room per concept)
+WORDS = {
+    "UCON_": ("src", ["src/constraint", "src/schema", "src/plan"]),
+    "USTORE_": ("src/api", []),
+}
+
+
+def word_errors():
+    out = []
+    for word, (within, allowed) in sorted(WORDS.items()):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, within)):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                p = os.path.join(dirpath, f)
+                if folder(p) in allowed:
+                    continue
+                with open(p, encoding="utf-8", errors="replace") as fh:
+                    n = fh.read().count(word)
+                if n:
+                    out.append("%s appears %d time(s) in %s (its room: %s)"
+                               % (word, n, os.path.relpath(p, ROOT),
+                                  ", ".join(allowed) or "not " + within))
+    return out
 
 
 def folder(path):
@@ -83,6 +111,10 @@ def self_test():
         "common-cli": ({"common/r.c": "c.h", "cli/c.h": None}, 1),
         "server-cli": ({"server/s.c": "c.h", "cli/c.h": None}, 1),
         "nowhere": ({"cli/a.c": "missing.h"}, 1),
+        # (a value starting with "=" is the file's text)
+        "ucon-outside": ({"src/exec/e.c": "=int k = UCON_UNIQUE;\n"}, 1),
+        "ucon-in-room": ({"src/constraint/u.c": "=int k = UCON_UNIQUE;\n"}, 0),
+        "ustore-in-api": ({"src/api/s.c": "=int m = USTORE_TABLES_SET;\n"}, 1),
     }
     saved = ROOT
     try:
@@ -91,7 +123,10 @@ def self_test():
                 for path, inc in files.items():
                     os.makedirs(os.path.dirname(os.path.join(d, path)), exist_ok=True)
                     with open(os.path.join(d, path), "w") as f:
-                        f.write('#include "%s"\n' % inc if inc else "/* */\n")
+                        if inc and inc.startswith("="):
+                            f.write(inc[1:])
+                        else:
+                            f.write('#include "%s"\n' % inc if inc else "/* */\n")
                 ROOT = d
                 got = main([])
                 assert got == want, "case %s: %d, expected %d" % (name, got, want)
@@ -108,7 +143,7 @@ def main(argv):
     if argv:
         ROOT = os.path.abspath(argv[0])
     out, bad = edges()
-    errors = list(bad)
+    errors = list(bad) + word_errors()
     for (a, b), where in sorted(out.items()):
         if a < b and (b, a) in out:
             errors.append("%s and %s include each other: %s; %s"

@@ -178,7 +178,7 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res) {
                 pe.col, pe.msg);
       goto leave;
     }
-    rc = uapi_sch_tables(u, c->s, USTORE_TABLES_SET, res);
+    rc = uapi_sch_tables(u, c->s, UEXEC_TABLES_LEARN, res);
     if (rc) {
       uschema_free(c->s);
       free(c->ddl);
@@ -486,7 +486,7 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
   rc = fits_txn(u, ns, res);
   /* (native tables: created, or their keys checked, before anything of
    * the change is written) */
-  if (!rc) rc = uapi_sch_tables(u, ns, USTORE_TABLES_CREATE, res);
+  if (!rc) rc = uapi_sch_tables(u, ns, UEXEC_TABLES_CREATE, res);
   if (!rc && !(ch = malloc(sizeof *ch)))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   for (int attempt = 0; !rc && attempt < 100; attempt++) {

@@ -110,6 +110,39 @@ static int explain(const uplan *p, const ustore_op *ops, size_t s_at,
   return rc;
 }
 
+/* atomic_apply found take `full` a full group (count cnt at version ver):
+ * it refuses the write only where nothing before it in the order of
+ * refusals (schema, outcome, record, claims: explain) does, as the claims
+ * protocol finds them in that order too (test_diff): every condition of
+ * ops[0..n) checked in one transaction that writes nothing, then the
+ * group confirmed full. USTORE_NOT_APPLIED with why, or an error. */
+static int refuse_full(uexec *x, const uplan *p, ustore_op *ops, size_t n,
+                       size_t s_at, size_t r_at, size_t o_at,
+                       const size_t *op_of, size_t full, int64_t cnt,
+                       uint64_t ver, uexec_refused *why, unico_result *res) {
+  ustore_err e = {{0}};
+  for (size_t k = 0; k < n; k++) ops[k].action = USTORE_CHECK;
+  int moved;
+  int rc = x->st->vt->txn(x->st, ops, n, &e);
+  if (rc == USTORE_NOT_APPLIED)
+    rc = explain(p, ops, s_at, r_at, o_at, op_of, why, res);
+  else if (rc)
+    rc = uexec_store_err(res, rc, "writing", &e);
+  if (rc == USTORE_NOT_APPLIED && why->why != UREFUSED_RACE) return rc;
+  if (rc && rc != USTORE_NOT_APPLIED) return rc;
+  memset(why, 0, sizeof *why);
+  rc = confirm_full(x, p, &p->take.v[full], ver, &moved, res);
+  if (rc == UNICO_OK) {
+    rc = USTORE_NOT_APPLIED;
+    why->why = UREFUSED_LIMIT;
+    why->claim = full;
+    why->count = cnt;
+  } else if (rc == USTORE_NOT_APPLIED) {
+    why->why = moved;
+  }
+  return rc;
+}
+
 static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
                         unico_result *res) {
   size_t n = 2 + p->take.n + p->release.n + p->drop.n + (p->okey.len ? 2 : 0);
@@ -199,29 +232,8 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     ops[i - 2].expire_ms = ops[i - 1].expire_ms = purge_at;
   }
   if (full != SIZE_MAX) {
-    /* A full group refuses the write only where nothing before it in the
-     * order of refusals (schema, outcome, record, claims: explain) does,
-     * as the claims protocol finds them in that order too (test_diff):
-     * every condition checked in one transaction that writes nothing. */
-    for (size_t k = 0; k < i; k++) ops[k].action = USTORE_CHECK;
-    int moved;
-    rc = x->st->vt->txn(x->st, ops, i, &e);
-    if (rc == USTORE_NOT_APPLIED)
-      rc = explain(p, ops, s_at, r_at, o_at, op_of, why, res);
-    else if (rc)
-      rc = uexec_store_err(res, rc, "writing", &e);
-    if (rc == USTORE_NOT_APPLIED && why->why != UREFUSED_RACE) goto leave;
-    if (rc && rc != USTORE_NOT_APPLIED) goto leave;
-    memset(why, 0, sizeof *why);
-    rc = confirm_full(x, p, &p->take.v[full], full_ver, &moved, res);
-    if (rc == UNICO_OK) {
-      rc = USTORE_NOT_APPLIED;
-      why->why = UREFUSED_LIMIT;
-      why->claim = full;
-      why->count = full_cnt;
-    } else if (rc == USTORE_NOT_APPLIED) {
-      why->why = moved;
-    }
+    rc = refuse_full(x, p, ops, i, s_at, r_at, o_at, op_of, full, full_cnt,
+                     full_ver, why, res);
     goto leave;
   }
   rc = x->st->vt->txn(x->st, ops, i, &e);

@@ -324,9 +324,10 @@ const char *uexec_store_name(uexec *x);
 /* The most ops one transaction may carry (0: no limit). */
 /* The DDL tables, for a store that keeps records in the users' native
  * tables (USTORE_CAP_ROWS; other stores ignore them): handed down at every
- * schema load (USTORE_TABLES_SET) and before a schema is applied
- * (USTORE_TABLES_CREATE: the native tables are created, or checked when
+ * schema load (UEXEC_TABLES_LEARN) and before a schema is applied
+ * (UEXEC_TABLES_CREATE: the native tables are created, or checked when
  * they exist). */
+enum { UEXEC_TABLES_LEARN = 0, UEXEC_TABLES_CREATE = 1 };
 int uexec_tables(uexec *x, const ustore_tabledef *defs, size_t n, int mode,
                  unico_result *res);
 size_t uexec_max_txn(uexec *x);
