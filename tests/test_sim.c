@@ -1160,6 +1160,51 @@ static void test_claims_hold_released_midway(void **state) {
   hold_released_midway(0);
 }
 
+/* Updates of one record to one new value, racing (claims protocol, no
+ * faults): whichever claims the value first, the record holding it never
+ * conflicts with itself; every update answers ok (tests/test_races.c
+ * races the same with real threads on LMDB, where the interleaving is the
+ * machine's). */
+typedef struct same_run {
+  unico *u[3];
+  int rc[3];
+  char owner[3][64];
+} same_run;
+
+static void same_client(void *ctx, int c) {
+  same_run *r = ctx;
+  unico_result res = UNICO_RESULT_INIT;
+  r->rc[c] = unico_update(r->u[c], "users", "\"same\"",
+                          "{\"email\":\"same1@x.io\"}", 0, NULL, &res);
+  if (res.owner) snprintf(r->owner[c], sizeof r->owner[c], "%s", res.owner);
+  unico_result_clear(&res);
+}
+
+static void test_same_value_one_record(void **state) {
+  (void)state;
+  static const usim_faults sf = {.step_ms = 3};
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    unico_result res = UNICO_RESULT_INIT;
+    same_run r;
+    memset(&r, 0, sizeof r);
+    usim *s = sim_setup("same", seed, &sf, r.u, 3, DDL);
+    assert_int_equal(unico_insert(r.u[0], "users",
+                                  "{\"id\":\"same\",\"email\":\"same0@x.io\"}",
+                                  NULL, &res),
+                     UNICO_OK);
+    assert_int_equal(usim_run(s, 3, same_client, &r), 0);
+    for (int c = 0; c < 3; c++)
+      if (r.rc[c] != UNICO_OK)
+        fail_msg("seed %" PRIu64 ": update %d of the same record to the same "
+                 "value answered %s (owner %s)",
+                 seed, c, unico_errname(r.rc[c]), r.owner[c]);
+    assert_int_equal(unico_check(r.u[0], &res), UNICO_OK);
+    unico_result_clear(&res);
+    for (int c = 0; c < 3; c++) unico_close(r.u[c]);
+    usim_free(s);
+  }
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   if (argv[0]) g_argv0 = argv[0];
@@ -1183,6 +1228,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_incarnations),
         cmocka_unit_test(test_atomic_hold_released_midway),
         cmocka_unit_test(test_claims_hold_released_midway),
+        cmocka_unit_test(test_same_value_one_record),
     };
     failed = ucm_run_group("tests", tests, setup_schema, teardown_schema);
   }
