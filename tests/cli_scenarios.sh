@@ -796,26 +796,40 @@ if ! command -v mdb_dump >/dev/null 2>&1 || ! command -v mdb_load >/dev/null 2>&
   echo "FAIL: mdb_dump and mdb_load (Debian's lmdb-utils) are missing: the repair scenario cannot damage a store by hand"
 else
 scenario "repair fixes a counter and a stale claim damaged by hand, and exits 7 on what it cannot fix" repair
-# damage WHAT: the store's LMDB data dumped (mdb_dump -p), edited, loaded
-# back; WHAT: "counter" sets group (p, a)'s counter to 0, "stale" makes s1
-# list a claim of a name it does not have, "invalid" gives s1 an int option
+# damage WHAT: the store's LMDB data dumped (mdb_dump, in hex: its -p form
+# leaves a backslash byte unescaped, which mdb_load then misreads, and
+# values begin with random versions), edited as bytes, loaded back; WHAT:
+# "counter" sets group (p, a)'s counter to 0, "stale" makes s1 list a
+# claim of a name it does not have, "invalid" gives s1 an int option
 damage() {
-  mdb_dump -p "$SCRATCH/repair" >"$SCRATCH/repair.dump" &&
+  mdb_dump "$SCRATCH/repair" >"$SCRATCH/repair.dump" &&
     python3 - "$SCRATCH/repair.dump" "$@" <<'PY' &&
 import sys
 path, what = sys.argv[1], sys.argv[2:]
 lines = open(path).read().split("\n")
-for i, l in enumerate(lines[:-1]):
-    v = lines[i + 1]
-    if "counter" in what and l == r" \11l\00\11subs\00\11per_option\00\11p\00\11a\00":
-        lines[i + 1] = v[:-3] + r"\00"  # the count's last byte: 1 -> 0
-    if l == r" \11r\00\11subs\00\11s1\00":
+header = lines.index("HEADER=END") + 1
+GROUP = b"\x11l\x00\x11subs\x00\x11per_option\x00\x11p\x00\x11a\x00"
+S1 = b"\x11r\x00\x11subs\x00\x11s1\x00"
+done = set()
+for i in range(header, len(lines) - 1, 2):
+    if not lines[i].startswith(" ") or not lines[i + 1].startswith(" "):
+        break  # (DATA=END)
+    k, v = bytes.fromhex(lines[i][1:]), bytes.fromhex(lines[i + 1][1:])
+    if "counter" in what and k == GROUP:
+        v = v[:-1] + b"\x00"  # the count's last byte: 1 -> 0
+        done.add("counter")
+    if k == S1:
+        done.update(w for w in what if w != "counter")
         if "stale" in what:  # a third claim listed, and the count of them
-            v = v.replace(r"\80\00\00\00\00\00\00\02\10", r"\80\00\00\00\00\00\00\03\10", 1)
-            v += r"\10\11u\00\ff\11subs\00\ff\11subs_poll_id_name_key\00\ff\11p\00\ff\11zed\00\ff\00"
+            v = v.replace(b"\x80\x00\x00\x00\x00\x00\x00\x02\x10",
+                          b"\x80\x00\x00\x00\x00\x00\x00\x03\x10", 1)
+            v += (b"\x10\x11u\x00\xff\x11subs\x00\xff\x11subs_poll_id_name_key"
+                  b"\x00\xff\x11p\x00\xff\x11zed\x00\xff\x00")
         if "invalid" in what:
-            v = v.replace('"option":"a"', '"option":7')
-        lines[i + 1] = v
+            v = v.replace(b'"option":"a"', b'"option":7')
+    lines[i + 1] = " " + v.hex()
+if done != set(what):
+    sys.exit("damage: not found: %s" % ", ".join(sorted(set(what) - done)))
 open(path, "w").write("\n".join(lines))
 PY
     mdb_load -f "$SCRATCH/repair.dump" "$SCRATCH/repair" 2>/dev/null
