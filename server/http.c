@@ -419,6 +419,9 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
   /* Draining: answer, then close, so that keep-alive clients go away. */
   if (atomic_load(&s->draining) || r->close)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+  /* (the body belongs to resp now, which may free it as it is queued or
+   * destroyed: read what the access log needs of it first) */
+  outcome_of(r, o->status, resp_body_start);
   enum MHD_Result ret = MHD_queue_response(c, (unsigned)o->status, resp);
   MHD_destroy_response(resp);
   free(o->location);
@@ -426,7 +429,6 @@ static enum MHD_Result send_resp(userv *s, struct MHD_Connection *c, ureq *r,
   r->responded = 1;
   r->status = o->status;
   r->bytes = n;
-  outcome_of(r, o->status, resp_body_start);
   atomic_fetch_add_explicit(&s->m.bytes_out, n, memory_order_relaxed);
   return ret;
 }
