@@ -520,6 +520,13 @@ static void the_claim(unico **u, ubuf *key, ubuf *val) {
   *u = open_store();
 }
 
+/* The token of a hold from a reserve's answer (json) into out. */
+static void token_of(const char *json, char *out, size_t cap) {
+  json_t *j = json_loads(json, 0, NULL);
+  snprintf(out, cap, "%s", json_string_value(json_object_get(j, "token")));
+  json_decref(j);
+}
+
 /* Behind unico's back: put val at key, whatever is there. */
 static void put_raw(unico **u, const ubuf *key, const ubuf *val) {
   unico_close(*u);
@@ -550,11 +557,8 @@ static void test_used_hold_stays_used(void **state) {
     unico_result r = UNICO_RESULT_INIT;
     expect_ok(unico_reserve(u, "users", "users_email", "[\"h@x\"]", 3600000,
                             "res-h", &r), &r, "reserve");
-    json_t *j = json_loads(r.json, 0, NULL);
     char token[128];
-    snprintf(token, sizeof token, "%s",
-             json_string_value(json_object_get(j, "token")));
-    json_decref(j);
+    token_of(r.json, token, sizeof token);
     ubuf ck = UBUF_INIT, held = UBUF_INIT, carrying = UBUF_INIT,
          owner = UBUF_INIT;
     the_claim(&u, &ck, &held);
@@ -609,11 +613,8 @@ static void test_release_fences_holders_write(void **state) {
   unico_result r = UNICO_RESULT_INIT;
   expect_ok(unico_reserve(u, "users", "users_email", "[\"r@x\"]", 3600000,
                           NULL, &r), &r, "reserve");
-  json_t *j = json_loads(r.json, 0, NULL);
   char token[128];
-  snprintf(token, sizeof token, "%s",
-           json_string_value(json_object_get(j, "token")));
-  json_decref(j);
+  token_of(r.json, token, sizeof token);
   ubuf ck = UBUF_INIT, held = UBUF_INIT, carrying = UBUF_INIT,
        owner = UBUF_INIT;
   the_claim(&u, &ck, &held);
