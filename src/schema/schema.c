@@ -1050,9 +1050,10 @@ static int finish_table(parser *p) {
         describe_con(t, a, d1, sizeof d1);
         describe_con(t, b, d2, sizeof d2);
         return fail(p, p->pcons[i].start,
-                    "%s duplicates %s at line %d of table %s (same columns, "
-                    "normalization and WHERE)",
-                    d1, d2, p->pcons[j].start.line, t->name);
+                    "%s duplicates %s at line %d of table %s (same %s)", d1,
+                    d2, p->pcons[j].start.line, t->name,
+                    a->where ? "columns, normalization and WHERE"
+                             : "columns and normalization");
       }
     }
   }
