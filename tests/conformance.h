@@ -186,6 +186,12 @@ void expect_location(const char *file, int line, const char *msg, int l,
 
 /* ------------------------------------------------------------ cases */
 
+/* conformance_where.c */
+void test_where_soft_delete(void **state);
+void test_where_limit_enter_leave(void **state);
+void test_where_limit_race(void **state);
+void test_where_build_filled(void **state);
+
 /* conformance_records.c */
 void test_roundtrip(void **state);
 void test_not_found(void **state);
