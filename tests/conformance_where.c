@@ -290,6 +290,11 @@ void test_where_build_filled(void **state) {
                         "{\"id\":\"u7\",\"email\":\"a@x\",\"deleted_at\":1,"
                         "\"status\":\"old\"}",
                         NULL, &f->rb));
+  /* a NULL status is not <> 'old' (nor = it): two such records keep
+   * out of the predicate, one value between them */
+  INS("users", "{\"id\":\"u8\",\"email\":\"c@x\",\"deleted_at\":3}");
+  INS("users", "{\"id\":\"u9\",\"email\":\"C@x\",\"deleted_at\":4}");
+  EXPECT_FREE("users", "users_email", "[\"c@x\"]");
   /* dropped: every record holds its value, duplicates refuse it */
   EXPECT(UNICO_ESCHEMA,
          apply_with(f, ",\n CONSTRAINT users_email UNIQUE (email) NORMALIZE "
