@@ -2,8 +2,8 @@
  * schema every case applies, the fixture, the assertions and shortcuts,
  * and the cases of each file for main (conformance.c). The suite is one
  * program, conformance, built from conformance.c (fixture, assertions,
- * main) and conformance_records.c, conformance_schema.c and
- * conformance_calls.c (the cases). */
+ * main) and conformance_records.c, conformance_schema.c,
+ * conformance_calls.c and conformance_where.c (the cases). */
 #ifndef UNICO_TESTS_CONFORMANCE_H
 #define UNICO_TESTS_CONFORMANCE_H
 
