@@ -162,9 +162,11 @@ int urec_flat_unique_value(const utable *t, const uconstraint *c,
     if (!x || x->kind == UREC_V_NULL) return UNICO_OK;
     if (i < 16) v[i] = x;
   }
-  int in;
-  int rc0 = urec_where_flat(t, c, f, &in, res);
-  if (rc0 || !in) return rc0; /* outside c's WHERE: no key */
+  if (c->where) {
+    int in;
+    int rc0 = urec_where_flat(t, c, f, &in, res);
+    if (rc0 || !in) return rc0; /* outside c's WHERE: no key */
+  }
   size_t mark = val->len;
   for (size_t i = 0; i < c->ncols; i++) {
     const ucolumn *col = &t->cols[c->cols[i]];

@@ -330,9 +330,11 @@ int urec_unique_value(const utable *t, const uconstraint *c, json_t *obj,
     json_t *v = json_object_get(obj, t->cols[c->cols[i]].name);
     if (!v || json_is_null(v)) return UNICO_OK;
   }
-  int in;
-  int rc0 = urec_where_json(t, c, obj, &in, res);
-  if (rc0 || !in) return rc0; /* outside c's WHERE: no key */
+  if (c->where) {
+    int in;
+    int rc0 = urec_where_json(t, c, obj, &in, res);
+    if (rc0 || !in) return rc0; /* outside c's WHERE: no key */
+  }
   size_t mark = val->len;
   for (size_t i = 0; i < c->ncols; i++) {
     const ucolumn *col = &t->cols[c->cols[i]];
