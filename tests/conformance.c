@@ -317,6 +317,8 @@ int main(int argc, char **argv) {
       T(test_args_json),
       T(test_null_args),
       T(test_codes),
+      T(test_where_soft_delete), T(test_where_limit_enter_leave),
+      T(test_where_limit_race), T(test_where_build_filled),
   };
   return ucm_done(ucm_run_group("conformance", tests, NULL, NULL));
 }

@@ -41,6 +41,8 @@ typedef struct uconstraint {
   int *cols;      /* indexes into the table's columns, in DDL order */
   unorm norm;     /* UNIQUE only */
   int64_t limit;  /* LIMIT only: the maximum number of live records */
+  struct upred *where; /* WHERE: only records it holds for have a key of
+                          this constraint (schema/predicate.h); NULL: all */
 } uconstraint;
 
 typedef struct utable {
