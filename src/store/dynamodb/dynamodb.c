@@ -1605,6 +1605,14 @@ static int table_prefix(const char *tp, size_t *len, ustore_err *e) {
   return UNICO_OK;
 }
 
+/* The configuration s was opened with, for its Streams endpoint. */
+static void keep_config(ddb_store *s, const uddb_config *cfg) {
+  s->cfg = *cfg;
+  snprintf(s->host, sizeof s->host, "%s", cfg->host);
+  s->cfg.host = s->host;
+  s->cfg.region = uddb_client_region(s->c); /* (as the client found it) */
+}
+
 /* dynamodb[s]://HOST[:PORT]/TABLE, loc being what follows "://". */
 static int ddb_open(ustore **out, const char *loc, int tls,
                     const ustore_opts *opts, ustore_err *e) {
@@ -1669,7 +1677,7 @@ static int ddb_open(ustore **out, const char *loc, int tls,
   }
   if (rg) snprintf(region, sizeof region, "%s", rg);
   static const char *const on_off[] = {"off", "on", NULL};
-  int streams = 0;
+  int streams = 0; /* (streams=on) */
   if ((rc = ustore_opt_long(opts, "timeout_ms", 1, 600000, &timeout_ms, e)) ||
       (rc = ustore_opt_long(opts, "retry_ms", 0, 3600000, &retry_ms, e)) ||
       (rc = ustore_opt_word(opts, "streams", on_off, &streams, e)))
@@ -1707,12 +1715,9 @@ static int ddb_open(ustore **out, const char *loc, int tls,
   cfg.region = region[0] ? region : NULL;
   cfg.timeout_ms = timeout_ms;
   s->streams = streams;
-  s->cfg = cfg;
-  snprintf(s->host, sizeof s->host, "%s", host);
-  s->cfg.host = s->host;
   rc = uddb_client_open(&s->c, &cfg, e);
   if (rc) goto leave;
-  s->cfg.region = uddb_client_region(s->c); /* (as the client found it) */
+  keep_config(s, &cfg);
   rc = ensure_table(s, e);
 leave:
   if (rc) {
