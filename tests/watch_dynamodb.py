@@ -160,6 +160,18 @@ def step1_stream_off():
     expect(want in err, "the message says the awscli command: %r" % err)
     expect("streams=on" in err, "the message names ?streams=on: %r" % err)
     expect(json.loads(out).get("error") == "unsupported", "error: %r" % out)
+    lmdb = "lmdb:" + os.path.join(TMP, "lmdb")
+    rc, out, err = unico("watch", url=lmdb)
+    expect(rc == 1 and "no change stream" in err,
+           "watch on the embedded store: rc %d %r" % (rc, err))
+    bad = os.path.join(TMP, "bad.checkpoint")
+    with open(bad, "w") as f:
+        f.write("{not json")
+    rc, out, err = unico("watch", "--checkpoint", bad)
+    expect(rc == 1 and "cursor is not JSON" in err,
+           "a checkpoint that is not one: rc %d %r" % (rc, err))
+    rc, out, err = unico("watch", "--poll-ms", "5")
+    expect(rc == 1 and "--poll-ms" in err, "--poll-ms 5: rc %d %r" % (rc, err))
 
 
 def step2_own_writes(w):

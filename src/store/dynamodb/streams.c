@@ -19,6 +19,10 @@
 #define seterr ustore_seterr
 #define CALL_ATTEMPTS 6
 #define RECORDS_PER_CALL 1000
+/* DescribeStream (10 calls a second per account on AWS) is asked again
+ * when a shard was read to its end (its children may be listed now),
+ * else at most this often */
+#define DESCRIBE_EVERY_MS 60000
 
 typedef struct shard {
   char *id, *parent; /* parent NULL: none listed */
@@ -31,6 +35,8 @@ typedef struct shard {
 typedef struct stream {
   const uddb_ntab *t;
   char *arn;
+  int64_t described_ms; /* the last DescribeStream (0: none yet) */
+  int redescribe;       /* a shard was read to its end since */
   shard *sh;
   size_t n, cap;
 } stream;
@@ -299,7 +305,7 @@ static int read_shard(ddb_feed *f, stream *s, shard *h, ustore_change_cb cb,
                       void *ctx, ustore_err *e) {
   int rc = h->iter ? 0 : get_iterator(f, s, h, e);
   if (rc == 1) { /* gone */
-    h->done = 1;
+    h->done = s->redescribe = 1;
     f->base.shards_done++;
     return 0;
   }
@@ -323,7 +329,7 @@ static int read_shard(ddb_feed *f, stream *s, shard *h, ustore_change_cb cb,
     } else if (set_text(&h->iter, next)) {
       rc = UNICO_ENOMEM;
     } else if (!next) { /* closed, and read to its end */
-      h->done = 1;
+      h->done = s->redescribe = 1;
       f->base.shards_done++;
     }
   }
@@ -345,7 +351,12 @@ static int feed_poll(ustore_feed *base, ustore_change_cb cb, void *ctx,
   int rc = UNICO_OK;
   for (size_t i = 0; i < f->n && !rc; i++) {
     stream *s = &f->st[i];
-    rc = describe_stream(f, s, e);
+    int64_t now = uddb_now_ms();
+    if (!s->described_ms || s->redescribe || now - s->described_ms > DESCRIBE_EVERY_MS) {
+      rc = describe_stream(f, s, e);
+      s->described_ms = now ? now : 1;
+      s->redescribe = 0;
+    }
     /* (a child listed after its parent is read in the same round once
      * the parent is done: the list is walked in order) */
     for (size_t j = 0; j < s->n && !rc; j++)
