@@ -215,6 +215,7 @@ def step3_other_writes(w):
     for f in fs:
         if f.get("key") in done:
             took = f["_at"] - done[f["key"]]
+            print("%s (%s) reported %.2f s after its write" % (f["key"], f["kind"], took))
             expect(took <= 5.0, "%s reported within 5 s of its write (%.1f s)"
                    % (f["key"], took))
     time.sleep(1.5)  # (a line about unico's own writes would be here now)
