@@ -23,6 +23,7 @@
 #include "redact.h"
 #include "report.h"
 #include "serve.h"
+#include "watch.h"
 
 #define N_OF(a) (sizeof (a) / sizeof (a)[0])
 
@@ -469,6 +470,10 @@ static const command COMMANDS[] = {
          "it cannot fix are left (two records holding a value, a group over its\n"
          "limit, a record that does not fit its table).\n",
      .arg_error = "repair takes no arguments", .run = run_repair},
+    /* its options are its own (and so is its help): cli/watch.c */
+    {.name = "watch", .synopsis = "[--repair] [--checkpoint FILE]",
+     .summary = "report writes behind unico's back as they happen",
+     .own_main = ucli_watch_main},
     /* its options are its own (and so is its help): server/serve.c */
     {.name = "serve", .synopsis = "[--listen ADDR] ...",
      .summary = "run the HTTP API (unico serve --help)", .own_main = userv_main},

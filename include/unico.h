@@ -329,6 +329,40 @@ int unico_audit(unico *u, unico_result *res);
  * their table: a person's to decide). */
 int unico_repair(unico *u, unico_result *res);
 
+/* Options of unico_watch(). Start from UNICO_WATCH_OPTIONS_INIT so
+ * fields added later get their defaults. */
+typedef struct unico_watch_options {
+  int struct_version;     /* UNICO_WATCH_OPTIONS_VERSION */
+  int repair;             /* also claim what can be claimed, as repair */
+  /* A file keeping where each stream was read to: read at the start
+   * (absent or empty: from each stream's oldest change), written (a new
+   * file renamed over it) after each round that read something and at
+   * the end. NULL: none, every watch starts from the oldest change. */
+  const char *checkpoint;
+  uint64_t poll_ms;       /* pause after a round that read nothing; 0: 1000 */
+  /* Each finding, one JSON object (docs/cli.md, "watch"), from the
+   * calling thread. NULL: counted only. */
+  void (*finding)(void *ctx, const char *json);
+  void *ctx;
+  /* Asked between rounds and every 50 ms of a pause: non-zero ends the
+   * watch (its checkpoint written). NULL: never. */
+  int (*stop)(void *ctx);
+} unico_watch_options;
+
+#define UNICO_WATCH_OPTIONS_VERSION 1
+#define UNICO_WATCH_OPTIONS_INIT {UNICO_WATCH_OPTIONS_VERSION, 0, NULL, 0, NULL, NULL, NULL}
+
+/* Follow the changes of every native table of the schema as they happen
+ * (DynamoDB Streams: docs/dynamodb.md, "Watching for drift") and judge
+ * each changed row as check does, reporting what did not come through
+ * unico (a value nobody claims, a value another record owns, a limit group
+ * over its limit) through opts->finding; until opts->stop says so.
+ * UNICO_EUNSUPPORTED on a store without a stream, or when a table's
+ * stream is off (the message says how to turn it on). On return res->json
+ * counts what it saw: {"changes":N,"findings":N,"repaired":N,"drift":
+ * [{"table":..,"kind":..,"count":N}]} (also after an error). */
+int unico_watch(unico *u, const unico_watch_options *opts, unico_result *res);
+
 /* The unique values and limit groups a record would hold, normalized:
  * res->json {"pk":PK,"keys":[{"constraint":C,"kind":"unique"|"limit",
  * "value":[...]},...]}. Validates the record; writes nothing. */

@@ -115,6 +115,19 @@ int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
                          unico_result *res);
 /* "2026-11-21T10:00:00.000Z" */
 void uapi_format_time(int64_t ms, char *buf, size_t cap);
+/* A finding of check about one record: its kind ("unclaimed_value",
+ * "claim_owner_mismatch", "over_limit", ...: the names of check's report)
+ * and the key it is about (a claim's or a limit group's, else the
+ * record's). */
+typedef void (*uapi_found_fn)(void *ctx, const char *kind, const uint8_t *key,
+                              size_t klen);
+/* check.c: judge one record key as check does, with repair also fixing
+ * it as repair would (*fixed += the fixes made). */
+int uapi_check_record(unico *u, const uint8_t *rk, size_t rkl, int repair,
+                      uapi_found_fn fn, void *ctx, uint64_t *fixed,
+                      unico_result *res);
+/* watch.c: unico_watch (opts checked). */
+int uapi_watch(unico *u, const unico_watch_options *o, unico_result *res);
 int uapi_get(unico *u, const char *table, const char *pk_json,
              unico_result *res);
 int uapi_lookup(unico *u, const char *table, const char *constraint,

@@ -459,6 +459,23 @@ int unico_check(unico *u, unico_result *res) { return check(u, 1, res); }
 
 int unico_audit(unico *u, unico_result *res) { return check(u, 0, res); }
 
+int unico_watch(unico *u, const unico_watch_options *opts, unico_result *res) {
+  begin(res);
+  NEED(u);
+  if (!opts || opts->struct_version < 1 ||
+      opts->struct_version > UNICO_WATCH_OPTIONS_VERSION)
+    return finish(res, uerr(res, UNICO_EINVAL, NULL,
+                            "unico_watch: opts must start from "
+                            "UNICO_WATCH_OPTIONS_INIT"));
+  int rc = uapi_watch(u, opts, res);
+  /* The counts stay in res->json, also after an error. */
+  char *counts = res ? res->json : NULL;
+  if (res) res->json = NULL;
+  finish(res, rc);
+  if (res) res->json = counts;
+  return rc;
+}
+
 int unico_repair(unico *u, unico_result *res) {
   begin(res);
   NEED(u);
