@@ -240,6 +240,37 @@ int uexec_mark_judge(uexec *x, const char *op_id, const ustored_outcome *m,
                      int *verdict, unico_result *res);
 
 /* ------------------------------------------------------------------ */
+/* Repeats (exec/seen.c): has this op id been seen, and what was its
+ * outcome. The executor alone reads a request's first answer back. */
+
+/* What identifies a request under its op id: the kind (plan.h's
+ * UPLAN_*), the table, and the fingerprint of what it asked. */
+typedef struct uexec_req {
+  const char *op_id; /* the caller's (NULL: none, never a repeat) */
+  int kind;
+  const char *table;
+  uint64_t fp;
+} uexec_req;
+
+/* Where to look: the outcome key, and (where the protocol keeps the
+ * outcome after the commit, UEXEC_T_OUTCOME_APART; elsewhere ignored) the
+ * history of the record key, rec as read or read at rkey. */
+enum { UEXEC_SEEN_OUTCOME = 1, UEXEC_SEEN_HISTORY = 2,
+       /* only when rec (not NULL) names the op id: its last write's, or
+        * one in its history (a record the request may have written) */
+       UEXEC_SEEN_IF_NAMED = 4 };
+
+/* The first answer of request q, if it ran before: UNICO_OK with *answer
+ * (its output text, the caller frees), UNICO_EOPID (res filled) when the
+ * op id was used for a different request, UNICO_ENOTFOUND when the places
+ * looked at hold no answer (not a repeat, or one in flight: a marker), or
+ * an error. A marker of another request found under the op id is judged
+ * (uexec_mark_judge): used by a write that committed, it is UNICO_EOPID. */
+int uexec_seen(uexec *x, const uexec_req *q, int where,
+               const ustored_record *rec, const ubuf *rkey, char **answer,
+               unico_result *res);
+
+/* ------------------------------------------------------------------ */
 /* The schema key (exec/schema.c) */
 
 /* The stored schema (*ver: its store version) or UNICO_ENOTFOUND (*ver 0,
