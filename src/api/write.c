@@ -572,6 +572,26 @@ static int report_busy(const utable *t, const uclaim *c, unico_result *res) {
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
+/* For a batch (api/batch.c): the same answers as a single write gives. */
+int uapi_report_limit(const utable *t, const uclaim *c, int64_t count,
+                      unico_result *res) {
+  return report_limit(t, c, count, res);
+}
+
+int uapi_report_held(const utable *t, const uclaim *c, int64_t expires_ms,
+                     unico_result *res) {
+  return report_held(t, c, expires_ms, res);
+}
+
+int uapi_not_found(const utable *t, const char *pk_json, unico_result *res) {
+  return not_found(t, pk_json, res);
+}
+
+int uapi_check_key_sizes(unico *u, const utable *t, const uplan *p,
+                         unico_result *res) {
+  return check_key_sizes(u, t, p, res);
+}
+
 /* One call of uapi_write: what stays from round to round. */
 typedef struct wcall {
   unico *u;
