@@ -317,6 +317,11 @@ int main(int argc, char **argv) {
       T(test_args_json),
       T(test_null_args),
       T(test_codes),
+      T(test_batch_swap),
+      T(test_batch_refused_leaves_nothing),
+      T(test_batch_op_id),
+      T(test_batch_limits),
+      T(test_batch_json),
   };
   return ucm_done(ucm_run_group("conformance", tests, NULL, NULL));
 }

@@ -80,10 +80,10 @@ static int group_read(uexec *x, const uclaim *g, int64_t *count,
 static int put_group(bbuild *s, const bkey *k, size_t m, unico_result *res) {
   int64_t d = 0, cnt;
   uint64_t ver;
-  const bkey *first_take = NULL;
+  const bkey *last_take = NULL; /* (the op whose place does not fit) */
   for (size_t i = 0; i < m; i++) {
     d += k[i].take ? 1 : -1;
-    if (k[i].take && !first_take) first_take = &k[i];
+    if (k[i].take) last_take = &k[i];
   }
   if (d == 0) return UNICO_OK; /* as many join as leave */
   int rc = group_read(s->x, k[0].c, &cnt, &ver, res);
@@ -99,15 +99,15 @@ static int put_group(bbuild *s, const bkey *k, size_t m, unico_result *res) {
     *op = ukind_op(k[0].c, ver ? USTORE_VERSION : USTORE_ABSENT, ver,
                    USTORE_CHECK, NULL);
     if (s->full_plan == SIZE_MAX) {
-      s->full_plan = first_take->plan;
-      s->full_idx = first_take->idx;
+      s->full_plan = last_take->plan;
+      s->full_idx = last_take->idx;
       s->full_op = s->n - 1;
       s->full_cnt = cnt;
     }
     return UNICO_OK;
   }
   if (d < 0 && kd->atomic_release(&a, op, val) == UKIND_NONE) s->n--;
-  if (d > 0) s->take_at[first_take->plan][first_take->idx] = s->n - 1;
+  if (d > 0) s->take_at[last_take->plan][last_take->idx] = s->n - 1;
   return UNICO_OK;
 }
 
