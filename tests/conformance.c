@@ -322,6 +322,7 @@ int main(int argc, char **argv) {
       T(test_batch_op_id),
       T(test_batch_limits),
       T(test_batch_json),
+      T(test_batch_limit_group),
   };
   return ucm_done(ucm_run_group("conformance", tests, NULL, NULL));
 }

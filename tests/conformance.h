@@ -241,5 +241,6 @@ void test_batch_refused_leaves_nothing(void **state);
 void test_batch_op_id(void **state);
 void test_batch_limits(void **state);
 void test_batch_json(void **state);
+void test_batch_limit_group(void **state);
 
 #endif

@@ -245,3 +245,50 @@ void test_batch_json(void **state) {
              "batch op 0: \"if_version\" must be a version");
   EXPECT_U64(VERSION_OF("users", "\"u1\""), 2);
 }
+
+#define T_SEATS                                                                \
+  "CREATE TABLE subs (\n"                                                      \
+  "  id      text PRIMARY KEY,\n"                                              \
+  "  poll_id text,\n"                                                          \
+  "  option  text,\n"                                                          \
+  "  CONSTRAINT per_option LIMIT 2 PER (poll_id, option)\n"                    \
+  ");\n"
+#define SUB(id, opt)                                                           \
+  "{\"id\":\"" id "\",\"poll_id\":\"p\",\"option\":\"" opt "\"}"
+
+/* Limit groups are judged after the whole batch too: a place one op
+ * frees in a full group another op may take; a batch that puts more in a
+ * group than fits is refused, naming the op that does not fit. */
+void test_batch_limit_group(void **state) {
+  fx *f = *state;
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, T_SEATS, &f->r));
+  const unico_batch_op three[] = {OP_INS("subs", SUB("s1", "a")),
+                                  OP_INS("subs", SUB("s2", "a")),
+                                  OP_INS("subs", SUB("s3", "a"))};
+  if (!has_txn()) {
+    EXPECT(UNICO_EINVAL, unico_batch(f->u, three, 3, NULL, &f->r));
+    expect_refused_for_claims(f);
+    return;
+  }
+  EXPECT(UNICO_ELIMIT, unico_batch(f->u, three, 3, NULL, &f->r));
+  EXPECT_STR(f->r.constraint, "per_option");
+  expect_named(f, 2, "insert");
+  EXPECT(UNICO_ENOTFOUND, unico_get(f->u, "subs", "\"s1\"", &f->r));
+  EXPECT(UNICO_OK, unico_batch(f->u, three, 2, NULL, &f->r));
+  /* option a is full: s1 moves to b while s3 takes its place in a */
+  const unico_batch_op move[] = {
+      OP_INS("subs", SUB("s3", "a")),
+      OP_UPD("subs", "\"s1\"", "{\"option\":\"b\"}", 1)};
+  EXPECT(UNICO_OK, unico_batch(f->u, move, 2, NULL, &f->r));
+  /* a is full again, b has one: two more for b do not fit */
+  const unico_batch_op two_b[] = {OP_INS("subs", SUB("s4", "b")),
+                                  OP_INS("subs", SUB("s5", "b"))};
+  EXPECT(UNICO_ELIMIT, unico_batch(f->u, two_b, 2, NULL, &f->r));
+  expect_named(f, 1, "insert");
+  EXPECT(UNICO_OK, unico_batch(f->u, two_b, 1, NULL, &f->r));
+  EXPECT(UNICO_ELIMIT,
+         unico_insert(f->u, "subs", SUB("s6", "a"), NULL, &f->r));
+  EXPECT(UNICO_ELIMIT,
+         unico_insert(f->u, "subs", SUB("s6", "b"), NULL, &f->r));
+  EXPECT_CHECK_OK();
+}
