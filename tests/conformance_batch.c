@@ -292,3 +292,30 @@ void test_batch_limit_group(void **state) {
          unico_insert(f->u, "subs", SUB("s6", "b"), NULL, &f->r));
   EXPECT_CHECK_OK();
 }
+
+/* A value a live hold reserves is busy for a batch (which presents no
+ * token); an expired hold is free, taken over as a single write takes
+ * it. */
+void test_batch_holds(void **state) {
+  fx *f = *state;
+  APPLY_SCHEMA();
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_username_key",
+                                 "[\"zed\"]", 60000, NULL, &f->r));
+  const unico_batch_op zed[] = {
+      OP_INS("users", "{\"id\":\"u1\",\"username\":\"zed\"}")};
+  EXPECT(UNICO_EBUSY, unico_batch(f->u, zed, 1, NULL, &f->r));
+  EXPECT_STR(f->r.constraint, "users_username_key");
+  EXPECT(UNICO_ENOTFOUND, unico_get(f->u, "users", "\"u1\"", &f->r));
+  const int64_t ttl = 150;
+  EXPECT(UNICO_OK, unico_reserve(f->u, "users", "users_username_key",
+                                 "[\"yan\"]", ttl, NULL, &f->r));
+  int64_t reserved = unow_ms();
+  if (f->sim) usim_advance(f->sim, ttl + 1);
+  else
+    while (unow_ms() <= reserved + ttl) tu_sleep_ms(5);
+  const unico_batch_op yan[] = {
+      OP_INS("users", "{\"id\":\"u2\",\"username\":\"yan\"}")};
+  EXPECT(UNICO_OK, unico_batch(f->u, yan, 1, NULL, &f->r));
+  EXPECT_OWNER("users", "users_username_key", "[\"yan\"]", "\"u2\"");
+  EXPECT_CHECK_OK();
+}

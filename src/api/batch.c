@@ -41,6 +41,7 @@ typedef struct bround {
   ubuf okey, oval, oidx;
   char *output;
   uexec_batch_refused why;
+  uapi_takeovers *tk;   /* expired holds in the way (kept across rounds) */
 } bround;
 
 static const char *const op_words[] = {"", "insert", "update", "delete"};
@@ -197,6 +198,7 @@ static int plan_op(bround *r, size_t i, unico_result *res) {
                         .now_ms = uexec_now(r->u->x)};
   if (!rc) rc = uplan_write(&r->plans[i], &pw, res);
   if (!rc) rc = uapi_check_key_sizes(r->u, b->t, &r->plans[i], res);
+  if (!rc) rc = uapi_takeovers_apply(r->tk, &r->plans[i], res);
   return rc;
 }
 
@@ -272,7 +274,19 @@ static int explain(bround *r, int *retry, unico_result *res) {
   case UREFUSED_LIMIT:
     rc = c ? uapi_report_limit(b->t, c, why->r.count, res) : UNICO_ELIMIT;
     return name_op(&r->ops[i], i, rc, res);
+  case UREFUSED_GONE: /* a hold taken over went away: take the value free */
+    if (c) uapi_takeovers_drop(r->tk, c);
+    *retry = 1;
+    return UNICO_OK;
   case UREFUSED_CLAIM:
+    if (c && why->r.owner.state == UCLAIM_HELD &&
+        why->r.owner.expires_ms <= uexec_now(r->u->x)) {
+      /* an expired hold is free: take it over at the version read */
+      rc = uapi_takeovers_add(r->tk, c, why->r.cur_version,
+                              why->r.owner.token_hash, res);
+      *retry = !rc;
+      return rc;
+    }
     if (c && why->r.owner.state == UCLAIM_HELD)
       rc = uapi_report_held(b->t, c, why->r.owner.expires_ms, res);
     else if (c)
@@ -409,7 +423,8 @@ int uapi_batch(unico *u, const unico_batch_op *ops, size_t n,
   r.fp = op_id ? batch_fp(ops, n) : 0;
   r.v = calloc(n, sizeof *r.v);
   r.plans = calloc(n, sizeof *r.plans);
-  if (!r.v || !r.plans) rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  r.tk = uapi_takeovers_new();
+  if (!r.v || !r.plans || !r.tk) rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   for (int attempt = 0; !rc && attempt < BATCH_ATTEMPTS; attempt++) {
     int retry = 0;
     if (res) {
@@ -427,6 +442,7 @@ int uapi_batch(unico *u, const unico_batch_op *ops, size_t n,
   }
   free(r.v);
   free(r.plans);
+  uapi_takeovers_free(r.tk);
   return rc;
 }
 

@@ -124,6 +124,18 @@ int uapi_report_held(const utable *t, const uclaim *c, int64_t expires_ms,
 int uapi_not_found(const utable *t, const char *pk_json, unico_result *res);
 int uapi_check_key_sizes(unico *u, const utable *t, const uplan *p,
                          unico_result *res);
+/* The holds a write takes over: an expired hold in the way of claim c,
+ * at its store version ver (hash: its token's), is taken over at that
+ * version, its index dropped in the same transaction (apply marks the
+ * plan's takes); drop forgets one whose hold is gone since. */
+typedef struct uapi_takeovers uapi_takeovers;
+uapi_takeovers *uapi_takeovers_new(void); /* NULL: out of memory */
+void uapi_takeovers_free(uapi_takeovers *t); /* accepts NULL */
+int uapi_takeovers_add(uapi_takeovers *t, const uclaim *c, uint64_t ver,
+                       const uint8_t hash[32], unico_result *res);
+void uapi_takeovers_drop(uapi_takeovers *t, const uclaim *c);
+int uapi_takeovers_apply(const uapi_takeovers *t, uplan *p,
+                         unico_result *res);
 /* Several writes, all or nothing (api/batch.c): unico_batch. */
 int uapi_batch(unico *u, const unico_batch_op *ops, size_t n,
                const char *op_id, unico_result *res);

@@ -572,6 +572,35 @@ static int report_busy(const utable *t, const uclaim *c, unico_result *res) {
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
+/* For a batch (api/batch.c): the expired holds it takes over, as a single
+ * write does (kept from round to round). */
+struct uapi_takeovers {
+  takeovers tk;
+};
+
+uapi_takeovers *uapi_takeovers_new(void) {
+  return calloc(1, sizeof(uapi_takeovers));
+}
+
+void uapi_takeovers_free(uapi_takeovers *t) {
+  if (t) takeovers_free(&t->tk);
+  free(t);
+}
+
+int uapi_takeovers_add(uapi_takeovers *t, const uclaim *c, uint64_t ver,
+                       const uint8_t hash[32], unico_result *res) {
+  return takeovers_add(&t->tk, c, ver, hash, res);
+}
+
+void uapi_takeovers_drop(uapi_takeovers *t, const uclaim *c) {
+  takeovers_drop(&t->tk, c);
+}
+
+int uapi_takeovers_apply(const uapi_takeovers *t, uplan *p,
+                         unico_result *res) {
+  return takeovers_apply(&t->tk, p, res);
+}
+
 /* For a batch (api/batch.c): the same answers as a single write gives. */
 int uapi_report_limit(const utable *t, const uclaim *c, int64_t count,
                       unico_result *res) {

@@ -238,11 +238,15 @@ static int explain(bbuild *s, uexec_batch_refused *why, unico_result *res) {
     for (size_t k = 0; k < b->plans[i].take.n; k++) {
       size_t at = s->take_at[i][k];
       if (at == SIZE_MAX || !ops[at].failed ||
-          b->plans[i].take.v[k].kind != UKEY_CLAIM || !ops[at].exists)
+          b->plans[i].take.v[k].kind != UKEY_CLAIM)
         continue;
-      why->r.why = UREFUSED_CLAIM;
       why->op = i;
       why->r.claim = k;
+      if (!ops[at].exists) { /* a hold taken over at its version, gone */
+        why->r.why = UREFUSED_GONE;
+        return UEXEC_NOT_APPLIED;
+      }
+      why->r.why = UREFUSED_CLAIM;
       why->r.cur_version = ops[at].cur_version;
       if (ustored_claim_decode(ops[at].cur.p, ops[at].cur.len, &why->r.owner))
         return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim is corrupt");
