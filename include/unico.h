@@ -430,9 +430,10 @@ int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx);
  * value one op frees another op of the batch may take (two users swap
  * their usernames), while a value two ops take is a conflict. Each record
  * at most once a batch; at most UNICO_BATCH_MAX ops. On DynamoDB the
- * batch is one TransactWriteItems of at most 100 actions (the records,
- * the values and limit groups they take and free, a schema check and,
- * with an op id, two for the outcome). On the claims protocol (Cassandra,
+ * batch is one TransactWriteItems of at most 100 actions (one per record,
+ * two for an insert or a delete of a record in a native table; one per
+ * value and limit group taken or freed; a schema check; with an op id,
+ * two for the outcome). On the claims protocol (Cassandra,
  * ScyllaDB, lmdb with txn=off) only a batch of one record: more is
  * UNICO_EINVAL (docs/protocol.md, "Batches").
  *
