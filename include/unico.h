@@ -450,7 +450,8 @@ typedef struct unico_batch_op {
   const char *table;
   const char *json;     /* insert: the record; update: the patch */
   const char *pk_json;  /* update, delete: the primary key */
-  uint64_t if_version;  /* update, delete: 0 for any version */
+  uint64_t if_version;  /* update, delete: 0 for any version,
+                           UNICO_IF_VERSION_0 for version 0 */
 } unico_batch_op;
 
 int unico_batch(unico *u, const unico_batch_op *ops, size_t n,

@@ -123,12 +123,14 @@ static int read_op(bround *r, const unico_batch_op *op, bop *b,
                                        b->pk.len, res)
                 : UNICO_OK;
   if (!live) return uapi_not_found(b->t, op->pk_json, res);
-  if (op->if_version && b->old.version != op->if_version) {
+  /* (UNICO_IF_VERSION_0: version 0, a native table's bare row's) */
+  uint64_t want = op->if_version == UNICO_IF_VERSION_0 ? 0 : op->if_version;
+  if (op->if_version && b->old.version != want) {
     if (res) res->version = b->old.version;
     return uerr(res, UNICO_EVERSION, NULL,
                 "record %.200s of table %s is at version %" PRIu64
                 ", not %" PRIu64,
-                op->pk_json, b->t->name, b->old.version, op->if_version);
+                op->pk_json, b->t->name, b->old.version, want);
   }
   return UNICO_OK;
 }
