@@ -16,10 +16,11 @@ static const char *const METHOD_NAMES[UM_NMETHODS] = {
 static const char *const ROUTE_NAMES[UR_NROUTES] = {
     "/healthz", "/metrics", "/v1/_schema", "/v1/{table}", "/v1/{table}/{pk}",
     "/v1/{table}/by/{constraint}", "/v1/{table}/holds",
-    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "other"};
+    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "/v1/_batch",
+    "other"};
 static const char *const OP_NAMES[UO_NOPS] = {
     "insert", "update", "delete", "get", "lookup", "schema_apply",
-    "schema_show", "open", "reserve", "release_hold"};
+    "schema_show", "open", "reserve", "release_hold", "batch"};
 
 /* Status codes with their own label; index UM_NSTATUS-2 is "aborted" (the
  * connection ended before a response), UM_NSTATUS-1 any other status. */

@@ -241,4 +241,13 @@ void test_args_json(void **state);
 void test_null_args(void **state);
 void test_codes(void **state);
 
+/* conformance_batch.c */
+void test_batch_swap(void **state);
+void test_batch_refused_leaves_nothing(void **state);
+void test_batch_op_id(void **state);
+void test_batch_limits(void **state);
+void test_batch_json(void **state);
+void test_batch_limit_group(void **state);
+void test_batch_holds(void **state);
+
 #endif

@@ -368,6 +368,29 @@ static void submitted_fired(uexec_watch *w, int rc, const char *msg) {
   submitted_answer((submitted *)w, rc, msg);
 }
 
+/* A refused batch keeps the op it names in res->json (unico.h). */
+static int finish_batch(unico_result *res, int rc) {
+  char *named = rc && res ? res->json : NULL;
+  if (named) res->json = NULL;
+  finish(res, rc);
+  if (named) res->json = named;
+  return rc;
+}
+
+int unico_batch(unico *u, const unico_batch_op *ops, size_t n,
+                const char *op_id, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish_batch(res, uapi_batch(u, ops, n, op_id, res));
+}
+
+int unico_batch_json(unico *u, const char *json, const char *op_id,
+                     unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish_batch(res, uapi_batch_json(u, json, op_id, res));
+}
+
 int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx) {
   if (!w || !cb) return UNICO_EINVAL;
   submitted *c = calloc(1, sizeof *c);

@@ -64,10 +64,10 @@ int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
 /* planned writes */
 
 static const char *const kind_names[] = {"insert", "update", "delete",
-                                         "reserve"};
+                                         "reserve", "batch"};
 
 const char *uplan_kind_name(int kind) {
-  return kind >= 0 && kind <= UPLAN_RESERVE ? kind_names[kind] : "write";
+  return kind >= 0 && kind <= UPLAN_BATCH ? kind_names[kind] : "write";
 }
 
 void uplan_init(uplan *p) {
