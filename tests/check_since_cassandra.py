@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
 try:
@@ -134,6 +134,8 @@ expect(not any("u3" in r for _, r in found),
        "unico's own write after T is reported: %s" % out)
 expect(rep.get("records_audited", 0) >= 2,
        "u3 and new1 were not both audited: %s" % out)
+expect(rep.get("claims_audited", 0) >= 1,
+       "the claim unico wrote for u3 after T was not audited: %s" % out)
 expect(rep.get("keys_scanned", 0) >= rep.get("records_audited", 0) + 3,
        "the scan did not read every key's write time: %s" % out)
 expect("keys' write times read" in err, "no progress on stderr: %r" % err)
@@ -146,6 +148,13 @@ rep2 = report(out2)
 expect(rc2 == 7 and rep2.get("records_audited") == rep.get("records_audited")
        and rep2.get("since_ms") == T,
        "--since %s audits otherwise than --since %d: %s / %s" % (iso, T, out2, out))
+
+# the same instant two hours east of UTC
+east = datetime.fromtimestamp(T / 1000, timezone(timedelta(hours=2))).strftime(
+    "%Y-%m-%d %H:%M:%S.") + "%03d+02:00" % (T % 1000)
+rc3, out3, err3 = unico("check", "--since", east)
+expect(report(out3).get("since_ms") == T,
+       "--since %s is not %d ms: %s %s" % (east, T, out3, err3))
 
 print("step full")
 rc, out, err = unico("check")
