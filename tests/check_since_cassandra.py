@@ -9,7 +9,8 @@ record of unico already owns; then
 
   - check --since T reports the row written after T (claim_owner_mismatch,
     naming it) and not the one written before; a full check reports both;
-  - unico's own writes after T are audited and clean;
+  - unico's own writes after T are audited and clean (an insert, an
+    update: records_audited counts them, no violation);
   - the same T as RFC 3339 text audits the same;
   - progress lines go to standard error;
   - a TIMESTAMP that is not one is a usage error (exit 1) saying which
@@ -161,11 +162,21 @@ rc, out, err = unico("check")
 expect(rc == 7 and "old1" in out and "new1" in out,
        "a full check does not report both rows: rc %d %s" % (rc, out))
 
-print("step nothing-since")
+print("step own-writes-since")
 rc, out, err = unico("check", "--since", str(T2))
 rep = report(out)
 expect(rc == 0 and rep.get("records_audited") == 0 and rep.get("ok") is True,
        "nothing written after T2, yet: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("insert", "users", '{"id":"u4","email":"dave@x"}')
+expect(rc == 0, "insert u4: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("update", "users", "u3", '{"email":"carol2@x"}')
+expect(rc == 0, "update u3: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("check", "--since", str(T2))
+rep = report(out)
+expect(rc == 0 and rep.get("records_audited") == 2 and rep.get("ok") is True
+       and rep.get("claims_audited", 0) >= 2,
+       "unico's own writes after T2 (u4, u3 updated) audited clean: rc %d %s %s"
+       % (rc, out, err))
 
 print("step bad")
 for bad in ("yesterday", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",
