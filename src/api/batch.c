@@ -372,7 +372,10 @@ static int batch_of_one(unico *u, const unico_batch_op *op, const char *op_id,
   uapi_req rq = {plan_kind(op->kind), op->table, op->json, op->pk_json,
                  op->if_version, op_id, NULL, 0};
   int rc = uapi_write(u, &rq, res);
-  if (rc) return name_op(op, 0, rc, res);
+  /* (an op id used for another request is the batch's, not its op's: as
+   * a batch of several answers it) */
+  if (rc && rc != UNICO_EOPID) return name_op(op, 0, rc, res);
+  if (rc) return rc;
   if (!res) return rc;
   size_t n = strlen(res->json) + 16;
   char *s = malloc(n);
