@@ -499,7 +499,8 @@ int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx);
  * single write would get, the message starts with "op I: ", and res->json
  * is {"index":I,"op":KIND,"table":T} naming the op (from 0). With an
  * op_id the whole batch is retry-safe: a repeat returns the first answer;
- * the op id of another request is UNICO_EOPID. */
+ * the op id of another request is UNICO_EOPID, the batch's refusal (it
+ * names no op), on every store. */
 #define UNICO_BATCH_MAX 1000
 typedef struct unico_batch_op {
   int kind;             /* UNICO_WRITE_INSERT, _UPDATE, _DELETE */

@@ -1,11 +1,14 @@
 /* fuzz_inputs.c - bad input gets a clear error and loses nothing: tens of
  * thousands of mutated records, patches, primary keys, lookup values and DDL
- * texts go through the public API; every call must end in a documented code
+ * texts, and batches of them (unico_batch_json: well-formed arrays of
+ * mutated records and patches, and mutated batch texts) go through the
+ * public API; every call must end in a documented code
  * with a message, and afterwards the store must pass unico_check with every
  * acknowledged record intact: each write answered UNICO_OK is remembered
  * (the record as read back at once, or its absence after a delete), and at
  * the end every remembered record is read again and must have the same
- * version and body. Deterministic (seeded); ASan/UBSan watch for crashes
+ * version and body. A refused batch changed none of the acknowledged
+ * records it names; an accepted one is remembered op by op. Deterministic (seeded); ASan/UBSan watch for crashes
  * and leaks. Usage: fuzz_inputs DIR [ITERATIONS] [SEED] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +263,113 @@ static void verify_acknowledged(unico *u) {
   }
 }
 
+/* A batch's text: an array of 1 to 3 ops whose records and patches are
+ * mutated seeds (most often), or a whole batch mutated. malloc'd. */
+static char *batch_text(void) {
+  size_t cap = 4096, n = 1;
+  char *b = malloc(cap);
+  strcpy(b, "[");
+  int nops = 1 + (int)(rnd() % 3 == 0) + (int)(rnd() % 3 == 0);
+  for (int i = 0; i < nops; i++) {
+    char *in = mutate();
+    if (rnd() % 4) { /* (a well-formed record or patch, values colliding) */
+      snprintf(in, 48, "{\"id\":\"u%d\",\"email\":\"e%d@x.org\"}",
+               (int)(rnd() % 200), (int)(rnd() % 40));
+      if (rnd() % 2) snprintf(in, 48, "{\"phone\":\"%d\"}", (int)(rnd() % 40));
+    }
+    const char *sep = i ? "," : "";
+    int w;
+    switch (rnd() % 3) {
+    case 0:
+      w = snprintf(b + n, cap - n,
+                   "%s{\"op\":\"insert\",\"table\":\"users\",\"record\":%s}",
+                   sep, in);
+      break;
+    case 1:
+      w = snprintf(b + n, cap - n,
+                   "%s{\"op\":\"update\",\"table\":\"users\",\"key\":"
+                   "\"u%d\",\"patch\":%s%s}",
+                   sep, (int)(rnd() % 3), in,
+                   rnd() % 4 ? "" : ",\"if_version\":1");
+      break;
+    default:
+      w = snprintf(b + n, cap - n,
+                   "%s{\"op\":\"delete\",\"table\":\"users\",\"key\":"
+                   "\"u%d\"}",
+                   sep, (int)(rnd() % 200));
+    }
+    free(in);
+    if (w > 0 && (size_t)w < cap - n) n += (size_t)w;
+  }
+  if (n + 2 < cap) strcpy(b + n, "]");
+  if (rnd() % 4 == 0) { /* the whole text cut or spliced */
+    size_t l = strlen(b), at = l ? rnd() % l : 0;
+    if (rnd() % 2) b[at] = 0;
+    else b[at] = "[]{},:\"x0"[rnd() % 10];
+  }
+  return b;
+}
+
+/* The primary key JSON of op o of a batch (its "key", or its record's
+ * "id"), malloc'd, or NULL. */
+static char *batch_op_pk(json_t *o) {
+  json_t *k = json_object_get(o, "key");
+  if (!k) k = json_object_get(json_object_get(o, "record"), "id");
+  return k ? json_dumps(k, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+}
+
+/* A batch: accepted, each op's record read back and remembered (a fresh
+ * write's version as answered); refused, every record it names that was
+ * acknowledged is as it was (nothing written). */
+static int batch_call(unico *u, const char *opid) {
+  char *text = batch_text();
+  unico_result r = UNICO_RESULT_INIT, g = UNICO_RESULT_INIT;
+  int slot = opid ? atoi(opid + 3) : -1;
+  int fresh = slot < 0 || !op_applied[slot];
+  int rc = unico_batch_json(u, text, opid, &r);
+  expect(rc, &r, "batch", text);
+  json_t *ops = json_loads(text, 0, NULL);
+  json_t *ans = rc ? NULL : json_loads(r.json, 0, NULL);
+  json_t *res = json_object_get(ans, "results");
+  if (!rc && slot >= 0) op_applied[slot] = 1;
+  for (size_t i = 0; json_is_array(ops) && i < json_array_size(ops); i++) {
+    json_t *o = json_array_get(ops, i);
+    char *pk = batch_op_pk(o);
+    if (!pk) continue;
+    int got = unico_get(u, "users", pk, &g);
+    acked *a = NULL;
+    for (size_t k = 0; k < nacks && !a; k++)
+      if (!strcmp(acks[k].pk, pk)) a = &acks[k];
+    int is_del = !strcmp(json_string_value(json_object_get(o, "op")) ?
+                         json_string_value(json_object_get(o, "op")) : "", "delete");
+    json_t *ri = json_array_get(res, i);
+    uint64_t ver = (uint64_t)json_integer_value(json_object_get(ri, "version"));
+    int bad = 0;
+    if (rc || !fresh) { /* refused, or a repeat: nothing changed */
+      if (a) bad = a->record ? got != UNICO_OK || strcmp(a->record, g.json)
+                             : got != UNICO_ENOTFOUND;
+    } else {
+      bad = is_del ? got != UNICO_ENOTFOUND : got != UNICO_OK || g.version != ver;
+      if (!a) a = ack_slot(pk);
+      free(a->record);
+      a->record = got == UNICO_OK ? strdup(g.json) : NULL;
+    }
+    if (bad) {
+      fprintf(stderr, "batch %s (%s) op %zu: record %s now %s %s\n", text,
+              unico_errname(rc), i, pk, unico_errname(got),
+              got ? g.message : g.json);
+      failures++;
+    }
+    unico_result_clear(&g);
+    free(pk);
+  }
+  json_decref(ans);
+  json_decref(ops);
+  unico_result_clear(&r);
+  free(text);
+  return rc;
+}
+
 static const char *DDL =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text, age int,"
     " ok boolean, uid uuid, ts timestamp, score double,"
@@ -289,7 +399,10 @@ int main(int argc, char **argv) {
     char opid[32];
     snprintf(opid, sizeof opid, "op-%ld", (long)(rnd() % 50));
     int rc;
-    switch (rnd() % 7) {
+    switch (rnd() % 8) {
+    case 7:
+      counts[batch_call(u, rnd() % 2 ? opid : NULL) ? 5 : 4]++;
+      break;
     case 6: {
       char pk[32];
       snprintf(pk, sizeof pk, "\"u%d\"", (int)(rnd() % 200));
@@ -362,13 +475,15 @@ int main(int argc, char **argv) {
     failures++;
   }
   printf("fuzz_inputs: %ld calls; inserts: %ld ok, %ld invalid, %ld conflict, "
-         "%ld other; %s\n",
-         iters, counts[0], counts[1], counts[2], counts[3], r.json ? r.json : "");
+         "%ld other; batches: %ld ok, %ld refused; %s\n",
+         iters, counts[0], counts[1], counts[2], counts[3], counts[4],
+         counts[5], r.json ? r.json : "");
   /* The mutations must exercise both sides, or the test proves little. */
   if (iters >= 1000 && (counts[0] < iters / 200 || counts[1] < iters / 200 ||
-                        counts[2] < iters / 200)) {
+                        counts[2] < iters / 200 || counts[4] < iters / 400 ||
+                        counts[5] < iters / 400)) {
     fprintf(stderr, "the inputs did not cover accepted, invalid and conflicting "
-                    "inserts enough\n");
+                    "inserts, accepted and refused batches enough\n");
     failures++;
   }
   unico_result_clear(&r);

@@ -33,12 +33,14 @@
 #include "exec/exec.h"
 #include "exec/internal.h"
 #include "keys/keyspace.h"
+#include "records/record.h"
 #include "testutil.h"
 #include "unico.h"
 
 static char g_url[700];
 static char g_dir[256];
 static int g_native; /* records in native tables (DynamoDB) */
+static const utable *g_users;
 
 static const char *DDL =
     "CREATE TABLE users (id text PRIMARY KEY, email text,"
@@ -174,6 +176,134 @@ static void test_second_fix_does_not_apply(void **state) {
   unico_close(u);
 }
 
+/* Record id's key (users), in *rk. */
+static void record_key(const char *id, ubuf *rk) {
+  char pk[64];
+  snprintf(pk, sizeof pk, "\"%s\"", id);
+  ubuf pkb = UBUF_INIT;
+  unico_result r = UNICO_RESULT_INIT;
+  ubuf_reset(rk);
+  /* (a text primary key: its tuple as urec_pk makes it) */
+  assert_int_equal(urec_pk_parse(g_users, pk, &pkb, &r), UNICO_OK);
+  ukey_record(rk, "users", pkb.p, pkb.len);
+  ubuf_free(&pkb);
+  unico_result_clear(&r);
+}
+
+/* Record id (holding email) no longer holds it, behind unico's back: its
+ * record removed (how 0), or its email removed while it still lists the
+ * claim (how 1: as another client's update-item REMOVE email leaves it). */
+static void make_stale(unico *u, const char *id, const char *email, int how) {
+  unico_result r = UNICO_RESULT_INIT;
+  ubuf rk = UBUF_INIT, v = UBUF_INIT;
+  uint64_t ver = 0;
+  assert_int_equal(insert(u, id, email), UNICO_OK);
+  record_key(id, &rk);
+  ustore_op op;
+  if (how == 0) {
+    op = uexec_op(&rk, USTORE_ANY, 0, USTORE_DEL, NULL);
+  } else {
+    ustored_record o;
+    assert_int_equal(uexec_read(u->x, &rk, &v, &ver, &r), UNICO_OK);
+    assert_int_equal(ustored_record_decode(v.p, v.len, &o), 0);
+    assert_int_equal(o.claims.n, 1);
+    char body[200];
+    snprintf(body, sizeof body, "{\"id\":\"%s\"}", id);
+    ubuf_reset(&v);
+    ustored_record_encode_hist(&v, o.state, o.version, o.op_id, body,
+                               &o.claims, o.since_ms, &o.hist);
+    ustored_record_free(&o);
+    op = uexec_op(&rk, USTORE_ANY, 0, USTORE_PUT, &v);
+  }
+  assert_int_equal(uexec_cas(u->x, &op, &r), UNICO_OK);
+  ubuf_free(&op.cur);
+  ubuf_free(&rk);
+  ubuf_free(&v);
+  unico_result_clear(&r);
+}
+
+static int exists(unico *u, const char *id) {
+  char pk[64];
+  unico_result r = UNICO_RESULT_INIT;
+  snprintf(pk, sizeof pk, "\"%s\"", id);
+  int rc = unico_get(u, "users", pk, &r);
+  unico_result_clear(&r);
+  assert_true(rc == UNICO_OK || rc == UNICO_ENOTFOUND);
+  return rc == UNICO_OK;
+}
+
+/* A batch whose op takes a value whose claim names an owner that no
+ * longer holds it gets the single write's answer: on DynamoDB (records in
+ * the users' tables) the stale claim is freed and the batch commits; on
+ * LMDB, where only unico writes records, both are refused alike, and the
+ * refused batch writes nothing. Each way of going stale, one value for
+ * the single write and one for the batch, set up alike. Ops of each kind
+ * that take a value: an insert, an update. */
+static void test_batch_judges_owner(void **state) {
+  (void)state;
+  unico *u = NULL;
+  unico_result r = UNICO_RESULT_INIT;
+  assert_int_equal(unico_open(&u, g_url, NULL, &r), UNICO_OK);
+  assert_int_equal(unico_schema_apply(u, DDL, &r), UNICO_OK);
+  usch *sc = uapi_sch_get(u);
+  g_users = uapi_find_table(sc, "users", &r);
+  assert_non_null(g_users);
+  int want = g_native ? UNICO_OK : UNICO_ECONFLICT;
+  for (int how = 0; how < 2; how++)
+    for (int upd = 0; upd < 2; upd++) {
+      char a[32], b[32], sid[32], bid[32], other[32], rec[200], rec2[200];
+      char pk[64];
+      snprintf(a, sizeof a, "s%d%d@x", how, upd);
+      snprintf(b, sizeof b, "b%d%d@x", how, upd);
+      /* the single write */
+      snprintf(sid, sizeof sid, "os%d%d", how, upd);
+      make_stale(u, sid, a, how);
+      snprintf(sid, sizeof sid, "ns%d%d", how, upd);
+      int single;
+      if (upd) {
+        assert_int_equal(insert(u, sid, sid), UNICO_OK);
+        snprintf(pk, sizeof pk, "\"%s\"", sid);
+        snprintf(rec, sizeof rec, "{\"email\":\"%s\"}", a);
+        single = unico_update(u, "users", pk, rec, 0, NULL, &r);
+      } else {
+        single = insert(u, sid, a);
+      }
+      assert_int_equal(single, want);
+      /* the batch, with a second op that takes a free value */
+      snprintf(bid, sizeof bid, "ob%d%d", how, upd);
+      make_stale(u, bid, b, how);
+      snprintf(bid, sizeof bid, "nb%d%d", how, upd);
+      snprintf(other, sizeof other, "x%d%d", how, upd);
+      snprintf(rec2, sizeof rec2, "{\"id\":\"%s\",\"email\":\"%s@x\"}", other,
+               other);
+      unico_batch_op ops[2] = {
+          {UNICO_WRITE_INSERT, "users", rec, NULL, 0},
+          {UNICO_WRITE_INSERT, "users", rec2, NULL, 0}};
+      if (upd) {
+        assert_int_equal(insert(u, bid, bid), UNICO_OK);
+        snprintf(pk, sizeof pk, "\"%s\"", bid);
+        snprintf(rec, sizeof rec, "{\"email\":\"%s\"}", b);
+        ops[0] = (unico_batch_op){UNICO_WRITE_UPDATE, "users", rec, pk, 0};
+      } else {
+        snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"email\":\"%s\"}", bid, b);
+      }
+      int rc = unico_batch(u, ops, 2, NULL, &r);
+      if (rc != single)
+        fprintf(stderr, "how %d upd %d: batch %d (%s), single %d\n", how, upd,
+                rc, r.message, single);
+      assert_int_equal(rc, single);
+      /* all or nothing: the second op's record with the first */
+      assert_int_equal(exists(u, other), rc == UNICO_OK);
+      if (rc == UNICO_ECONFLICT)
+        assert_non_null(strstr(r.message, "op 0: "));
+      if (g_native) /* (the store is clean: no claim left stale) */
+        assert_int_equal(unico_check(u, &r), UNICO_OK);
+    }
+  uapi_sch_put(sc);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const char *b = getenv("UNICO_TEST_STORE_BASE");
@@ -189,6 +319,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_second_fix_does_not_apply),
+      cmocka_unit_test(test_batch_judges_owner),
   };
   int rc = ucm_done(ucm_run_group("owner_gone", tests, NULL, NULL));
   if (g_dir[0]) tu_rmtree(g_dir);

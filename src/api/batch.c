@@ -289,6 +289,13 @@ static int explain(bround *r, int *retry, unico_result *res) {
       *retry = !rc;
       return rc;
     }
+    if (c && why->r.owner.state != UCLAIM_HELD) {
+      /* judged by its owner, as the single write judges it */
+      rc = uapi_claim_owner_gone(r->u, b->t, &why->r, c, r->sc->store_ver,
+                                 res);
+      *retry = rc == 1;
+      if (rc) return rc == 1 ? UNICO_OK : name_op(&r->ops[i], i, rc, res);
+    }
     if (c && why->r.owner.state == UCLAIM_HELD)
       rc = uapi_report_held(b->t, c, why->r.owner.expires_ms, res);
     else if (c)
@@ -365,7 +372,10 @@ static int batch_of_one(unico *u, const unico_batch_op *op, const char *op_id,
   uapi_req rq = {plan_kind(op->kind), op->table, op->json, op->pk_json,
                  op->if_version, op_id, NULL, 0};
   int rc = uapi_write(u, &rq, res);
-  if (rc) return name_op(op, 0, rc, res);
+  /* (an op id used for another request is the batch's, not its op's: as
+   * a batch of several answers it) */
+  if (rc && rc != UNICO_EOPID) return name_op(op, 0, rc, res);
+  if (rc) return rc;
   if (!res) return rc;
   size_t n = strlen(res->json) + 16;
   char *s = malloc(n);

@@ -119,6 +119,15 @@ int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
  * than the store takes. */
 int uapi_report_limit(const utable *t, const uclaim *c, int64_t count,
                       unico_result *res);
+/* A write (or a batch op) of table t refused by committed claim c,
+ * as why says: where the claim's owner no longer holds the value
+ * (records in the users' own tables, on a store with transactions), the
+ * claim is freed under the schema at store version schema_ver and 1
+ * says "plan again"; 0 says the owner holds it (a conflict); or an
+ * error (api/write.c). */
+int uapi_claim_owner_gone(unico *u, const utable *t, const uexec_refused *why,
+                          const uclaim *c, uint64_t schema_ver,
+                          unico_result *res);
 int uapi_report_held(const utable *t, const uclaim *c, int64_t expires_ms,
                      unico_result *res);
 int uapi_not_found(const utable *t, const char *pk_json, unico_result *res);

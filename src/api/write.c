@@ -1015,11 +1015,10 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
  * owner of a committed claim holds it there, and a refused write pays no
  * read for it (unico_allocs). Not key by key either: the claims protocol
  * judges a claim by its owner already, fencing an owner in flight
- * (exec/claims.c). */
-static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
-                            unico_result *res) {
-  unico *u = w->u;
-  const uexec_refused *why = &r->why;
+ * (exec/claims.c). A batch judges its claims so too (api/batch.c). */
+int uapi_claim_owner_gone(unico *u, const utable *t, const uexec_refused *why,
+                          const uclaim *c, uint64_t schema_ver,
+                          unico_result *res) {
   ubuf rk = UBUF_INIT;
   ustored_record o;
   uexec_fix f;
@@ -1030,7 +1029,7 @@ static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
       why->owner.state != UCLAIM_COMMITTED)
     return 0;
   memset(&f, 0, sizeof f);
-  rc = owner_holds(u, r->t, why->owner.owner, why->owner.owner_len, c->key,
+  rc = owner_holds(u, t, why->owner.owner, why->owner.owner_len, c->key,
                    c->klen, &rk, &o, &have, &sver, res);
   if (rc) goto leave; /* it holds it (1: a conflict, returned as 0), or an error */
   if (have && o.state == UREC_LIVE &&
@@ -1039,7 +1038,7 @@ static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
     f.kind = UEXEC_FIX_UNLIST;
     f.key = rk;
     f.ver = sver;
-    f.sver = r->sc->store_ver;
+    f.sver = schema_ver;
     f.n = 1;
     for (size_t i = 0; !rc && i < o.claims.n; i++) {
       const uclaim *e = &o.claims.v[i];
@@ -1146,7 +1145,8 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
       return UNICO_OK;
     }
     if (c && kind != UPLAN_DELETE) {
-      rc = claim_owner_gone(w, r, c, res);
+      rc = uapi_claim_owner_gone(w->u, r->t, &r->why, c, r->sc->store_ver,
+                                 res);
       if (rc < 0 || rc > 1) return rc;
       if (rc == 1) {
         r->retry = 1;

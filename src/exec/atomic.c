@@ -203,7 +203,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     }
     /* (a key made here is made at a version no earlier one of it had: a
      * fix that frees a claim at the version it read can never free this
-     * one; api/write.c claim_owner_gone) */
+     * one; api/write.c uapi_claim_owner_gone) */
     if (ops[i].expect == USTORE_ABSENT)
       ops[i].create_version = uexec_fresh_version(x);
     op_of[k] = i++;

@@ -530,7 +530,7 @@ int lm_scan(ustore *base, const void *prefix, size_t plen,
   }
   for (;;) {
     int have_l = mrc == 0 && k.mv_size >= plen &&
-                 memcmp(k.mv_data, prefix, plen) == 0;
+                 (!plen || memcmp(k.mv_data, prefix, plen) == 0);
     if (mrc && mrc != MDB_NOTFOUND) break;
     if (!have_l && mi == m.n) {
       mrc = 0;
