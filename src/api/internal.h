@@ -43,6 +43,10 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res); /* from store */
 int uapi_sch_reload(unico *u, unico_result *res); /* load and make current */
 /* Hand the tables of s to the executor (exec.h's uexec_tables). */
 int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res);
+/* The same, each column of s whose type differs in from's table of the
+ * same name marked with the type it had (ustore_column.was). */
+int uapi_sch_tables_from(unico *u, const uschema *s, const uschema *from,
+                         int mode, unico_result *res);
 void uapi_sleep_ms(int ms);
 
 int uapi_schema_apply(unico *u, const char *ddl, unico_result *res);

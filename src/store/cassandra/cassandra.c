@@ -1476,9 +1476,11 @@ static int check_native_key(const ucass_ntab *t, const ucql_rows *rows,
 /* Each column of t (and of the bookkeeping) in its native table has the
  * type declared; the missing ones are added to *add ("\"c\" type, ...").
  * UNICO_OK, or UNICO_ESCHEMA naming the table and the column. */
-static int check_native_columns(const ucass_ntab *t, const ucql_rows *rows,
-                                int32_t nrows, int ci, int ki, int ti,
-                                ubuf *add, ustore_err *e) {
+static int check_native_columns(const ucass_ntab *t,
+                                const ustore_tabledef *def,
+                                const ucql_rows *rows, int32_t nrows, int ci,
+                                int ki, int ti, ubuf *add, int *retype,
+                                ustore_err *e) {
   static const char *const BOOK[3][2] = {{UCASS_COL_V, "bigint"},
                                          {UCASS_COL_STATE, "tinyint"},
                                          {UCASS_COL_META, "blob"}};
@@ -1533,6 +1535,14 @@ static int check_native_columns(const ucass_ntab *t, const ucql_rows *rows,
       return UNICO_ESCHEMA;
     }
     const ucql_value *ty = CELL(found, ti);
+    const char *was = i < nc && def && i < def->ncol && def->col[i].was
+                          ? ucass_type_name(def->col[i].was)
+                          : NULL;
+    if (was && ty->len >= 0 && (size_t)ty->len == strlen(was) &&
+        !memcmp(ty->p, was, strlen(was))) {
+      *retype = 1; /* the change retypes it (USTORE_TABLES_RETYPE) */
+      continue;
+    }
     if (ty->len < 0 || (size_t)ty->len != strlen(type) ||
         memcmp(ty->p, type, strlen(type))) {
       seterr(e,
@@ -1550,7 +1560,12 @@ static int check_native_columns(const ucass_ntab *t, const ucql_rows *rows,
 /* Create t's native table, or check the one that exists (key columns,
  * their kinds and order; each declared column's type) and add the
  * columns it lacks. UNICO_ESCHEMA names the table, column and types. */
-static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
+static int recreate_native(cass *s, const ucass_ntab *t,
+                           const ucql_rows *rows, int32_t nrows, int ci,
+                           ustore_err *e);
+
+static int ensure_native(cass *s, const ucass_ntab *t,
+                         const ustore_tabledef *def, int mode, ustore_err *e) {
   ucql_call k;
   ucql_value kv[2] = {{(const uint8_t *)s->ks, (int32_t)strlen(s->ks)},
                       {(const uint8_t *)t->cname_native,
@@ -1577,9 +1592,15 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     goto leave;
   }
   /* it exists: the key as declared, then each column */
+  int retype = 0;
   if ((rc = check_native_key(t, rows, nrows, ci, ki, pi, ti, e)) ||
-      (rc = check_native_columns(t, rows, nrows, ci, ki, ti, &add, e)))
+      (rc = check_native_columns(t, def, rows, nrows, ci, ki, ti, &add,
+                                 &retype, e)))
     goto leave;
+  if (retype && mode == USTORE_TABLES_RETYPE) {
+    rc = recreate_native(s, t, rows, nrows, ci, e);
+    goto leave;
+  }
   if (add.len) {
     ubuf_putc(&add, 0);
     if (!ubuf_ok(&add) ||
@@ -1599,6 +1620,68 @@ leave:
   ubuf_free(&add);
   free(cql);
   return rc;
+}
+
+/* A column of t's native table changes type (the schema applied retypes
+ * it, and its table holds no live record): Cassandra changes no column's
+ * type, and takes a dropped column back only under a type that reads its
+ * old cells, so the table is dropped and made again, when that loses
+ * nothing: no row at all (a deleted record's row of unico's still holds
+ * its bookkeeping) and no column the DDL does not declare (another
+ * client's). Else UNICO_ESCHEMA, saying which and what to do. */
+static int recreate_native(cass *s, const ucass_ntab *t,
+                           const ucql_rows *rows, int32_t nrows, int ci,
+                           ustore_err *e) {
+  for (int32_t r = 0; r < nrows; r++) {
+    const ucql_value *n = &rows->cells[(size_t)r * (size_t)rows->ncols + (size_t)ci];
+    static const char *const book[] = {UCASS_COL_V, UCASS_COL_STATE,
+                                       UCASS_COL_META};
+    int known = 0;
+    for (size_t b = 0; b < 3 && !known; b++)
+      known = n->len >= 0 && (size_t)n->len == strlen(book[b]) &&
+              !memcmp(n->p, book[b], (size_t)n->len);
+    for (size_t i = 0; !known && i < t->tab.ncol; i++)
+      known = n->len >= 0 && (size_t)n->len == strlen(t->tab.cname[i]) &&
+              !memcmp(n->p, t->tab.cname[i], (size_t)n->len);
+    if (!known) {
+      seterr(e,
+             "table %s: a column changes type, which Cassandra does only by "
+             "dropping the table %s and making it again, and that would lose "
+             "its column \"%.*s\", which the DDL does not declare: retype "
+             "it by hand, or declare a new column instead",
+             t->tab.name, t->qname, n->len > 0 ? (int)n->len : 0,
+             n->len > 0 ? (const char *)n->p : "");
+      return UNICO_ESCHEMA;
+    }
+  }
+  char *cql = NULL;
+  ucql_call k;
+  if (asprintf(&cql, "%s LIMIT 1", t->cql[UCASS_SCAN]) < 0) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  int rc = query(s, cql, NULL, 0, s->cl, &k, e);
+  free(cql);
+  int any = !rc && k.resp.result_kind == UCQL_RESULT_ROWS && k.resp.rows.nrows;
+  ucql_calls_clear(&k, 1);
+  if (rc) return rc;
+  if (any) {
+    seterr(e,
+           "table %s: a column changes type, which Cassandra does only by "
+           "dropping the table %s and making it again, and it still holds "
+           "rows of unico's (deleted records' bookkeeping, kept until their "
+           "keys are settled): run unico check, then apply again",
+           t->tab.name, t->qname);
+    return UNICO_ESCHEMA;
+  }
+  if (asprintf(&cql, "DROP TABLE IF EXISTS %s", t->qname) < 0) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  rc = query(s, cql, NULL, 0, s->cl, &k, e);
+  ucql_calls_clear(&k, 1);
+  free(cql);
+  return rc ? rc : create_native(s, t, e);
 }
 
 /* After DDL on t: its statements run (every column known) on the node
@@ -1629,8 +1712,8 @@ static int cass_tables(ustore *base, const ustore_tabledef *defs, size_t n,
   cass *s = (cass *)base;
   ucass_catalog *nc = NULL;
   int rc = ucass_catalog_make(defs, n, s->ks, s->prefix, &nc, e);
-  for (size_t i = 0; !rc && mode == USTORE_TABLES_CREATE && i < nc->n; i++)
-    rc = ensure_native(s, &nc->t[i], e);
+  for (size_t i = 0; !rc && mode != USTORE_TABLES_SET && i < nc->n; i++)
+    rc = ensure_native(s, &nc->t[i], i < n ? &defs[i] : NULL, mode, e);
   if (rc) {
     ucass_catalog_free(nc);
     return rc;
