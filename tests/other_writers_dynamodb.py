@@ -446,6 +446,28 @@ expect(rc == 1 and "Item size" in out and "writing: writing:" not in out + err,
        "an update over DynamoDB's item size: rc %d %s" % (rc,
                                                            (out + err)[:400]))
 
+step = "step 6c"  # 32 unique constraints fit one transaction, 33 do not
+# (docs/dynamodb.md, "The 100-action limit": 4 + 3 per unique constraint)
+def wide(n):
+    cols = "".join(", c%d text" % i for i in range(n))
+    cons = "".join(", UNIQUE (c%d)" % i for i in range(n))
+    return "CREATE TABLE wide (id text PRIMARY KEY%s%s);" % (cols, cons)
+BASE = SESS + USERS + NULLS + TYPED + VISITS
+rc, out, err = unico("schema", "apply", "-", stdin=BASE + wide(33))
+expect(rc == 1 and "33 unique" in err and "103 store operations" in err,
+       "33 unique constraints on DynamoDB: rc %d %s" % (rc, err))
+rc, out, err = unico("schema", "apply", "-", stdin=BASE + wide(32))
+expect(rc == 0, "32 unique constraints on DynamoDB: rc %d %s" % (rc, err))
+row = {"id": "w1"}
+row.update({"c%d" % i: "a%d" % i for i in range(32)})
+rc, out, err = unico("insert", "wide", json.dumps(row))
+expect(rc == 0, "insert into wide: rc %d %s" % (rc, err))
+rc, out, err = unico("update", "wide", "w1", json.dumps(
+    {"c%d" % i: "b%d" % i for i in range(32)}))  # every value moves: 100
+expect(rc == 0, "an update moving all 32 values: rc %d %s" % (rc, err))
+rc, out, err = unico("lookup", "wide", "wide_c31_key", "b31")
+expect(rc == 0 and '"w1"' in out, "lookup b31: rc %d %s" % (rc, out))
+
 # ---------------------------------------------------------------------
 print("other_writers_dynamodb: %d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

@@ -77,6 +77,17 @@ enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, ST_INST, ST_UPDT, NST };
 #define CASS_MAX_TTL 630720000 /* Cassandra's limit: 20 years, in seconds */
 #define TTL_SEEN 64       /* rows whose TTL a handle remembers */
 #define TTL_SEEN_MS 5000  /* for this long after the read */
+#define CELLS_SEEN 60     /* regular columns whose cells a read keeps */
+
+/* The regular cells of a row as read (the DDL's non-key columns, in
+ * order): a rewrite leaves the ones it would not change unset, so they
+ * keep their own TTL (issue 37). */
+typedef struct cells_seen {
+  size_t n;                 /* 0: not known */
+  int32_t len[CELLS_SEEN];  /* -1: null */
+  size_t off[CELLS_SEEN];   /* into blob */
+  uint8_t *blob;
+} cells_seen;
 
 typedef struct stmt {
   char cql[640];
@@ -114,6 +125,7 @@ typedef struct cass {
     size_t klen;
     uint64_t ver;
     int64_t read_ms, deadline_ms; /* deadline 0: no TTL */
+    cells_seen cells; /* its regular cells as read (n 0: not known) */
   } ttls[TTL_SEEN];
 } cass;
 
@@ -494,16 +506,68 @@ static size_t ttl_slot(const void *key, size_t klen) {
   return (size_t)(h % TTL_SEEN);
 }
 
-/* Row key (store version ver) was read with ttl seconds left (0: none). */
+/* The regular cells of row of rows (nt's UCASS_SEL: every column first,
+ * in order) into c; c->n 0 when they do not fit. */
+static void cells_take(const ucass_ntab *nt, const ucql_rows *rows,
+                       int32_t row, cells_seen *c) {
+  memset(c, 0, sizeof *c);
+  const utyped_tab *t = &nt->tab;
+  if (!rows || row >= rows->nrows || rows->ncols < 0 ||
+      (size_t)rows->ncols < t->ncol)
+    return;
+  const ucql_value *cl = &rows->cells[(size_t)row * (size_t)rows->ncols];
+  size_t n = 0, total = 0;
+  for (size_t i = 0; i < t->ncol; i++)
+    if (!t->is_key[i]) n++, total += cl[i].len > 0 ? (size_t)cl[i].len : 0;
+  if (n == 0 || n > CELLS_SEEN || !(c->blob = malloc(total ? total : 1)))
+    return;
+  size_t k = 0, off = 0;
+  for (size_t i = 0; i < t->ncol; i++) {
+    if (t->is_key[i]) continue;
+    c->len[k] = cl[i].len < 0 ? -1 : cl[i].len;
+    c->off[k] = off;
+    if (cl[i].len > 0) memcpy(c->blob + off, cl[i].p, (size_t)cl[i].len);
+    off += cl[i].len > 0 ? (size_t)cl[i].len : 0;
+    k++;
+  }
+  c->n = n;
+}
+
+static void cells_free(cells_seen *c) {
+  free(c->blob);
+  memset(c, 0, sizeof *c);
+}
+
+static int cells_copy(const cells_seen *from, cells_seen *to) {
+  size_t total = 0;
+  memset(to, 0, sizeof *to);
+  if (!from->n) return 0;
+  for (size_t k = 0; k < from->n; k++)
+    if (from->len[k] > 0) total = from->off[k] + (size_t)from->len[k];
+  if (!(to->blob = malloc(total ? total : 1))) return -1;
+  memcpy(to->blob, from->blob, total);
+  memcpy(to->len, from->len, sizeof to->len);
+  memcpy(to->off, from->off, sizeof to->off);
+  to->n = from->n;
+  return 0;
+}
+
+/* Row key (store version ver) was read with ttl seconds left (0: none),
+ * its regular cells those of row 0 of rows (NULL: not known). */
 static void ttl_note(cass *s, const void *key, size_t klen, uint64_t ver,
-                     int32_t ttl) {
+                     int32_t ttl, const ucass_ntab *nt,
+                     const ucql_rows *rows) {
   struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
   uint8_t *k = ttl >= 0 ? malloc(klen ? klen : 1) : NULL;
   if (!k) return; /* (a read of its own, then) */
   memcpy(k, key, klen);
+  cells_seen c = {0};
+  if (nt && rows) cells_take(nt, rows, 0, &c);
   int64_t now = now_ms();
   pthread_mutex_lock(&s->mu);
   free(t->key);
+  cells_free(&t->cells);
+  t->cells = c;
   t->key = k;
   t->klen = klen;
   t->ver = ver;
@@ -513,9 +577,10 @@ static void ttl_note(cass *s, const void *key, size_t klen, uint64_t ver,
 }
 
 /* The TTL row key had when it was read at version ver, lately: 1 with
- * *ttl (0: none), or 0 when not known. */
+ * *ttl (0: none) and its cells in *c (c->n 0: not known; the caller
+ * frees them), or 0 when not known. */
 static int ttl_known(cass *s, const void *key, size_t klen, uint64_t ver,
-                     int32_t *ttl) {
+                     int32_t *ttl, cells_seen *c) {
   struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
   int64_t now = now_ms();
   int hit = 0;
@@ -525,6 +590,7 @@ static int ttl_known(cass *s, const void *key, size_t klen, uint64_t ver,
     hit = 1;
     int64_t left = t->deadline_ms ? (t->deadline_ms - now + 999) / 1000 : 0;
     *ttl = !t->deadline_ms ? 0 : left < 1 ? 1 : (int32_t)left;
+    if (cells_copy(&t->cells, c)) memset(c, 0, sizeof *c);
   }
   pthread_mutex_unlock(&s->mu);
   return hit;
@@ -614,7 +680,8 @@ static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
   if (!rc) get_answer(&r, val, &ver, &rc, e);
   if (!rc && version) *version = ver;
   if (!rc && r.nt)
-    ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0));
+    ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0),
+             r.nt, &r.call.resp.rows);
   reqs_free(&r, 1);
   return rc;
 }
@@ -656,7 +723,8 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     ops[i].exists = rcs[i] == UNICO_OK;
     if (ops[i].exists && reqs[i].nt)
       ttl_note(s, ops[i].key, ops[i].klen, ops[i].cur_version,
-               ucass_row_ttl(reqs[i].nt, &reqs[i].call.resp.rows, 0));
+               ucass_row_ttl(reqs[i].nt, &reqs[i].call.resp.rows, 0),
+               reqs[i].nt, &reqs[i].call.resp.rows);
   }
   reqs_free(reqs, n);
   free(reqs);
@@ -692,10 +760,11 @@ static int simple_stmt(const ustore_op *op) {
  * seconds its cells have left (ucass_row_ttl). One read, before the LWT:
  * a TTL another client sets between the two is not seen. */
 static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
-                      ustore_err *e) {
+                      cells_seen *c, ustore_err *e) {
   *ttl = 0;
+  memset(c, 0, sizeof *c);
   if (st != ST_UPD && st != ST_UPDT) return UNICO_OK;
-  if (ttl_known(s, op->key, op->klen, op->expect_version, ttl))
+  if (ttl_known(s, op->key, op->klen, op->expect_version, ttl, c))
     return UNICO_OK; /* (the read this write follows said) */
   req r;
   int n = native_req(s, &r, op->key, op->klen, ST_GET, UCASS_TTL, e);
@@ -713,6 +782,7 @@ static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
   } else if (!rc && k->resp.result_kind == UCQL_RESULT_ROWS) {
     int32_t x = ucass_row_ttl(r.nt, &k->resp.rows, 0);
     *ttl = x > 0 ? x : 0;
+    cells_take(r.nt, &k->resp.rows, 0, c);
   }
   reqs_free(&r, 1);
   return rc;
@@ -721,8 +791,25 @@ static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
 /* The write of op by statement st in the native table its key is a
  * record of: 0 (not one), 1 (r made), or an error. ttl > 0: an update
  * is sent USING TTL ttl (native_ttl). */
+/* The regular cells of an update's binds b (from first) that c says the
+ * row already holds are sent unset: the cell is left as it is, its own
+ * TTL (and a value another client wrote since the read) with it. */
+static void unset_unchanged(const ucass_ntab *nt, ucass_binds *b,
+                            size_t first, const cells_seen *c) {
+  size_t n = 0;
+  for (size_t i = 0; i < nt->tab.ncol; i++) n += !nt->tab.is_key[i];
+  if (!c->n || c->n != n || first + n > b->n) return;
+  for (size_t k = 0; k < n; k++) {
+    ucql_value *v = &b->v[first + k];
+    int same = v->len < 0 ? c->len[k] < 0
+                          : c->len[k] == v->len &&
+                                !memcmp(v->p, c->blob + c->off[k], (size_t)v->len);
+    if (same) v->len = UCQL_UNSET;
+  }
+}
+
 static int native_write(cass *s, req *r, const ustore_op *op, int st,
-                        int32_t ttl, ustore_err *e) {
+                        int32_t ttl, const cells_seen *cells, ustore_err *e) {
   static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
                                [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
   if (st == ST_INST) st = ST_INS; /* (records never expire) */
@@ -758,6 +845,9 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   case UCASS_UPD0:
     err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
                             op->expect_version + 1, op->expect_version, &b, e);
+    if (!err && cells)
+      unset_unchanged(r->nt, &b, nst == UCASS_UPDT || nst == UCASS_UPD0T,
+                      cells);
     break;
   case UCASS_DELV: /* the key, then the version */
     r->nb.v[r->nb.n].len = (int32_t)ucql_bytes_bigint(x, (int64_t)op->expect_version);
@@ -883,8 +973,10 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
     req r;
     int st = simple_stmt(&w);
     int32_t ttl = 0;
-    int nw = native_ttl(s, &w, st, &ttl, e);
-    if (!nw) nw = native_write(s, &r, &w, st, ttl, e);
+    cells_seen cs;
+    int nw = native_ttl(s, &w, st, &ttl, &cs, e);
+    if (!nw) nw = native_write(s, &r, &w, st, ttl, &cs, e);
+    cells_free(&cs);
     if (nw < 0) {
       rc = nw;
       ubuf_free(&w.cur);
@@ -936,7 +1028,7 @@ static void write_answer_many(cass *s, req *q, ustore_op *op, size_t i,
       (st0 == ST_INS || st0 == ST_UPD)) /* (its next rewrite knows) */
     ttl_note(s, op->key, op->klen,
              st0 == ST_INS ? (op->create_version ? op->create_version : 1)
-                                : op->expect_version + 1, wttl);
+                                : op->expect_version + 1, wttl, NULL, NULL);
   if (r != USTORE_NOT_APPLIED) return;
   int st = q->st;
   if (st == ST_DELX) {
@@ -1032,10 +1124,12 @@ static size_t build_many(cass *s, ustore_op *ops, size_t n, req *reqs,
     if (st < 0) continue;
     nlwt++;
     int32_t ttl = 0;
-    int nw = native_ttl(s, &ops[i], st, &ttl, errs ? &errs[i] : &scratch);
+    cells_seen cs;
+    int nw = native_ttl(s, &ops[i], st, &ttl, &cs, errs ? &errs[i] : &scratch);
     if (!nw)
-      nw = native_write(s, &reqs[m], &ops[i], st, ttl,
+      nw = native_write(s, &reqs[m], &ops[i], st, ttl, &cs,
                         errs ? &errs[i] : &scratch);
+    cells_free(&cs);
     wttl[i] = ttl;
     if (nw < 0) {
       pre[i] = nw;
@@ -1130,8 +1224,10 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
     int32_t ttl = 0;
-    int nw = native_ttl(s, &ops[i], st, &ttl, &scratch);
-    if (!nw) nw = native_write(s, &reqs[m], &ops[i], st, ttl, &scratch);
+    cells_seen cs;
+    int nw = native_ttl(s, &ops[i], st, &ttl, &cs, &scratch);
+    if (!nw) nw = native_write(s, &reqs[m], &ops[i], st, ttl, &cs, &scratch);
+    cells_free(&cs);
     if (nw < 0) continue; /* (dropped, as a write that failed) */
     if (!nw) {
       pthread_mutex_lock(&s->mu);
@@ -1739,7 +1835,10 @@ static void cass_close(ustore *base) {
   if (!s) return;
   ucass_catalog_free(s->cat);
   for (size_t i = 0; i < s->nold; i++) ucass_catalog_free(s->old[i]);
-  for (size_t i = 0; i < TTL_SEEN; i++) free(s->ttls[i].key);
+  for (size_t i = 0; i < TTL_SEEN; i++) {
+    free(s->ttls[i].key);
+    cells_free(&s->ttls[i].cells);
+  }
   free(s->old);
   if (s->conn) { /* writes posted last (a finish) get their answers */
     ucql_conn_drain(s->conn, 2000);
