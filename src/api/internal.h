@@ -43,6 +43,16 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res); /* from store */
 int uapi_sch_reload(unico *u, unico_result *res); /* load and make current */
 /* Hand the tables of s to the executor (exec.h's uexec_tables). */
 int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res);
+/* A committed claim c of table t in the way (owner: the claim as read, at
+ * store version cur_version) whose owner record no longer holds its value
+ * (deleted or changed behind unico's back, on a store whose records are
+ * the users' rows, run by the atomic executor): freed, in one transaction
+ * conditioned on the claim and the owner as read. 1: freed, or moved
+ * meanwhile (look again); 0: the owner holds it (a conflict), or the
+ * store is not such a store; or an error (api/write.c). */
+int uapi_claim_owner_gone(unico *u, const utable *t, const uclaim *c,
+                          const ustored_claim *owner, uint64_t cur_version,
+                          uint64_t schema_ver, unico_result *res);
 /* The same, each column of s whose type differs in from's table of the
  * same name marked with the type it had (ustore_column.was). */
 int uapi_sch_tables_from(unico *u, const uschema *s, const uschema *from,

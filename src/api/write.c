@@ -945,7 +945,12 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
                         .op_id = w->op_id,
                         .outcome = rq->op_id ? r->output : NULL,
                         .fp = r->fp,
-                        .now_ms = uexec_now(u->x)};
+                        .now_ms = uexec_now(u->x),
+                        /* (the claims protocol only: the atomic one
+                         * rewrites an owner's list when it frees a claim
+                         * whose value the owner lost, claim_owner_gone) */
+                        .native = uexec_native_rows(u->x) &&
+                                  (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)};
   rc = uplan_write(&r->plan, &pw, res);
   if (!rc && rq->kind == UPLAN_INSERT &&
       (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS))
@@ -1043,8 +1048,13 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
  * (exec/claims.c). */
 static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
                             unico_result *res) {
-  unico *u = w->u;
-  const uexec_refused *why = &r->why;
+  return uapi_claim_owner_gone(w->u, r->t, c, &r->why.owner,
+                               r->why.cur_version, r->sc->store_ver, res);
+}
+
+int uapi_claim_owner_gone(unico *u, const utable *t, const uclaim *c,
+                          const ustored_claim *owner, uint64_t cur_version,
+                          uint64_t schema_ver, unico_result *res) {
   ubuf rk = UBUF_INIT;
   ustored_record o;
   uexec_fix f;
@@ -1052,11 +1062,11 @@ static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
   uint64_t sver = 0;
   int have = 0, rc;
   if (!uexec_native_rows(u->x) || (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) ||
-      why->owner.state != UCLAIM_COMMITTED)
+      owner->state != UCLAIM_COMMITTED)
     return 0;
   memset(&f, 0, sizeof f);
-  rc = owner_holds(u, r->t, why->owner.owner, why->owner.owner_len, c->key,
-                   c->klen, &rk, &o, &have, &sver, res);
+  rc = owner_holds(u, t, owner->owner, owner->owner_len, c->key, c->klen, &rk,
+                   &o, &have, &sver, res);
   if (rc) goto leave; /* it holds it (1: a conflict, returned as 0), or an error */
   if (have && o.state == UREC_LIVE &&
       uclaims_find(&o.claims, c->key, c->klen) >= 0) {
@@ -1064,7 +1074,7 @@ static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
     f.kind = UEXEC_FIX_UNLIST;
     f.key = rk;
     f.ver = sver;
-    f.sver = r->sc->store_ver;
+    f.sver = schema_ver;
     f.n = 1;
     for (size_t i = 0; !rc && i < o.claims.n; i++) {
       const uclaim *e = &o.claims.v[i];
@@ -1076,7 +1086,7 @@ static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       goto leave;
     }
-    f.take.v[0].ver = why->cur_version;
+    f.take.v[0].ver = cur_version;
     ustored_record_encode_hist(&f.val, o.state, o.version, o.op_id, o.body,
                                &keep, o.since_ms, &o.hist);
   } else {
@@ -1084,7 +1094,7 @@ static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
      * as read (absent, or at its store version, a bare row's 0 too) */
     f.kind = UEXEC_FIX_ORPHAN;
     f.key = (ubuf){(uint8_t *)c->key, c->klen, c->klen, 0};
-    f.ver = why->cur_version;
+    f.ver = cur_version;
     f.rkey = rk;
     f.rver = sver;
     f.rexists = have;
@@ -1166,7 +1176,14 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
         !memcmp(why->owner.owner, r->pk.p, r->pk.len)) {
       /* Key by key, the claim is in force for this very record: another
        * write of it gave it the value after our read. Never a conflict
-       * with itself: read again (the record holds the value now). */
+       * with itself: read again (the record holds the value now). On
+       * native rows it may also be a stale claim of this key whose row
+       * another writer deleted or changed: freed first, or the write
+       * would read again for good (found by test_diff's other writer) */
+      if (kind != UPLAN_DELETE) {
+        rc = claim_owner_gone(w, r, c, res);
+        if (rc < 0 || rc > 1) return rc;
+      }
       r->retry = 1;
       return UNICO_OK;
     }

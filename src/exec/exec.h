@@ -288,6 +288,7 @@ enum uexec_hold_why {
 typedef struct uexec_hold_out {
   int why;              /* enum uexec_hold_why */
   ustored_claim owner;  /* UEXEC_HOLD_TAKEN (free with ustored_claim_free) */
+  uint64_t cur_version; /* UEXEC_HOLD_TAKEN: that claim's store version */
   int64_t expires_ms;   /* UEXEC_HOLD_HELD */
 } uexec_hold_out;
 
