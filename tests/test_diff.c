@@ -589,11 +589,7 @@ static int apply_other(target *t, const op *o, char *err, size_t cap) {
   int row = st_now == UREC_LIVE;
   if (o->other == OW_DELETE) {
     write = del = row;
-  } else if (o->other == OW_BARE &&
-             (!have || st_now == UREC_DELETED || st_now == UREC_ABORTED)) {
-    /* (where no row is: a bare row put over a record unico wrote, its
-     * values the same, is judged apart by the executors: see
-     * tests/README.md, "Other writers") */
+  } else if (o->other == OW_BARE && !row) { /* (where no row is) */
     uclaims none = UCLAIMS_INIT;
     ustored_record_encode(&nv, UREC_LIVE, 0, NULL, o->json, &none);
     write = 1;

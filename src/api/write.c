@@ -1021,7 +1021,12 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
     *have = 1;
     if (inflight) rc = 1; /* (an insert in flight: judged as holding) */
     else if (r->state != UREC_LIVE) rc = 0;
-    else rc = body_needs(t, r->body, ck, cklen);
+    /* (a row that does not list the claim does not own it, though its
+     * body may hold the value: a bare row another client put where the
+     * owner was, whose values are unclaimed until repair, as a lookup
+     * and the claims protocol judge it) */
+    else rc = uclaims_find(&r->claims, ck, cklen) >= 0 &&
+              body_needs(t, r->body, ck, cklen);
   }
   ubuf_free(&v);
   return rc;
