@@ -40,7 +40,12 @@
  * the answers of every target. UNICO_DIFF_HISTORIES (default 300) and
  * UNICO_DIFF_OPS (default 40) set the size of the run; UNICO_DIFF_SEED
  * replays one history. The nightly-length run is
- * UNICO_DIFF_HISTORIES=5000 build/tests/test_diff. */
+ * UNICO_DIFF_HISTORIES=5000 build/tests/test_diff.
+ *
+ * test_other_writers (issue 37) runs the same histories with another
+ * writer's operations between unico's, on simulated stores whose records
+ * are taken for rows of the users' tables: docs/protocol.md, "test_diff",
+ * says what the reference must answer and what it found. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -893,7 +898,7 @@ static int check_truth(target *t, char *err, size_t cap) {
       if (po && ni) snprintf(v[nv++], sizeof v[0], "n:%s/%s", po, ni);
       for (int a = 0; a < nv; a++) {
         for (size_t b = 0; b < n; b++) dup |= !strcmp(held[b], v[a]);
-        if (n < 16) snprintf(held[n++], sizeof held[0], "%s", v[a]);
+        if (n < 16) memcpy(held[n++], v[a], sizeof held[0]);
       }
       json_decref(j);
     }
