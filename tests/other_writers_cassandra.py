@@ -267,6 +267,20 @@ expect(r is not None and r[0] is not None and 500 < r[0] <= 600 and
 r = one("SELECT code, note FROM %s WHERE id = 's5'" % T("sess"))
 expect(r is not None and r.code == "k5b" and r.note == "n5",
        "s5 after the update: %s" % (r,))
+# one handle (the library, as unico serve keeps it), two updates in a
+# row: the note's cell and its TTL are left alone by both
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+os.environ.setdefault("UNICO_LIBRARY", os.path.join(
+    os.path.dirname(os.path.abspath(UNICO)), "libunico.so"))
+import unico as unico_lib  # noqa: E402
+with unico_lib.Database(URL) as h:
+    h.update("sess", "s5", {"code": "k5c"})
+    h.update("sess", "s5", {"code": "k5d"})
+r = ttls("s5")
+expect(r is not None and r[0] is not None and 500 < r[0] <= 600 and
+       r[1] is not None and 200 < r[1] <= 300,
+       "ttl(code), ttl(note) of s5 after two updates by one handle: %s" % (r,))
 
 # ---------------------------------------------------------------------------
 # values changed or gone behind unico's back (items 5, 6): lookups and
