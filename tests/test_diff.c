@@ -323,6 +323,9 @@ static void gen(history *h, uint64_t seed, size_t nops, int other) {
       for (int m = 0; m < 2 && tu_rng_below(&r, 4); m++)
         if (o->holds[m] >= 0) wants_held(o, &h->v[o->holds[m]]);
     }
+    /* (other writers: record versions are not compared, see
+     * test_other_writers, so neither are writes conditioned on them) */
+    if (other) o->if_version = 0;
     if (o->kind == OP_RESERVE) reserves[nres++] = (int)h->n;
     h->n++;
     if (o->kind == OP_RESERVE && o->ttl == SHORT_TTL) {
@@ -465,6 +468,8 @@ typedef struct answer {
 
 /* The answer's JSON without what differs by design between stores: hold
  * tokens and the expiry times computed from each store's clock. */
+static int no_versions; /* test_other_writers: versions not compared */
+
 static void normalize(const unico_result *res, int rc, answer *a) {
   a->rc = rc;
   a->text[0] = 0;
@@ -474,6 +479,7 @@ static void normalize(const unico_result *res, int rc, answer *a) {
       json_object_del(j, "token");
       json_object_del(j, "expires_ms");
       json_object_del(j, "expires");
+      if (no_versions) json_object_del(j, "version");
     }
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS |
                                     JSON_ENCODE_ANY)
@@ -1183,6 +1189,12 @@ static void test_other_writers(void **state) {
   static run rn;
   static history h;
   memset(&rn, 0, sizeof rn);
+  /* Record versions are not compared: a row another writer deleted takes
+   * its key's version with it on the atomic executor (as on DynamoDB,
+   * where the row held it), so an insert there starts at 1 again, while
+   * the claims protocol's floor (as on Cassandra) continues from it
+   * (docs/protocol.md, "test_diff") */
+  no_versions = 1;
   usim_faults ra = {.txn = 1, .rows = 1}, rc = {.rows = 1},
               rl = {.rows = 1, .late_posts = 1};
   add_target(&rn, "sim-rows-atomic", "", 1, &ra, 1);
@@ -1210,6 +1222,7 @@ static void test_other_writers(void **state) {
     fprintf(stderr, "answers at op %zu:\n%s", at, rep);
     fail_msg("history %" PRIu64 ": other writers: wrong answer", s);
   }
+  no_versions = 0;
   printf("other writers: %" PRIu64 " histories, %" PRIu64 " operations (%"
          PRIu64 " by the other writer), %zu stores, all alike and true\n",
          one ? 1 : nh, ops_run, others, rn.nt);

@@ -946,11 +946,7 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
                         .outcome = rq->op_id ? r->output : NULL,
                         .fp = r->fp,
                         .now_ms = uexec_now(u->x),
-                        /* (the claims protocol only: the atomic one
-                         * rewrites an owner's list when it frees a claim
-                         * whose value the owner lost, claim_owner_gone) */
-                        .native = uexec_native_rows(u->x) &&
-                                  (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)};
+                        .native = uexec_native_rows(u->x)};
   rc = uplan_write(&r->plan, &pw, res);
   if (!rc && rq->kind == UPLAN_INSERT &&
       (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS))
