@@ -504,6 +504,22 @@ dups = [v for v in (rep.get("report") or rep).get("violations", [])
 expect(rc == 7 and len(dups) == 1, "check reports the duplicate: rc %d %s" %
        (rc, rep))
 
+step = "step 7d"  # a schema change lists no claim a row never made
+rc, out, err = unico("insert", "users", '{"id":"r5","email":"r5@x"}')
+expect(rc == 0, "insert r5: rc %d %s" % (rc, err))
+put("users", {"id": {"S": "r6"}, "email": {"S": "r5@x"}})  # unclaimed
+USERS_LIMIT = USERS.replace("UNIQUE (email));",
+                            "UNIQUE (email), LIMIT 1000 PER (city));")
+expect(USERS_LIMIT != USERS, "the test's DDL: %s" % USERS)
+rc, out, err = unico("schema", "apply", "-", stdin=SESS + USERS_LIMIT +
+                     NULLS + TYPED + VISITS + wide(32))
+expect(rc == 0, "schema apply with a limit on users: rc %d %s" % (rc, err))
+rc, out, err = unico("delete", "users", "r6")
+expect(rc == 0, "delete r6: rc %d %s" % (rc, err))
+rc, out, err = unico("lookup", "users", "users_email_key", "r5@x")
+expect(rc == 0 and '"r5"' in out,
+       "lookup r5@x after the delete of the duplicate: rc %d %s" % (rc, out))
+
 # ---------------------------------------------------------------------
 print("other_writers_dynamodb: %d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)
