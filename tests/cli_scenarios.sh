@@ -1026,6 +1026,26 @@ for mode in plain log; do
   expect_exit 0 "$UNICO" --store "lmdb:$SCRATCH/full-$mode?max_map_size=4MiB" get items 200001
 done
 
+scenario "retyping a column: exit 1 naming the column and a live record, allowed once none is live" retype
+RT1=$SCRATCH/retype-1.cql
+RT2=$SCRATCH/retype-2.cql
+echo 'CREATE TABLE rt (id text PRIMARY KEY, code text, n int, UNIQUE (code));' >"$RT1"
+echo 'CREATE TABLE rt (id text PRIMARY KEY, code text, n text, UNIQUE (code));' >"$RT2"
+expect_exit 0 u schema apply "$RT1"
+expect_exit 0 u insert rt '{"id":"r1","code":"a","n":1}'
+expect_exit 1 u schema apply "$RT2"
+field error '"schema_refused"'
+err_contains 'column "n" changes type from int to text'
+err_contains 'record "r1" is live'
+expect_exit 0 u schema show
+field schema_version 1
+expect_exit 0 u delete rt r1
+expect_exit 0 u schema apply "$RT2"
+field schema_version 2
+expect_exit 0 u insert rt '{"id":"r2","code":"a","n":"seven"}'
+expect_exit 1 u insert rt '{"id":"r3","code":"b","n":7}'
+field column '"n"'
+
 # ------------------------------------------------------------- summary
 
 [ -n "${PY[1]:-}" ] && eval "exec ${PY[1]}>&-"

@@ -309,6 +309,7 @@ int main(int argc, char **argv) {
       T(test_limit_poll), T(test_holds), T(test_hold_op_id),
       T(test_holds_in_one_write), T(test_op_id_taken_before_answer),
       T(test_schema_build_filled),
+      T(test_schema_retype_empty),
       T(test_schema_syntax_error),
       T(test_unknown_table),
       T(test_two_handles),

@@ -230,6 +230,7 @@ void test_hold_op_id(void **state);
 void test_holds_in_one_write(void **state);
 void test_op_id_taken_before_answer(void **state);
 void test_schema_build_filled(void **state);
+void test_schema_retype_empty(void **state);
 void test_schema_syntax_error(void **state);
 void test_unknown_table(void **state);
 

@@ -744,3 +744,50 @@ void test_unknown_table(void **state) {
   EXPECT_STR(f->r.column, "email");
   EXPECT(UNICO_EINVAL, unico_args_json(f->u, "users", "nope", args, 1, &f->r));
 }
+
+/* Retyping a column (issue 37 item 15): allowed while the table holds no
+ * live record (docs/ddl.md, "Changing a schema": a deleted record is none,
+ * a bare row another client wrote is one), on every store; refused
+ * otherwise, naming the column, its types and a live record, and nothing
+ * changes. */
+void test_schema_retype_empty(void **state) {
+  fx *f = *state;
+  const char *v1 = "CREATE TABLE rt (id text PRIMARY KEY, code text, "
+                   "n int, UNIQUE (code));\n";
+  const char *v2 = "CREATE TABLE rt (id text PRIMARY KEY, code text, "
+                   "n text, UNIQUE (code));\n";
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, v1, &f->r));
+  INS("rt", "{\"id\":\"r1\",\"code\":\"a\",\"n\":1}");
+  EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, v2, &f->r));
+  EXPECT_CONTAINS(f->r.message, "table rt");
+  EXPECT_CONTAINS(f->r.message, "column \"n\" changes type from int to text");
+  EXPECT_CONTAINS(f->r.message, "record \"r1\" is live");
+  EXPECT_TRUE(f->r.json == NULL);
+  EXPECT(UNICO_OK, unico_schema_show(f->u, &f->r));
+  EXPECT_FIELD(f->r.json, "schema_version", "1");
+  EXPECT(UNICO_OK, unico_get(f->u, "rt", "\"r1\"", &f->r));
+  EXPECT_FIELD(f->r.json, "record",
+               "{\"id\":\"r1\",\"code\":\"a\",\"n\":1}");
+  /* the table's only record deleted: the retype is allowed */
+  EXPECT(UNICO_OK, unico_delete(f->u, "rt", "\"r1\"", 0, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, v2, &f->r));
+  EXPECT_FIELD(f->r.json, "schema_version", "2");
+  EXPECT_FIELD(f->r.json, "changed", "true");
+  INS("rt", "{\"id\":\"r1\",\"code\":\"a\",\"n\":\"seven\"}");
+  EXPECT(UNICO_EINVAL, unico_insert(f->u, "rt",
+                                    "{\"id\":\"r2\",\"code\":\"b\",\"n\":7}",
+                                    NULL, &f->r));
+  EXPECT_STR(f->r.column, "n");
+  EXPECT(UNICO_OK, unico_get(f->u, "rt", "\"r1\"", &f->r));
+  EXPECT_FIELD(f->r.json, "record",
+               "{\"id\":\"r1\",\"code\":\"a\",\"n\":\"seven\"}");
+  INS_CONFLICT("rt", "{\"id\":\"r3\",\"code\":\"a\"}");
+  EXPECT_CONFLICT(&f->r, "rt_code_key", "[\"a\"]", "\"r1\"");
+  /* back to int while r1 holds text: refused, naming r1 */
+  EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, v1, &f->r));
+  EXPECT_CONTAINS(f->r.message, "column \"n\" changes type from text to int");
+  EXPECT_CONTAINS(f->r.message, "record \"r1\" is live");
+  EXPECT(UNICO_OK, unico_schema_show(f->u, &f->r));
+  EXPECT_FIELD(f->r.json, "schema_version", "2");
+  EXPECT_CHECK_OK();
+}

@@ -238,6 +238,50 @@ expect(rc == 0, "the value of the expired s2: rc %d %s %s" % (rc, out, err))
 rc, out = lookup("sess", "sess_code_key", "k2")
 expect(rc == 0 and '"s4"' in out, "lookup of k2: rc %d %s" % (rc, out))
 
+# cells of one row with TTLs of their own: a rewrite leaves the cells it
+# does not change as they are, their TTL with them
+step("ttl-3")
+db.execute("INSERT INTO %s (id, code, note) VALUES ('s5', 'k5', 'n5') USING TTL 600"
+           % T("sess"))
+db.execute("UPDATE %s USING TTL 300 SET note = 'n5' WHERE id = 's5' IF EXISTS"
+           % T("sess"))
+db.execute("INSERT INTO %s (id, code, note) VALUES ('s6', 'k6', 'n6')" % T("sess"))
+db.execute("UPDATE %s USING TTL 300 SET note = 'n6' WHERE id = 's6' IF EXISTS"
+           % T("sess"))
+rc, out, err = unico("repair")  # stamps the bare rows s5, s6
+expect(rc == 0, "repair of the bare rows s5, s6: rc %d %s %s" % (rc, out, err))
+r = ttls("s5")
+expect(r is not None and r[0] is not None and 500 < r[0] <= 600 and
+       r[1] is not None and 200 < r[1] <= 300,
+       "ttl(code), ttl(note) of s5 after its stamp: %s" % (r,))
+r = ttls("s6")
+expect(r is not None and r[0] is None and r[1] is not None and
+       200 < r[1] <= 300,
+       "ttl(code), ttl(note) of s6 after its stamp: %s" % (r,))
+rc, out, err = unico("update", "sess", "s5", '{"code":"k5b"}')
+expect(rc == 0, "an update of s5's code: rc %d %s %s" % (rc, out, err))
+r = ttls("s5")
+expect(r is not None and r[0] is not None and 500 < r[0] <= 600 and
+       r[1] is not None and 200 < r[1] <= 300,
+       "ttl(code), ttl(note) of s5 after an update of code: %s" % (r,))
+r = one("SELECT code, note FROM %s WHERE id = 's5'" % T("sess"))
+expect(r is not None and r.code == "k5b" and r.note == "n5",
+       "s5 after the update: %s" % (r,))
+# one handle (the library, as unico serve keeps it), two updates in a
+# row: the note's cell and its TTL are left alone by both
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+os.environ.setdefault("UNICO_LIBRARY", os.path.join(
+    os.path.dirname(os.path.abspath(UNICO)), "libunico.so"))
+import unico as unico_lib  # noqa: E402
+with unico_lib.Database(URL) as h:
+    h.update("sess", "s5", {"code": "k5c"})
+    h.update("sess", "s5", {"code": "k5d"})
+r = ttls("s5")
+expect(r is not None and r[0] is not None and 500 < r[0] <= 600 and
+       r[1] is not None and 200 < r[1] <= 300,
+       "ttl(code), ttl(note) of s5 after two updates by one handle: %s" % (r,))
+
 # ---------------------------------------------------------------------------
 # values changed or gone behind unico's back (items 5, 6): lookups and
 # conflicts name only owners that hold the value; the value can be taken

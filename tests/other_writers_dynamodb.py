@@ -446,6 +446,80 @@ expect(rc == 1 and "Item size" in out and "writing: writing:" not in out + err,
        "an update over DynamoDB's item size: rc %d %s" % (rc,
                                                            (out + err)[:400]))
 
+step = "step 6c"  # 32 unique constraints fit one transaction, 33 do not
+# (docs/dynamodb.md, "The 100-action limit": 4 + 3 per unique constraint)
+def wide(n):
+    cols = "".join(", c%d text" % i for i in range(n))
+    cons = "".join(", UNIQUE (c%d)" % i for i in range(n))
+    return "CREATE TABLE wide (id text PRIMARY KEY%s%s);" % (cols, cons)
+BASE = SESS + USERS + NULLS + TYPED + VISITS
+rc, out, err = unico("schema", "apply", "-", stdin=BASE + wide(33))
+expect(rc == 1 and "33 unique" in err and "103 store operations" in err,
+       "33 unique constraints on DynamoDB: rc %d %s" % (rc, err))
+rc, out, err = unico("schema", "apply", "-", stdin=BASE + wide(32))
+expect(rc == 0, "32 unique constraints on DynamoDB: rc %d %s" % (rc, err))
+row = {"id": "w1"}
+row.update({"c%d" % i: "a%d" % i for i in range(32)})
+rc, out, err = unico("insert", "wide", json.dumps(row))
+expect(rc == 0, "insert into wide: rc %d %s" % (rc, err))
+rc, out, err = unico("update", "wide", "w1", json.dumps(
+    {"c%d" % i: "b%d" % i for i in range(32)}))  # every value moves: 100
+expect(rc == 0, "an update moving all 32 values: rc %d %s" % (rc, err))
+rc, out, err = unico("lookup", "wide", "wide_c31_key", "b31")
+expect(rc == 0 and '"w1"' in out, "lookup b31: rc %d %s" % (rc, out))
+
+# ---------------------------------------------------------------------
+# step 7: what the differential tester's other writer found (issue 37;
+# tests/test_diff.c test_other_writers, on the simulated store)
+step = "step 7a"  # a reserve of a value whose owner let go of it
+rc, out, err = unico("insert", "users", '{"id":"r1","email":"r1@x"}')
+expect(rc == 0, "insert r1: rc %d %s" % (rc, err))
+other_update("users", "r1", "SET email = :z", {":z": {"S": "r1b@x"}})
+rc, out, err = unico("reserve", "users", "users_email_key", "r1@x",
+                     "--ttl", "60")
+expect(rc == 0 and "token" in out,
+       "reserve of the value r1 gave up: rc %d %s %s" % (rc, out, err))
+step = "step 7b"  # an update over a stale claim of its own key
+rc, out, err = unico("insert", "users", '{"id":"r2","email":"r2@x"}')
+expect(rc == 0, "insert r2: rc %d %s" % (rc, err))
+other_delete("users", "r2")
+rc, out, err = unico("insert", "users", '{"id":"r2","name":"again"}')
+expect(rc == 0, "insert r2 again: rc %d %s" % (rc, err))
+rc, out, err = unico("update", "users", "r2", '{"email":"r2@x"}')
+expect(rc == 0, "update r2 to its old value: rc %d %s %s" % (rc, out, err))
+rc, out, err = unico("lookup", "users", "users_email_key", "r2@x")
+expect(rc == 0 and '"r2"' in out, "lookup r2@x: rc %d %s" % (rc, out))
+step = "step 7c"  # a bare row put where the owner was owns nothing
+rc, out, err = unico("insert", "users", '{"id":"r3","email":"r3@x"}')
+expect(rc == 0, "insert r3: rc %d %s" % (rc, err))
+put("users", {"id": {"S": "r3"}, "email": {"S": "r3@x"}})
+rc, out, err = unico("lookup", "users", "users_email_key", "r3@x")
+expect(rc == 2, "lookup of a bare row's value: rc %d %s" % (rc, out))
+rc, out, err = unico("insert", "users", '{"id":"r4","email":"r3@x"}')
+expect(rc == 0, "insert r4 with the bare row's value: rc %d %s %s" %
+       (rc, out, err))
+rc, rep = check()
+dups = [v for v in (rep.get("report") or rep).get("violations", [])
+        if v.get("kind") == "duplicate_value"]
+expect(rc == 7 and len(dups) == 1, "check reports the duplicate: rc %d %s" %
+       (rc, rep))
+
+step = "step 7d"  # a schema change lists no claim a row never made
+rc, out, err = unico("insert", "users", '{"id":"r5","email":"r5@x"}')
+expect(rc == 0, "insert r5: rc %d %s" % (rc, err))
+put("users", {"id": {"S": "r6"}, "email": {"S": "r5@x"}})  # unclaimed
+USERS_LIMIT = USERS.replace("UNIQUE (email));",
+                            "UNIQUE (email), LIMIT 1000 PER (city));")
+expect(USERS_LIMIT != USERS, "the test's DDL: %s" % USERS)
+rc, out, err = unico("schema", "apply", "-", stdin=SESS + USERS_LIMIT +
+                     NULLS + TYPED + VISITS + wide(32))
+expect(rc == 0, "schema apply with a limit on users: rc %d %s" % (rc, err))
+rc, out, err = unico("delete", "users", "r6")
+expect(rc == 0, "delete r6: rc %d %s" % (rc, err))
+rc, out, err = unico("lookup", "users", "users_email_key", "r5@x")
+expect(rc == 0 and '"r5"' in out,
+       "lookup r5@x after the delete of the duplicate: rc %d %s" % (rc, out))
+
 # ---------------------------------------------------------------------
 print("other_writers_dynamodb: %d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

@@ -348,7 +348,7 @@ static void test_native_versions(void **state) {
   char opts[64];
   snprintf(opts, sizeof opts, "?table_prefix=nv%ld_", (long)getpid());
   ustore *s = open_fresh(opts, 0);
-  const ustore_column cols[] = {{"id", 1}, {"email", 1}};
+  const ustore_column cols[] = {{"id", 1, 0}, {"email", 1, 0}};
   const size_t pk[] = {0};
   const ustore_tabledef def = {"people", 2, cols, 1, pk, 1};
   ustore_err e = {{0}};

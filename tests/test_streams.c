@@ -48,7 +48,7 @@ static uddb_config g_cfg;
 static uddb_client *g_client;
 
 static ustore_feed *open_feed(const char *cursor) {
-  static const ustore_column col[] = {{"id", 1}};
+  static const ustore_column col[] = {{"id", 1, 0}};
   static const size_t pk[] = {0};
   const ustore_tabledef def = {"users", 1, col, 1, pk, 0};
   uddb_catalog *cat = NULL;

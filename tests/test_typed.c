@@ -71,7 +71,7 @@ static void test_ints_and_names(void **state) {
 
 /* users (org text, id int, name text): key (org, id) */
 static const ustore_column cols[] = {
-    {"name", UTYPE_TEXT}, {"org", UTYPE_TEXT}, {"id", UTYPE_INT}};
+    {"name", UTYPE_TEXT, 0}, {"org", UTYPE_TEXT, 0}, {"id", UTYPE_INT, 0}};
 static const size_t pkcols[] = {1, 2};
 static const ustore_tabledef def = {"users", 3, cols, 2, pkcols, 1};
 
@@ -95,7 +95,7 @@ static void test_table_copy(void **state) {
   assert_int_equal(c.is_key[2], 1);
   utyped_tab_free(&c);
   /* a column of unico's own name */
-  static const ustore_column own[] = {{"id", UTYPE_INT}, {"unico_v", UTYPE_INT}};
+  static const ustore_column own[] = {{"id", UTYPE_INT, 0}, {"unico_v", UTYPE_INT, 0}};
   static const ustore_tabledef bad = {"t", 2, own, 1, pkcols, 1};
   ustore_err e = {{0}};
   assert_int_equal(utyped_check_column(&bad, 0, "columns", &e), UNICO_OK);

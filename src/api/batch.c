@@ -291,8 +291,8 @@ static int explain(bround *r, int *retry, unico_result *res) {
     }
     if (c && why->r.owner.state != UCLAIM_HELD) {
       /* judged by its owner, as the single write judges it */
-      rc = uapi_claim_owner_gone(r->u, b->t, &why->r, c, r->sc->store_ver,
-                                 res);
+      rc = uapi_claim_owner_gone(r->u, b->t, c, &why->r.owner,
+                                 why->r.cur_version, r->sc->store_ver, res);
       *retry = rc == 1;
       if (rc) return rc == 1 ? UNICO_OK : name_op(&r->ops[i], i, rc, res);
     }

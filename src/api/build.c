@@ -338,6 +338,22 @@ static int relist_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     goto leave;
   }
   json_decref(body);
+  /* (under a constraint the change leaves alone, a record keeps what it
+   * lists: a value its body holds but whose claim it never made, a bare
+   * row's on a native table, may be another record's claim, which a
+   * delete of this one would release; repair claims it, issue 37) */
+  uclaims keep = UCLAIMS_INIT;
+  for (size_t i = 0; i < want.n && !b->err; i++) {
+    const uclaim *c = &want.v[i];
+    if (c->con >= 0 && !b->touched[c->con] &&
+        uclaims_find(&r.claims, c->key, c->klen) < 0)
+      continue;
+    if (uclaims_add(&keep, c->key, c->klen, c->voff, c->con))
+      b->err = uerr(b->res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  uclaims_free(&want);
+  want = keep;
+  if (b->err) goto leave;
   int same = want.n == r.claims.n;
   for (size_t i = 0; same && i < want.n; i++)
     same = uclaims_find(&r.claims, want.v[i].key, want.v[i].klen) >= 0;

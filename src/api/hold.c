@@ -68,15 +68,25 @@ static char *hold_output(const char *token, const char *table,
 
 /* Explain why the executor did not take the hold; UNICO_OK when the next
  * round should look again. */
-static int explain(unico *u, const utable *t, int ci, const ubuf *val,
-                   const char *vs, uexec_hold_out *o, const char *op_id,
-                   unico_result *res) {
+static int explain(unico *u, const utable *t, int ci, const ubuf *ckey,
+                   const ubuf *val, const char *vs, uexec_hold_out *o,
+                   const char *op_id, unico_result *res) {
   const uconstraint *c = &t->cons[ci];
   char when[64];
   switch (o->why) {
-  case UEXEC_HOLD_TAKEN:
+  case UEXEC_HOLD_TAKEN: {
+    /* (a claim whose owner no longer holds the value is no conflict:
+     * freed, and the next round takes it; issue 37) */
+    uclaim cl = {(uint8_t *)ckey->p, ckey->len, ckey->len - val->len, ci,
+                 0, 0, 0};
+    usch *sc = uapi_sch_get(u);
+    int gone = uapi_claim_owner_gone(u, t, &cl, &o->owner, o->cur_version,
+                                     sc->store_ver, res);
+    uapi_sch_put(sc);
+    if (gone) return gone < 0 ? gone : UNICO_OK;
     return uapi_report_conflict(t, ci, val->p, val->len, o->owner.owner,
                                 o->owner.owner_len, res);
+  }
   case UEXEC_HOLD_HELD:
     uapi_format_time(o->expires_ms, when, sizeof when);
     uerr(res, UNICO_EBUSY, NULL,
@@ -201,7 +211,7 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
     uexec_hold_out o;
     rc = uexec_hold_take(u->x, &h, &o, res);
     if (rc == UEXEC_NOT_APPLIED) {
-      int erc = explain(u, t, ci, &val, vs, &o, caller_op, res);
+      int erc = explain(u, t, ci, &ckey, &val, vs, &o, caller_op, res);
       if (erc) rc = erc; /* refused, or an error: the answer */
     }
     ustored_claim_free(&o.owner);

@@ -43,6 +43,20 @@ int uapi_sch_load(unico *u, usch **out, unico_result *res); /* from store */
 int uapi_sch_reload(unico *u, unico_result *res); /* load and make current */
 /* Hand the tables of s to the executor (exec.h's uexec_tables). */
 int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res);
+/* A committed claim c of table t in the way (owner: the claim as read, at
+ * store version cur_version) whose owner record no longer holds its value
+ * (deleted or changed behind unico's back, on a store whose records are
+ * the users' rows, run by the atomic executor): freed, in one transaction
+ * conditioned on the claim and the owner as read. 1: freed, or moved
+ * meanwhile (look again); 0: the owner holds it (a conflict), or the
+ * store is not such a store; or an error (api/write.c). */
+int uapi_claim_owner_gone(unico *u, const utable *t, const uclaim *c,
+                          const ustored_claim *owner, uint64_t cur_version,
+                          uint64_t schema_ver, unico_result *res);
+/* The same, each column of s whose type differs in from's table of the
+ * same name marked with the type it had (ustore_column.was). */
+int uapi_sch_tables_from(unico *u, const uschema *s, const uschema *from,
+                         int mode, unico_result *res);
 void uapi_sleep_ms(int ms);
 
 int uapi_schema_apply(unico *u, const char *ddl, unico_result *res);
@@ -119,15 +133,6 @@ int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
  * than the store takes. */
 int uapi_report_limit(const utable *t, const uclaim *c, int64_t count,
                       unico_result *res);
-/* A write (or a batch op) of table t refused by committed claim c,
- * as why says: where the claim's owner no longer holds the value
- * (records in the users' own tables, on a store with transactions), the
- * claim is freed under the schema at store version schema_ver and 1
- * says "plan again"; 0 says the owner holds it (a conflict); or an
- * error (api/write.c). */
-int uapi_claim_owner_gone(unico *u, const utable *t, const uexec_refused *why,
-                          const uclaim *c, uint64_t schema_ver,
-                          unico_result *res);
 int uapi_report_held(const utable *t, const uclaim *c, int64_t expires_ms,
                      unico_result *res);
 int uapi_not_found(const utable *t, const char *pk_json, unico_result *res);

@@ -13,6 +13,7 @@
 #include "constraint/kind.h"
 #include "keys/keyspace.h"
 #include "plan/plan.h"
+#include "records/record.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -99,6 +100,19 @@ int uapi_table_fingerprint(const char *ddl, const char *table, uint64_t *fp) {
 }
 
 int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res) {
+  return uapi_sch_tables_from(u, s, NULL, mode, res);
+}
+
+/* The type from's table t declares for column c, when it differs from
+ * c's (a retype), else 0. */
+static int was_type(const uschema *from, const utable *t, const ucolumn *c) {
+  const utable *o = from ? uschema_table(from, t->name) : NULL;
+  int j = o ? utable_column(o, c->name) : -1;
+  return j >= 0 && o->cols[j].type != c->type ? (int)o->cols[j].type : 0;
+}
+
+int uapi_sch_tables_from(unico *u, const uschema *s, const uschema *from,
+                         int mode, unico_result *res) {
   size_t nc = 0, n = s ? s->ntables : 0;
   for (size_t i = 0; i < n; i++) nc += s->tables[i].ncols;
   ustore_tabledef *defs = calloc(n ? n : 1, sizeof *defs);
@@ -116,7 +130,8 @@ int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res) {
                                 t->npart};
     for (size_t j = 0; j < t->npk; j++) pks[c + j] = (size_t)t->pk[j];
     for (size_t j = 0; j < t->ncols; j++, c++)
-      cols[c] = (ustore_column){t->cols[j].name, (int)t->cols[j].type};
+      cols[c] = (ustore_column){t->cols[j].name, (int)t->cols[j].type,
+                                was_type(from, t, &t->cols[j])};
   }
   rc = uexec_tables(u->x, defs, n, mode, res);
 leave:
@@ -247,24 +262,46 @@ static int schemas_equal(const uschema *a, const uschema *b) {
   return 1;
 }
 
+/* What table_has_records found: the first live record's primary key, as
+ * JSON text ("" when none was read). */
+typedef struct first_rec {
+  char pk[160];
+} first_rec;
+
 static int first_key_cb(void *ctx, const uint8_t *k, size_t kl,
                         const uint8_t *v, size_t vl, uint64_t ver) {
-  (void)ctx, (void)k, (void)kl, (void)ver;
-  /* Tombstones (claims protocol) are not records; an insert in flight is. */
+  (void)ver;
+  /* Tombstones (claims protocol) are not records; an insert in flight is,
+   * and so is a bare row another client wrote (live, version 0). */
   ustored_record r;
   if (!ustored_record_decode(v, vl, &r)) {
     int gone = r.state == UREC_DELETED || r.state == UREC_ABORTED;
     ustored_record_free(&r);
     if (gone) return 0;
   }
+  first_rec *fr = ctx;
+  size_t rest;
+  json_t *pk = NULL;
+  if (fr && !ukey_split_table(k, kl, "r", NULL, 0, &rest))
+    pk = urec_tuple_json(k + rest, kl - rest);
+  if (pk) {
+    json_t *one = json_array_size(pk) == 1 ? json_array_get(pk, 0) : pk;
+    char *txt = json_dumps(one, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (txt) snprintf(fr->pk, sizeof fr->pk, "%s", txt);
+    free(txt);
+    json_decref(pk);
+  }
   return 1; /* stop at the first record: the table has records */
 }
 
-/* 1 if the table has at least one record, 0 if none, <0 on error. */
-static int table_has_records(unico *u, const char *table, unico_result *res) {
+/* 1 if the table has at least one live record (its key in *fr when fr is
+ * not NULL), 0 if none, <0 on error. */
+static int table_has_records(unico *u, const char *table, first_rec *fr,
+                             unico_result *res) {
   ubuf p = UBUF_INIT;
   ukey_records(&p, table);
-  int rc = uexec_scan(u->x, &p, first_key_cb, NULL, res);
+  if (fr) fr->pk[0] = 0;
+  int rc = uexec_scan(u->x, &p, first_key_cb, fr, res);
   ubuf_free(&p);
   return rc; /* 1: has records (the callback stopped), 0: none, <0: error */
 }
@@ -330,6 +367,8 @@ typedef struct change {
   const utable *adopt[CHANGE_MAX];
   utable bare[CHANGE_MAX];
   size_t nadopt;
+  first_rec first; /* the live record of the table that refused it */
+  const uschema *from, *to;
 } change;
 
 
@@ -337,6 +376,8 @@ static void plan_change(unico *u, const uschema *from, const uschema *to,
                         change *ch) {
   char why[200];
   ch->nneed = ch->nbuild = ch->nsettle = ch->nadopt = 0;
+  ch->from = from;
+  ch->to = to;
   for (size_t i = 0; i < to->ntables && ch->nadopt < CHANGE_MAX; i++)
     if (!uschema_table(from, to->tables[i].name) && to->tables[i].ncons)
       ch->adopt[ch->nadopt++] = &to->tables[i];
@@ -374,7 +415,7 @@ static int make_change(unico *u, change *ch, ustored_schema *marker,
   *bad = -1;
   /* (a new table with records: adopted, its constraints built from them) */
   for (size_t i = 0; i < ch->nadopt && ch->nbuild < CHANGE_MAX; i++) {
-    int h = table_has_records(u, ch->adopt[i]->name, res);
+    int h = table_has_records(u, ch->adopt[i]->name, NULL, res);
     if (h < 0) return h;
     if (!h) continue;
     ch->bare[i] = bare_of(ch->adopt[i]);
@@ -382,13 +423,17 @@ static int make_change(unico *u, change *ch, ustored_schema *marker,
     ch->build_n[ch->nbuild++] = ch->adopt[i];
   }
   for (size_t i = 0; i < ch->nneed; i++) {
-    int h = table_has_records(u, ch->need[i], res);
+    int h = table_has_records(u, ch->need[i], &ch->first, res);
     if (h < 0) return h;
     if (h) {
       *bad = (int)i;
       return UNICO_OK;
     }
   }
+  /* (the tables that had to be empty are: their retyped columns change
+   * type in the store too, where it keeps one) */
+  if (ch->nneed)
+    rc = uapi_sch_tables_from(u, ch->to, ch->from, UEXEC_TABLES_RETYPE, res);
   for (size_t i = 0; rc == UNICO_OK && i < ch->nsettle; i++)
     rc = uapi_settle_table(u, ch->settle_o[i], marker, mark_ver, res);
   size_t built = 0;
@@ -469,8 +514,11 @@ static int apply_once(unico *u, const usch *cur, const char *ddl,
   if (rc) return rc;
   size_t idx = (size_t)bad;
   return uerr(res, UNICO_ESCHEMA, NULL,
-              "table %s has records, and %s; the schema was not changed",
-              ch->need[idx], idx < 8 ? ch->whys[idx] : "it changes");
+              "table %s has records, and %s; the schema was not changed "
+              "(record %s is live: the change needs a table without live "
+              "records)",
+              ch->need[idx], idx < 8 ? ch->whys[idx] : "it changes",
+              ch->first.pk[0] ? ch->first.pk : "(key unread)");
 }
 
 int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
@@ -485,8 +533,10 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
                 pe.col, pe.msg);
   rc = fits_txn(u, ns, res);
   /* (native tables: created, or their keys checked, before anything of
-   * the change is written) */
-  if (!rc) rc = uapi_sch_tables(u, ns, UEXEC_TABLES_CREATE, res);
+   * the change is written; a column the change retypes may still have
+   * its old type there) */
+  if (!rc) rc = uapi_sch_load(u, &cur, res);
+  if (!rc) rc = uapi_sch_tables_from(u, ns, cur->s, UEXEC_TABLES_CREATE, res);
   if (!rc && !(ch = malloc(sizeof *ch)))
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   for (int attempt = 0; !rc && attempt < 100; attempt++) {

@@ -920,7 +920,8 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
                         .op_id = w->op_id,
                         .outcome = rq->op_id ? r->output : NULL,
                         .fp = r->fp,
-                        .now_ms = uexec_now(u->x)};
+                        .now_ms = uexec_now(u->x),
+                        .native = uexec_native_rows(u->x)};
   rc = uplan_write(&r->plan, &pw, res);
   if (!rc && rq->kind == UPLAN_INSERT &&
       (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS))
@@ -991,7 +992,12 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
     *have = 1;
     if (inflight) rc = 1; /* (an insert in flight: judged as holding) */
     else if (r->state != UREC_LIVE) rc = 0;
-    else rc = body_needs(t, r->body, ck, cklen);
+    /* (a row that does not list the claim does not own it, though its
+     * body may hold the value: a bare row another client put where the
+     * owner was, whose values are unclaimed until repair, as a lookup
+     * and the claims protocol judge it) */
+    else rc = uclaims_find(&r->claims, ck, cklen) >= 0 &&
+              body_needs(t, r->body, ck, cklen);
   }
   ubuf_free(&v);
   return rc;
@@ -1016,9 +1022,15 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
  * read for it (unico_allocs). Not key by key either: the claims protocol
  * judges a claim by its owner already, fencing an owner in flight
  * (exec/claims.c). A batch judges its claims so too (api/batch.c). */
-int uapi_claim_owner_gone(unico *u, const utable *t, const uexec_refused *why,
-                          const uclaim *c, uint64_t schema_ver,
-                          unico_result *res) {
+static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
+                            unico_result *res) {
+  return uapi_claim_owner_gone(w->u, r->t, c, &r->why.owner,
+                               r->why.cur_version, r->sc->store_ver, res);
+}
+
+int uapi_claim_owner_gone(unico *u, const utable *t, const uclaim *c,
+                          const ustored_claim *owner, uint64_t cur_version,
+                          uint64_t schema_ver, unico_result *res) {
   ubuf rk = UBUF_INIT;
   ustored_record o;
   uexec_fix f;
@@ -1026,11 +1038,11 @@ int uapi_claim_owner_gone(unico *u, const utable *t, const uexec_refused *why,
   uint64_t sver = 0;
   int have = 0, rc;
   if (!uexec_native_rows(u->x) || (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) ||
-      why->owner.state != UCLAIM_COMMITTED)
+      owner->state != UCLAIM_COMMITTED)
     return 0;
   memset(&f, 0, sizeof f);
-  rc = owner_holds(u, t, why->owner.owner, why->owner.owner_len, c->key,
-                   c->klen, &rk, &o, &have, &sver, res);
+  rc = owner_holds(u, t, owner->owner, owner->owner_len, c->key, c->klen, &rk,
+                   &o, &have, &sver, res);
   if (rc) goto leave; /* it holds it (1: a conflict, returned as 0), or an error */
   if (have && o.state == UREC_LIVE &&
       uclaims_find(&o.claims, c->key, c->klen) >= 0) {
@@ -1050,7 +1062,7 @@ int uapi_claim_owner_gone(unico *u, const utable *t, const uexec_refused *why,
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       goto leave;
     }
-    f.take.v[0].ver = why->cur_version;
+    f.take.v[0].ver = cur_version;
     ustored_record_encode_hist(&f.val, o.state, o.version, o.op_id, o.body,
                                &keep, o.since_ms, &o.hist);
   } else {
@@ -1058,7 +1070,7 @@ int uapi_claim_owner_gone(unico *u, const utable *t, const uexec_refused *why,
      * as read (absent, or at its store version, a bare row's 0 too) */
     f.kind = UEXEC_FIX_ORPHAN;
     f.key = (ubuf){(uint8_t *)c->key, c->klen, c->klen, 0};
-    f.ver = why->cur_version;
+    f.ver = cur_version;
     f.rkey = rk;
     f.rver = sver;
     f.rexists = have;
@@ -1140,13 +1152,19 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
         !memcmp(why->owner.owner, r->pk.p, r->pk.len)) {
       /* Key by key, the claim is in force for this very record: another
        * write of it gave it the value after our read. Never a conflict
-       * with itself: read again (the record holds the value now). */
+       * with itself: read again (the record holds the value now). On
+       * native rows it may also be a stale claim of this key whose row
+       * another writer deleted or changed: freed first, or the write
+       * would read again for good (found by test_diff's other writer) */
+      if (kind != UPLAN_DELETE) {
+        rc = claim_owner_gone(w, r, c, res);
+        if (rc < 0 || rc > 1) return rc;
+      }
       r->retry = 1;
       return UNICO_OK;
     }
     if (c && kind != UPLAN_DELETE) {
-      rc = uapi_claim_owner_gone(w->u, r->t, &r->why, c, r->sc->store_ver,
-                                 res);
+      rc = claim_owner_gone(w, r, c, res);
       if (rc < 0 || rc > 1) return rc;
       if (rc == 1) {
         r->retry = 1;

@@ -309,10 +309,10 @@ int uexec_fix_apply(uexec *x, const uexec_fix *f, unico_result *res) {
 int uexec_tables(uexec *x, const ustore_tabledef *defs, size_t n, int mode,
                  unico_result *res) {
   ustore_err e = {{0}};
-  int rc = ustore_tables(x->st, defs, n,
-                         mode == UEXEC_TABLES_CREATE ? USTORE_TABLES_CREATE
-                                                     : USTORE_TABLES_SET,
-                         &e);
+  int sm = mode == UEXEC_TABLES_CREATE   ? USTORE_TABLES_CREATE
+           : mode == UEXEC_TABLES_RETYPE ? USTORE_TABLES_RETYPE
+                                         : USTORE_TABLES_SET;
+  int rc = ustore_tables(x->st, defs, n, sm, &e);
   if (rc) return uexec_store_err(res, rc, "the native tables", &e);
   return UNICO_OK;
 }

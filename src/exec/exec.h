@@ -361,6 +361,7 @@ enum uexec_hold_why {
 typedef struct uexec_hold_out {
   int why;              /* enum uexec_hold_why */
   ustored_claim owner;  /* UEXEC_HOLD_TAKEN (free with ustored_claim_free) */
+  uint64_t cur_version; /* UEXEC_HOLD_TAKEN: that claim's store version */
   int64_t expires_ms;   /* UEXEC_HOLD_HELD */
 } uexec_hold_out;
 
@@ -400,7 +401,9 @@ const char *uexec_store_name(uexec *x);
  * schema load (UEXEC_TABLES_LEARN) and before a schema is applied
  * (UEXEC_TABLES_CREATE: the native tables are created, or checked when
  * they exist). */
-enum { UEXEC_TABLES_LEARN = 0, UEXEC_TABLES_CREATE = 1 };
+enum { UEXEC_TABLES_LEARN = 0, UEXEC_TABLES_CREATE = 1,
+       UEXEC_TABLES_RETYPE = 2 /* CREATE, then the retyped columns of
+                                  tables found without live records */ };
 int uexec_tables(uexec *x, const ustore_tabledef *defs, size_t n, int mode,
                  unico_result *res);
 size_t uexec_max_txn(uexec *x);

@@ -71,6 +71,7 @@ int uexec_hold_take(uexec *x, const uexec_hold *h, uexec_hold_out *out,
       } else if (rc == UNICO_OK) {
         rc = USTORE_NOT_APPLIED;
         out->why = UEXEC_HOLD_TAKEN;
+        out->cur_version = cver;
         out->owner = cl;
         memset(&cl, 0, sizeof cl);
       }

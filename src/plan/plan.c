@@ -96,7 +96,7 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   const ubuf *pk = w->pk;
   json_t *body = w->body;
   const ustored_record *old = w->old;
-  uclaims need = UCLAIMS_INIT;
+  uclaims need = UCLAIMS_INIT, held = UCLAIMS_INIT;
   char *body_s = NULL, body_buf[1024];
   int rc = UNICO_OK;
   uplan_free(p);
@@ -142,9 +142,19 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
     p->version = old->version;
   }
   /* Take what the new record needs and the old one did not hold; release
-   * what the old one held and the new one does not need. */
+   * what the old one held and the new one does not need. (On native rows
+   * a claim old lists whose value another writer took out of its body is
+   * not held: it may be another's by now, issue 37.) */
+  if (w->native && old && old->body && kind == UPLAN_UPDATE) {
+    json_t *ob = json_loads(old->body, 0, NULL);
+    rc = ob ? claims_of(t, ob, NULL, &held, res) : UNICO_OK;
+    json_decref(ob);
+    if (rc) goto leave;
+  }
   for (size_t i = 0; i < need.n; i++) {
-    if (old && uclaims_find(&old->claims, need.v[i].key, need.v[i].klen) >= 0)
+    if (old && uclaims_find(&old->claims, need.v[i].key, need.v[i].klen) >= 0 &&
+        (!w->native || kind != UPLAN_UPDATE ||
+         uclaims_find(&held, need.v[i].key, need.v[i].klen) >= 0))
       continue;
     if (uclaims_add(&p->take, need.v[i].key, need.v[i].klen, need.v[i].voff,
                     need.v[i].con))
@@ -173,6 +183,7 @@ oom:
   rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
 leave:
   uclaims_free(&need);
+  uclaims_free(&held);
   free(body_s);
   if (rc) uplan_free(p);
   return rc;

@@ -81,6 +81,9 @@ typedef struct uplan_write_req {
                                  none), with the request's fingerprint fp */
   uint64_t fp;
   int64_t now_ms;             /* stamps claims and the outcome */
+  int native;                 /* records are rows other writers change: a
+                                 claim old lists counts as held only when
+                                 old's body needs it too */
 } uplan_write_req;
 
 /* Plan the write w into p (freed first). */

@@ -132,6 +132,8 @@ typedef int (*ustore_written_cb)(void *ctx, const uint8_t *key, size_t klen,
 typedef struct ustore_column {
   const char *name;
   int type;
+  int was; /* 0, or the type the schema in force declares for it when the
+              schema applied retypes it (USTORE_TABLES_RETYPE) */
 } ustore_column;
 typedef struct ustore_tabledef {
   const char *name;
@@ -146,8 +148,13 @@ typedef struct ustore_tabledef {
 /* tables(): what to do with the native tables of the catalog. */
 enum ustore_tables_mode {
   USTORE_TABLES_SET = 0,   /* only learn the catalog (a schema loaded) */
-  USTORE_TABLES_CREATE = 1 /* also create the missing native tables and
-                              check the existing ones' keys (schema apply) */
+  USTORE_TABLES_CREATE = 1, /* also create the missing native tables and
+                              check the existing ones' keys (schema apply);
+                              a column with was may still have that type */
+  USTORE_TABLES_RETYPE = 2  /* CREATE, and give the columns with was the
+                              new type: the caller found their tables
+                              without live records (under the schema
+                              change's marker) */
 };
 
 typedef struct ustore_vtab {

@@ -77,6 +77,17 @@ enum { ST_GET, ST_INS, ST_UPD, ST_DELV, ST_DELX, ST_INST, ST_UPDT, NST };
 #define CASS_MAX_TTL 630720000 /* Cassandra's limit: 20 years, in seconds */
 #define TTL_SEEN 64       /* rows whose TTL a handle remembers */
 #define TTL_SEEN_MS 5000  /* for this long after the read */
+#define CELLS_SEEN 60     /* regular columns whose cells a read keeps */
+
+/* The regular cells of a row as read (the DDL's non-key columns, in
+ * order): a rewrite leaves the ones it would not change unset, so they
+ * keep their own TTL (issue 37). */
+typedef struct cells_seen {
+  size_t n;                 /* 0: not known */
+  int32_t len[CELLS_SEEN];  /* -1: null */
+  size_t off[CELLS_SEEN];   /* into blob */
+  uint8_t *blob;
+} cells_seen;
 
 typedef struct stmt {
   char cql[640];
@@ -114,6 +125,7 @@ typedef struct cass {
     size_t klen;
     uint64_t ver;
     int64_t read_ms, deadline_ms; /* deadline 0: no TTL */
+    cells_seen cells; /* its regular cells as read (n 0: not known) */
   } ttls[TTL_SEEN];
 } cass;
 
@@ -494,16 +506,68 @@ static size_t ttl_slot(const void *key, size_t klen) {
   return (size_t)(h % TTL_SEEN);
 }
 
-/* Row key (store version ver) was read with ttl seconds left (0: none). */
+/* The regular cells of row of rows (nt's UCASS_SEL: every column first,
+ * in order) into c; c->n 0 when they do not fit. */
+static void cells_take(const ucass_ntab *nt, const ucql_rows *rows,
+                       int32_t row, cells_seen *c) {
+  memset(c, 0, sizeof *c);
+  const utyped_tab *t = &nt->tab;
+  if (!rows || row >= rows->nrows || rows->ncols < 0 ||
+      (size_t)rows->ncols < t->ncol)
+    return;
+  const ucql_value *cl = &rows->cells[(size_t)row * (size_t)rows->ncols];
+  size_t n = 0, total = 0;
+  for (size_t i = 0; i < t->ncol; i++)
+    if (!t->is_key[i]) n++, total += cl[i].len > 0 ? (size_t)cl[i].len : 0;
+  if (n == 0 || n > CELLS_SEEN || !(c->blob = malloc(total ? total : 1)))
+    return;
+  size_t k = 0, off = 0;
+  for (size_t i = 0; i < t->ncol; i++) {
+    if (t->is_key[i]) continue;
+    c->len[k] = cl[i].len < 0 ? -1 : cl[i].len;
+    c->off[k] = off;
+    if (cl[i].len > 0) memcpy(c->blob + off, cl[i].p, (size_t)cl[i].len);
+    off += cl[i].len > 0 ? (size_t)cl[i].len : 0;
+    k++;
+  }
+  c->n = n;
+}
+
+static void cells_free(cells_seen *c) {
+  free(c->blob);
+  memset(c, 0, sizeof *c);
+}
+
+static int cells_copy(const cells_seen *from, cells_seen *to) {
+  size_t total = 0;
+  memset(to, 0, sizeof *to);
+  if (!from->n) return 0;
+  for (size_t k = 0; k < from->n; k++)
+    if (from->len[k] > 0) total = from->off[k] + (size_t)from->len[k];
+  if (!(to->blob = malloc(total ? total : 1))) return -1;
+  memcpy(to->blob, from->blob, total);
+  memcpy(to->len, from->len, sizeof to->len);
+  memcpy(to->off, from->off, sizeof to->off);
+  to->n = from->n;
+  return 0;
+}
+
+/* Row key (store version ver) was read with ttl seconds left (0: none),
+ * its regular cells those of row 0 of rows (NULL: not known). */
 static void ttl_note(cass *s, const void *key, size_t klen, uint64_t ver,
-                     int32_t ttl) {
+                     int32_t ttl, const ucass_ntab *nt,
+                     const ucql_rows *rows) {
   struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
   uint8_t *k = ttl >= 0 ? malloc(klen ? klen : 1) : NULL;
   if (!k) return; /* (a read of its own, then) */
   memcpy(k, key, klen);
+  cells_seen c = {0};
+  if (nt && rows) cells_take(nt, rows, 0, &c);
   int64_t now = now_ms();
   pthread_mutex_lock(&s->mu);
   free(t->key);
+  cells_free(&t->cells);
+  t->cells = c;
   t->key = k;
   t->klen = klen;
   t->ver = ver;
@@ -513,9 +577,10 @@ static void ttl_note(cass *s, const void *key, size_t klen, uint64_t ver,
 }
 
 /* The TTL row key had when it was read at version ver, lately: 1 with
- * *ttl (0: none), or 0 when not known. */
+ * *ttl (0: none) and its cells in *c (c->n 0: not known; the caller
+ * frees them), or 0 when not known. */
 static int ttl_known(cass *s, const void *key, size_t klen, uint64_t ver,
-                     int32_t *ttl) {
+                     int32_t *ttl, cells_seen *c) {
   struct ttl_seen *t = &s->ttls[ttl_slot(key, klen)];
   int64_t now = now_ms();
   int hit = 0;
@@ -525,6 +590,7 @@ static int ttl_known(cass *s, const void *key, size_t klen, uint64_t ver,
     hit = 1;
     int64_t left = t->deadline_ms ? (t->deadline_ms - now + 999) / 1000 : 0;
     *ttl = !t->deadline_ms ? 0 : left < 1 ? 1 : (int32_t)left;
+    if (cells_copy(&t->cells, c)) memset(c, 0, sizeof *c);
   }
   pthread_mutex_unlock(&s->mu);
   return hit;
@@ -614,7 +680,8 @@ static int cass_get(ustore *base, const void *key, size_t klen, ubuf *val,
   if (!rc) get_answer(&r, val, &ver, &rc, e);
   if (!rc && version) *version = ver;
   if (!rc && r.nt)
-    ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0));
+    ttl_note(s, key, klen, ver, ucass_row_ttl(r.nt, &r.call.resp.rows, 0),
+             r.nt, &r.call.resp.rows);
   reqs_free(&r, 1);
   return rc;
 }
@@ -656,7 +723,8 @@ static int cass_get_many(ustore *base, ustore_op *ops, size_t n, int *rcs,
     ops[i].exists = rcs[i] == UNICO_OK;
     if (ops[i].exists && reqs[i].nt)
       ttl_note(s, ops[i].key, ops[i].klen, ops[i].cur_version,
-               ucass_row_ttl(reqs[i].nt, &reqs[i].call.resp.rows, 0));
+               ucass_row_ttl(reqs[i].nt, &reqs[i].call.resp.rows, 0),
+               reqs[i].nt, &reqs[i].call.resp.rows);
   }
   reqs_free(reqs, n);
   free(reqs);
@@ -692,10 +760,11 @@ static int simple_stmt(const ustore_op *op) {
  * seconds its cells have left (ucass_row_ttl). One read, before the LWT:
  * a TTL another client sets between the two is not seen. */
 static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
-                      ustore_err *e) {
+                      cells_seen *c, ustore_err *e) {
   *ttl = 0;
+  memset(c, 0, sizeof *c);
   if (st != ST_UPD && st != ST_UPDT) return UNICO_OK;
-  if (ttl_known(s, op->key, op->klen, op->expect_version, ttl))
+  if (ttl_known(s, op->key, op->klen, op->expect_version, ttl, c))
     return UNICO_OK; /* (the read this write follows said) */
   req r;
   int n = native_req(s, &r, op->key, op->klen, ST_GET, UCASS_TTL, e);
@@ -713,6 +782,7 @@ static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
   } else if (!rc && k->resp.result_kind == UCQL_RESULT_ROWS) {
     int32_t x = ucass_row_ttl(r.nt, &k->resp.rows, 0);
     *ttl = x > 0 ? x : 0;
+    cells_take(r.nt, &k->resp.rows, 0, c);
   }
   reqs_free(&r, 1);
   return rc;
@@ -721,8 +791,25 @@ static int native_ttl(cass *s, const ustore_op *op, int st, int32_t *ttl,
 /* The write of op by statement st in the native table its key is a
  * record of: 0 (not one), 1 (r made), or an error. ttl > 0: an update
  * is sent USING TTL ttl (native_ttl). */
+/* The regular cells of an update's binds b (from first) that c says the
+ * row already holds are sent unset: the cell is left as it is, its own
+ * TTL (and a value another client wrote since the read) with it. */
+static void unset_unchanged(const ucass_ntab *nt, ucass_binds *b,
+                            size_t first, const cells_seen *c) {
+  size_t n = 0;
+  for (size_t i = 0; i < nt->tab.ncol; i++) n += !nt->tab.is_key[i];
+  if (!c->n || c->n != n || first + n > b->n) return;
+  for (size_t k = 0; k < n; k++) {
+    ucql_value *v = &b->v[first + k];
+    int same = v->len < 0 ? c->len[k] < 0
+                          : c->len[k] == v->len &&
+                                !memcmp(v->p, c->blob + c->off[k], (size_t)v->len);
+    if (same) v->len = UCQL_UNSET;
+  }
+}
+
 static int native_write(cass *s, req *r, const ustore_op *op, int st,
-                        int32_t ttl, ustore_err *e) {
+                        int32_t ttl, const cells_seen *cells, ustore_err *e) {
   static const int NST_OF[] = {[ST_INS] = UCASS_INS, [ST_UPD] = UCASS_UPD,
                                [ST_DELV] = UCASS_DELV, [ST_DELX] = UCASS_DELX};
   if (st == ST_INST) st = ST_INS; /* (records never expire) */
@@ -758,6 +845,9 @@ static int native_write(cass *s, req *r, const ustore_op *op, int st,
   case UCASS_UPD0:
     err = ucass_write_binds(r->nt, nst, &pk, op->val, op->vlen,
                             op->expect_version + 1, op->expect_version, &b, e);
+    if (!err && cells)
+      unset_unchanged(r->nt, &b, nst == UCASS_UPDT || nst == UCASS_UPD0T,
+                      cells);
     break;
   case UCASS_DELV: /* the key, then the version */
     r->nb.v[r->nb.n].len = (int32_t)ucql_bytes_bigint(x, (int64_t)op->expect_version);
@@ -883,8 +973,10 @@ static int rmw(cass *s, ustore_op *op, ustore_err *e) {
     req r;
     int st = simple_stmt(&w);
     int32_t ttl = 0;
-    int nw = native_ttl(s, &w, st, &ttl, e);
-    if (!nw) nw = native_write(s, &r, &w, st, ttl, e);
+    cells_seen cs;
+    int nw = native_ttl(s, &w, st, &ttl, &cs, e);
+    if (!nw) nw = native_write(s, &r, &w, st, ttl, &cs, e);
+    cells_free(&cs);
     if (nw < 0) {
       rc = nw;
       ubuf_free(&w.cur);
@@ -936,7 +1028,7 @@ static void write_answer_many(cass *s, req *q, ustore_op *op, size_t i,
       (st0 == ST_INS || st0 == ST_UPD)) /* (its next rewrite knows) */
     ttl_note(s, op->key, op->klen,
              st0 == ST_INS ? (op->create_version ? op->create_version : 1)
-                                : op->expect_version + 1, wttl);
+                                : op->expect_version + 1, wttl, NULL, NULL);
   if (r != USTORE_NOT_APPLIED) return;
   int st = q->st;
   if (st == ST_DELX) {
@@ -1032,10 +1124,12 @@ static size_t build_many(cass *s, ustore_op *ops, size_t n, req *reqs,
     if (st < 0) continue;
     nlwt++;
     int32_t ttl = 0;
-    int nw = native_ttl(s, &ops[i], st, &ttl, errs ? &errs[i] : &scratch);
+    cells_seen cs;
+    int nw = native_ttl(s, &ops[i], st, &ttl, &cs, errs ? &errs[i] : &scratch);
     if (!nw)
-      nw = native_write(s, &reqs[m], &ops[i], st, ttl,
+      nw = native_write(s, &reqs[m], &ops[i], st, ttl, &cs,
                         errs ? &errs[i] : &scratch);
+    cells_free(&cs);
     wttl[i] = ttl;
     if (nw < 0) {
       pre[i] = nw;
@@ -1130,8 +1224,10 @@ static void cass_post_many(ustore *base, ustore_op *ops, size_t n) {
     int st = key_ok(ops[i].klen) ? simple_stmt(&ops[i]) : -1;
     if (st < 0) continue;
     int32_t ttl = 0;
-    int nw = native_ttl(s, &ops[i], st, &ttl, &scratch);
-    if (!nw) nw = native_write(s, &reqs[m], &ops[i], st, ttl, &scratch);
+    cells_seen cs;
+    int nw = native_ttl(s, &ops[i], st, &ttl, &cs, &scratch);
+    if (!nw) nw = native_write(s, &reqs[m], &ops[i], st, ttl, &cs, &scratch);
+    cells_free(&cs);
     if (nw < 0) continue; /* (dropped, as a write that failed) */
     if (!nw) {
       pthread_mutex_lock(&s->mu);
@@ -1476,9 +1572,11 @@ static int check_native_key(const ucass_ntab *t, const ucql_rows *rows,
 /* Each column of t (and of the bookkeeping) in its native table has the
  * type declared; the missing ones are added to *add ("\"c\" type, ...").
  * UNICO_OK, or UNICO_ESCHEMA naming the table and the column. */
-static int check_native_columns(const ucass_ntab *t, const ucql_rows *rows,
-                                int32_t nrows, int ci, int ki, int ti,
-                                ubuf *add, ustore_err *e) {
+static int check_native_columns(const ucass_ntab *t,
+                                const ustore_tabledef *def,
+                                const ucql_rows *rows, int32_t nrows, int ci,
+                                int ki, int ti, ubuf *add, int *retype,
+                                ustore_err *e) {
   static const char *const BOOK[3][2] = {{UCASS_COL_V, "bigint"},
                                          {UCASS_COL_STATE, "tinyint"},
                                          {UCASS_COL_META, "blob"}};
@@ -1533,6 +1631,14 @@ static int check_native_columns(const ucass_ntab *t, const ucql_rows *rows,
       return UNICO_ESCHEMA;
     }
     const ucql_value *ty = CELL(found, ti);
+    const char *was = i < nc && def && i < def->ncol && def->col[i].was
+                          ? ucass_type_name(def->col[i].was)
+                          : NULL;
+    if (was && ty->len >= 0 && (size_t)ty->len == strlen(was) &&
+        !memcmp(ty->p, was, strlen(was))) {
+      *retype = 1; /* the change retypes it (USTORE_TABLES_RETYPE) */
+      continue;
+    }
     if (ty->len < 0 || (size_t)ty->len != strlen(type) ||
         memcmp(ty->p, type, strlen(type))) {
       seterr(e,
@@ -1550,7 +1656,12 @@ static int check_native_columns(const ucass_ntab *t, const ucql_rows *rows,
 /* Create t's native table, or check the one that exists (key columns,
  * their kinds and order; each declared column's type) and add the
  * columns it lacks. UNICO_ESCHEMA names the table, column and types. */
-static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
+static int recreate_native(cass *s, const ucass_ntab *t,
+                           const ucql_rows *rows, int32_t nrows, int ci,
+                           ustore_err *e);
+
+static int ensure_native(cass *s, const ucass_ntab *t,
+                         const ustore_tabledef *def, int mode, ustore_err *e) {
   ucql_call k;
   ucql_value kv[2] = {{(const uint8_t *)s->ks, (int32_t)strlen(s->ks)},
                       {(const uint8_t *)t->cname_native,
@@ -1577,9 +1688,15 @@ static int ensure_native(cass *s, const ucass_ntab *t, ustore_err *e) {
     goto leave;
   }
   /* it exists: the key as declared, then each column */
+  int retype = 0;
   if ((rc = check_native_key(t, rows, nrows, ci, ki, pi, ti, e)) ||
-      (rc = check_native_columns(t, rows, nrows, ci, ki, ti, &add, e)))
+      (rc = check_native_columns(t, def, rows, nrows, ci, ki, ti, &add,
+                                 &retype, e)))
     goto leave;
+  if (retype && mode == USTORE_TABLES_RETYPE) {
+    rc = recreate_native(s, t, rows, nrows, ci, e);
+    goto leave;
+  }
   if (add.len) {
     ubuf_putc(&add, 0);
     if (!ubuf_ok(&add) ||
@@ -1599,6 +1716,68 @@ leave:
   ubuf_free(&add);
   free(cql);
   return rc;
+}
+
+/* A column of t's native table changes type (the schema applied retypes
+ * it, and its table holds no live record): Cassandra changes no column's
+ * type, and takes a dropped column back only under a type that reads its
+ * old cells, so the table is dropped and made again, when that loses
+ * nothing: no row at all (a deleted record's row of unico's still holds
+ * its bookkeeping) and no column the DDL does not declare (another
+ * client's). Else UNICO_ESCHEMA, saying which and what to do. */
+static int recreate_native(cass *s, const ucass_ntab *t,
+                           const ucql_rows *rows, int32_t nrows, int ci,
+                           ustore_err *e) {
+  for (int32_t r = 0; r < nrows; r++) {
+    const ucql_value *n = &rows->cells[(size_t)r * (size_t)rows->ncols + (size_t)ci];
+    static const char *const book[] = {UCASS_COL_V, UCASS_COL_STATE,
+                                       UCASS_COL_META};
+    int known = 0;
+    for (size_t b = 0; b < 3 && !known; b++)
+      known = n->len >= 0 && (size_t)n->len == strlen(book[b]) &&
+              !memcmp(n->p, book[b], (size_t)n->len);
+    for (size_t i = 0; !known && i < t->tab.ncol; i++)
+      known = n->len >= 0 && (size_t)n->len == strlen(t->tab.cname[i]) &&
+              !memcmp(n->p, t->tab.cname[i], (size_t)n->len);
+    if (!known) {
+      seterr(e,
+             "table %s: a column changes type, which Cassandra does only by "
+             "dropping the table %s and making it again, and that would lose "
+             "its column \"%.*s\", which the DDL does not declare: retype "
+             "it by hand, or declare a new column instead",
+             t->tab.name, t->qname, n->len > 0 ? (int)n->len : 0,
+             n->len > 0 ? (const char *)n->p : "");
+      return UNICO_ESCHEMA;
+    }
+  }
+  char *cql = NULL;
+  ucql_call k;
+  if (asprintf(&cql, "%s LIMIT 1", t->cql[UCASS_SCAN]) < 0) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  int rc = query(s, cql, NULL, 0, s->cl, &k, e);
+  free(cql);
+  int any = !rc && k.resp.result_kind == UCQL_RESULT_ROWS && k.resp.rows.nrows;
+  ucql_calls_clear(&k, 1);
+  if (rc) return rc;
+  if (any) {
+    seterr(e,
+           "table %s: a column changes type, which Cassandra does only by "
+           "dropping the table %s and making it again, and it still holds "
+           "rows of unico's (deleted records' bookkeeping, kept until their "
+           "keys are settled): run unico check, then apply again",
+           t->tab.name, t->qname);
+    return UNICO_ESCHEMA;
+  }
+  if (asprintf(&cql, "DROP TABLE IF EXISTS %s", t->qname) < 0) {
+    seterr(e, "out of memory");
+    return UNICO_ENOMEM;
+  }
+  rc = query(s, cql, NULL, 0, s->cl, &k, e);
+  ucql_calls_clear(&k, 1);
+  free(cql);
+  return rc ? rc : create_native(s, t, e);
 }
 
 /* After DDL on t: its statements run (every column known) on the node
@@ -1629,8 +1808,8 @@ static int cass_tables(ustore *base, const ustore_tabledef *defs, size_t n,
   cass *s = (cass *)base;
   ucass_catalog *nc = NULL;
   int rc = ucass_catalog_make(defs, n, s->ks, s->prefix, &nc, e);
-  for (size_t i = 0; !rc && mode == USTORE_TABLES_CREATE && i < nc->n; i++)
-    rc = ensure_native(s, &nc->t[i], e);
+  for (size_t i = 0; !rc && mode != USTORE_TABLES_SET && i < nc->n; i++)
+    rc = ensure_native(s, &nc->t[i], i < n ? &defs[i] : NULL, mode, e);
   if (rc) {
     ucass_catalog_free(nc);
     return rc;
@@ -1656,7 +1835,10 @@ static void cass_close(ustore *base) {
   if (!s) return;
   ucass_catalog_free(s->cat);
   for (size_t i = 0; i < s->nold; i++) ucass_catalog_free(s->old[i]);
-  for (size_t i = 0; i < TTL_SEEN; i++) free(s->ttls[i].key);
+  for (size_t i = 0; i < TTL_SEEN; i++) {
+    free(s->ttls[i].key);
+    cells_free(&s->ttls[i].cells);
+  }
   free(s->old);
   if (s->conn) { /* writes posted last (a finish) get their answers */
     ucql_conn_drain(s->conn, 2000);

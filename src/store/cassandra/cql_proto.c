@@ -350,7 +350,9 @@ static void put_params(ubuf *b, const ucql_params *q) {
     put16(b, (uint16_t)q->nvalues);
     for (size_t i = 0; i < q->nvalues; i++) {
       const ucql_value *v = &q->values[i];
-      put32(b, v->len < 0 ? UINT32_MAX : (uint32_t)v->len);
+      put32(b, v->len == UCQL_UNSET ? UINT32_MAX - 1
+               : v->len < 0         ? UINT32_MAX
+                                    : (uint32_t)v->len);
       if (v->len > 0) ubuf_put(b, v->p, (size_t)v->len);
     }
   }

@@ -140,8 +140,9 @@ int ucql_header_decode(const uint8_t *p, size_t n, ucql_header *h, char *why,
  * body). */
 typedef struct ucql_value {
   const uint8_t *p;
-  int32_t len;
+  int32_t len; /* -1: null; UCQL_UNSET (a bound value only): unset */
 } ucql_value;
+#define UCQL_UNSET (-2) /* a bound value left unset (protocol v4) */
 
 /* Typed readers of a cell. 0, or -1 for null or a wrong length. */
 int ucql_cell_bool(const ucql_value *v, int *out);

@@ -1350,7 +1350,7 @@ static int ddb_tables(ustore *base, const ustore_tabledef *defs, size_t n,
   ddb_store *s = (ddb_store *)base;
   uddb_catalog *nc = NULL;
   int rc = uddb_catalog_make(defs, n, s->prefix, &nc, e);
-  for (size_t i = 0; !rc && mode == USTORE_TABLES_CREATE && i < nc->n; i++)
+  for (size_t i = 0; !rc && mode != USTORE_TABLES_SET && i < nc->n; i++)
     rc = ensure_native(s, &nc->t[i], e);
   if (rc) {
     uddb_catalog_free(nc);

@@ -83,6 +83,7 @@ struct usim {
   uint64_t rng, trace;
   usim_faults f;
   int txn; /* fixed at usim_new: handles have transactions */
+  int rows; /* fixed at usim_new: handles say USTORE_CAP_ROWS */
   int64_t vclock, wall0;
   usim_stats st; /* all but writes */
   int running, aborting, n, ndone, turn;
@@ -737,6 +738,16 @@ static const ustore_vtab sim_txn_vtab = {
     "sim", USTORE_CAP_DETERMINISTIC | USTORE_CAP_TXN,
     sv_get, sv_cas, sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now,
     sv_sleep, sv_cas_many, sv_post_many, NULL, NULL, NULL, NULL, NULL, NULL};
+/* The same, its records taken for rows of the users' own tables (another
+ * writer may change them: usim_faults.rows) */
+static const ustore_vtab sim_rows_vtab = {
+    "sim", USTORE_CAP_DETERMINISTIC | USTORE_CAP_ROWS, sv_get, sv_cas,
+    sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
+    sv_post_many, NULL, NULL, NULL, NULL, NULL, NULL};
+static const ustore_vtab sim_rows_txn_vtab = {
+    "sim", USTORE_CAP_DETERMINISTIC | USTORE_CAP_TXN | USTORE_CAP_ROWS,
+    sv_get, sv_cas, sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now,
+    sv_sleep, sv_cas_many, sv_post_many, NULL, NULL, NULL, NULL, NULL, NULL};
 
 int ustore_sim_caps(const struct ustore_opts *opts, unsigned *caps,
                     ustore_err *e) {
@@ -764,7 +775,8 @@ int ustore_sim_open(ustore **out, const char *name,
                   (int)(nl > 200 ? 200 : nl), name);
     return UNICO_EUNAVAILABLE;
   }
-  h->base.vt = s->txn ? &sim_txn_vtab : &sim_vtab;
+  h->base.vt = s->rows ? (s->txn ? &sim_rows_txn_vtab : &sim_rows_vtab)
+                       : (s->txn ? &sim_txn_vtab : &sim_vtab);
   h->s = s;
   pthread_mutex_init(&h->lmu, NULL);
   h->late = NULL;
@@ -789,6 +801,7 @@ int usim_new(usim **out, const char *name, uint64_t seed,
   s->trace = mix64(seed);
   if (faults) s->f = *faults;
   s->txn = faults && faults->txn;
+  s->rows = faults && faults->rows;
   s->vclock = SIM_BASE_MS;
   s->wall0 = unow_ms();
   s->turn = -1;

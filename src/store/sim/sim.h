@@ -65,6 +65,11 @@ typedef struct usim_faults {
   int txn;             /* the store has transactions (USTORE_CAP_TXN, so
                           unico runs its atomic executor on it); read by
                           usim_new only */
+  int rows;            /* the store says USTORE_CAP_ROWS: its records are
+                          taken for rows of the users' own tables, which
+                          other writers change (test_diff's other writer
+                          does, through a handle of its own); read by
+                          usim_new only */
 } usim_faults;
 
 typedef struct usim_stats {
