@@ -77,7 +77,7 @@ static void test_plan_keys(void **state) {
     const uconstraint *c = &t->cons[cl.v[i].con];
     const ukind_ops *kd = ukind_of(c);
     ubuf pre = UBUF_INIT;
-    kd->key_prefix(&pre, t->name, c->name);
+    kd->key_prefix(&pre, t->name, c);
     assert_int_equal(cl.v[i].voff, pre.len);
     assert_memory_equal(cl.v[i].key, pre.p, pre.len);
     assert_int_equal(cl.v[i].kind, kd->key_kind);

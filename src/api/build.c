@@ -398,7 +398,8 @@ static int collect(bld *b, const ubuf *prefix, int verify) {
 static int con_same(const utable *a, const uconstraint *ca, const utable *b,
                     const uconstraint *cb) {
   if (ca->kind != cb->kind || ca->ncols != cb->ncols || ca->norm != cb->norm ||
-      ca->limit != cb->limit || strcmp(ca->name, cb->name))
+      ca->limit != cb->limit || strcmp(ca->name, cb->name) ||
+      !ca->ns != !cb->ns || (ca->ns && strcmp(ca->ns, cb->ns)))
     return 0;
   for (size_t i = 0; i < ca->ncols; i++) {
     const ucolumn *x = &a->cols[ca->cols[i]], *y = &b->cols[cb->cols[i]];
@@ -486,7 +487,7 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     if (!touched[i]) continue;
     ubuf_reset(&prefix);
     ukind_of(&target->cons[i])->key_prefix(&prefix, target->name,
-                                           target->cons[i].name);
+                                           &target->cons[i]);
     rc = scan_chunks(&b, &prefix, clear_cb);
   }
   for (size_t i = 0; i < old->ncons && !rc; i++) {
@@ -494,7 +495,7 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     if (j >= 0 && ukind_of(&old->cons[i]) == ukind_of(&target->cons[j]))
       continue; /* kept, or cleared above (same prefix) */
     ubuf_reset(&prefix);
-    ukind_of(&old->cons[i])->key_prefix(&prefix, old->name, old->cons[i].name);
+    ukind_of(&old->cons[i])->key_prefix(&prefix, old->name, &old->cons[i]);
     rc = scan_chunks(&b, &prefix, clear_cb);
   }
   if (rc) goto leave;

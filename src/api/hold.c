@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "api/internal.h"
+#include "constraint/kind.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
@@ -68,14 +69,15 @@ static char *hold_output(const char *token, const char *table,
 
 /* Explain why the executor did not take the hold; UNICO_OK when the next
  * round should look again. */
-static int explain(unico *u, const utable *t, int ci, const ubuf *val,
+static int explain(unico *u, const uschema *s, const utable *t, int ci,
+                   const ubuf *val,
                    const char *vs, uexec_hold_out *o, const char *op_id,
                    unico_result *res) {
   const uconstraint *c = &t->cons[ci];
   char when[64];
   switch (o->why) {
   case UEXEC_HOLD_TAKEN:
-    return uapi_report_conflict(t, ci, val->p, val->len, o->owner.owner,
+    return uapi_report_conflict(s, t, ci, val->p, val->len, o->owner.owner,
                                 o->owner.owner_len, res);
   case UEXEC_HOLD_HELD:
     uapi_format_time(o->expires_ms, when, sizeof when);
@@ -148,7 +150,8 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
   json_t *vj = urec_tuple_json(val.p, val.len);
   vs = vj ? json_dumps(vj, JSON_COMPACT) : NULL;
   json_decref(vj);
-  ukey_claim(&ckey, t->name, c->name, val.p, val.len);
+  ukind_of(c)->key_prefix(&ckey, t->name, c);
+  ubuf_put(&ckey, val.p, val.len);
   if (uexec_max_key(u->x) && ckey.len > uexec_max_key(u->x)) {
     rc = uerr(res, UNICO_EINVAL, t->cols[c->cols[0]].name,
               "the value of constraint %s is too long for this store",
@@ -201,7 +204,7 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
     uexec_hold_out o;
     rc = uexec_hold_take(u->x, &h, &o, res);
     if (rc == UEXEC_NOT_APPLIED) {
-      int erc = explain(u, t, ci, &val, vs, &o, caller_op, res);
+      int erc = explain(u, sc->s, t, ci, &val, vs, &o, caller_op, res);
       if (erc) rc = erc; /* refused, or an error: the answer */
     }
     ustored_claim_free(&o.owner);

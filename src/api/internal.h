@@ -109,9 +109,12 @@ const utable *uapi_find_unique(const usch *sc, const char *table,
                                const char *constraint, int *ci,
                                unico_result *res);
 /* Fill res for a unique conflict of constraint con (-1: the primary key)
- * on the value tuple val owned by the record with primary key owner. */
-int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
-                         size_t vlen, const uint8_t *owner, size_t olen,
+ * of t on the value tuple val owned by the record a claim names as owner
+ * (a NAMESPACE's: (table, pk...), the table found in s; res->owner_table
+ * says which). */
+int uapi_report_conflict(const uschema *s, const utable *t, int con,
+                         const uint8_t *val, size_t vlen,
+                         const uint8_t *owner, size_t olen,
                          unico_result *res);
 /* "2026-11-21T10:00:00.000Z" */
 void uapi_format_time(int64_t ms, char *buf, size_t cap);
