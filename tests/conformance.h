@@ -224,6 +224,8 @@ void test_hold_op_id(void **state);
 void test_holds_in_one_write(void **state);
 void test_op_id_taken_before_answer(void **state);
 void test_schema_build_filled(void **state);
+void test_namespace(void **state);
+void test_namespace_build(void **state);
 void test_schema_syntax_error(void **state);
 void test_unknown_table(void **state);
 
