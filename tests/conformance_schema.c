@@ -754,25 +754,13 @@ void test_unknown_table(void **state) {
   "  CONSTRAINT orgs_login UNIQUE (name) NORMALIZE casefold NAMESPACE "        \
   "logins);\n"
 
-/* Stores under the claims protocol refuse NAMESPACE (for now): 1 when
- * this one did, after checking it is one of them and changed nothing. */
-static int namespace_refused(fx *f, int rc) {
-  if (rc != UNICO_ESCHEMA) return 0;
-  const char *q = getenv("UNICO_TEST_STORE_QUERY");
-  EXPECT_TRUE(is_sim() || is_cassandra() || (q && strstr(q, "txn=off")));
-  EXPECT_CONTAINS(f->r.message, "NAMESPACE is not supported on this store");
-  EXPECT(UNICO_ENOTFOUND, unico_schema_show(f->u, &f->r));
-  return 1;
-}
-
 /* An org named Alice when a user has login alice: a conflict naming the
  * owner's table and record; lookup from either table finds the user;
  * once the user is gone the org takes the name, and the user table sees
  * it taken. */
 void test_namespace(void **state) {
   fx *f = *state;
-  if (namespace_refused(f, unico_schema_apply(f->u, T_LOGINS, &f->r))) return;
-  EXPECT(UNICO_OK, f->r.rc);
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, T_LOGINS, &f->r));
   INS("users", "{\"id\":\"u1\",\"login\":\"alice\"}");
   INS("orgs", "{\"id\":\"o1\",\"name\":\"acme\"}");
   INS_CONFLICT("orgs", "{\"id\":\"o2\",\"name\":\"Alice\"}");
@@ -823,8 +811,7 @@ void test_namespace_build(void **state) {
       "  CONSTRAINT users_login UNIQUE (login) NORMALIZE casefold NAMESPACE "
       "logins);\n"
       "CREATE TABLE orgs (id text PRIMARY KEY, name text);\n";
-  if (namespace_refused(f, unico_schema_apply(f->u, users_only, &f->r)))
-    return;
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, users_only, &f->r));
   INS("users", "{\"id\":\"u1\",\"login\":\"alice\"}");
   INS("users", "{\"id\":\"u2\",\"login\":\"carol\"}");
   INS("orgs", "{\"id\":\"o1\",\"name\":\"Alice\"}");

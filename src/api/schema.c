@@ -313,23 +313,6 @@ static int fits_txn(unico *u, const uschema *ns, unico_result *res) {
   return UNICO_OK;
 }
 
-/* A NAMESPACE's claims name an owner in another table; the claims
- * protocol (exec/claims.c: Cassandra, the simulated store) judges a claim
- * by its owner record and does not follow that yet: refused there. */
-static int namespaces_ok(unico *u, const uschema *ns, unico_result *res) {
-  if (!(uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY)) return UNICO_OK;
-  for (size_t i = 0; i < ns->ntables; i++)
-    for (size_t j = 0; j < ns->tables[i].ncons; j++)
-      if (ns->tables[i].cons[j].ns)
-        return uerr(res, UNICO_ESCHEMA, NULL,
-                    "constraint %s of table %s: NAMESPACE is not supported "
-                    "on this store yet (its writes follow the claims "
-                    "protocol, docs/ddl.md \"NAMESPACE\"); the schema was "
-                    "not changed",
-                    ns->tables[i].cons[j].name, ns->tables[i].name);
-  return UNICO_OK;
-}
-
 #define CHANGE_MAX 1024
 
 /* What a change does to the tables that exist. */
@@ -501,7 +484,6 @@ int uapi_schema_apply(unico *u, const char *ddl, unico_result *res) {
     return uerr(res, UNICO_EINVAL, NULL, "schema error at line %d, column %d: %s", pe.line,
                 pe.col, pe.msg);
   rc = fits_txn(u, ns, res);
-  if (!rc) rc = namespaces_ok(u, ns, res);
   /* (native tables: created, or their keys checked, before anything of
    * the change is written) */
   if (!rc) rc = uapi_sch_tables(u, ns, UEXEC_TABLES_CREATE, res);
