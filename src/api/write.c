@@ -1372,6 +1372,21 @@ static int body_needs(const utable *t, const char *body_text,
   return h;
 }
 
+/* Does body need the NAMESPACE claim ck as the record of some table with
+ * a constraint in that namespace? (The body does not say its table; one
+ * that fits none of them holds nothing.) */
+static int ns_body_needs(const uschema *s, const char *body,
+                         const uint8_t *ck, size_t cklen) {
+  for (size_t i = 0; i < s->ntables; i++) {
+    size_t voff;
+    int con = -1;
+    if (!uplan_claim_split(&s->tables[i], ck, cklen, &voff, &con, NULL, 0) &&
+        con >= 0 && body_needs(&s->tables[i], body, ck, cklen))
+      return 1;
+  }
+  return 0;
+}
+
 int uapi_body_holds(void *ctx, const ustored_record *r, const uint8_t *ck,
                     size_t cklen) {
   unico *u = ctx;
@@ -1381,6 +1396,8 @@ int uapi_body_holds(void *ctx, const ustored_record *r, const uint8_t *ck,
   usch *sc = uapi_sch_get(u);
   const utable *t = uschema_table(sc->s, table);
   int h = t ? body_needs(t, r->body, ck, cklen) : 1;
+  if (!table[0]) /* a NAMESPACE's: its body needs it as some table's */
+    h = ns_body_needs(sc->s, r->body, ck, cklen);
   uapi_sch_put(sc);
   return h;
 }
