@@ -72,17 +72,20 @@ static const char *SCHEMA_A =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text,"
     " name text,"
     " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,"
-    " UNIQUE (phone));\n"
+    " CONSTRAINT users_phone_key UNIQUE (phone) NAMESPACE handles);\n"
     "CREATE TABLE subs (id text PRIMARY KEY, poll text, opt text, nick text,"
-    " UNIQUE (poll, nick), LIMIT 1 PER (poll, opt));\n";
+    " handle text, UNIQUE (poll, nick), LIMIT 1 PER (poll, opt),"
+    " CONSTRAINT subs_handle UNIQUE (handle) NAMESPACE handles);\n";
 /* B: A with a UNIQUE on a column that may hold duplicates already */
 static const char *SCHEMA_B =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text,"
     " name text,"
     " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,"
-    " UNIQUE (phone), CONSTRAINT users_name UNIQUE (name));\n"
+    " CONSTRAINT users_phone_key UNIQUE (phone) NAMESPACE handles,"
+    " CONSTRAINT users_name UNIQUE (name));\n"
     "CREATE TABLE subs (id text PRIMARY KEY, poll text, opt text, nick text,"
-    " UNIQUE (poll, nick), LIMIT 1 PER (poll, opt));\n";
+    " handle text, UNIQUE (poll, nick), LIMIT 1 PER (poll, opt),"
+    " CONSTRAINT subs_handle UNIQUE (handle) NAMESPACE handles);\n";
 
 /* ------------------------------------------------------------ histories */
 
@@ -123,6 +126,8 @@ static const char *const NAMES[] = {"ann", "bob"};
 static const char *const POLLS[] = {"p1", "p2"};
 static const char *const OPTS[] = {"A", "B"};
 static const char *const NICKS[] = {"x", "y"};
+/* (a NAMESPACE with users' phones: "1" is one value of both tables) */
+static const char *const HANDLES[] = {"1", "h"};
 #define PICK(r, a) ((a)[tu_rng_below((r), sizeof(a) / sizeof(a)[0])])
 
 /* A field of a record or patch: absent (skip), null (patch only), or a
@@ -157,6 +162,7 @@ static void gen_body(tu_rng *r, op *o, int patch) {
     FIELD(r, o->json, "poll", POLLS, patch);
     FIELD(r, o->json, "opt", OPTS, patch);
     FIELD(r, o->json, "nick", NICKS, patch);
+    FIELD(r, o->json, "handle", HANDLES, patch);
   }
   strcat(o->json, "}");
 }
@@ -172,10 +178,13 @@ static void gen_value(tu_rng *r, op *o) {
       strcpy(o->con, "users_phone_key");
       snprintf(o->vals, sizeof o->vals, "[\"%s\"]", PICK(r, PHONES));
     }
-  } else {
+  } else if (tu_rng_below(r, 3)) {
     strcpy(o->con, "subs_poll_nick_key");
     snprintf(o->vals, sizeof o->vals, "[\"%s\",\"%s\"]", PICK(r, POLLS),
              PICK(r, NICKS));
+  } else {
+    strcpy(o->con, "subs_handle");
+    snprintf(o->vals, sizeof o->vals, "[\"%s\"]", PICK(r, HANDLES));
   }
 }
 
@@ -188,6 +197,7 @@ static void wants_held(op *o, const op *held) {
   const char *cols[2] = {NULL, NULL};
   if (!strcmp(held->con, "users_email")) cols[0] = "email";
   else if (!strcmp(held->con, "users_phone_key")) cols[0] = "phone";
+  else if (!strcmp(held->con, "subs_handle")) cols[0] = "handle";
   else cols[0] = "poll", cols[1] = "nick";
   for (size_t i = 0; body && vals && i < 2 && cols[i]; i++)
     json_object_set(body, cols[i], json_array_get(vals, i));
@@ -430,9 +440,10 @@ static void normalize(const unico_result *res, int rc, answer *a) {
     free(s);
     json_decref(j);
   } else if (rc == UNICO_ECONFLICT || rc == UNICO_ELIMIT) {
-    snprintf(a->text, sizeof a->text, "constraint %.200s value %.150s owner %.150s",
+    snprintf(a->text, sizeof a->text,
+             "constraint %.200s value %.150s owner %.150s %.60s",
              res->constraint, res->value ? res->value : "-",
-             res->owner ? res->owner : "-");
+             res->owner ? res->owner : "-", res->owner_table);
   } else if (rc == UNICO_EBUSY) {
     snprintf(a->text, sizeof a->text, "constraint %.200s", res->constraint);
   } else if (rc == UNICO_EVERSION) {
@@ -623,13 +634,17 @@ static void final_state(target *t, char *out, size_t cap) {
       {"subs", "subs_poll_nick_key", "[\"p1\",\"y\"]"},
       {"subs", "subs_poll_nick_key", "[\"p2\",\"x\"]"},
       {"subs", "subs_poll_nick_key", "[\"p2\",\"y\"]"},
+      {"subs", "subs_handle", "[\"1\"]"},
+      {"subs", "subs_handle", "[\"h\"]"},
   };
   for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
     int rc = unico_lookup(t->u, probes[i][0], probes[i][1], probes[i][2], &res);
     json_t *j = rc ? NULL : json_loads(res.json, 0, NULL);
     char *pk = j ? json_dumps(json_object_get(j, "pk"), JSON_ENCODE_ANY) : NULL;
-    ADD("lookup %s %s: %s %s\n", probes[i][1], probes[i][2],
-        rc == UNICO_EBUSY ? "busy/held" : unico_errname(rc), pk ? pk : "");
+    const char *tb = j ? json_string_value(json_object_get(j, "table")) : NULL;
+    ADD("lookup %s %s: %s %s %s\n", probes[i][1], probes[i][2],
+        rc == UNICO_EBUSY ? "busy/held" : unico_errname(rc), pk ? pk : "",
+        tb ? tb : "");
     free(pk);
     json_decref(j);
   }
