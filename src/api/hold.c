@@ -228,26 +228,51 @@ leave:
   return rc;
 }
 
+/* Is the hold of token hash one of a NAMESPACE that a constraint of t is
+ * in? Such a hold is released through any table of its namespace (its key
+ * names no table). The index names the same claim key for as long as
+ * the token exists, so reading it first is safe. */
+static int ns_hold_of(unico *u, const utable *t, const uint8_t hash[32]) {
+  ubuf hk = UBUF_INIT, ck = UBUF_INIT, ns = UBUF_INIT;
+  uint64_t ver = 0;
+  size_t voff;
+  int yes = 0;
+  ukey_hold(&hk, hash, 32);
+  if (!uexec_read(u->x, &hk, &ck, &ver, NULL) &&
+      ukey_claim_shared(ck.p, ck.len) &&
+      !ustored_claim_key_split(ck.p, ck.len, &voff, NULL, 0, &ns)) {
+    ubuf_putc(&ns, 0);
+    for (size_t i = 0; ubuf_ok(&ns) && i < t->ncons; i++)
+      yes |= t->cons[i].ns && !strcmp(t->cons[i].ns, (const char *)ns.p);
+  }
+  ubuf_free(&hk);
+  ubuf_free(&ck);
+  ubuf_free(&ns);
+  return yes;
+}
+
 int uapi_release_hold(unico *u, const char *table, const char *token,
                       unico_result *res) {
   uexec_release_out o = {0, UBUF_INIT, 0};
   uint8_t hash[32];
   char tname[256] = ""; /* the table's name as the schema spells it */
-  int rc;
+  int rc, shared = 0;
+  ustored_token_hash(token ? token : "", hash);
   if (table) {
     usch *sc = uapi_schema_for(u, table, NULL);
     const utable *t = uapi_find_table(sc, table, res);
     if (t) snprintf(tname, sizeof tname, "%s", t->name);
+    if (t) shared = ns_hold_of(u, t, hash);
     uapi_sch_put(sc);
     if (!t) return UNICO_EINVAL;
   }
   if (!token || !*token)
     return uerr(res, UNICO_EINVAL, NULL, "no hold token given");
-  ustored_token_hash(token, hash);
   rc = UEXEC_NOT_APPLIED;
   for (int attempt = 0; attempt < ATTEMPTS && rc == UEXEC_NOT_APPLIED;
        attempt++)
-    rc = uexec_hold_release(u->x, hash, table ? tname : NULL, &o, res);
+    rc = uexec_hold_release(u->x, hash, table && !shared ? tname : NULL, &o,
+                            res);
   if (rc == UEXEC_NOT_APPLIED) {
     rc = uerr(res, UNICO_EBUSY, NULL,
               "the hold kept changing under %d attempts; try again", ATTEMPTS);
@@ -269,6 +294,8 @@ int uapi_release_hold(unico *u, const char *table, const char *token,
     if (!uplan_claim_split(NULL, o.ckey.p, o.ckey.len, &voff, &con, of,
                            sizeof of))
       vj = urec_tuple_json(o.ckey.p + voff, o.ckey.len - voff);
+    if (!of[0]) /* (a NAMESPACE's hold: the table it was released through) */
+      snprintf(of, sizeof of, "%s", tname);
     json_t *j = json_pack("{s:b,s:s,s:o,s:b}", "released", 1, "table", of,
                           "value", vj ? vj : json_null(), "expired",
                           o.expires_ms <= uexec_now(u->x));
