@@ -23,6 +23,7 @@
 #include "redact.h"
 #include "report.h"
 #include "serve.h"
+#include "watch.h"
 
 #define N_OF(a) (sizeof (a) / sizeof (a)[0])
 
@@ -281,6 +282,10 @@ static int run_delete(unico *u, const call *k, unico_result *res) {
   return report(rc, res);
 }
 
+static int run_batch(unico *u, const call *k, unico_result *res) {
+  return report(unico_batch_json(u, k->input, k->o->op_id, res), res);
+}
+
 static int run_get(unico *u, const call *k, unico_result *res) {
   char *pk = NULL;
   int rc = args_json(u, k->args[0], NULL, k->args + 1, k->nargs - 1, &pk, res);
@@ -379,6 +384,24 @@ static const command COMMANDS[] = {
          "the version that was deleted.\n",
      .min_args = 2, .max_args = ANY_ARGS, .arg_error = "delete needs TABLE and PK",
      .accepts = OPT_OP_ID | OPT_IF_VERSION, .run = run_delete},
+    {.name = "batch", .synopsis = "FILE|-",
+     .summary = "write several records, all or nothing",
+     .help =
+         "usage: unico batch FILE|- [--op-id ID]\n"
+         "\n"
+         "Apply a JSON array of ops as one atomic write (- reads standard input):\n"
+         "  {\"op\":\"insert\",\"table\":T,\"record\":{...}}\n"
+         "  {\"op\":\"update\",\"table\":T,\"key\":K,\"patch\":{...},\"if_version\":N}\n"
+         "  {\"op\":\"delete\",\"table\":T,\"key\":K}\n"
+         "Unique values are checked against the state after the whole batch, so\n"
+         "two records may swap a value. Prints {\"results\":[{\"pk\":PK,\"version\":N},..]}.\n"
+         "On refusal nothing is written; the error names the op (\"report\":\n"
+         "{\"index\":I,..}) and exits as the single write of that op would\n"
+         "(3 conflict, 4 limit, 5 version, 2 not found). At most 1000 ops; on\n"
+         "DynamoDB 100 store actions; on Cassandra one record. See docs/cli.md.\n",
+     .min_args = 1, .max_args = 1,
+     .arg_error = "batch needs one FILE (or - for standard input)",
+     .accepts = OPT_OP_ID, .input = INPUT_FILE, .run = run_batch},
     {.name = "get", .synopsis = "TABLE PK...", .summary = "print a record with its version",
      .help =
          "usage: unico get TABLE PK...\n"
@@ -469,6 +492,10 @@ static const command COMMANDS[] = {
          "it cannot fix are left (two records holding a value, a group over its\n"
          "limit, a record that does not fit its table).\n",
      .arg_error = "repair takes no arguments", .run = run_repair},
+    /* its options are its own (and so is its help): cli/watch.c */
+    {.name = "watch", .synopsis = "[--repair] [--checkpoint FILE]",
+     .summary = "report writes behind unico's back as they happen",
+     .own_main = ucli_watch_main},
     /* its options are its own (and so is its help): server/serve.c */
     {.name = "serve", .synopsis = "[--listen ADDR] ...",
      .summary = "run the HTTP API (unico serve --help)", .own_main = userv_main},

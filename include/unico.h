@@ -332,6 +332,40 @@ int unico_audit(unico *u, unico_result *res);
  * their table: a person's to decide). */
 int unico_repair(unico *u, unico_result *res);
 
+/* Options of unico_watch(). Start from UNICO_WATCH_OPTIONS_INIT so
+ * fields added later get their defaults. */
+typedef struct unico_watch_options {
+  int struct_version;     /* UNICO_WATCH_OPTIONS_VERSION */
+  int repair;             /* also claim what can be claimed, as repair */
+  /* A file keeping where each stream was read to: read at the start
+   * (absent or empty: from each stream's oldest change), written (a new
+   * file renamed over it) after each round that read something and at
+   * the end. NULL: none, every watch starts from the oldest change. */
+  const char *checkpoint;
+  uint64_t poll_ms;       /* pause after a round that read nothing; 0: 1000 */
+  /* Each finding, one JSON object (docs/cli.md, "watch"), from the
+   * calling thread. NULL: counted only. */
+  void (*finding)(void *ctx, const char *json);
+  void *ctx;
+  /* Asked between rounds and every 50 ms of a pause: non-zero ends the
+   * watch (its checkpoint written). NULL: never. */
+  int (*stop)(void *ctx);
+} unico_watch_options;
+
+#define UNICO_WATCH_OPTIONS_VERSION 1
+#define UNICO_WATCH_OPTIONS_INIT {UNICO_WATCH_OPTIONS_VERSION, 0, NULL, 0, NULL, NULL, NULL}
+
+/* Follow the changes of every native table of the schema as they happen
+ * (DynamoDB Streams: docs/dynamodb.md, "Watching for drift") and judge
+ * each changed row as check does, reporting what did not come through
+ * unico (a value nobody claims, a value another record owns, a limit group
+ * over its limit) through opts->finding; until opts->stop says so.
+ * UNICO_EUNSUPPORTED on a store without a stream, or when a table's
+ * stream is off (the message says how to turn it on). On return res->json
+ * counts what it saw: {"changes":N,"findings":N,"repaired":N,"drift":
+ * [{"table":..,"kind":..,"count":N}]} (also after an error). */
+int unico_watch(unico *u, const unico_watch_options *opts, unico_result *res);
+
 /* The unique values and limit groups a record would hold, normalized:
  * res->json {"pk":PK,"keys":[{"constraint":C,"kind":"unique"|"limit",
  * "value":[...]},...]}. Validates the record; writes nothing. */
@@ -426,6 +460,48 @@ enum { UNICO_WRITE_INSERT = 1, UNICO_WRITE_UPDATE = 2, UNICO_WRITE_DELETE = 3 };
 typedef void (*unico_done_cb)(void *ctx, const unico_result *res);
 
 int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx);
+
+/* Atomic writes of several records (docs/cli.md, "batch"): inserts,
+ * updates (optionally at if_version) and deletes, all applied or none.
+ * Unique values are judged against the state after the whole group: a
+ * value one op frees another op of the batch may take (two users swap
+ * their usernames), while a value two ops take is a conflict. Each record
+ * at most once a batch; at most UNICO_BATCH_MAX ops. On DynamoDB the
+ * batch is one TransactWriteItems of at most 100 actions (one per record,
+ * two for an insert or a delete of a record in a native table; one per
+ * value and limit group taken or freed; a schema check; with an op id,
+ * two for the outcome). On the claims protocol (Cassandra,
+ * ScyllaDB, lmdb with txn=off) only a batch of one record: more is
+ * UNICO_EINVAL (docs/protocol.md, "Batches").
+ *
+ * Success: res->json is {"results":[{"pk":PK,"version":N},...]}, one per
+ * op in order (a delete's version: the one deleted). Refusal: nothing is
+ * written; the code, message, constraint, value and owner are those the
+ * single write would get, the message starts with "op I: ", and res->json
+ * is {"index":I,"op":KIND,"table":T} naming the op (from 0). With an
+ * op_id the whole batch is retry-safe: a repeat returns the first answer;
+ * the op id of another request is UNICO_EOPID. */
+#define UNICO_BATCH_MAX 1000
+typedef struct unico_batch_op {
+  int kind;             /* UNICO_WRITE_INSERT, _UPDATE, _DELETE */
+  const char *table;
+  const char *json;     /* insert: the record; update: the patch */
+  const char *pk_json;  /* update, delete: the primary key */
+  uint64_t if_version;  /* update, delete: 0 for any version,
+                           UNICO_IF_VERSION_0 for version 0 */
+} unico_batch_op;
+
+int unico_batch(unico *u, const unico_batch_op *ops, size_t n,
+                const char *op_id, unico_result *res);
+
+/* unico_batch from a JSON array of ops, the form `unico batch` and POST
+ * /v1/_batch take: {"op":"insert","table":T,"record":{...}},
+ * {"op":"update","table":T,"key":K,"patch":{...}[,"if_version":N]},
+ * {"op":"delete","table":T,"key":K[,"if_version":N]} (K: the primary key,
+ * a value or an array of one per key column). A malformed batch is
+ * UNICO_EINVAL naming the op and the member. */
+int unico_batch_json(unico *u, const char *json, const char *op_id,
+                     unico_result *res);
 
 #ifdef __cplusplus
 }

@@ -154,7 +154,8 @@ static const char *allowed(int route) {
   case UR_SCHEMA: return "GET, HEAD, PUT";
   case UR_COLLECTION: return "POST";
   case UR_RECORD: return "GET, HEAD, PATCH, DELETE";
-  case UR_HOLDS: return "POST";
+  case UR_HOLDS:
+  case UR_BATCH: return "POST";
   case UR_HOLD: return "DELETE";
   default: return NULL;
   }
@@ -172,7 +173,8 @@ static int method_allowed(int route, int method) {
   case UR_RECORD:
     return method == UM_GET || method == UM_HEAD || method == UM_PATCH ||
            method == UM_DELETE;
-  case UR_HOLDS: return method == UM_POST;
+  case UR_HOLDS:
+  case UR_BATCH: return method == UM_POST;
   case UR_HOLD: return method == UM_DELETE;
   default: return 0;
   }
@@ -218,6 +220,8 @@ static void route_of(ureq *r, const char *url) {
     if (!r->segs[i][0]) return; /* an empty segment: no such route */
   if (r->nseg == 1 && !strcmp(r->segs[0], "_schema"))
     r->route = UR_SCHEMA;
+  else if (r->nseg == 1 && !strcmp(r->segs[0], "_batch"))
+    r->route = UR_BATCH; /* (a table named so: /v1/%5Fbatch) */
   else if (r->nseg == 1)
     r->route = UR_COLLECTION;
   else if (r->nseg == 3 && !strcmp(r->segs[1], "by"))
@@ -796,6 +800,30 @@ static void do_insert(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
   unico_result_clear(&res);
 }
 
+/* POST /v1/_batch [{"op":..,"table":..,...},..]: several writes, all or
+ * nothing (unico_batch_json); a refusal has the status the single write
+ * of the op it names gets, and names it ("report":{"index":I,..}). */
+static void do_batch(userv *s, ureq *r, uresp *o, unico *u) {
+  unico_result res = UNICO_RESULT_INIT;
+  const char *text;
+  int rc;
+  if (body_text(r, o, &text)) return;
+  STORE(UO_BATCH, unico_batch_json(u, text, r->op_id, &res));
+  if (rc == UNICO_OK) {
+    ok_output(o, 200, &res);
+    o->etag = 0; /* (several records: no one version) */
+  } else {
+    if (rc == UNICO_ECONFLICT) {
+      json_t *j = json_loads(res.json ? res.json : "{}", 0, NULL);
+      const char *t = json_string_value(json_object_get(j, "table"));
+      umetrics_conflict(&s->m, t ? t : "", res.constraint);
+      json_decref(j);
+    }
+    fail_rc(o, rc, &res);
+  }
+  unico_result_clear(&res);
+}
+
 static void do_record(userv *s, struct MHD_Connection *c, ureq *r, uresp *o,
                       unico *u) {
   unico_result res = UNICO_RESULT_INIT;
@@ -950,6 +978,7 @@ static void dispatch_(userv *s, struct MHD_Connection *c, ureq *r, uresp *o) {
   case UR_LOOKUP: do_lookup(s, c, r, o, u); break;
   case UR_HOLDS: do_reserve(s, r, o, u); break;
   case UR_HOLD: do_release(s, r, o, u); break;
+  case UR_BATCH: do_batch(s, r, o, u); break;
   default: fail(o, 404, "not_found", "no such route"); break;
   }
   if (s->defer) r->ticket = unico_defer_end(u);
@@ -1087,7 +1116,8 @@ static int origin_allowed(const userv *s, const char *o, size_t n) {
 
 /* Whether a request carries a JSON body: inserts, holds, patches. */
 static int json_body(const ureq *r) {
-  return (r->method == UM_POST && (r->route == UR_COLLECTION || r->route == UR_HOLDS)) ||
+  return (r->method == UM_POST && (r->route == UR_COLLECTION || r->route == UR_HOLDS ||
+                                   r->route == UR_BATCH)) ||
          (r->method == UM_PATCH && r->route == UR_RECORD);
 }
 
@@ -1464,7 +1494,8 @@ static const char *const METHOD_WORDS[] = {"GET", "HEAD", "POST", "PUT", "PATCH"
 static const char *const ROUTE_WORDS[UR_NROUTES] = {
     "/healthz", "/metrics", "/v1/_schema", "/v1/{table}", "/v1/{table}/{pk}",
     "/v1/{table}/by/{constraint}", "/v1/{table}/holds",
-    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "other"};
+    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "/v1/_batch",
+    "other"};
 
 /* --log-format json: one object a line (docs/http.md#access-log). */
 static void access_log_json(userv *s, const ureq *r, uint64_t us) {

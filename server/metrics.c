@@ -16,10 +16,11 @@ static const char *const METHOD_NAMES[UM_NMETHODS] = {
 static const char *const ROUTE_NAMES[UR_NROUTES] = {
     "/healthz", "/metrics", "/v1/_schema", "/v1/{table}", "/v1/{table}/{pk}",
     "/v1/{table}/by/{constraint}", "/v1/{table}/holds",
-    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "other"};
+    "/v1/{table}/holds/{token}", "/v1/openapi.json", "/readyz", "/v1/_batch",
+    "other"};
 static const char *const OP_NAMES[UO_NOPS] = {
     "insert", "update", "delete", "get", "lookup", "schema_apply",
-    "schema_show", "open", "reserve", "release_hold"};
+    "schema_show", "open", "reserve", "release_hold", "batch"};
 
 /* Status codes with their own label; index UM_NSTATUS-2 is "aborted" (the
  * connection ended before a response), UM_NSTATUS-1 any other status. */
@@ -290,10 +291,35 @@ static void render_store(userv *s, usbuf *b) {
   pthread_mutex_unlock(&m->conflicts_lock);
 }
 
+/* --watch: writes behind unico's back, by table and kind (drift.c). */
+static void render_drift(userv *s, usbuf *b) {
+  udrift *d = &s->drift;
+  if (!s->cfg.watch) return;
+  head(b, "unico_drift_watch_up", "gauge",
+       "1 while the drift watch follows the store's change stream (--watch).");
+  usb_printf(b, "unico_drift_watch_up %d\n", atomic_load(&d->up));
+  head(b, "unico_drift_total", "counter",
+       "Writes behind unico's back the drift watch found, by table and kind "
+       "(unclaimed_value, claim_owner_mismatch, over_limit, ...).");
+  pthread_mutex_lock(&d->lock);
+  for (int i = 0; i < d->n; i++) {
+    usb_add(b, "unico_drift_total{table=\"", 25);
+    label(b, d->c[i].table);
+    usb_add(b, "\",kind=\"", 8);
+    label(b, d->c[i].kind);
+    usb_printf(b, "\"} %llu\n", (unsigned long long)d->c[i].n);
+  }
+  if (d->other)
+    usb_printf(b, "unico_drift_total{table=\"_other\",kind=\"_other\"} %llu\n",
+               (unsigned long long)d->other);
+  pthread_mutex_unlock(&d->lock);
+}
+
 char *umetrics_render(userv *s) {
   usbuf b = {0};
   render_process(s, &b);
   render_http(s, &b);
   render_store(s, &b);
+  render_drift(s, &b);
   return usb_take(&b);
 }

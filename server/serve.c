@@ -58,6 +58,12 @@ static const char *const SERVE_HELP =
     "                           network in clear); for a proxy that terminates\n"
     "                           TLS; warns at start and in /metrics\n"
     "  --schema FILE            apply this schema (DDL) before serving\n"
+    "  --watch                  DynamoDB: follow the tables' streams as unico\n"
+    "                           watch does, each write behind unico's back\n"
+    "                           logged and counted in /metrics\n"
+    "                           (unico_drift_total{table,kind})\n"
+    "  --watch-checkpoint FILE  --watch: where the streams were read to\n"
+    "                           (as unico watch keeps it)\n"
     "  --threads N              at most N requests in the store at once; the\n"
     "                           others wait their turn (default: no cap but\n"
     "                           --max-connections; concurrent writes share\n"
@@ -316,7 +322,7 @@ static int parse_opts(int argc, char **argv, userv_config *c, int *help) {
       "--max-connections", "--max-body", "--max-header", "--idle-timeout",
       "--request-timeout", "--drain-timeout", "--event-loop", "--max-per-ip",
       "--access-log", "--allow-origin", "--tls-cert", "--tls-key", "--tls-client-ca",
-      "--log-format", "--otlp-endpoint"};
+      "--log-format", "--otlp-endpoint", "--watch-checkpoint"};
   const int nnames = (int)(sizeof names / sizeof names[0]);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -326,6 +332,10 @@ static int parse_opts(int argc, char **argv, userv_config *c, int *help) {
     }
     if (!strcmp(a, "--allow-plaintext")) {
       c->allow_plaintext = 1;
+      continue;
+    }
+    if (!strcmp(a, "--watch")) {
+      c->watch = 1;
       continue;
     }
     if (a[0] != '-') return usage_error("serve takes no arguments, got \"%s\"", a);
@@ -386,8 +396,11 @@ static int parse_opts(int argc, char **argv, userv_config *c, int *help) {
       c->log_json = !strcmp(val, "json");
       break;
     case 19: c->otlp_endpoint = val; break;
+    case 20: c->watch_checkpoint = val; break;
     }
   }
+  if (c->watch_checkpoint && !c->watch)
+    return usage_error("--watch-checkpoint goes with --watch");
   return 0;
 }
 
@@ -679,6 +692,7 @@ static userv *serve_new(void) {
   pthread_mutex_init(&s->conns_lock, NULL);
   pthread_mutex_init(&s->watch_lock, NULL);
   pthread_cond_init(&s->watch_cond, NULL);
+  pthread_mutex_init(&s->drift.lock, NULL);
   s->log_fd = 2;
   userv_config *c = &s->cfg;
   c->listen = "127.0.0.1:8080";
@@ -988,6 +1002,7 @@ static int serve_free(serve_run *r, int code) {
   }
   if (r->d) MHD_stop_daemon(r->d);
   if (r->have_watch) userv_watch_stop(s); /* after MHD: no connection is left */
+  udrift_stop(s); /* (its checkpoint written before the store closes) */
   utrace_stop(); /* after MHD: the last spans are queued; sends them */
   if (r->fd >= 0) close(r->fd);
   /* A store left incomplete (log mode: no final checkpoint, e.g. on a full
@@ -1010,6 +1025,7 @@ static int serve_free(serve_run *r, int code) {
   pthread_mutex_destroy(&s->conns_lock);
   pthread_mutex_destroy(&s->watch_lock);
   pthread_cond_destroy(&s->watch_cond);
+  pthread_mutex_destroy(&s->drift.lock);
   umetrics_destroy(&s->m);
   free(s);
   return code;
@@ -1044,6 +1060,10 @@ int userv_main(int argc, char **argv) {
   if ((code = open_store(&r, ddl)) || (code = bind_listen(&r)) || (code = start_daemon(&r)) ||
       (code = announce(&r)))
     goto leave;
+  if (r.s->cfg.watch && udrift_start(r.s)) {
+    code = report(UNICO_ENOMEM, &(unico_result){.message = "cannot start a thread"});
+    goto leave;
+  }
   serve_until_signal(&r);
 leave:
   return serve_free(&r, code);

@@ -46,11 +46,11 @@ void userv_log(struct userv *s, const char *level, const char *fmt, ...)
 enum { UM_GET, UM_HEAD, UM_POST, UM_PUT, UM_PATCH, UM_DELETE, UM_OTHER, UM_NMETHODS };
 enum {
   UR_HEALTHZ, UR_METRICS, UR_SCHEMA, UR_COLLECTION, UR_RECORD, UR_LOOKUP,
-  UR_HOLDS, UR_HOLD, UR_OPENAPI, UR_READYZ, UR_OTHER, UR_NROUTES
+  UR_HOLDS, UR_HOLD, UR_OPENAPI, UR_READYZ, UR_BATCH, UR_OTHER, UR_NROUTES
 };
 enum {
   UO_INSERT, UO_UPDATE, UO_DELETE, UO_GET, UO_LOOKUP, UO_SCHEMA_APPLY,
-  UO_SCHEMA_SHOW, UO_OPEN, UO_RESERVE, UO_RELEASE, UO_NOPS
+  UO_SCHEMA_SHOW, UO_OPEN, UO_RESERVE, UO_RELEASE, UO_BATCH, UO_NOPS
 };
 
 #define UM_NSTATUS 27  /* the statuses of docs/http.md, "aborted", "other" */
@@ -98,6 +98,12 @@ struct userv;
 /* The Prometheus text exposition (format 0.0.4); NULL when out of memory. */
 char *umetrics_render(struct userv *s);
 
+/* --watch (drift.c): start the drift watch's thread (0, or -1), and stop
+ * it (its checkpoint written; a no-op when it was not started). Its lock
+ * lives as long as the server (serve.c). */
+int udrift_start(struct userv *s);
+void udrift_stop(struct userv *s);
+
 /* ------------------------------------------------------------------ */
 /* the server */
 
@@ -129,6 +135,8 @@ typedef struct userv_config {
   int allow_plaintext; /* --allow-plaintext: plain HTTP off loopback */
   int log_json;        /* --log-format json */
   const char *otlp_endpoint; /* --otlp-endpoint: export spans (trace.c) */
+  int watch;                  /* --watch: the drift watch (drift.c) */
+  const char *watch_checkpoint; /* --watch-checkpoint FILE */
 } userv_config;
 
 /* The tokens of --token-file: one a line, "TOKEN" or "NAME TOKEN" (the
@@ -165,6 +173,23 @@ typedef struct uconn {
   char subject[256];
   char tls_why[200];
 } uconn;
+
+/* --watch (drift.c): the drift watch's thread and its counts by table and
+ * kind, a short list behind a lock, taken once per finding */
+#define UDRIFT_MAX 64
+typedef struct udrift {
+  pthread_t thread;
+  int started;
+  atomic_int stop, up;
+  pthread_mutex_t lock;
+  int n;
+  struct {
+    char table[64];
+    char kind[48];
+    uint64_t n;
+  } c[UDRIFT_MAX];
+  uint64_t other;
+} udrift;
 
 typedef struct userv {
   userv_config cfg;
@@ -207,6 +232,7 @@ typedef struct userv {
   pthread_t watch;
   int watch_stop;
   umetrics m;
+  udrift drift;
 } userv;
 
 /* The shared handle, or NULL at once while the store is not open, with

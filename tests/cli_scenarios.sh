@@ -655,6 +655,46 @@ check_true "repeated delete prints the identical stdout" [ "$(cat "$OUT")" = "$f
 expect_exit 0 u insert users '{"id":"u3","email":"a@example.com"}' --op-id signup-3
 field pk '"u3"'
 
+scenario "batch: a swap, all or nothing, the single write's exit codes, --op-id" batch
+expect_exit 0 u schema apply "$DDL"
+expect_exit 0 u insert users '{"id":"u1","username":"alice"}'
+expect_exit 0 u insert users '{"id":"u2","username":"bob"}'
+SWAP=$SCRATCH/swap.json
+cat >"$SWAP" <<'EOF'
+[{"op":"update","table":"users","key":"u1","patch":{"username":"bob"},"if_version":1},
+ {"op":"update","table":"users","key":"u2","patch":{"username":"alice"}}]
+EOF
+expect_exit 0 u batch "$SWAP" --op-id swap-1
+field results '[{"pk":"u1","version":2},{"pk":"u2","version":2}]'
+first=$(cat "$OUT")
+expect_exit 0 u batch "$SWAP" --op-id swap-1
+check_true "a repeated batch prints the identical stdout" [ "$(cat "$OUT")" = "$first" ]
+expect_exit 0 u lookup users users_username_key ALICE
+field pk '"u2"'
+expect_exit 5 u batch "$SWAP"
+field report.index 0
+field current_version 2
+STDIN='[{"op":"insert","table":"users","record":{"id":"u3","email":"c@x.org"}},
+{"op":"update","table":"users","key":"u1","patch":{"username":"Alice"}}]'
+expect_exit 3 u batch -
+field report '{"index":1,"op":"update","table":"users"}'
+field owner '"u2"'
+err_contains "op 1: "
+expect_exit 2 u get users u3
+STDIN='[{"op":"delete","table":"users","key":"u9"}]'
+expect_exit 2 u batch -
+STDIN='[{"op":"insert","table":"users","record":{"id":"u4"}},{"op":"insert","table":"users","record":{"id":"u4"}}]'
+expect_exit 1 u batch -
+out_contains "at most once"
+STDIN='[{"op":"update","table":"users","key":"u1"}]'
+expect_exit 1 u batch -
+out_contains 'batch op 0: op update needs \"patch\"'
+STDIN='[{"op":"insert",'
+expect_exit 1 u batch -
+out_contains "not valid JSON"
+expect_exit 1 u batch
+expect_exit 2 u get users u4
+
 scenario "UNICO_STORE is used when --store is absent" env_store
 expect_exit 0 u schema apply "$DDL"
 expect_exit 0 u insert users '{"id":"u1"}'

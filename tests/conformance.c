@@ -318,6 +318,15 @@ int main(int argc, char **argv) {
       T(test_args_json),
       T(test_null_args),
       T(test_codes),
+      T(test_where_soft_delete), T(test_where_limit_enter_leave),
+      T(test_where_limit_race), T(test_where_build_filled),
+      T(test_batch_swap),
+      T(test_batch_refused_leaves_nothing),
+      T(test_batch_op_id),
+      T(test_batch_limits),
+      T(test_batch_json),
+      T(test_batch_limit_group),
+      T(test_batch_holds),
   };
   return ucm_done(ucm_run_group("conformance", tests, NULL, NULL));
 }

@@ -2,8 +2,8 @@
  * schema every case applies, the fixture, the assertions and shortcuts,
  * and the cases of each file for main (conformance.c). The suite is one
  * program, conformance, built from conformance.c (fixture, assertions,
- * main) and conformance_records.c, conformance_schema.c and
- * conformance_calls.c (the cases). */
+ * main) and conformance_records.c, conformance_schema.c,
+ * conformance_calls.c and conformance_where.c (the cases). */
 #ifndef UNICO_TESTS_CONFORMANCE_H
 #define UNICO_TESTS_CONFORMANCE_H
 
@@ -186,6 +186,12 @@ void expect_location(const char *file, int line, const char *msg, int l,
 
 /* ------------------------------------------------------------ cases */
 
+/* conformance_where.c */
+void test_where_soft_delete(void **state);
+void test_where_limit_enter_leave(void **state);
+void test_where_limit_race(void **state);
+void test_where_build_filled(void **state);
+
 /* conformance_records.c */
 void test_roundtrip(void **state);
 void test_not_found(void **state);
@@ -236,5 +242,14 @@ void test_check(void **state);
 void test_args_json(void **state);
 void test_null_args(void **state);
 void test_codes(void **state);
+
+/* conformance_batch.c */
+void test_batch_swap(void **state);
+void test_batch_refused_leaves_nothing(void **state);
+void test_batch_op_id(void **state);
+void test_batch_limits(void **state);
+void test_batch_json(void **state);
+void test_batch_limit_group(void **state);
+void test_batch_holds(void **state);
 
 #endif

@@ -74,6 +74,10 @@ CREATE TABLE _schema (
   id text PRIMARY KEY
 );
 
+CREATE TABLE _batch (
+  id text PRIMARY KEY
+);
+
 CREATE TABLE orgs (
   id   text PRIMARY KEY,
   name text,
@@ -291,7 +295,7 @@ def t_schema():
     check(r.status == 404 and r.json["error"] == "not_found", "no schema yet: 404", r)
     r = call(S, "PUT", "/v1/_schema", SCHEMA, {"Content-Type": "text/plain"})
     check(r.status == 200 and r.json["changed"] is True, "schema apply", r)
-    check(r.json["tables"] == ["users", "votes", "items", "_schema", "orgs", "subs"], "tables", r.json)
+    check(r.json["tables"] == ["users", "votes", "items", "_schema", "_batch", "orgs", "subs"], "tables", r.json)
     r = fetch(S, "PUT", "/v1/_schema", {"ddl": SCHEMA})
     check(r.status == 200 and r.json["changed"] is False, "same schema as JSON: unchanged", r)
     r = call(S, "GET", "/v1/_schema")
@@ -566,6 +570,52 @@ def t_idempotency():
           "PATCH replay applied once", (r1, r2))
     r = fetch(S, "POST", "/v1/users", {"id": "i3"}, {"Idempotency-Key": "x" * 200})
     check(r.status == 400, "an over-long key: 400", r)
+
+
+def t_batch():
+    for i, name in ((1, "bat-a"), (2, "bat-b")):
+        r = fetch(S, "POST", "/v1/users", {"id": "bt%d" % i, "username": name})
+        check(r.status == 201, "batch: insert bt%d" % i, r)
+    swap = [{"op": "update", "table": "users", "key": "bt1", "patch": {"username": "BAT-B"}, "if_version": 1},
+            {"op": "update", "table": "users", "key": "bt2", "patch": {"username": "bat-a"}}]
+    r1 = fetch(S, "POST", "/v1/_batch", swap, {"Idempotency-Key": "swap-bt"})
+    want = {"results": [{"pk": "bt1", "version": 2}, {"pk": "bt2", "version": 2}]}
+    check(r1.status == 200 and r1.json == want and "etag" not in r1.headers, "batch: a swap is 200", r1)
+    r2 = fetch(S, "POST", "/v1/_batch", swap, {"Idempotency-Key": "swap-bt"})
+    check(r2.status == 200 and r2.data == r1.data, "batch: a repeat returns the first answer", r2)
+    r = fetch(S, "GET", "/v1/users/by/users_username?v=bat-b")
+    check(r.status == 200 and r.json["pk"] == "bt1", "batch: the swapped value's owner", r)
+    r = fetch(S, "POST", "/v1/_batch", swap)
+    check(r.status == 412 and r.json["report"] == {"index": 0, "op": "update", "table": "users"}
+          and r.json["current_version"] == 2, "batch: a stale if_version is 412 naming op 0", r)
+    bad = [{"op": "insert", "table": "users", "record": {"id": "bt3", "email": "bt3@x.org"}},
+           {"op": "update", "table": "users", "key": "bt1", "patch": {"username": "Bat-A"}}]
+    r = fetch(S, "POST", "/v1/_batch", bad)
+    check(r.status == 409 and r.json["error"] == "conflict" and r.json["owner"] == "bt2"
+          and r.json["report"]["index"] == 1 and r.json["message"].startswith("op 1: "),
+          "batch: a conflict of op 1 is 409 naming it and the owner", r)
+    r = fetch(S, "GET", "/v1/users/bt3")
+    check(r.status == 404, "batch: the refused batch wrote nothing", r)
+    r = fetch(S, "POST", "/v1/_batch", [{"op": "delete", "table": "users", "key": "nobody"}])
+    check(r.status == 404 and r.json["report"]["index"] == 0, "batch: a missing record is 404", r)
+    subs = [{"op": "insert", "table": "subs", "record": {"id": "bs%d" % i, "poll_id": "bp", "name": "n%d" % i,
+                                                         "option": "o"}} for i in range(3)]
+    r = fetch(S, "POST", "/v1/_batch", subs)
+    check(r.status == 422 and r.json["error"] == "limit" and r.json["report"]["index"] == 2,
+          "batch: a group over its limit is 422 naming the op that does not fit", r)
+    r = fetch(S, "POST", "/v1/_batch", subs[:2])
+    check(r.status == 200, "batch: two places of a limit of 2", r)
+    for body, what in (("[{\"op\":", "not valid JSON"), ({"op": "insert"}, "JSON array of ops"),
+                       ([{"op": "merge", "table": "users"}], '"op" must be')):
+        r = call(S, "POST", "/v1/_batch", body, {"Content-Type": "application/json"})
+        check(r.status == 400 and what in r.json["message"], "batch: malformed (%s) is 400" % what, r)
+    r = call(S, "GET", "/v1/_batch")
+    check(r.status == 405 and r.headers.get("allow") == "POST", "batch: GET is 405", r)
+    # a table named _batch: /v1/_batch is the batch; the table is %5Fbatch
+    r = fetch(S, "POST", "/v1/%5Fbatch", {"id": "k1"})
+    check(r.status == 201, "insert into table _batch through /v1/%5Fbatch", r)
+    r = fetch(S, "GET", "/v1/_batch/k1")
+    check(r.status == 200 and r.json["pk"] == "k1", "GET a record of table _batch", r)
 
 
 def t_head_rules():
@@ -1115,7 +1165,7 @@ def t_openapi():
 
 
 SHARED = [t_schema, t_openapi, t_insert_get, t_conflict, t_namespace, t_bad_input, t_not_found, t_method_not_allowed,
-          t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_holds, t_count_limits,
+          t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_batch, t_holds, t_count_limits,
           t_head_rules, t_cross_site, t_header_whitespace, t_transfer_encoding, t_hold_retry_after,
           t_error_utf8,
           t_limits, t_stalled, t_race,

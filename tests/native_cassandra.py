@@ -28,6 +28,8 @@ It checks, with the driver against the same server:
     repair claims the free value for its row (rows_claimed 1), which an
     insert through unico is then refused naming; unico updates such a row
     like its own and gives it its bookkeeping;
+  - a batch of two records is refused (claims protocol) and leaves no
+    row; a batch of one record is written as its row;
   - check finds the store consistent.
 Every failed expectation is printed; the exit code is 1 if any failed.
 """
@@ -167,6 +169,23 @@ expect(rc == 3, "a second vote for (p1, yes) was not a conflict: rc %d %s" % (rc
 # (docs/protocol.md, "Rows that leave"; issue 32 item 3)
 v = row("votes", "poll = %s AND name = %s", "p1", "bob")
 expect(v is None, "the refused vote left a row in the users' table: %s" % (v,))
+
+# 2a. a batch: several records are refused on the claims protocol, saying
+# why, and leave no row; a batch of one record is written as one
+two = [{"op": "insert", "table": "users", "record": {"id": "ub1"}},
+       {"op": "insert", "table": "users", "record": {"id": "ub2"}}]
+rc, out, err = unico("batch", "-", stdin=json.dumps(two))
+expect(rc == 1 and "needs a store with transactions" in out,
+       "a batch of two records: rc %d %s %s" % (rc, out, err))
+expect(row("users", "id = %s", "ub1") is None and
+       row("users", "id = %s", "ub2") is None,
+       "the refused batch left a row in the users' table")
+rc, out, err = unico("batch", "-", stdin=json.dumps(two[:1]))
+expect(rc == 0 and '"results":[{"pk":"ub1","version":1}]' in out,
+       "a batch of one record: rc %d %s %s" % (rc, out, err))
+b = row("users", "id = %s", "ub1")
+expect(b is not None and b.unico_state == 1,
+       "the batch of one record's native row: %s" % (b,))
 
 # 2b. a limit race: 8 writers, 2 seats; the table holds exactly the 2 that
 # got in, no refused attempt (before issue 32: 5 rows of every 8 with

@@ -32,6 +32,9 @@ It checks, with `aws dynamodb` against the same server:
   - rows other clients add later are drift: counted by check, a value two
     rows hold is a violation, repair claims free values for their rows,
     and unico updates such rows like its own;
+  - a batch swapping two unique values lands whole (both items read back
+    at version 2); a batch whose second op conflicts leaves no item of its
+    insert and the other record unchanged;
   - check finds the store consistent.
 Every failed expectation is printed; the exit code is 1 if any failed.
 """
@@ -470,6 +473,39 @@ print("adoption of 4000 items: %.1f s, progress lines: %d"
 rc, out, err = unico("insert", big, json.dumps({"k": 9000, "mail": "m17@x.org"}))
 expect(rc == 3 and "17" in out + err,
        "a value of the adopted table: rc %d %s" % (rc, out + err))
+
+# 8b. a batch is one transaction: a swap of unique values lands whole; a
+# batch whose second op conflicts leaves nothing in the native table
+for i, mail in ((1, "b1@x.org"), (2, "b2@x.org")):
+    rc, out, err = unico("insert", "users",
+                         json.dumps({"id": "ub%d" % i, "email": mail}))
+    expect(rc == 0, "insert ub%d: rc %d %s" % (i, rc, err))
+swap = [{"op": "update", "table": "users", "key": "ub1",
+         "patch": {"email": "B2@x.org"}, "if_version": 1},
+        {"op": "update", "table": "users", "key": "ub2",
+         "patch": {"email": "b1@x.org"}}]
+rc, out, err = unico("batch", "-", stdin=json.dumps(swap))
+expect(rc == 0, "batch swap: rc %d %s %s" % (rc, out, err))
+for pk, mail in (("ub1", "B2@x.org"), ("ub2", "b1@x.org")):
+    it = get_item("users", {"id": {"S": pk}}) or {}
+    expect(it.get("email") == {"S": mail} and it.get("unico_v") == {"N": "2"},
+           "after the swap %s is %s, want email %s at version 2"
+           % (pk, it, mail))
+bad = [{"op": "insert", "table": "users",
+        "record": {"id": "ub3", "email": "b3@x.org"}},
+       {"op": "update", "table": "users", "key": "ub1",
+        "patch": {"email": "B1@X.org"}}]
+rc, out, err = unico("batch", "-", stdin=json.dumps(bad))
+expect(rc == 3 and '"index":1' in out and '"owner":"ub2"' in out,
+       "a batch whose second op conflicts: rc %d %s %s" % (rc, out, err))
+expect(get_item("users", {"id": {"S": "ub3"}}) is None,
+       "the refused batch's insert left an item ub3")
+it = get_item("users", {"id": {"S": "ub1"}}) or {}
+expect(it.get("email") == {"S": "B2@x.org"} and it.get("unico_v") == {"N": "2"},
+       "the refused batch changed ub1: %s" % it)
+rc, out, err = unico("lookup", "users", "users_email_key", "b3@x.org")
+expect(rc == 2, "the refused batch's value b3@x.org is taken: rc %d %s"
+       % (rc, out))
 
 # 9. the store is consistent
 rc, out, err = unico("check")

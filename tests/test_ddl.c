@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schema/predicate.h"
 #include "schema/schema.h"
 #include "testutil.h"
 #include "unico.h"
@@ -690,8 +691,10 @@ static void test_syntax_errors(void **state) {
        "lower", 0, "expected EXACT or CASEFOLD, found \"lower\""},
       {"CREATE TABLE t (a int PRIMARY KEY, UNIQUE (a) NORMALIZE)", ")", 1,
        "expected EXACT or CASEFOLD, found \")\""},
-      {"CREATE TABLE t (a int PRIMARY KEY, UNIQUE (a) WHERE x)", "WHERE", 0,
-       "expected NORMALIZE, NAMESPACE, ',' or ')', found \"WHERE\""},
+      {"CREATE TABLE t (a int PRIMARY KEY, UNIQUE (a) WHERE x)", ")", 1,
+       "expected IS, =, <> or IN, found \")\""},
+      {"CREATE TABLE t (a int PRIMARY KEY, UNIQUE (a) CHECK x)", "CHECK", 0,
+       "expected NORMALIZE, NAMESPACE, WHERE, ',' or ')', found \"CHECK\""},
       {"CREATE TABLE t (a int PRIMARY KEY, CONSTRAINT c CHECK (a))", "CHECK",
        0, "expected UNIQUE or LIMIT, found \"CHECK\""},
       {"CREATE TABLE t (a int PRIMARY KEY, CONSTRAINT 5 UNIQUE (a))", "5", 0,
@@ -1168,7 +1171,180 @@ static void test_namespace(void **state) {
                "NAMESPACE);",
                1, 64, "expected namespace name");
   expect_error("CREATE TABLE t (k int PRIMARY KEY, a text, UNIQUE (a) x);",
-               1, 55, "expected NORMALIZE, NAMESPACE, ',' or ')'");
+               1, 55, "expected NORMALIZE, NAMESPACE, WHERE, ',' or ')'");
+  expect_error("CREATE TABLE t (k int PRIMARY KEY, a text, UNIQUE (a) "
+               "NAMESPACE n x);",
+               1, 67, "expected WHERE, ',' or ')'");
+  uschema *w = parse_ok("CREATE TABLE t (k int PRIMARY KEY, a text, d text,"
+                        " UNIQUE (a) NAMESPACE n WHERE d IS NULL);");
+  assert_string_equal(w->tables[0].cons[0].ns, "n");
+  assert_non_null(w->tables[0].cons[0].where);
+  uschema_free(w);
+}
+
+/* ---------------------------------------------------------------- WHERE */
+
+static const char k_where[] =
+    "CREATE TABLE users (id text PRIMARY KEY, email text, deleted_at timestamp,\n"
+    "  status text,\n"
+    "  CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold WHERE deleted_at IS NULL);\n"
+    "CREATE TABLE seats (event text, seat text, tier text, state text,\n"
+    "  PRIMARY KEY (event, seat),\n"
+    "  CONSTRAINT seats_tier LIMIT 3 PER (event, tier) WHERE state IN ('held', 'paid'));\n"
+    "CREATE TABLE t (id text PRIMARY KEY, a text, n int, b bigint, f boolean,\n"
+    "  u uuid, ts timestamp, d double,\n"
+    "  CONSTRAINT t1 UNIQUE (a) WHERE n IS NOT NULL and later = 'it''s'\n"
+    "    AND f = true AND b <> -9000000000 AND d IN (1, -2.5),\n"
+    "  CONSTRAINT t2 UNIQUE (a) WHERE u = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'\n"
+    "    AND ts = '2024-05-01T12:00:00Z' AND ts <> 0 AND f <> FALSE,\n"
+    "  CONSTRAINT t3 UNIQUE (a) WHERE a IS NULL,\n"
+    "  later text);\n";
+
+static void expect_term(const utable *t, const upred_term *x, const char *col,
+                        upred_op op, size_t nlit) {
+  assert_string_equal(t->cols[x->col].name, col);
+  assert_int_equal(x->op, op);
+  assert_int_equal(x->nlit, nlit);
+}
+
+/* Every predicate form, its terms and literals as the model holds them,
+ * and its canonical print. */
+static void test_where_forms(void **state) {
+  (void)state;
+  uschema *s = parse_ok(k_where);
+  const utable *u = uschema_table(s, "users"), *se = uschema_table(s, "seats"),
+               *t = uschema_table(s, "t");
+  const upred *w = con(u, "users_email")->where;
+  assert_non_null(w);
+  assert_int_equal(w->n, 1);
+  expect_term(u, &w->t[0], "deleted_at", UPRED_IS_NULL, 0);
+  assert_int_equal(con(u, "users_email")->norm, UNORM_CASEFOLD);
+  w = con(se, "seats_tier")->where;
+  assert_int_equal(w->n, 1);
+  expect_term(se, &w->t[0], "state", UPRED_IN, 2);
+  assert_int_equal(w->t[0].lit[1].kind, UPRED_L_STR);
+  assert_string_equal(w->t[0].lit[1].s, "paid");
+  assert_int_equal(con(se, "seats_tier")->limit, 3);
+  w = con(t, "t1")->where;
+  assert_int_equal(w->n, 5);
+  expect_term(t, &w->t[0], "n", UPRED_NOT_NULL, 0);
+  expect_term(t, &w->t[1], "later", UPRED_EQ, 1); /* a later column */
+  assert_string_equal(w->t[1].lit[0].s, "it's");
+  assert_int_equal(w->t[1].lit[0].n, 4);
+  expect_term(t, &w->t[2], "f", UPRED_EQ, 1);
+  assert_int_equal(w->t[2].lit[0].kind, UPRED_L_BOOL);
+  assert_int_equal(w->t[2].lit[0].i, 1);
+  expect_term(t, &w->t[3], "b", UPRED_NE, 1);
+  assert_int_equal(w->t[3].lit[0].i, -9000000000LL);
+  expect_term(t, &w->t[4], "d", UPRED_IN, 2);
+  assert_int_equal(w->t[4].lit[0].kind, UPRED_L_INT);
+  assert_int_equal(w->t[4].lit[1].kind, UPRED_L_REAL);
+  assert_true(w->t[4].lit[1].d == -2.5);
+  w = con(t, "t2")->where;
+  assert_int_equal(w->n, 4);
+  expect_term(t, &w->t[2], "ts", UPRED_NE, 1);
+  assert_int_equal(w->t[2].lit[0].kind, UPRED_L_INT);
+  expect_term(t, &w->t[3], "f", UPRED_NE, 1);
+  assert_int_equal(w->t[3].lit[0].i, 0);
+  expect_term(t, &con(t, "t3")->where->t[0], "a", UPRED_IS_NULL, 0);
+  char buf[512] = "";
+  upred_describe(t, con(t, "t1")->where, buf, sizeof buf);
+  assert_string_equal(buf, " WHERE n IS NOT NULL AND later = 'it''s' AND f = "
+                           "TRUE AND b <> -9000000000 AND d IN (1, -2.5)");
+  /* a constraint without WHERE has none, and the same WHERE compares
+   * equal across parses, a different one not */
+  uschema *d = parse_ok(k_design);
+  assert_null(con(&d->tables[0], "users_email")->where);
+  uschema *s2 = parse_ok(k_where);
+  const utable *t2 = uschema_table(s2, "t");
+  assert_true(upred_same(t, con(t, "t1")->where, t2, con(t2, "t1")->where));
+  assert_false(upred_same(t, con(t, "t1")->where, t2, con(t2, "t2")->where));
+  assert_false(upred_same(t, con(t, "t1")->where, t2, NULL));
+  assert_true(upred_same(t, NULL, t2, NULL));
+  uschema_free(s2);
+  uschema_free(d);
+  uschema_free(s);
+  /* two UNIQUEs over one column differ by their WHERE: both kept */
+  s = parse_ok("CREATE TABLE a (id text PRIMARY KEY, e text, d text,\n"
+               "  CONSTRAINT a1 UNIQUE (e) WHERE d IS NULL,\n"
+               "  CONSTRAINT a2 UNIQUE (e) WHERE d = 'x')");
+  assert_int_equal(s->tables[0].ncons, 2);
+  uschema_free(s);
+}
+
+#define WT "CREATE TABLE a (id text PRIMARY KEY, e text, d timestamp, " \
+           "n int, b boolean, u uuid, x double, s text,\n  "
+
+/* Every refusal of a WHERE, at its line and column. */
+static void test_where_errors(void **state) {
+  (void)state;
+  static const err_case cases[] = {
+      {WT "UNIQUE (e) WHERE d = NULL)", "NULL", 0, "write IS NULL or IS NOT NULL"},
+      {WT "UNIQUE (e) WHERE d <> NULL)", "NULL", 0, "write IS NULL or IS NOT NULL"},
+      {WT "UNIQUE (e) WHERE d = 'x')", "'x'", 0, "is not an RFC 3339 time"},
+      {WT "UNIQUE (e) WHERE d = TRUE)", "TRUE", 0, "column \"d\" is timestamp"},
+      {WT "UNIQUE (e) WHERE q IS NULL)", "q IS", 0,
+       "unknown column \"q\" in WHERE of UNIQUE of table a"},
+      {WT "LIMIT 2 PER (e) WHERE zz IN (1))", "zz", 0,
+       "unknown column \"zz\" in WHERE of LIMIT of table a"},
+      {WT "UNIQUE (e) WHERE n = 'x')", "'x'", 0,
+       "column \"n\" is int: compare it with an integer, not a string"},
+      {WT "UNIQUE (e) WHERE n IN (1, 2147483648))", "2147483648", 0,
+       "2147483648 is outside the 32-bit range"},
+      {WT "UNIQUE (e) WHERE n = 99999999999999999999)", "9999", 0, "out of range"},
+      {WT "UNIQUE (e) WHERE s = 3)", "3)", 0, "column \"s\" is text: compare it with a string"},
+      {WT "UNIQUE (e) WHERE b = 1)", "1)", 0, "compare it with TRUE or FALSE, not an integer"},
+      {WT "UNIQUE (e) WHERE u = 'zz')", "'zz'", 0, "'zz' is not of the form"},
+      {WT "UNIQUE (e) WHERE x = 'zz')", "'zz'", 0, "compare it with a number, not a string"},
+      {WT "UNIQUE (e) WHERE x = 1.2.3)", "1.2.3", 0, "expected a number such as 42 or 1.5"},
+      {WT "UNIQUE (e) WHERE x = 1e5)", "1e5", 0, "expected a number"},
+      {WT "UNIQUE (e) WHERE s = '\xc3')", "'\xc3", 0, "not valid UTF-8"},
+      {WT "UNIQUE (e) WHERE n > 3)", ">", 0, "expected IS, =, <> or IN, found \">\""},
+      {WT "UNIQUE (e) WHERE n < > 3)", "<", 0, "expected IS, =, <> or IN"},
+      {WT "UNIQUE (e) WHERE n != 3)", "!", 0, "expected IS, =, <> or IN"},
+      {WT "UNIQUE (e) WHERE n IS 3)", "3)", 0, "expected NOT or NULL"},
+      {WT "UNIQUE (e) WHERE n IS NOT 3)", "3)", 0, "expected NULL"},
+      {WT "UNIQUE (e) WHERE n IN ())", "))", 0, "expected a literal"},
+      {WT "UNIQUE (e) WHERE n IN 1)", "1)", 0, "expected '('"},
+      {WT "UNIQUE (e) WHERE n IN (1 2))", "2)", 0, "expected ',' or ')'"},
+      {WT "UNIQUE (e) WHERE n = 1 OR n = 2)", "OR", 0, "expected AND, ',' or ')'"},
+      {WT "UNIQUE (e) WHERE)", ")", 1, "expected column name"},
+      {WT "UNIQUE (e) WHERE n = e)", "e)", 1, "expected a literal"},
+      {WT "UNIQUE (e) WHERE n = 1 AND)", ")", 1, "expected column name"},
+      {WT "UNIQUE (e) WHERE (n = 1))", "(n", 0, "expected column name"},
+      {WT "UNIQUE (e) NORMALIZE casefold WHERE n IS NULL NORMALIZE exact)",
+       "NORMALIZE exact", 0, "expected AND, ',' or ')'"},
+      {WT "UNIQUE (e) WHERE d IS NULL, UNIQUE (e) WHERE d IS NULL)",
+       "UNIQUE", 1, "UNIQUE (e) WHERE d IS NULL duplicates UNIQUE (e) WHERE d "
+                    "IS NULL at line 2 of table a (same columns, "
+                    "normalization and WHERE)"},
+      {WT "UNIQUE (e) x)", "x)", 0, "expected NORMALIZE, NAMESPACE, WHERE, ',' or ')'"},
+  };
+  run_error_cases(cases, sizeof cases / sizeof cases[0]);
+  /* limits: terms and literals */
+  sbuf b = {0};
+  sb_add(&b, WT "UNIQUE (e) WHERE n IS NULL");
+  for (int i = 1; i < UPRED_MAX_TERMS; i++) sb_add(&b, " AND n IS NULL");
+  sb_add(&b, ")");
+  uschema_free(parse_ok(b.p));
+  b.len = 0;
+  sb_add(&b, WT "UNIQUE (e) WHERE n IS NULL");
+  for (int i = 1; i <= UPRED_MAX_TERMS; i++) sb_add(&b, " AND n IS NULL");
+  sb_add(&b, ")");
+  expect_error(b.p, 2, 34 + 14 * (UPRED_MAX_TERMS - 1),
+               "too many terms in WHERE (at most 16)");
+  b.len = 0;
+  sb_add(&b, WT "UNIQUE (e) WHERE n IN (0");
+  for (int i = 1; i < UPRED_MAX_LITS; i++) sb_add(&b, ", %d", i % 10);
+  sb_add(&b, "))");
+  uschema_free(parse_ok(b.p));
+  b.len = 0;
+  sb_add(&b, WT "UNIQUE (e) WHERE n IN (0");
+  for (int i = 1; i <= UPRED_MAX_LITS; i++) sb_add(&b, ", %d", i % 10);
+  sb_add(&b, "))");
+  expect_error(b.p, 2, 26 + 3 * UPRED_MAX_LITS,
+               "too many literals in IN (at most 64)");
+  free(b.p);
 }
 
 int main(int argc, char **argv) {
@@ -1192,6 +1368,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_every_prefix),
       cmocka_unit_test(test_random_garbage),
       cmocka_unit_test(test_namespace),
+      cmocka_unit_test(test_where_forms),
+      cmocka_unit_test(test_where_errors),
   };
   return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

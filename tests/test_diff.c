@@ -9,7 +9,8 @@
  * next operation), release, writes presenting hold tokens, operation ids
  * reused for the same request (a retry) and for another one, a limit
  * group, and schema changes (a UNIQUE added to and dropped from a filled
- * table). Every write carries an op id, so a store that answers "unknown"
+ * table, a WHERE added, changed and dropped; records entering and leaving
+ * the predicates). Every write carries an op id, so a store that answers "unknown"
  * or "unavailable" under injected faults is asked again with the same id
  * until it answers definitely. After the history, every record and every
  * value is read back on each store, and `check` must be clean.
@@ -68,23 +69,29 @@
 #define MAX_OPS 400
 #define MAX_TARGETS 12
 
+/* (users_email is partial: a record with del set holds no email) */
 static const char *SCHEMA_A =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text,"
-    " name text,"
-    " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,"
+    " name text, del text,"
+    " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold"
+    " WHERE del IS NULL,"
     " CONSTRAINT users_phone_key UNIQUE (phone) NAMESPACE handles);\n"
     "CREATE TABLE subs (id text PRIMARY KEY, poll text, opt text, nick text,"
-    " handle text, UNIQUE (poll, nick), LIMIT 1 PER (poll, opt),"
+    " st text, handle text, UNIQUE (poll, nick), LIMIT 1 PER (poll, opt),"
     " CONSTRAINT subs_handle UNIQUE (handle) NAMESPACE handles);\n";
-/* B: A with a UNIQUE on a column that may hold duplicates already */
+/* B: A with a UNIQUE on a column that may hold duplicates already, and
+ * WHEREs changed (users_email), added (subs' constraints) on filled
+ * tables */
 static const char *SCHEMA_B =
     "CREATE TABLE users (id text PRIMARY KEY, email text, phone text,"
-    " name text,"
-    " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,"
+    " name text, del text,"
+    " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold"
+    " WHERE del IS NULL AND name <> 'bob',"
     " CONSTRAINT users_phone_key UNIQUE (phone) NAMESPACE handles,"
     " CONSTRAINT users_name UNIQUE (name));\n"
     "CREATE TABLE subs (id text PRIMARY KEY, poll text, opt text, nick text,"
-    " handle text, UNIQUE (poll, nick), LIMIT 1 PER (poll, opt),"
+    " st text, handle text, UNIQUE (poll, nick) WHERE st IS NOT NULL,"
+    " LIMIT 1 PER (poll, opt) WHERE st IN ('held', 'paid'),"
     " CONSTRAINT subs_handle UNIQUE (handle) NAMESPACE handles);\n";
 
 /* ------------------------------------------------------------ histories */
@@ -126,6 +133,8 @@ static const char *const NAMES[] = {"ann", "bob"};
 static const char *const POLLS[] = {"p1", "p2"};
 static const char *const OPTS[] = {"A", "B"};
 static const char *const NICKS[] = {"x", "y"};
+static const char *const DELS[] = {"yes"};
+static const char *const STATES[] = {"held", "paid", "wait"};
 /* (a NAMESPACE with users' phones: "1" is one value of both tables) */
 static const char *const HANDLES[] = {"1", "h"};
 #define PICK(r, a) ((a)[tu_rng_below((r), sizeof(a) / sizeof(a)[0])])
@@ -158,10 +167,12 @@ static void gen_body(tu_rng *r, op *o, int patch) {
     FIELD(r, o->json, "email", EMAILS, patch);
     FIELD(r, o->json, "phone", PHONES, patch);
     FIELD(r, o->json, "name", NAMES, patch);
+    FIELD(r, o->json, "del", DELS, patch);
   } else {
     FIELD(r, o->json, "poll", POLLS, patch);
     FIELD(r, o->json, "opt", OPTS, patch);
     FIELD(r, o->json, "nick", NICKS, patch);
+    FIELD(r, o->json, "st", STATES, patch);
     FIELD(r, o->json, "handle", HANDLES, patch);
   }
   strcat(o->json, "}");

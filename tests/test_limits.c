@@ -6,7 +6,9 @@
  *     counting the records here);
  *   - many threads racing to reserve one value: exactly one token;
  *   - a planted orphan claim and a planted missing claim are found by
- *     check, and repair removes the one and restores the other.
+ *     check, and repair removes the one and restores the other;
+ *   - under a partial UNIQUE, a record outside its WHERE without a claim
+ *     is clean, and a claim planted for it is an orphan repair removes.
  * Runs on the plain and the log-mode LMDB store. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -757,6 +759,72 @@ static void test_limit_replay(void **state) {
   unico_close(u);
 }
 
+/* A partial UNIQUE under check and repair: a record outside its WHERE
+ * holds no claim, and that is clean; a claim planted for it is an orphan,
+ * which repair removes, freeing the value. */
+static void test_where_check_repair(void **state) {
+  (void)state;
+  char url[400];
+  snprintf(url, sizeof url, "lmdb:%s%s", dir, query);
+  assert_int_equal(tu_rmtree(dir), 0);
+  unico *u = NULL;
+  unico_result r = UNICO_RESULT_INIT;
+  assert_int_equal(unico_open(&u, url, NULL, &r), UNICO_OK);
+  assert_int_equal(unico_schema_apply(u,
+                       "CREATE TABLE acc (id text PRIMARY KEY, email text,"
+                       " del text, CONSTRAINT acc_email UNIQUE (email)"
+                       " WHERE del IS NULL);", &r), UNICO_OK);
+  assert_int_equal(unico_insert(u, "acc", "{\"id\":\"a1\",\"email\":\"a\","
+                                "\"del\":\"y\"}", NULL, &r), UNICO_OK);
+  assert_int_equal(unico_insert(u, "acc", "{\"id\":\"a2\",\"email\":\"b\"}",
+                                NULL, &r), UNICO_OK);
+  assert_int_equal(unico_check(u, &r), UNICO_OK);
+  json_t *j = json_loads(r.json, 0, NULL);
+  assert_int_equal(json_integer_value(json_object_get(j, "claims")), 1);
+  json_decref(j);
+  unico_close(u);
+  /* behind unico's back: the value "a" claimed for a1, outside the WHERE */
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf pk = UBUF_INIT, val = UBUF_INIT, ck = UBUF_INIT, cv = UBUF_INIT;
+  utup_str(&pk, "a1");
+  utup_str(&val, "a");
+  ukey_claim(&ck, "acc", "acc_email", val.p, val.len);
+  ustored_claim_encode(&cv, UCLAIM_COMMITTED, pk.p, pk.len, "planted", 1);
+  ustore_op put = ustore_op_make(ck.p, ck.len, USTORE_ABSENT, 0, USTORE_PUT,
+                                 cv.p, cv.len);
+  assert_int_equal(st->vt->cas(st, &put, &e), UNICO_OK);
+  st->vt->close(st);
+  ubuf_free(&pk);
+  ubuf_free(&val);
+  ubuf_free(&ck);
+  ubuf_free(&cv);
+  assert_int_equal(unico_open(&u, url, NULL, &r), UNICO_OK);
+  assert_int_equal(unico_check(u, &r), UNICO_ECORRUPT);
+  j = json_loads(r.json, 0, NULL);
+  json_t *v = json_object_get(j, "violations");
+  assert_int_equal(json_array_size(v), 1);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0),
+                                                        "kind")),
+                      "orphan_claim");
+  json_decref(j);
+  assert_int_equal(unico_repair(u, &r), UNICO_OK);
+  j = json_loads(r.json, 0, NULL);
+  assert_int_equal(
+      json_integer_value(json_object_get(j, "orphan_claims_removed")), 1);
+  assert_int_equal(json_integer_value(json_object_get(j, "claims_restored")),
+                   0);
+  json_decref(j);
+  assert_int_equal(unico_check(u, &r), UNICO_OK);
+  assert_int_equal(unico_lookup(u, "acc", "acc_email", "[\"a\"]", &r),
+                   UNICO_ENOTFOUND);
+  assert_int_equal(unico_insert(u, "acc", "{\"id\":\"a3\",\"email\":\"a\"}",
+                                NULL, &r), UNICO_OK);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -764,6 +832,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_hold_race),
       cmocka_unit_test(test_build_race),
       cmocka_unit_test(test_check_repair),
+      cmocka_unit_test(test_where_check_repair),
       cmocka_unit_test(test_repair_counts_and_stale_claims),
       cmocka_unit_test(test_repair_reports_what_is_left),
       cmocka_unit_test(test_limit_replay),

@@ -195,6 +195,44 @@ def test_insert_async(tmp_path):
         assert asyncio.run(main(d))[0] == {"pk": "a0", "version": 1}
 
 
+def test_update_delete_async(tmp_path):
+    """update_async and delete_async answer as update and delete do, once
+    durable: a moved email, a conflict naming its owner, a stale
+    if_version, a delete and the NotFound after it."""
+    import asyncio
+
+    async def main(d):
+        for i in range(4):
+            await d.insert_async("users", {"id": "u%d" % i, "email": "e%d@x" % i})
+        moved = await d.update_async("users", "u0", {"email": "new@x"})
+        rs = await asyncio.gather(
+            d.update_async("users", "u1", {"email": "E2@x"}),
+            d.update_async("users", "u3", {"email": "z@x"}, if_version=7),
+            d.delete_async("users", "u2", if_version=1),
+            return_exceptions=True)
+        gone = await asyncio.gather(d.delete_async("users", "u2"),
+                                    return_exceptions=True)
+        return moved, rs, gone[0]
+
+    for url in ("lmdb:%s/data?wal=on" % tmp_path, "lmdb:%s/plain" % tmp_path):
+        with unico.open(url) as d:
+            d.apply_schema(SCHEMA)
+            moved, rs, gone = asyncio.run(main(d))
+            assert moved == {"pk": "u0", "version": 2}
+            # u1 -> E2@x raced u2's delete: either order is a right answer
+            if isinstance(rs[0], dict):
+                assert rs[0] == {"pk": "u1", "version": 2}
+            else:
+                assert isinstance(rs[0], unico.Conflict) and rs[0].owner == "u2"
+            assert isinstance(rs[1], unico.VersionMismatch)
+            assert rs[1].current_version == 1
+            assert rs[2] == {"pk": "u2", "version": 1}
+            assert isinstance(gone, unico.NotFound)
+            assert d.get("users", "u0")["record"]["email"] == "new@x"
+            assert d.lookup("users", "users_email", "NEW@X")["pk"] == "u0"
+            assert d.check()["violations_total"] == 0
+
+
 def test_gil_released_during_a_call(monkeypatch):
     """A call blocked in C (open on a DynamoDB endpoint that accepts and
     never answers, 1.5 s timeout) lets another Python thread run all the

@@ -428,18 +428,13 @@ class Database:
         return self._call(_lib.unico_update_with, _b(table), _j(key), _j(patch),
                           ctypes.byref(o))
 
-    async def insert_async(self, table, record, op_id=None, hold=None):
-        """:meth:`insert` for asyncio, over ``unico_submit``: the write is
-        decided at once (in this thread) and the coroutine is answered once
-        it is durable (on the embedded store in log mode, by the sync that
-        covers it, shared with other writes), with the same dict or
-        exception as :meth:`insert`."""
+    async def _submit(self, kind, table, json_text, pk_json, o):
+        # one write through unico_submit, answered on this loop once durable
         if self._h is None:
             raise ValueError("unico: the database is closed")
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        o = self._opts(op_id, None, hold)
-        w = _Write(_WRITE_INSERT, _b(table), _j(record), None, ctypes.pointer(o),
+        w = _Write(kind, _b(table), json_text, pk_json, ctypes.pointer(o),
                    None, 0, None, 0)
         with _submitted_lock:
             global _submitted_seq
@@ -454,6 +449,28 @@ class Database:
             res.rc = rc
             raise _error(rc, res)
         return await fut
+
+    async def insert_async(self, table, record, op_id=None, hold=None):
+        """:meth:`insert` for asyncio, over ``unico_submit``: the write is
+        decided at once (in this thread) and the coroutine is answered once
+        it is durable (on the embedded store in log mode, by the sync that
+        covers it, shared with other writes), with the same dict or
+        exception as :meth:`insert`."""
+        o = self._opts(op_id, None, hold)
+        return await self._submit(_WRITE_INSERT, table, _j(record), None, o)
+
+    async def update_async(self, table, key, patch, if_version=None, op_id=None,
+                           hold=None):
+        """:meth:`update` for asyncio, answered once durable as
+        :meth:`insert_async` is."""
+        o = self._opts(op_id, if_version, hold)
+        return await self._submit(_WRITE_UPDATE, table, _j(patch), _j(key), o)
+
+    async def delete_async(self, table, key, if_version=None, op_id=None):
+        """:meth:`delete` for asyncio, answered once durable as
+        :meth:`insert_async` is."""
+        o = self._opts(op_id, if_version, None)
+        return await self._submit(_WRITE_DELETE, table, None, _j(key), o)
 
     def delete(self, table, key, if_version=None, op_id=None):
         """Delete the record of primary key ``key``; returns ``{"pk": ...,

@@ -22,6 +22,7 @@
 #include "keys/tuple.h"
 #include "plan/plan.h"
 #include "records/record.h"
+#include "schema/predicate.h"
 #include "util/err.h"
 
 #define REPORT_MAX 1000  /* report entries kept (the totals count all) */
@@ -452,11 +453,12 @@ static int collect(bld *b, const ubuf *prefix, int verify) {
   return UNICO_OK;
 }
 
-/* Same name, kind, columns, normalization and limit. */
+/* Same name, kind, columns, normalization, limit and WHERE. */
 static int con_same(const utable *a, const uconstraint *ca, const utable *b,
                     const uconstraint *cb) {
   if (ca->kind != cb->kind || ca->ncols != cb->ncols || ca->norm != cb->norm ||
       ca->limit != cb->limit || strcmp(ca->name, cb->name) ||
+      !upred_same(a, ca->where, b, cb->where) ||
       !ca->ns != !cb->ns || (ca->ns && strcmp(ca->ns, cb->ns)))
     return 0;
   for (size_t i = 0; i < ca->ncols; i++) {

@@ -60,6 +60,10 @@ typedef struct chk {
   fix *fixes;
   size_t nfixes, fcap;
   unico_result *res;
+  /* one record judged (uapi_check_record): each finding, violation or
+   * drift, handed to found as well */
+  uapi_found_fn found;
+  void *found_ctx;
 } chk;
 
 static fix *add_fix(chk *c, int kind, const uint8_t *k, size_t kl,
@@ -123,6 +127,7 @@ static void violation(chk *c, const char *kind, const uint8_t *key, size_t kl,
                       const char *fmt, ...) {
   if (!kind) return; /* not a violation here */
   c->nviol++;
+  if (c->found) c->found(c->found_ctx, kind, key, kl);
   if (json_array_size(c->violations) >= MAX_REPORTED) return;
   char msg[512];
   va_list ap;
@@ -296,6 +301,7 @@ static int audit_claim(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
   }
   if ((rc == UNICO_ENOTFOUND || is_free) && bare) {
     c->unclaimed++;
+    if (c->found) c->found(c->found_ctx, "unclaimed_value", w->key, w->klen);
     if (stamp &&
         uclaims_add(&stamp->take, w->key, w->klen, w->voff, w->con) == 0)
       stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
@@ -931,26 +937,46 @@ static int scan_groups(chk *c, grps *g) {
   return rc < 0 ? rc : UNICO_OK;
 }
 
+static void chk_init(chk *c, unico *u, const usch *sc, int repair,
+                     unico_result *res) {
+  memset(c, 0, sizeof *c);
+  c->u = u;
+  c->s = sc->s;
+  c->res = res;
+  c->now = uexec_now(u->x);
+  c->repair = repair;
+  c->claims_mode = (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) != 0;
+  c->members_mode = (uexec_traits(u->x) & UEXEC_T_GROUP_MEMBERS) != 0;
+  c->native = uexec_native_rows(u->x);
+  c->grace = uexec_grace(u->x);
+  c->sver = sc->store_ver;
+  c->retention = (int64_t)uexec_retention(u->x);
+}
+
+static void pairs_free(chk *c) {
+  for (size_t i = 0; i < c->npairs; i++) {
+    free(c->pairs[i].claim);
+    free(c->pairs[i].owner);
+  }
+  free(c->pairs);
+  for (size_t i = 0; i < c->ngpairs; i++) {
+    free(c->gpairs[i].claim);
+    free(c->gpairs[i].owner);
+  }
+  free(c->gpairs);
+  c->pairs = c->gpairs = NULL;
+  c->npairs = c->ngpairs = 0;
+}
+
 static int audit(unico *u, int repair, chk *out, unico_result *res) {
   usch *sc = NULL;
   chk c;
   grps g;
   memset(&g, 0, sizeof g);
-  memset(&c, 0, sizeof c);
   memset(out, 0, sizeof *out);
   int rc = uapi_sch_load(u, &sc, res);
   if (rc) return rc;
-  c.u = u;
-  c.s = sc->s;
-  c.res = res;
-  c.now = uexec_now(u->x);
-  c.repair = repair;
-  c.claims_mode = (uexec_traits(u->x) & UEXEC_T_KEY_BY_KEY) != 0;
-  c.members_mode = (uexec_traits(u->x) & UEXEC_T_GROUP_MEMBERS) != 0;
-  c.native = uexec_native_rows(u->x);
-  c.grace = uexec_grace(u->x);
-  c.sver = sc->store_ver;
-  c.retention = (int64_t)uexec_retention(u->x);
+  chk_init(&c, u, sc, repair, res);
   g.c = &c;
   c.violations = json_array();
   if (!c.violations) {
@@ -1015,16 +1041,7 @@ static int audit(unico *u, int repair, chk *out, unico_result *res) {
               "check found %" PRIu64 " violation%s of the invariants", c.nviol,
               c.nviol == 1 ? "" : "s");
 leave:
-  for (size_t i = 0; i < c.npairs; i++) {
-    free(c.pairs[i].claim);
-    free(c.pairs[i].owner);
-  }
-  free(c.pairs);
-  for (size_t i = 0; i < c.ngpairs; i++) {
-    free(c.gpairs[i].claim);
-    free(c.gpairs[i].owner);
-  }
-  free(c.gpairs);
+  pairs_free(&c);
   for (size_t i = 0; i < g.n; i++) {
     free(g.v[i].key);
     ustored_members_free(&g.v[i].m);
@@ -1035,4 +1052,65 @@ leave:
   out->fixes = c.fixes;
   out->nfixes = c.nfixes;
   return rc;
+}
+
+/* The limit groups record rk (at store version ver; its group keys in
+ * c->gpairs) counts in, each over its limit when its counter, plus the
+ * record when no counter counts it (a bare row, ver 0), exceeds it. */
+static int judge_groups(chk *c, uint64_t ver) {
+  ubuf gv = UBUF_INIT;
+  int rc = UNICO_OK;
+  for (size_t i = 0; i < c->ngpairs && !rc; i++) {
+    const pair *p = &c->gpairs[i];
+    ubuf gk = {p->claim, p->clen, p->clen, 0};
+    int64_t count = 0, lim = group_limit(c, p->claim, p->clen);
+    ustored_members m = {0, NULL};
+    rc = uexec_read(c->u->x, &gk, &gv, NULL, c->res);
+    if (rc == UNICO_ENOTFOUND) rc = UNICO_OK;
+    else if (!rc && ustored_members_decode(gv.p, gv.len, &m, &count)) count = 0;
+    ustored_members_free(&m);
+    if (!rc && lim >= 0 && count + (ver == 0) > lim)
+      violation(c, "over_limit", p->claim, p->clen,
+                "%lld live records are in a group limited to %lld",
+                (long long)(count + (ver == 0)), (long long)lim);
+  }
+  ubuf_free(&gv);
+  return rc;
+}
+
+/* Judge record key rk as check judges each record (the row as it is now),
+ * its findings handed to fn; with repair, the fixes repair would make of
+ * it made (each under the conditions it was found with). *fixed: how
+ * many applied. UNICO_OK (also when the row is gone), or an error. */
+int uapi_check_record(unico *u, const uint8_t *rk, size_t rkl, int repair,
+                      uapi_found_fn fn, void *ctx, uint64_t *fixed,
+                      unico_result *res) {
+  usch *sc = NULL;
+  chk c;
+  ubuf k = {(uint8_t *)rk, rkl, rkl, 0}, v = UBUF_INIT;
+  uint64_t ver = 0;
+  int rc = uapi_sch_load(u, &sc, res);
+  if (rc) return rc;
+  chk_init(&c, u, sc, repair, res);
+  c.found = fn;
+  c.found_ctx = ctx;
+  c.violations = json_array();
+  rc = c.violations ? uexec_read(u->x, &k, &v, &ver, res) : UNICO_ENOMEM;
+  if (rc == UNICO_OK) {
+    record_cb(&c, rk, rkl, v.p, v.len, ver);
+    rc = c.err ? c.err : judge_groups(&c, ver);
+  } else if (rc == UNICO_ENOTFOUND) {
+    rc = UNICO_OK; /* gone: it holds nothing (its claims are orphans) */
+  }
+  for (size_t i = 0; !rc && i < c.nfixes; i++) {
+    int r = uexec_fix_apply(u->x, &c.fixes[i], res);
+    if (r == UNICO_OK) (*fixed)++;
+    else if (r != UEXEC_NOT_APPLIED) rc = r;
+  }
+  fixes_free(&c);
+  pairs_free(&c);
+  json_decref(c.violations);
+  ubuf_free(&v);
+  uapi_sch_put(sc);
+  return rc == UNICO_ENOMEM ? uerr(res, rc, NULL, "out of memory") : rc;
 }

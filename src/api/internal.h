@@ -116,8 +116,54 @@ int uapi_report_conflict(const uschema *s, const utable *t, int con,
                          const uint8_t *val, size_t vlen,
                          const uint8_t *owner, size_t olen,
                          unico_result *res);
+/* The same for an owner known by its table ot and primary key owner. */
+int uapi_report_conflict_in(const utable *t, int con, const uint8_t *val,
+                            size_t vlen, const utable *ot,
+                            const uint8_t *owner, size_t olen,
+                            unico_result *res);
+/* The answers a single write gives (api/write.c), for a batch: a full
+ * limit group (claim c of t, count), a value someone else's hold
+ * reserves until expires_ms, a record that is not there, a key longer
+ * than the store takes. */
+int uapi_report_limit(const utable *t, const uclaim *c, int64_t count,
+                      unico_result *res);
+int uapi_report_held(const utable *t, const uclaim *c, int64_t expires_ms,
+                     unico_result *res);
+int uapi_not_found(const utable *t, const char *pk_json, unico_result *res);
+int uapi_check_key_sizes(unico *u, const utable *t, const uplan *p,
+                         unico_result *res);
+/* The holds a write takes over: an expired hold in the way of claim c,
+ * at its store version ver (hash: its token's), is taken over at that
+ * version, its index dropped in the same transaction (apply marks the
+ * plan's takes); drop forgets one whose hold is gone since. */
+typedef struct uapi_takeovers uapi_takeovers;
+uapi_takeovers *uapi_takeovers_new(void); /* NULL: out of memory */
+void uapi_takeovers_free(uapi_takeovers *t); /* accepts NULL */
+int uapi_takeovers_add(uapi_takeovers *t, const uclaim *c, uint64_t ver,
+                       const uint8_t hash[32], unico_result *res);
+void uapi_takeovers_drop(uapi_takeovers *t, const uclaim *c);
+int uapi_takeovers_apply(const uapi_takeovers *t, uplan *p,
+                         unico_result *res);
+/* Several writes, all or nothing (api/batch.c): unico_batch. */
+int uapi_batch(unico *u, const unico_batch_op *ops, size_t n,
+               const char *op_id, unico_result *res);
+int uapi_batch_json(unico *u, const char *json, const char *op_id,
+                    unico_result *res);
 /* "2026-11-21T10:00:00.000Z" */
 void uapi_format_time(int64_t ms, char *buf, size_t cap);
+/* A finding of check about one record: its kind ("unclaimed_value",
+ * "claim_owner_mismatch", "over_limit", ...: the names of check's report)
+ * and the key it is about (a claim's or a limit group's, else the
+ * record's). */
+typedef void (*uapi_found_fn)(void *ctx, const char *kind, const uint8_t *key,
+                              size_t klen);
+/* check.c: judge one record key as check does, with repair also fixing
+ * it as repair would (*fixed += the fixes made). */
+int uapi_check_record(unico *u, const uint8_t *rk, size_t rkl, int repair,
+                      uapi_found_fn fn, void *ctx, uint64_t *fixed,
+                      unico_result *res);
+/* watch.c: unico_watch (opts checked). */
+int uapi_watch(unico *u, const unico_watch_options *o, unico_result *res);
 int uapi_get(unico *u, const char *table, const char *pk_json,
              unico_result *res);
 int uapi_lookup(unico *u, const char *table, const char *constraint,

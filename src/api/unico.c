@@ -368,6 +368,29 @@ static void submitted_fired(uexec_watch *w, int rc, const char *msg) {
   submitted_answer((submitted *)w, rc, msg);
 }
 
+/* A refused batch keeps the op it names in res->json (unico.h). */
+static int finish_batch(unico_result *res, int rc) {
+  char *named = rc && res ? res->json : NULL;
+  if (named) res->json = NULL;
+  finish(res, rc);
+  if (named) res->json = named;
+  return rc;
+}
+
+int unico_batch(unico *u, const unico_batch_op *ops, size_t n,
+                const char *op_id, unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish_batch(res, uapi_batch(u, ops, n, op_id, res));
+}
+
+int unico_batch_json(unico *u, const char *json, const char *op_id,
+                     unico_result *res) {
+  begin(res);
+  NEED(u);
+  return finish_batch(res, uapi_batch_json(u, json, op_id, res));
+}
+
 int unico_submit(unico *u, const unico_write *w, unico_done_cb cb, void *ctx) {
   if (!w || !cb) return UNICO_EINVAL;
   submitted *c = calloc(1, sizeof *c);
@@ -458,6 +481,23 @@ static int check(unico *u, int settle, unico_result *res) {
 int unico_check(unico *u, unico_result *res) { return check(u, 1, res); }
 
 int unico_audit(unico *u, unico_result *res) { return check(u, 0, res); }
+
+int unico_watch(unico *u, const unico_watch_options *opts, unico_result *res) {
+  begin(res);
+  NEED(u);
+  if (!opts || opts->struct_version < 1 ||
+      opts->struct_version > UNICO_WATCH_OPTIONS_VERSION)
+    return finish(res, uerr(res, UNICO_EINVAL, NULL,
+                            "unico_watch: opts must start from "
+                            "UNICO_WATCH_OPTIONS_INIT"));
+  int rc = uapi_watch(u, opts, res);
+  /* The counts stay in res->json, also after an error. */
+  char *counts = res ? res->json : NULL;
+  if (res) res->json = NULL;
+  finish(res, rc);
+  if (res) res->json = counts;
+  return rc;
+}
 
 int unico_repair(unico *u, unico_result *res) {
   begin(res);

@@ -177,6 +177,13 @@ static int report_conflict(const utable *t, int con, const uint8_t *val,
   return UNICO_ECONFLICT;
 }
 
+int uapi_report_conflict_in(const utable *t, int con, const uint8_t *val,
+                            size_t vlen, const utable *ot,
+                            const uint8_t *owner, size_t olen,
+                            unico_result *res) {
+  return report_conflict(t, con, val, vlen, ot, owner, olen, res);
+}
+
 /* The owner a claim of constraint con of t names: a NAMESPACE's claim
  * names (table, pk...) and *ot is that table of s (NULL when s has none
  * of that name); any other names t's record pk. */
@@ -367,58 +374,26 @@ static int record_output(const utable *t, const ustored_record *r,
   return UNICO_OK;
 }
 
-/* The answer an outcome (encoded at p, n) gives a repeat of op_id:
- * UNICO_OK with its output in res, UNICO_EOPID when the op id was used
- * for a different request, or UNICO_ENOTFOUND when it is a marker
- * (claims protocol: a write in flight or one that died before its
- * outcome; no answer here). */
-static int outcome_answer(uexec *x, const uint8_t *p, size_t n,
-                          const char *op_id, int kind, const char *table,
-                          uint64_t fp, unico_result *res) {
-  ustored_outcome o;
-  int rc = UNICO_OK, verdict = UEXEC_MARK_IN_FORCE;
-  if (ustored_outcome_decode(p, n, &o))
-    return uerr(res, UNICO_ECORRUPT, NULL,
-                "the outcome of operation %s is corrupt", op_id);
-  int same = !strcmp(o.kind, uplan_kind_name(kind)) &&
-             !strcmp(o.table, table) && o.fingerprint == fp;
-  if (ustored_outcome_is_mark(&o) && x && !same)
-    rc = uexec_mark_judge(x, op_id, &o, &verdict, res);
-  if (rc) {
-    /* (an error judging it) */
-  } else if (ustored_outcome_is_mark(&o) &&
-             (same || verdict != UEXEC_MARK_IN_FORCE)) {
-    /* a marker: this request's (in flight, or it died: the record key's
-     * history says which), or another's whose write may still commit or
-     * died and left it (the executor takes it over, fenced): no answer */
-    rc = UNICO_ENOTFOUND;
-  } else if (strcmp(o.kind, uplan_kind_name(kind)) || strcmp(o.table, table) ||
-      o.fingerprint != fp) {
-    rc = uerr(res, UNICO_EOPID, NULL,
-              "operation id \"%s\" was already used for a different request "
-              "(%s on table %s)",
-              op_id, o.kind, o.table);
-  } else if (res) {
-    free(res->json); /* (a refused round's planned output may be there) */
-    res->json = strdup(o.output);
-    json_t *j = json_loads(o.output, 0, NULL);
-    if (j) res->version = (uint64_t)json_integer_value(json_object_get(j, "version"));
-    json_decref(j);
-    if (!res->json) rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+/* A first answer found (uexec_seen), owned by res: its text and version. */
+static int answer_into(char *answer, unico_result *res) {
+  if (!res) {
+    free(answer);
+    return UNICO_OK;
   }
-  ustored_outcome_free(&o);
-  return rc;
+  free(res->json); /* (a refused round's planned output may be there) */
+  res->json = answer;
+  json_t *j = json_loads(answer, 0, NULL);
+  if (j) res->version = (uint64_t)json_integer_value(json_object_get(j, "version"));
+  json_decref(j);
+  return UNICO_OK;
 }
 
 int uapi_outcome_find(unico *u, const char *op_id, int kind,
                       const char *table, uint64_t fp, unico_result *res) {
-  ubuf k = UBUF_INIT, v = UBUF_INIT;
-  ukey_outcome(&k, op_id);
-  int rc = uexec_read(u->x, &k, &v, NULL, res);
-  if (!rc) rc = outcome_answer(u->x, v.p, v.len, op_id, kind, table, fp, res);
-  ubuf_free(&k);
-  ubuf_free(&v);
-  return rc;
+  uexec_req q = {op_id, kind, table, fp};
+  char *answer = NULL;
+  int rc = uexec_seen(u->x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer, res);
+  return rc ? rc : answer_into(answer, res);
 }
 
 /* Read and decode a record. UNICO_ENOTFOUND if absent (or not live). */
@@ -644,42 +619,53 @@ static int report_busy(const utable *t, const uclaim *c, unico_result *res) {
   return set_detail(res, con, vs, UNICO_EBUSY);
 }
 
-/* A repeat of a write that already applied under op_id, found in the
- * history of its record key (claims protocol: the outcome is written after
- * the commit, so a failure in between leaves only this; the history
- * follows the key through later updates, deletes and inserts). rec is the
- * record as read, or NULL to read it. UNICO_OK with the output in res,
- * UNICO_EOPID when the op id was used for a different request,
- * UNICO_ENOTFOUND when the history does not hold op_id within the
- * retention period, or an error. */
-static int repeat_from_record(unico *u, const ustored_record *rec,
-                              const ubuf *rkey, int kind, const char *table,
-                              uint64_t fp, const char *op_id,
-                              unico_result *res) {
-  ubuf v = UBUF_INIT;
-  ustored_record r;
-  int rc = UNICO_OK;
-  memset(&r, 0, sizeof r);
-  if (!rec) {
-    rc = uexec_read(u->x, rkey, &v, NULL, res);
-    if (rc) goto leave;
-    if (ustored_record_decode(v.p, v.len, &r)) {
-      rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
-      goto leave;
-    }
-    rec = &r;
-  }
-  long i = ustored_hist_find(&rec->hist, op_id);
-  int64_t cutoff = uexec_now(u->x) - (int64_t)uexec_retention(u->x);
-  if (i < 0 || rec->hist.v[i].at_ms < cutoff)
-    rc = UNICO_ENOTFOUND;
-  else
-    rc = outcome_answer(NULL, rec->hist.v[i].oval, rec->hist.v[i].olen, op_id, kind,
-                        table, fp, res);
-leave:
-  ustored_record_free(&r);
-  ubuf_free(&v);
-  return rc;
+/* For a batch (api/batch.c): the expired holds it takes over, as a single
+ * write does (kept from round to round). */
+struct uapi_takeovers {
+  takeovers tk;
+};
+
+uapi_takeovers *uapi_takeovers_new(void) {
+  return calloc(1, sizeof(uapi_takeovers));
+}
+
+void uapi_takeovers_free(uapi_takeovers *t) {
+  if (t) takeovers_free(&t->tk);
+  free(t);
+}
+
+int uapi_takeovers_add(uapi_takeovers *t, const uclaim *c, uint64_t ver,
+                       const uint8_t hash[32], unico_result *res) {
+  return takeovers_add(&t->tk, c, ver, hash, res);
+}
+
+void uapi_takeovers_drop(uapi_takeovers *t, const uclaim *c) {
+  takeovers_drop(&t->tk, c);
+}
+
+int uapi_takeovers_apply(const uapi_takeovers *t, uplan *p,
+                         unico_result *res) {
+  return takeovers_apply(&t->tk, p, res);
+}
+
+/* For a batch (api/batch.c): the same answers as a single write gives. */
+int uapi_report_limit(const utable *t, const uclaim *c, int64_t count,
+                      unico_result *res) {
+  return report_limit(t, c, count, res);
+}
+
+int uapi_report_held(const utable *t, const uclaim *c, int64_t expires_ms,
+                     unico_result *res) {
+  return report_held(t, c, expires_ms, res);
+}
+
+int uapi_not_found(const utable *t, const char *pk_json, unico_result *res) {
+  return not_found(t, pk_json, res);
+}
+
+int uapi_check_key_sizes(unico *u, const utable *t, const uplan *p,
+                         unico_result *res) {
+  return check_key_sizes(u, t, p, res);
 }
 
 /* One call of uapi_write: what stays from round to round. */
@@ -774,25 +760,22 @@ static void round_free(wround *r) {
 }
 
 /* Where to look for the first answer of a repeated request. */
-enum { REPLAY_OUTCOME = 1, /* the outcome key */
-       REPLAY_HISTORY = 2  /* (outcome kept apart) the record key's history;
-                              rec: the record as read, NULL to read it */ };
+enum { REPLAY_OUTCOME = UEXEC_SEEN_OUTCOME, /* the outcome key */
+       REPLAY_HISTORY = UEXEC_SEEN_HISTORY  /* (outcome kept apart) the
+                              record key's history; rec: the record as
+                              read, NULL to read it */ };
 
 /* The first answer of this request under the caller's op id, if it ran
- * before: UNICO_OK (res filled), UNICO_EOPID, an error, or
- * UNICO_ENOTFOUND (not a repeat, as far as these places tell). */
+ * before (the executor says: uexec_seen): UNICO_OK (res filled),
+ * UNICO_EOPID, an error, or UNICO_ENOTFOUND (not a repeat, as far as
+ * these places tell). */
 static int replay(wcall *w, wround *r, int where, const ustored_record *rec,
                   const ubuf *rkey, unico_result *res) {
-  int rc = UNICO_ENOTFOUND;
-  if (!w->rq->op_id) return rc;
-  if (where & REPLAY_OUTCOME)
-    rc = uapi_outcome_find(w->u, w->op_id, w->rq->kind, r->t->name, r->fp,
-                           res);
-  if (rc == UNICO_ENOTFOUND && (where & REPLAY_HISTORY) &&
-      (uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART))
-    rc = repeat_from_record(w->u, rec, rkey, w->rq->kind, r->t->name, r->fp,
-                            w->op_id, res);
-  return rc;
+  if (!w->rq->op_id) return UNICO_ENOTFOUND;
+  uexec_req q = {w->op_id, w->rq->kind, r->t->name, r->fp};
+  char *answer = NULL;
+  int rc = uexec_seen(w->u->x, &q, where, rec, rkey, &answer, res);
+  return rc ? rc : answer_into(answer, res);
 }
 
 /* The table, the primary key and (insert) the new body. */
@@ -889,15 +872,14 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
                                                             : rq->if_version;
   int refused = rc == UNICO_ENOTFOUND ||
                 (rc == UNICO_OK && rq->if_version && r->old.version != want);
-  /* A repeat of a write applied? Its outcome says, or the history of the
-   * record key. */
-  int carries = rc == UNICO_OK && rq->op_id &&
-                ((r->old.op_id && !strcmp(r->old.op_id, rq->op_id)) ||
-                 ustored_hist_find(&r->old.hist, rq->op_id) >= 0);
-  if (refused || carries) {
-    int orc = replay(w, r,
-                     (r->outcome_later ? REPLAY_OUTCOME : 0) | REPLAY_HISTORY,
-                     rc == UNICO_OK ? &r->old : NULL, &r->rkey, res);
+  /* A repeat of a write applied? A refusal a repeat could explain, or a
+   * record that names the op id (the executor looks: its outcome, or the
+   * history of the record key). */
+  if (refused || rc == UNICO_OK) {
+    int where = (r->outcome_later ? REPLAY_OUTCOME : 0) | REPLAY_HISTORY |
+                (refused ? 0 : UEXEC_SEEN_IF_NAMED);
+    int orc = replay(w, r, where, rc == UNICO_OK ? &r->old : NULL, &r->rkey,
+                     res);
     if (orc != UNICO_ENOTFOUND) {
       r->answered = orc == UNICO_OK;
       return orc;

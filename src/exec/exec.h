@@ -51,9 +51,11 @@ enum uexec_refusal {
   UREFUSED_GONE,        /* the hold a claim takes over (see claim) is gone
                            since (released, or expired and swept): plan
                            again, taking the value as free */
-  UREFUSED_OP_ID        /* (claims protocol) the caller's op id is held
+  UREFUSED_OP_ID,       /* (claims protocol) the caller's op id is held
                            by another request's write (its marker, in
                            force) */
+  UREFUSED_TWICE        /* (batch) two writes of one batch take the same
+                           value (see uexec_batch_refused) */
 };
 
 typedef struct uexec_refused {
@@ -91,6 +93,40 @@ void uexec_refused_free(uexec_refused *why);
  * absent, or at version `ver` when the plan takes over a hold. */
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res);
+
+/* ------------------------------------------------------------------ */
+/* Batches (exec/batch.c): several planned writes, all or nothing. */
+
+typedef struct uexec_batch {
+  const uplan *plans; /* each planned alone, without an outcome; every
+                         plan's record key distinct, all under the schema
+                         version of plans[0] */
+  size_t n;
+  const ubuf *okey, *oval, *oidx; /* the group's outcome (NULL or empty
+                                     okey: none) */
+} uexec_batch;
+
+typedef struct uexec_batch_refused {
+  uexec_refused r; /* why, and for a claim or group: r.claim indexes
+                      plans[op].take */
+  size_t op;       /* the plan the refusal is about (record, claim,
+                      limit, twice) */
+  size_t twice;    /* UREFUSED_TWICE: the earlier plan taking the value */
+} uexec_batch_refused;
+
+void uexec_batch_refused_free(uexec_batch_refused *why);
+
+/* Apply the plans of b in one store transaction (the atomic protocol
+ * only: UNICO_EINVAL on the claims protocol). Keys are judged against the
+ * state after the whole group: a claim one plan releases and another
+ * takes is rewritten for its new owner; one that two plans take is
+ * refused (UREFUSED_TWICE); a limit group moves once, by its net change,
+ * and is full only when that change does not fit. UNICO_OK,
+ * UEXEC_NOT_APPLIED with *why (nothing written; order: twice, schema,
+ * outcome, records, claims, groups), UNICO_EINVAL when the transaction
+ * would exceed the store's limit (uexec_max_txn), or an error. */
+int uexec_apply_batch(uexec *x, const uexec_batch *b, uexec_batch_refused *why,
+                      unico_result *res);
 
 /* Read one key: UNICO_OK (val, version), UNICO_ENOTFOUND, or an error. */
 int uexec_read(uexec *x, const ubuf *key, ubuf *val, uint64_t *version,
@@ -238,6 +274,37 @@ enum {
 };
 int uexec_mark_judge(uexec *x, const char *op_id, const ustored_outcome *m,
                      int *verdict, unico_result *res);
+
+/* ------------------------------------------------------------------ */
+/* Repeats (exec/seen.c): has this op id been seen, and what was its
+ * outcome. The executor alone reads a request's first answer back. */
+
+/* What identifies a request under its op id: the kind (plan.h's
+ * UPLAN_*), the table, and the fingerprint of what it asked. */
+typedef struct uexec_req {
+  const char *op_id; /* the caller's (NULL: none, never a repeat) */
+  int kind;
+  const char *table;
+  uint64_t fp;
+} uexec_req;
+
+/* Where to look: the outcome key, and (where the protocol keeps the
+ * outcome after the commit, UEXEC_T_OUTCOME_APART; elsewhere ignored) the
+ * history of the record key, rec as read or read at rkey. */
+enum { UEXEC_SEEN_OUTCOME = 1, UEXEC_SEEN_HISTORY = 2,
+       /* only when rec (not NULL) names the op id: its last write's, or
+        * one in its history (a record the request may have written) */
+       UEXEC_SEEN_IF_NAMED = 4 };
+
+/* The first answer of request q, if it ran before: UNICO_OK with *answer
+ * (its output text, the caller frees), UNICO_EOPID (res filled) when the
+ * op id was used for a different request, UNICO_ENOTFOUND when the places
+ * looked at hold no answer (not a repeat, or one in flight: a marker), or
+ * an error. A marker of another request found under the op id is judged
+ * (uexec_mark_judge): used by a write that committed, it is UNICO_EOPID. */
+int uexec_seen(uexec *x, const uexec_req *q, int where,
+               const ustored_record *rec, const ubuf *rkey, char **answer,
+               unico_result *res);
 
 /* ------------------------------------------------------------------ */
 /* The schema key (exec/schema.c) */

@@ -11,6 +11,7 @@
 #include "keys/tuple.h"
 #include "records/flat.h"
 #include "records/record.h"
+#include "schema/predicate.h"
 #include "util/err.h"
 
 #define FMT 1 /* first element of every stored value: its format version */
@@ -69,10 +70,10 @@ int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
 /* planned writes */
 
 static const char *const kind_names[] = {"insert", "update", "delete",
-                                         "reserve"};
+                                         "reserve", "batch"};
 
 const char *uplan_kind_name(int kind) {
-  return kind >= 0 && kind <= UPLAN_RESERVE ? kind_names[kind] : "write";
+  return kind >= 0 && kind <= UPLAN_BATCH ? kind_names[kind] : "write";
 }
 
 void uplan_init(uplan *p) {
@@ -216,6 +217,26 @@ static uint64_t hash_str(uint64_t h, const char *s) {
   return ustored_hash(hash_int(h, (int64_t)n), s, n);
 }
 
+/* A WHERE's terms: column, operator and literals (none: nothing, so a
+ * table without one keeps the fingerprint it had before WHERE existed). */
+static uint64_t hash_where(uint64_t h, const upred *w) {
+  if (!w) return h;
+  h = hash_int(h, (int64_t)w->n);
+  for (size_t i = 0; i < w->n; i++) {
+    const upred_term *x = &w->t[i];
+    h = hash_int(hash_int(hash_int(h, x->col), x->op), (int64_t)x->nlit);
+    for (size_t j = 0; j < x->nlit; j++) {
+      const upred_lit *l = &x->lit[j];
+      double d = l->d;
+      int64_t bits;
+      memcpy(&bits, &d, sizeof bits);
+      h = hash_int(hash_int(h, l->kind), l->i);
+      h = hash_int(hash_str(h, l->s), bits);
+    }
+  }
+  return h;
+}
+
 uint64_t uplan_table_fingerprint(const utable *t) {
   uint64_t h = hash_str(USTORED_HASH_INIT, t->name);
   h = hash_int(h, (int64_t)t->ncols);
@@ -236,6 +257,7 @@ uint64_t uplan_table_fingerprint(const utable *t) {
     h = hash_int(h, c->norm);
     h = hash_int(h, c->limit);
     h = hash_str(h, c->ns ? c->ns : "");
+    h = hash_where(h, c->where);
   }
   return h;
 }

@@ -28,8 +28,9 @@ int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
  * nothing, or reports which condition failed. */
 
 enum { UPLAN_INSERT = 0, UPLAN_UPDATE = 1, UPLAN_DELETE = 2 };
-/* Not a record write: the kind a hold's outcome is kept under. */
-enum { UPLAN_RESERVE = 3 };
+/* Not a record write: the kind a hold's outcome is kept under, and a
+ * batch's (several writes, one outcome). */
+enum { UPLAN_RESERVE = 3, UPLAN_BATCH = 4 };
 
 typedef struct uplan {
   int kind;

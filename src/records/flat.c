@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "keys/tuple.h"
+#include "records/where.h"
 
 #include "keys/normalize.h"
 
@@ -160,6 +161,11 @@ int urec_flat_unique_value(const utable *t, const uconstraint *c,
     const urec_view *x = urec_flat_get(f, c->cols[i]);
     if (!x || x->kind == UREC_V_NULL) return UNICO_OK;
     if (i < 16) v[i] = x;
+  }
+  if (c->where) {
+    int in;
+    int rc0 = urec_where_flat(t, c, f, &in, res);
+    if (rc0 || !in) return rc0; /* outside c's WHERE: no key */
   }
   size_t mark = val->len;
   for (size_t i = 0; i < c->ncols; i++) {

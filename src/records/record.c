@@ -1,6 +1,7 @@
 /* record.c - JSON records against their table; typed key elements. */
 #include "records/record.h"
 #include "records/flat.h"
+#include "records/where.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -328,6 +329,11 @@ int urec_unique_value(const utable *t, const uconstraint *c, json_t *obj,
   for (size_t i = 0; i < c->ncols; i++) {
     json_t *v = json_object_get(obj, t->cols[c->cols[i]].name);
     if (!v || json_is_null(v)) return UNICO_OK;
+  }
+  if (c->where) {
+    int in;
+    int rc0 = urec_where_json(t, c, obj, &in, res);
+    if (rc0 || !in) return rc0; /* outside c's WHERE: no key */
   }
   size_t mark = val->len;
   for (size_t i = 0; i < c->ncols; i++) {

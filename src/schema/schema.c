@@ -2,12 +2,14 @@
  * schema model's lookups and destructor. Grammar and rules: docs/ddl.md. */
 #include "schema/schema.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "schema/predicate.h"
 #include "unico.h" /* UNICO_CONSTRAINT_NAME_MAX */
 
 /* Limits against hostile input (docs/ddl.md, "Limits"). */
@@ -39,7 +41,7 @@ typedef enum tkind {
   TK_IDENT,  /* unquoted identifier or keyword */
   TK_QIDENT, /* "quoted identifier" (content validated) */
   TK_NUMBER, /* starts with a digit or -digit; may be malformed ("1.5") */
-  TK_STRING, /* 'string literal': never valid in this grammar */
+  TK_STRING, /* 'string literal': a WHERE's literal */
   TK_LPAREN,
   TK_RPAREN,
   TK_COMMA,
@@ -674,11 +676,7 @@ static int parse_column(parser *p) {
 /* [NAMESPACE ident] after a UNIQUE's columns and NORMALIZE. */
 static int parse_namespace(parser *p, uconstraint *c) {
   upos at;
-  if (!is_kw(&p->cur, "namespace")) {
-    if (p->cur.kind != TK_COMMA && p->cur.kind != TK_RPAREN)
-      return expected(p, "NAMESPACE, ',' or ')'");
-    return 0;
-  }
+  if (!is_kw(&p->cur, "namespace")) return 0;
   advance(p);
   if (take_name(p, "namespace name", &c->ns, &at) < 0) return -1;
   c->ns_line = at.line;
@@ -686,9 +684,194 @@ static int parse_namespace(parser *p, uconstraint *c) {
   return 0;
 }
 
+/* --------------------------------------------------------------- WHERE */
+
+/* A string literal's text: the quotes gone, '' as one quote, valid UTF-8
+ * (lit's position is the token's). */
+static int string_lit(parser *p, upred_lit *l) {
+  const token *t = &p->cur;
+  char *s = malloc(t->len);
+  size_t n = 0;
+  if (!s) return oom(p);
+  for (size_t i = 1; i + 1 < t->len; i++) {
+    s[n++] = t->s[i];
+    if (t->s[i] == '\'') i++;
+  }
+  s[n] = 0;
+  l->kind = UPRED_L_STR;
+  l->s = s;
+  l->n = n;
+  for (size_t i = 0; i < n;) {
+    size_t k = utf8_seq((const unsigned char *)s + i, NULL);
+    if (k == 0) return fail(p, tpos(t), "the string is not valid UTF-8");
+    i += k;
+  }
+  return 0;
+}
+
+/* A number literal: -?digits (an integer) or -?digits.digits. */
+static int number_lit(parser *p, upred_lit *l) {
+  const token *t = &p->cur;
+  size_t i = t->s[0] == '-', dots = 0, digits = 0;
+  char buf[64], shown[64] = "";
+  for (size_t j = i; j < t->len; j++) {
+    if (t->s[j] == '.' && digits && j + 1 < t->len) dots++;
+    else if (is_digit((unsigned char)t->s[j])) digits++;
+    else dots = 2;
+  }
+  show_text(shown, sizeof shown, t->s, t->len);
+  if (dots > 1 || t->len >= sizeof buf)
+    return fail(p, tpos(t), "expected a number such as 42 or 1.5, found %s",
+                shown);
+  memcpy(buf, t->s, t->len);
+  buf[t->len] = 0;
+  errno = 0;
+  if (dots) {
+    l->kind = UPRED_L_REAL;
+    l->d = strtod(buf, NULL);
+  } else {
+    l->kind = UPRED_L_INT;
+    l->i = strtoll(buf, NULL, 10);
+  }
+  if (errno == ERANGE)
+    return fail(p, tpos(t), "the number %s is out of range", shown);
+  return 0;
+}
+
+/* One literal into l: 'text', a number, TRUE or FALSE. */
+static int parse_lit(parser *p, upred_lit *l) {
+  l->line = p->cur.line;
+  l->col = p->cur.col;
+  if (p->cur.kind == TK_STRING) {
+    if (string_lit(p, l) < 0) return -1;
+  } else if (p->cur.kind == TK_NUMBER) {
+    if (number_lit(p, l) < 0) return -1;
+  } else if (is_kw(&p->cur, "true") || is_kw(&p->cur, "false")) {
+    l->kind = UPRED_L_BOOL;
+    l->i = is_kw(&p->cur, "true");
+  } else if (is_kw(&p->cur, "null")) {
+    return fail(p, tpos(&p->cur),
+                "a comparison with NULL is never true: write IS NULL or IS "
+                "NOT NULL");
+  } else {
+    return expected(p, "a literal ('text', a number, TRUE or FALSE)");
+  }
+  advance(p);
+  return 0;
+}
+
+/* Room for one more literal of x. */
+static upred_lit *new_lit(parser *p, upred_term *x) {
+  if (x->nlit == UPRED_MAX_LITS) {
+    fail(p, tpos(&p->cur), "too many literals in IN (at most %d)",
+         UPRED_MAX_LITS);
+    return NULL;
+  }
+  upred_lit *n = realloc(x->lit, (x->nlit + 1) * sizeof *n);
+  if (!n) {
+    oom(p);
+    return NULL;
+  }
+  x->lit = n;
+  memset(&n[x->nlit], 0, sizeof *n);
+  return &n[x->nlit++];
+}
+
+/* '(' lit {',' lit} ')' of an IN. */
+static int parse_in_list(parser *p, upred_term *x) {
+  if (expect_tok(p, TK_LPAREN, "'('") < 0) return -1;
+  for (;;) {
+    upred_lit *l = new_lit(p, x);
+    if (!l || parse_lit(p, l) < 0) return -1;
+    if (p->cur.kind == TK_RPAREN) break;
+    if (expect_tok(p, TK_COMMA, "',' or ')'") < 0) return -1;
+  }
+  advance(p);
+  return 0;
+}
+
+/* The operator after a term's column: IS [NOT] NULL, = lit, <> lit,
+ * IN (lits). */
+static int parse_op(parser *p, upred_term *x) {
+  const token *t = &p->cur;
+  if (is_kw(t, "is")) {
+    advance(p);
+    x->op = UPRED_IS_NULL;
+    if (is_kw(&p->cur, "not")) {
+      x->op = UPRED_NOT_NULL;
+      advance(p);
+    }
+    return expect_kw(p, "null", x->op == UPRED_IS_NULL ? "NOT or NULL" : "NULL");
+  }
+  if (is_kw(t, "in")) {
+    x->op = UPRED_IN;
+    advance(p);
+    return parse_in_list(p, x);
+  }
+  token nx = peek(p);
+  if (t->kind == TK_OTHER && t->s[0] == '=') {
+    x->op = UPRED_EQ;
+    advance(p);
+  } else if (t->kind == TK_OTHER && t->s[0] == '<' && nx.kind == TK_OTHER &&
+             nx.s[0] == '>' && nx.s == t->s + 1) {
+    x->op = UPRED_NE;
+    advance(p);
+    advance(p);
+  } else {
+    return expected(p, "IS, =, <> or IN");
+  }
+  upred_lit *l = new_lit(p, x);
+  return l ? parse_lit(p, l) : -1;
+}
+
+/* WHERE term {AND term}, WHERE already consumed, into c->where. */
+static int parse_where(parser *p, uconstraint *c) {
+  c->where = calloc(1, sizeof *c->where);
+  if (!c->where) return oom(p);
+  for (;;) {
+    upred *w = c->where;
+    if (w->n == UPRED_MAX_TERMS)
+      return fail(p, tpos(&p->cur), "too many terms in WHERE (at most %d)",
+                  UPRED_MAX_TERMS);
+    upred_term *x = &w->t[w->n++];
+    upos at;
+    x->col = -1;
+    if (take_name(p, "column name", &x->name, &at) < 0) return -1;
+    x->line = at.line;
+    x->pos = at.col;
+    if (parse_op(p, x) < 0) return -1;
+    if (!is_kw(&p->cur, "and")) break;
+    advance(p);
+  }
+  if (p->cur.kind != TK_COMMA && p->cur.kind != TK_RPAREN)
+    return expected(p, "AND, ',' or ')'");
+  return 0;
+}
+
+/* Resolve c's WHERE columns and check each literal against its column's
+ * type (the table's element list complete). */
+static int resolve_where(parser *p, uconstraint *c) {
+  utable *t = cur_table(p);
+  char msg[200];
+  for (size_t i = 0; c->where && i < c->where->n; i++) {
+    upred_term *x = &c->where->t[i];
+    upos at = {x->line, x->pos};
+    x->col = col_lookup(p, x->name);
+    if (x->col < 0)
+      return fail(p, at, "unknown column \"%s\" in WHERE of %s of table %s",
+                  x->name, kind_word(c->kind), t->name);
+    for (size_t j = 0; j < x->nlit; j++) {
+      upos lat = {x->lit[j].line, x->lit[j].col};
+      if (upred_lit_check(&t->cols[x->col], &x->lit[j], msg, sizeof msg))
+        return fail(p, lat, "%s", msg);
+    }
+  }
+  return 0;
+}
+
 /* [CONSTRAINT ident] UNIQUE '(' names ')' [NORMALIZE (exact|casefold)]
- *   [NAMESPACE ident]
- * [CONSTRAINT ident] LIMIT integer PER '(' names ')' */
+ *   [NAMESPACE ident] [WHERE predicate]
+ * [CONSTRAINT ident] LIMIT integer PER '(' names ')' [WHERE predicate] */
 static int parse_constraint(parser *p) {
   utable *t = cur_table(p);
   upos start = tpos(&p->cur);
@@ -732,11 +915,16 @@ static int parse_constraint(parser *p) {
         return expected(p, "EXACT or CASEFOLD");
       }
       advance(p);
-    } else if (p->cur.kind != TK_COMMA && p->cur.kind != TK_RPAREN &&
-               !is_kw(&p->cur, "namespace")) {
-      return expected(p, "NORMALIZE, NAMESPACE, ',' or ')'");
     }
-    return parse_namespace(p, c);
+    if (parse_namespace(p, c) < 0) return -1;
+    if (is_kw(&p->cur, "where")) {
+      advance(p);
+      return parse_where(p, c);
+    }
+    if (p->cur.kind != TK_COMMA && p->cur.kind != TK_RPAREN)
+      return expected(p, c->ns ? "WHERE, ',' or ')'"
+                               : "NORMALIZE, NAMESPACE, WHERE, ',' or ')'");
+    return 0;
   }
   if (is_kw(&p->cur, "limit")) {
     const token *n;
@@ -760,9 +948,12 @@ static int parse_constraint(parser *p) {
     }
     c->limit = v;
     advance(p);
-    if (expect_kw(p, "per", "PER") < 0 || expect_tok(p, TK_LPAREN, "'('") < 0)
+    if (expect_kw(p, "per", "PER") < 0 || expect_tok(p, TK_LPAREN, "'('") < 0 ||
+        parse_name_items(p, &pc->cols, "LIMIT") < 0)
       return -1;
-    return parse_name_items(p, &pc->cols, "LIMIT");
+    if (!is_kw(&p->cur, "where")) return 0;
+    advance(p);
+    return parse_where(p, c);
   }
   return expected(p, "UNIQUE or LIMIT");
 }
@@ -800,6 +991,7 @@ static void describe_con(const utable *t, const uconstraint *c, char *buf,
            c->kind == UCON_UNIQUE && c->norm == UNORM_CASEFOLD
                ? " NORMALIZE casefold"
                : "");
+  upred_describe(t, c->where, buf, cap);
 }
 
 /* Copy c's column indexes into out (UMAX_KEY_COLS long), ascending, so
@@ -858,20 +1050,23 @@ static int finish_table(parser *p) {
       return -1;
     c->ncols = p->pcons[i].cols.n;
     sort_cols(c, p->pcons[i].sorted);
+    if (resolve_where(p, c) < 0) return -1;
   }
   for (i = 0; i < t->ncons; i++) {
     for (j = 0; j < i; j++) {
       const uconstraint *a = &t->cons[i], *b = &t->cons[j];
       if (a->kind == UCON_UNIQUE && b->kind == UCON_UNIQUE &&
           a->norm == b->norm && a->ncols == b->ncols &&
+          upred_same(t, a->where, t, b->where) &&
           memcmp(p->pcons[i].sorted, p->pcons[j].sorted,
                  a->ncols * sizeof(int)) == 0) {
         describe_con(t, a, d1, sizeof d1);
         describe_con(t, b, d2, sizeof d2);
         return fail(p, p->pcons[i].start,
-                    "%s duplicates %s at line %d of table %s (same columns "
-                    "and normalization)",
-                    d1, d2, p->pcons[j].start.line, t->name);
+                    "%s duplicates %s at line %d of table %s (same %s)", d1,
+                    d2, p->pcons[j].start.line, t->name,
+                    a->where ? "columns, normalization and WHERE"
+                             : "columns and normalization");
       }
     }
   }
@@ -1087,6 +1282,7 @@ void uschema_free(uschema *s) {
       free(t->cons[j].name);
       free(t->cons[j].cols);
       free(t->cons[j].ns);
+      upred_free(t->cons[j].where);
     }
     free(t->cons);
   }

@@ -46,6 +46,8 @@ typedef struct uconstraint {
                      set: its claims are ("u", "", ns, value...) and name
                      their owner's table (docs/ddl.md, "NAMESPACE") */
   int ns_line, ns_col; /* where the NAMESPACE name stands in the DDL */
+  struct upred *where; /* WHERE: only records it holds for have a key of
+                          this constraint (schema/predicate.h); NULL: all */
 } uconstraint;
 
 typedef struct utable {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "plan/plan.h"
+#include "schema/predicate.h"
 #include "schema/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,6 +31,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
       abort();                                                            \
     }                                                                     \
   } while (0)
+
+/* A WHERE: terms on columns of t, each operator with its literals (IS
+ * [NOT] NULL none, = and <> one, IN one or more), strings NUL-terminated. */
+static void check_where(const utable *t, const upred *w) {
+  if (!w) return;
+  CHECK(w->n >= 1 && w->n <= UPRED_MAX_TERMS);
+  for (size_t i = 0; i < w->n; i++) {
+    const upred_term *x = &w->t[i];
+    CHECK(x->col >= 0 && (size_t)x->col < t->ncols);
+    CHECK(x->op >= UPRED_IS_NULL && x->op <= UPRED_IN);
+    if (x->op == UPRED_IS_NULL || x->op == UPRED_NOT_NULL) CHECK(x->nlit == 0);
+    else if (x->op == UPRED_IN) CHECK(x->nlit >= 1 && x->nlit <= UPRED_MAX_LITS);
+    else CHECK(x->nlit == 1);
+    for (size_t j = 0; j < x->nlit; j++)
+      if (x->lit[j].kind == UPRED_L_STR)
+        CHECK(x->lit[j].s && strlen(x->lit[j].s) == x->lit[j].n);
+  }
+}
 
 static void check_table(const uschema *s, const utable *t) {
   CHECK(t->name && t->name[0]);
@@ -59,6 +78,7 @@ static void check_table(const uschema *s, const utable *t) {
       CHECK(c->cols[j] >= 0 && (size_t)c->cols[j] < t->ncols);
     if (c->kind == UCON_LIMIT) CHECK(c->limit >= 1);
     CHECK(c->norm == UNORM_EXACT || c->norm == UNORM_CASEFOLD);
+    check_where(t, c->where);
   }
 }
 

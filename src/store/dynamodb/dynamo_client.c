@@ -22,12 +22,14 @@
 #define POOL_MAX 64             /* idle handles kept */
 #define MAX_BODY (64u << 20)    /* largest response accepted */
 #define API_VERSION "DynamoDB_20120810"
+#define STREAMS_VERSION "DynamoDBStreams_20120810"
 
 static const char *const OP_NAMES[UDDB_NOPS] = {
     "GetItem",    "TransactWriteItems", "Scan",
     "UpdateItem", "PutItem",            "DeleteItem",
     "DescribeTable", "CreateTable",     "UpdateTimeToLive",
-    "TransactGetItems"};
+    "TransactGetItems", "UpdateTable", "DescribeStream",
+    "GetShardIterator", "GetRecords"};
 
 /* Counters: one set per client and one for the process. */
 enum {
@@ -244,7 +246,9 @@ int uddb_call(uddb_client *c, int op, const char *json, size_t len, int retry,
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(amz_date, sizeof amz_date, "%Y%m%dT%H%M%SZ", &tm);
-  snprintf(target, sizeof target, API_VERSION ".%s", OP_NAMES[op]);
+  snprintf(target, sizeof target, "%s.%s",
+           op >= UDDB_DESCRIBE_STREAM ? STREAMS_VERSION : API_VERSION,
+           OP_NAMES[op]);
   usig_header sh[5] = {{"content-type", "application/x-amz-json-1.0"},
                        {"host", c->hostport},
                        {"x-amz-date", amz_date},
@@ -358,6 +362,7 @@ static void stats_of(counters *k, ustore_dynamodb_stats *out) {
   out->delete_item = v[C_OP0 + UDDB_DELETE_ITEM];
   out->table_admin = v[C_OP0 + UDDB_DESCRIBE_TABLE] +
                      v[C_OP0 + UDDB_CREATE_TABLE] +
+                     v[C_OP0 + UDDB_UPDATE_TABLE] +
                      v[C_OP0 + UDDB_UPDATE_TIME_TO_LIVE];
   out->conflicts = v[C_CONFLICTS];
   out->throttles = v[C_THROTTLES];

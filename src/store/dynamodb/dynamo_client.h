@@ -36,6 +36,12 @@ enum uddb_op {
   UDDB_CREATE_TABLE,
   UDDB_UPDATE_TIME_TO_LIVE,
   UDDB_TRANSACT_GET_ITEMS,
+  UDDB_UPDATE_TABLE,
+  /* DynamoDB Streams (streams.c): the same protocol, target prefix
+   * DynamoDBStreams_20120810 */
+  UDDB_DESCRIBE_STREAM,
+  UDDB_GET_SHARD_ITERATOR,
+  UDDB_GET_RECORDS,
   UDDB_NOPS
 };
 

@@ -45,6 +45,7 @@
 #include "store/dynamodb/dynamo_client.h"
 #include "store/dynamodb/dynamo_rows.h"
 #include "store/dynamodb/dynamodb.h"
+#include "store/dynamodb/streams.h"
 #include "keys/keyspace.h"
 #include "store/options.h"
 #include "store/store.h"
@@ -70,6 +71,9 @@ typedef struct ddb_store {
   size_t nold;              /* may still hold one of their tables) */
   pthread_mutex_t seen_lock; /* guards seen */
   struct seen_slot *seen;   /* native items as last read or written */
+  int streams;              /* streams=on: schema apply turns them on */
+  uddb_config cfg;          /* as opened (its host in host), for the */
+  char host[256];           /* Streams endpoint (streams.c) */
 } ddb_store;
 
 #define seterr ustore_seterr
@@ -1247,8 +1251,33 @@ static int check_native_key(const uddb_ntab *t, json_t *tab, ustore_err *e) {
   return UNICO_ESCHEMA;
 }
 
+/* streams=on: the DynamoDB Stream of native table t (described as tab)
+ * turned on (keys only: unico watch reads the rows again) when it is off.
+ * UNICO_OK with *changed set when it asked for it, or an error. */
+static int enable_stream(ddb_store *s, const uddb_ntab *t, json_t *tab,
+                         int *changed, ustore_err *e) {
+  json_t *spec = json_object_get(tab, "StreamSpecification");
+  *changed = 0;
+  if (!s->streams || json_is_true(json_object_get(spec, "StreamEnabled")))
+    return UNICO_OK;
+  uddb_resp r = {0};
+  char *req = dump(json_pack("{s:s,s:{s:b,s:s}}", "TableName", t->dname,
+                             "StreamSpecification", "StreamEnabled", 1,
+                             "StreamViewType", "KEYS_ONLY"));
+  if (!req) return UNICO_ENOMEM;
+  int rc = send_retry(s, UDDB_UPDATE_TABLE, "turning on a table's stream", req,
+                      0, &r, e);
+  if (rc == SENT_ANSWER)
+    rc = answer_error(s, &r, "turning on a table's stream", e);
+  *changed = rc == UNICO_OK;
+  uddb_resp_free(&r);
+  free(req);
+  return rc;
+}
+
 /* Make sure the native table of t exists with the DDL's key, and is
- * ACTIVE: created (on demand billing) when it is absent. */
+ * ACTIVE: created (on demand billing) when it is absent; with streams=on,
+ * with its stream on. */
 static int ensure_native(ddb_store *s, const uddb_ntab *t, ustore_err *e) {
   json_t *tab = NULL;
   int rc = describe_native(s, t, &tab, e);
@@ -1263,9 +1292,14 @@ static int ensure_native(ddb_store *s, const uddb_ntab *t, ustore_err *e) {
                                           i ? "RANGE" : "HASH"));
     }
     uddb_resp r = {0};
-    char *req = dump(json_pack("{s:s,s:o,s:o,s:s}", "TableName", t->dname,
-                               "AttributeDefinitions", ad, "KeySchema", ks,
-                               "BillingMode", "PAY_PER_REQUEST"));
+    json_t *ct = json_pack("{s:s,s:o,s:o,s:s}", "TableName", t->dname,
+                           "AttributeDefinitions", ad, "KeySchema", ks,
+                           "BillingMode", "PAY_PER_REQUEST");
+    if (ct && s->streams)
+      json_object_set_new(ct, "StreamSpecification",
+                          json_pack("{s:b,s:s}", "StreamEnabled", 1,
+                                    "StreamViewType", "KEYS_ONLY"));
+    char *req = dump(ct);
     if (!req) return UNICO_ENOMEM;
     rc = send_retry(s, UDDB_CREATE_TABLE, "creating a native table", req, 0,
                     &r, e);
@@ -1278,6 +1312,17 @@ static int ensure_native(ddb_store *s, const uddb_ntab *t, ustore_err *e) {
     if (rc) return rc;
   } else if (rc) {
     return rc;
+  } else {
+    int changed = 0;
+    if ((rc = check_native_key(t, tab, e)) ||
+        (rc = enable_stream(s, t, tab, &changed, e))) {
+      json_decref(tab);
+      return rc;
+    }
+    if (changed) { /* (UPDATING, then ACTIVE: described again below) */
+      json_decref(tab);
+      tab = NULL;
+    }
   }
   int64_t until = uddb_now_ms() + DDB_CREATE_WAIT_MS;
   for (;;) {
@@ -1560,6 +1605,14 @@ static int table_prefix(const char *tp, size_t *len, ustore_err *e) {
   return UNICO_OK;
 }
 
+/* The configuration s was opened with, for its Streams endpoint. */
+static void keep_config(ddb_store *s, const uddb_config *cfg) {
+  s->cfg = *cfg;
+  snprintf(s->host, sizeof s->host, "%s", cfg->host);
+  s->cfg.host = s->host;
+  s->cfg.region = uddb_client_region(s->c); /* (as the client found it) */
+}
+
 /* dynamodb[s]://HOST[:PORT]/TABLE, loc being what follows "://". */
 static int ddb_open(ustore **out, const char *loc, int tls,
                     const ustore_opts *opts, ustore_err *e) {
@@ -1623,8 +1676,11 @@ static int ddb_open(ustore **out, const char *loc, int tls,
     return UNICO_EINVAL;
   }
   if (rg) snprintf(region, sizeof region, "%s", rg);
+  static const char *const on_off[] = {"off", "on", NULL};
+  int streams = 0; /* (streams=on) */
   if ((rc = ustore_opt_long(opts, "timeout_ms", 1, 600000, &timeout_ms, e)) ||
-      (rc = ustore_opt_long(opts, "retry_ms", 0, 3600000, &retry_ms, e)))
+      (rc = ustore_opt_long(opts, "retry_ms", 0, 3600000, &retry_ms, e)) ||
+      (rc = ustore_opt_word(opts, "streams", on_off, &streams, e)))
     return rc;
   if (regional) { /* https://dynamodb.REGION.amazonaws.com, or the override */
     char found[64];
@@ -1658,8 +1714,10 @@ static int ddb_open(ustore **out, const char *loc, int tls,
   cfg.port = (unsigned)port;
   cfg.region = region[0] ? region : NULL;
   cfg.timeout_ms = timeout_ms;
+  s->streams = streams;
   rc = uddb_client_open(&s->c, &cfg, e);
   if (rc) goto leave;
+  keep_config(s, &cfg);
   rc = ensure_table(s, e);
 leave:
   if (rc) {
@@ -1675,6 +1733,27 @@ usage:
             "dynamodb:///TABLE (the Region's endpoint)",
          scheme[tls], loc);
   return UNICO_EINVAL;
+}
+
+int ustore_dynamodb_feed_open(ustore *base, const char *cursor,
+                              ustore_feed **out, ustore_err *e) {
+  ddb_store *s = (ddb_store *)base;
+  uddb_catalog *cat = NULL;
+  *out = NULL;
+  if (base->vt != &DDB_VTAB) {
+    seterr(e, "this dynamodb store handle has no change feed");
+    return UNICO_EUNSUPPORTED;
+  }
+  int rc = uddb_catalog_make(NULL, 0, s->prefix, &cat, e);
+  pthread_mutex_lock(&s->cat_lock);
+  if (!rc && uddb_catalog_keep(cat, s->cat)) rc = UNICO_ENOMEM;
+  pthread_mutex_unlock(&s->cat_lock);
+  if (rc) {
+    uddb_catalog_free(cat);
+    if (rc == UNICO_ENOMEM) seterr(e, "out of memory");
+    return rc;
+  }
+  return uddb_feed_open(s->c, &s->cfg, cat, cursor, out, e);
 }
 
 int ustore_dynamodb_open(ustore **out, const char *loc,

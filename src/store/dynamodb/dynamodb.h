@@ -19,6 +19,11 @@ int ustore_dynamodb_caps(const struct ustore_opts *opts, unsigned *caps,
 int ustore_dynamodbs_open(ustore **out, const char *loc,
                           const struct ustore_opts *opts, ustore_err *e);
 
+/* The change feed of its native tables (store/feed.h, streams.c). */
+struct ustore_feed;
+int ustore_dynamodb_feed_open(ustore *s, const char *cursor,
+                              struct ustore_feed **out, ustore_err *e);
+
 /* HTTP requests of a DynamoDB store since it was opened (s NULL: of every
  * DynamoDB client of this process): every attempt counts in `requests` and
  * in its operation's counter; `retries` counts the repeats among them;

@@ -13,6 +13,8 @@ static const ustore_scheme schemes[] = {
     {"dynamodbs://", "dynamodbs://HOST[:PORT]/TABLE"},
 };
 
+static const char *const on_off[] = {"off", "on", NULL};
+
 /* (the order of the unknown-option message) */
 static const ustore_option_desc options[] = {
     {"region", USTORE_OPT_TEXT, "(`AWS_REGION`, ...: docs/dynamodb.md)", 0, 0, 0, 0,
@@ -20,6 +22,7 @@ static const ustore_option_desc options[] = {
     {"timeout_ms", USTORE_OPT_INT, "10000", 0, 1, 600000, 0, NULL},
     {"retry_ms", USTORE_OPT_INT, "10000", 0, 0, 3600000, 0, NULL},
     {"table_prefix", USTORE_OPT_TEXT, "", 0, 0, 0, 0, NULL},
+    {"streams", USTORE_OPT_WORD, "off", 0, 0, 0, 0, on_off},
 };
 
 #ifdef UNICO_WITH_DYNAMODB
