@@ -326,7 +326,7 @@ int main(int argc, char **argv) {
       T(test_batch_limits),
       T(test_batch_json),
       T(test_batch_limit_group),
-      T(test_batch_holds),
+      T(test_batch_namespace), T(test_batch_holds),
   };
   return ucm_done(ucm_run_group("conformance", tests, NULL, NULL));
 }

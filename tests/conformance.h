@@ -251,5 +251,6 @@ void test_batch_limits(void **state);
 void test_batch_json(void **state);
 void test_batch_limit_group(void **state);
 void test_batch_holds(void **state);
+void test_batch_namespace(void **state);
 
 #endif
