@@ -233,6 +233,39 @@ def test_update_delete_async(tmp_path):
             assert d.check()["violations_total"] == 0
 
 
+def test_batch(db):
+    """batch swaps two usernames (judged after the whole group), and a
+    refused batch writes nothing and names the op refused."""
+    db.insert("users", {"id": "a", "username": "ann"})
+    db.insert("users", {"id": "b", "username": "bob"})
+    swap = [{"op": "update", "table": "users", "key": "a", "patch": {"username": "bob"}},
+            {"op": "update", "table": "users", "key": "b", "patch": {"username": "ann"}},
+            {"op": "insert", "table": "users", "record": {"id": "c", "username": "cy"}}]
+    r = db.batch(swap, op_id="swap-1")
+    assert r == {"results": [{"pk": "a", "version": 2}, {"pk": "b", "version": 2},
+                             {"pk": "c", "version": 1}]}
+    assert db.lookup("users", "users_username", "BOB")["pk"] == "a"
+    # the same batch again under its op id: the first answer, nothing
+    # written twice; another request under that op id is refused
+    assert db.batch(swap, op_id="swap-1") == r
+    assert db.get("users", "a")["version"] == 2
+    with pytest.raises(unico.OpIdReused):
+        db.batch([{"op": "delete", "table": "users", "key": "c"}], op_id="swap-1")
+    with pytest.raises(unico.Conflict) as ei:
+        db.batch([{"op": "insert", "table": "users", "record": {"id": "d", "username": "dee"}},
+                  {"op": "update", "table": "users", "key": "c", "patch": {"username": "ANN"}}])
+    e = ei.value
+    assert (e.index, e.op, e.table, e.owner, e.constraint) == (1, "update", "users", "b",
+                                                               "users_username")
+    with pytest.raises(unico.NotFound):
+        db.get("users", "d")
+    assert db.get("users", "c")["record"]["username"] == "cy"
+    with pytest.raises(unico.InvalidInput) as ei:
+        db.batch([{"op": "upsert", "table": "users"}])
+    assert ei.value.index is None or ei.value.index == 0
+    assert db.check()["violations_total"] == 0
+
+
 def test_gil_released_during_a_call(monkeypatch):
     """A call blocked in C (open on a DynamoDB endpoint that accepts and
     never answers, 1.5 s timeout) lets another Python thread run all the

@@ -239,6 +239,7 @@ _sig = {
     "unico_reserve": [_U, _S, _S, _S, ctypes.c_uint64, _S, _R],
     "unico_release_hold": [_U, _S, _R],
     "unico_check": [_U, _R],
+    "unico_batch_json": [_U, _S, _S, _R],
     "unico_submit": [_U, ctypes.POINTER(_Write), _DONE, ctypes.c_void_p],
     "unico_errname": [ctypes.c_int],
     "unico_strerror": [ctypes.c_int],
@@ -499,6 +500,37 @@ class Database:
     def release(self, token):
         """Give up a hold before it expires."""
         return self._call(_lib.unico_release_hold, _b(token))
+
+    def batch(self, ops, op_id=None):
+        """Write several records all or nothing (``unico_batch``): ``ops`` is
+        a list of dicts, ``{"op": "insert", "table": T, "record": {...}}``,
+        ``{"op": "update", "table": T, "key": K, "patch": {...},
+        "if_version": N}`` (``if_version`` optional), ``{"op": "delete",
+        "table": T, "key": K}``. Unique values are judged against the state
+        after the whole batch, so two records may swap their values. Returns
+        ``{"results": [{"pk": ..., "version": N}, ...]}``, one per op. On a
+        refusal nothing is written and the exception is the one the single
+        write would raise, with ``.index`` (from 0), ``.op`` and ``.table``
+        naming the op refused (None when no single op is to blame)."""
+        if self._h is None:
+            raise ValueError("unico: the database is closed")
+        res = _Result()
+        rc = _lib.unico_batch_json(self._h, _j(list(ops)), _b(op_id), ctypes.byref(res))
+        try:
+            if rc:
+                e = _error(rc, res)
+                body = _text(res.json)
+                try:
+                    rep = _json.loads(body) if body else None
+                except ValueError:
+                    rep = None
+                rep = rep if isinstance(rep, dict) else {}
+                e.index, e.op, e.table = rep.get("index"), rep.get("op"), rep.get("table")
+                raise e
+            body = _text(res.json)
+            return _json.loads(body) if body else {}
+        finally:
+            _lib.unico_result_clear(ctypes.byref(res))
 
     def check(self):
         """Verify records and claims agree; the report, or :class:`Corrupt`
