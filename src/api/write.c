@@ -1465,14 +1465,20 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
   } else if (rc == UNICO_OK) {
     /* "constraint":NAME,"value":VALUE,"table":OWNER'S TABLE (vs: the
      * value's compact JSON) */
-    char *cs = json_text_of(c->name), *ts = json_text_of(ot->name);
+    char *cs = json_text_of(c->name), tb[128], *th = NULL;
+    const char *ts = tb; /* (a plain name on the stack: no allocation) */
+    size_t tl = strlen(ot->name);
+    if (tl + 3 <= sizeof tb && urec_json_plain(ot->name, tl))
+      snprintf(tb, sizeof tb, "\"%s\"", ot->name);
+    else
+      ts = th = json_text_of(ot->name);
     size_t xn = (cs ? strlen(cs) : 0) + (vs ? strlen(vs) : 4) +
                 (ts ? strlen(ts) : 0) + 48;
     char *extra = cs && ts ? malloc(xn) : NULL;
     if (extra)
       snprintf(extra, xn, "\"constraint\":%s,\"value\":%s,\"table\":%s", cs,
                vs ? vs : "null", ts);
-    free(ts);
+    free(th);
     rc = extra ? record_output(ot, &r, extra, res)
                : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     free(cs);
