@@ -317,6 +317,28 @@ int unico_check(unico *u, unico_result *res);
  * audit with read-only permissions). */
 int unico_audit(unico *u, unico_result *res);
 
+/* How far unico_check_since has gone: keys whose write time it read, and
+ * how many of them, written after the time asked, it has audited. */
+typedef void (*unico_progress_fn)(void *ctx, uint64_t scanned,
+                                  uint64_t audited);
+
+/* unico_check for what was written after since_ms (ms since the epoch, by
+ * the writers' own clocks: Cassandra's WRITETIME, docs/cassandra.md,
+ * "check --since"). Reads the key and write times of every row and claim
+ * (no values), then judges each record written after since_ms as check
+ * judges a record (each unique value claimed by it, each limit group it
+ * counts in within its limit) and each claim written after it (its owner
+ * live and holding the value). Settles and writes nothing. progress (may
+ * be NULL) is called from the calling thread every 5000 keys read, every
+ * 1000 audited and at the end. res->json: {"ok","since_ms",
+ * "keys_scanned","records_audited","claims_audited","unclaimed_values",
+ * "violations_total","violations":[{"kind","key","record"},...]} (at
+ * most 100 listed), also with UNICO_ECORRUPT, returned when there are
+ * violations. UNICO_EUNSUPPORTED on a store that keeps no write times
+ * (lmdb, DynamoDB). */
+int unico_check_since(unico *u, int64_t since_ms, unico_progress_fn progress,
+                      void *ctx, unico_result *res);
+
 /* Repair what check finds that can be repaired safely: remove orphan
  * claims (their owner is gone or no longer holds the value), stale claims
  * (a record lists them, its values do not need them), expired holds and

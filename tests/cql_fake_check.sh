@@ -11,7 +11,8 @@
 # delete IF ver / IF EXISTS, serial select, paging over 25 rows by 10,
 # Unprepared for an unknown id, Cassandra's error texts, auth, a bad protocol
 # version, a malformed frame, pipelining with out-of-order answers, the
-# unavailable / timeout / drop / unprepared faults, and the stats file.
+# unavailable / timeout / drop / unprepared faults, the stats file, and
+# WRITETIME (the capture ttl_insert's facts).
 # Exits non-zero on any mismatch. The servers are stopped by pid on exit.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -433,6 +434,35 @@ for scen in ("typed_ddl", "typed_lwt_insert", "typed_lwt_update", "typed_lwt_del
         expect(f, want_op, resp["body_hex"], "typed %s seq %d: %s" % (scen, j["seq"], qtext[:90]))
         replayed += 1
 check(replayed >= 15, "typed requests replayed", str(replayed))
+
+# -- WRITETIME (check --since): the capture ttl_insert.jsonl's facts ----------
+# a conditional write's cells carry the Paxos ballot's time (whole ms, not the
+# client's default timestamp); a plain write's, the client's default timestamp;
+# the column is named writetime(c), bigint; none on a key column; and a WHERE on
+# writetime() is refused
+w = Client("main"); w.startup()
+w.query('CREATE TABLE IF NOT EXISTS "unico_test"."wt" (k blob PRIMARY KEY, v blob, n bigint)')
+t0 = int(time.time() * 1e6)
+w.query('INSERT INTO "unico_test"."wt" (k, v) VALUES (?, ?) IF NOT EXISTS', values=[b"a", b"x"],
+        serial=SERIAL, ts=1795290202464651)
+w.query('INSERT INTO "unico_test"."wt" (k, v) VALUES (?, ?)', values=[b"b", b"y"],
+        ts=1234567890123456)
+f = w.query('SELECT k, writetime(v), writetime(n) FROM "unico_test"."wt"', page=100)
+fl, names, rs, _ = rows(f)
+got = {r[0]: (None if r[1] is None else struct.unpack(">q", r[1])[0], r[2]) for r in rs}
+check(names == ["k", "writetime(v)", "writetime(n)"], "writetime column names", repr(names))
+check(f[4][4:].find(sstr("writetime(v)") + s16(0x0002)) > 0, "writetime() is bigint")
+a = got.get(b"a", (None, None))[0]
+check(a is not None and a % 1000 == 0 and a >= t0 - 1000 and a != 1795290202464651,
+      "an LWT's write time: the ballot's, whole ms", repr(a))
+check(got.get(b"b") == (1234567890123456, None),
+      "a plain write's write time: the client's default timestamp; a null cell none",
+      repr(got.get(b"b")))
+f = w.query('SELECT writetime(k) FROM "unico_test"."wt"')
+check(f and f[3] == ERROR and b"Cannot use selection function writeTime on PRIMARY KEY part k"
+      in f[4], "writetime() of a key column refused", repr(f and f[4]))
+f = w.query('SELECT k FROM "unico_test"."wt" WHERE writetime(v) > 0')
+check(f and f[3] == ERROR, "a WHERE on writetime() refused", repr(f and f[4]))
 
 if fails:
     print("%d check(s) failed" % len(fails))

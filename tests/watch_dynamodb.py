@@ -25,7 +25,9 @@ Steps:
      email written by awscli is counted in /metrics
      (unico_drift_total{table="users",kind="unclaimed_value"} 1) within 5 s,
      a unico insert through the HTTP API is not; SIGTERM: exit 0, its
-     checkpoint moved on.
+     checkpoint moved on;
+  6  check --since (Cassandra's write times) is refused here: unsupported,
+     exit 1, saying the store keeps no write times.
 Every failed expectation is printed; the exit code is 1 if any failed.
 """
 import json
@@ -311,6 +313,18 @@ def step5_serve_watch():
     expect(open(cp2).read() != before, "serve's checkpoint moved on")
 
 
+def step6_since_refused():
+    """check --since needs write times, which DynamoDB items do not carry:
+    refused (unsupported, exit 1) saying so, nothing read."""
+    global step
+    step = "check --since refused"
+    rc, out, err = unico("check", "--since", "2026-11-29T03:00:00Z")
+    j = json.loads(out or "{}")
+    expect(rc == 1 and j.get("error") == "unsupported" and
+           "dynamodb store keeps no write times" in err,
+           "check --since on DynamoDB: rc %d %s %s" % (rc, out, err))
+
+
 def main():
     global step
     try:
@@ -327,6 +341,7 @@ def main():
         step3_other_writes(w)
         step4_restart_repair()
         step5_serve_watch()
+        step6_since_refused()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     if failures:

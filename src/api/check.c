@@ -1114,3 +1114,33 @@ int uapi_check_record(unico *u, const uint8_t *rk, size_t rkl, int repair,
   uapi_sch_put(sc);
   return rc == UNICO_ENOMEM ? uerr(res, rc, NULL, "out of memory") : rc;
 }
+
+/* Judge claim key ck as check judges each claim (its owner live and
+ * holding the value; key by key an orphan is the protocol's, counted,
+ * not found), each finding handed to fn. UNICO_OK (also when the claim
+ * is gone), or an error. Writes nothing. */
+int uapi_check_claim(unico *u, const uint8_t *ck, size_t ckl, uapi_found_fn fn,
+                     void *ctx, unico_result *res) {
+  usch *sc = NULL;
+  chk c;
+  ubuf k = {(uint8_t *)ck, ckl, ckl, 0}, v = UBUF_INIT;
+  uint64_t ver = 0;
+  int rc = uapi_sch_load(u, &sc, res);
+  if (rc) return rc;
+  chk_init(&c, u, sc, 0, res);
+  c.found = fn;
+  c.found_ctx = ctx;
+  c.violations = json_array();
+  rc = c.violations ? uexec_read(u->x, &k, &v, &ver, res) : UNICO_ENOMEM;
+  if (rc == UNICO_OK) {
+    claim_cb(&c, ck, ckl, v.p, v.len, ver);
+    rc = c.err;
+  } else if (rc == UNICO_ENOTFOUND) {
+    rc = UNICO_OK;
+  }
+  pairs_free(&c);
+  json_decref(c.violations);
+  ubuf_free(&v);
+  uapi_sch_put(sc);
+  return rc == UNICO_ENOMEM ? uerr(res, rc, NULL, "out of memory") : rc;
+}

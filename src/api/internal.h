@@ -162,6 +162,12 @@ typedef void (*uapi_found_fn)(void *ctx, const char *kind, const uint8_t *key,
 int uapi_check_record(unico *u, const uint8_t *rk, size_t rkl, int repair,
                       uapi_found_fn fn, void *ctx, uint64_t *fixed,
                       unico_result *res);
+/* check.c: judge one claim key as check does (writes nothing). */
+int uapi_check_claim(unico *u, const uint8_t *ck, size_t ckl, uapi_found_fn fn,
+                     void *ctx, unico_result *res);
+/* since.c: check --since (unico_check_since; the time checked). */
+int uapi_check_since(unico *u, int64_t since_ms, unico_progress_fn progress,
+                     void *ctx, unico_result *res);
 /* watch.c: unico_watch (opts checked). */
 int uapi_watch(unico *u, const unico_watch_options *o, unico_result *res);
 int uapi_get(unico *u, const char *table, const char *pk_json,

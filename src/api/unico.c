@@ -482,6 +482,19 @@ int unico_check(unico *u, unico_result *res) { return check(u, 1, res); }
 
 int unico_audit(unico *u, unico_result *res) { return check(u, 0, res); }
 
+int unico_check_since(unico *u, int64_t since_ms, unico_progress_fn progress,
+                      void *ctx, unico_result *res) {
+  begin(res);
+  NEED(u);
+  int rc = uapi_check_since(u, since_ms, progress, ctx, res);
+  /* The report stays in res->json when violations were found. */
+  char *report = res ? res->json : NULL;
+  if (res) res->json = NULL;
+  finish(res, rc);
+  if (report) res->json = report;
+  return rc;
+}
+
 int unico_watch(unico *u, const unico_watch_options *opts, unico_result *res) {
   begin(res);
   NEED(u);

@@ -124,6 +124,19 @@ int uexec_scan(uexec *x, const ubuf *prefix, uexec_scan_cb cb, void *ctx,
   return rc;
 }
 
+int uexec_written(uexec *x, uexec_written_cb cb, void *ctx,
+                  unico_result *res) {
+  ustore_err e = {{0}};
+  if (!x->st->vt->written)
+    return uerr(res, UNICO_EUNSUPPORTED, NULL,
+                "the %s store keeps no write times, so check --since cannot "
+                "tell recent rows from old ones: run check without --since",
+                x->st->vt->name);
+  int rc = x->st->vt->written(x->st, cb, ctx, &e);
+  if (rc < 0) return uexec_store_err(res, rc, "reading write times", &e);
+  return rc;
+}
+
 /* Count a write; every SWEEP_EVERY-th runs a sweep. */
 void uexec_count_write(uexec *x) {
   if ((atomic_fetch_add(&x->writes, 1) + 1) % SWEEP_EVERY == 0)

@@ -139,6 +139,12 @@ typedef ustore_scan_cb uexec_scan_cb;
 int uexec_scan(uexec *x, const ubuf *prefix, uexec_scan_cb cb, void *ctx,
                unico_result *res);
 
+/* check --since: every key with its write time (store.h's written():
+ * microseconds since the epoch by the writer's clock, 0 none), in no
+ * order. UNICO_EUNSUPPORTED (res says so) on a store that keeps none. */
+typedef ustore_written_cb uexec_written_cb;
+int uexec_written(uexec *x, uexec_written_cb cb, void *ctx, unico_result *res);
+
 /* The same, starting strictly after key `after` (NULL: from the start). */
 int uexec_scan_after(uexec *x, const ubuf *prefix, const ubuf *after,
                      uexec_scan_cb cb, void *ctx, unico_result *res);

@@ -103,6 +103,12 @@ typedef int (*ustore_scan_cb)(void *ctx, const uint8_t *key, size_t klen,
                               const uint8_t *val, size_t vlen,
                               uint64_t version);
 
+/* Called for each key a written() scan reads, with the time it was last
+ * written in microseconds since the epoch, by the writer's clock (0: none
+ * of its cells has one). Non-zero stops the scan (returned by it). */
+typedef int (*ustore_written_cb)(void *ctx, const uint8_t *key, size_t klen,
+                                 int64_t wt_us);
+
 #define USTORE_CAP_TXN 0x1u     /* txn() is supported */
 #define USTORE_CAP_REMOTE 0x2u  /* every call is a network round trip */
 /* Runs are reproducible: the store's clock, faults and schedule follow a
@@ -223,6 +229,13 @@ typedef struct ustore_vtab {
    * be made; nothing acknowledged is lost, the log is replayed at the
    * next open). [NULL: close(), then UNICO_OK] */
   int (*close_checked)(ustore *s, ustore_err *e);
+  /* Optional. Every key with its write time, for check --since
+   * (api/since.c): each row of the native tables (the newest write time
+   * of its declared regular columns and unico's bookkeeping columns) and
+   * each key of the store's own table; keys and times only, no values,
+   * in no order. [NULL: the store keeps no write times; the caller says
+   * UNICO_EUNSUPPORTED] */
+  int (*written)(ustore *s, ustore_written_cb cb, void *ctx, ustore_err *e);
 } ustore_vtab;
 
 /* The reasons health() gives. */

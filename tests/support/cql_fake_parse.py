@@ -221,11 +221,12 @@ class Parser:
             while True:
                 name = self.ident()
                 if self.accept_p("("):
-                    if name != "ttl":
+                    if name not in ("ttl", "writetime"):
                         raise CqlError(E_SYNTAX, "cql_fake_server does not implement "
-                                       "functions in selections but TTL(): %s"
-                                       % text[:200])
-                    name = "ttl(%s)" % self.ident()  # (Cassandra's column name)
+                                       "functions in selections but TTL() and "
+                                       "WRITETIME(): %s" % text[:200])
+                    # (Cassandra's column names: ttl(c), writetime(c))
+                    name = "%s(%s)" % (name, self.ident())
                     self.p(")")
                 st.cols.append(name)
                 if not self.accept_p(","):

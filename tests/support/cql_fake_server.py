@@ -48,7 +48,12 @@ tests/cql_fake_check.sh embeds the frames it compares with):
     DROP TABLE|KEYSPACE [IF EXISTS] name;  USE ks
     SELECT *|cols FROM [ks.]t [WHERE key = term [AND key2 = term ...]] [LIMIT n]
         (cols may be TTL(col): named ttl(col), int, the seconds the cell
-        has left or null; WHERE on the partition key alone reads the
+        has left or null; and WRITETIME(col): named writetime(col), bigint,
+        the microseconds since the epoch the cell was written at, or null:
+        a plain write's time is the client's default timestamp when the
+        request carries one (else the server's clock), a conditional
+        one's the server's clock in whole milliseconds (a Paxos ballot's,
+        as the capture ttl_insert shows); neither on a key column; WHERE on the partition key alone reads the
         whole partition in key order)
     SELECT cols FROM system_schema.keyspaces [WHERE keyspace_name = term]
     SELECT cols FROM system_schema.columns [WHERE keyspace_name = term
@@ -186,6 +191,7 @@ class Table:
         self.reorder()
         self.rows = {}  # key bytes -> {"_marker": bool, col: bytes}
         self.ttl = {}   # key bytes -> {col or "_marker": expiry (unix s)}
+        self.wt = {}    # key bytes -> {col: write time (us since the epoch)}
         self.due = []   # heap of (expiry, key)
 
     def expire(self, now):
@@ -199,6 +205,7 @@ class Table:
                 continue
             for c in [c for c, d in cells.items() if d <= now]:
                 del cells[c]
+                self.wt.get(key, {}).pop(c, None)
                 if c == "_marker":
                     row["_marker"] = False
                 else:
@@ -208,6 +215,7 @@ class Table:
             if not row.get("_marker") and len(row) - ("_marker" in row) == 0:
                 self.rows.pop(key, None)
                 self.ttl.pop(key, None)
+                self.wt.pop(key, None)
 
     def stamp(self, key, cols, ttl, now):
         """Cells cols of key just written: expiring after ttl seconds, or
@@ -250,6 +258,12 @@ class Table:
         return tuple(self.key_part(key, c) for c in self.part_cols)
 
     def cell(self, key, row, col, now=None):
+        if col.startswith("writetime("):  # WRITETIME(c): when c was written
+            c = col[10:-1]
+            w = self.wt.get(key, {}).get(c)
+            if w is None or row.get(c) is None:
+                return None
+            return struct.pack(">q", w)
         if col.startswith("ttl("):  # TTL(c): the seconds c has left, or null
             c = col[4:-1]
             exp = self.ttl.get(key, {}).get(c)
@@ -278,6 +292,13 @@ class Table:
         return items
 
     def type(self, col):
+        if col.startswith("writetime("):
+            c = col[10:-1]
+            self.type(c)
+            if c in self.pks:
+                raise invalid("Cannot use selection function writeTime on PRIMARY KEY "
+                              "part %s" % c)
+            return T_BIGINT
         if col.startswith("ttl("):
             c = col[4:-1]
             self.type(c)
@@ -903,6 +924,12 @@ class Server:
         def apply():
             row = t.rows.get(key)
             now = time.time()
+            # the write time of its cells: a Paxos ballot's (whole ms) for a
+            # conditional write, else the client's default timestamp
+            if st.lwt:
+                wt = int(now * 1000) * 1000
+            else:
+                wt = prm.timestamp if prm.timestamp is not None else int(now * 1e6)
             if st.kind == "insert":
                 row = t.rows.setdefault(key, {})
                 row["_marker"] = True
@@ -916,6 +943,7 @@ class Server:
             elif not st.cols:  # DELETE of the row
                 t.rows.pop(key, None)
                 t.ttl.pop(key, None)
+                t.wt.pop(key, None)
                 return
             for c, v in (sets if st.kind != "delete" else [(c, None) for c in st.cols]):
                 if v is UNSET:
@@ -929,10 +957,13 @@ class Server:
                     continue
                 if v is None:
                     row.pop(c, None)
+                    t.wt.get(key, {}).pop(c, None)
                 else:
                     row[c] = v
+                    t.wt.setdefault(key, {})[c] = wt
             if not row.get("_marker") and len(row) - ("_marker" in row) == 0:
                 t.rows.pop(key, None)
+                t.wt.pop(key, None)
 
         def run():
             if not st.lwt:

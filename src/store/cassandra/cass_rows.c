@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "codec/stored.h"
+#include "keys/keyspace.h"
 #include "keys/tuple.h"
 
 #define seterr ustore_seterr
@@ -634,5 +635,62 @@ leave:
   json_decref(body);
   ubuf_free(&pk);
   ubuf_free(&bare);
+  return rc;
+}
+
+char *ucass_written_cql(const ucass_ntab *nt) {
+  const utyped_tab *t = &nt->tab;
+  ubuf q = UBUF_INIT;
+  ubuf_printf(&q, "SELECT ");
+  for (size_t i = 0; i < t->npk; i++)
+    ubuf_printf(&q, "%s\"%s\"", i ? ", " : "", t->cname[t->pk[i]]);
+  for (size_t i = 0; i < t->ncol; i++)
+    if (!t->is_key[i]) ubuf_printf(&q, ", writetime(\"%s\")", t->cname[i]);
+  ubuf_printf(&q, ", writetime(unico_v), writetime(unico_state), "
+                  "writetime(unico_meta) FROM %s", nt->qname);
+  ubuf_putc(&q, 0);
+  if (!ubuf_ok(&q)) {
+    ubuf_free(&q);
+    return NULL;
+  }
+  return (char *)q.p;
+}
+
+int ucass_row_written(const ucass_ntab *nt, const ucql_rows *rows,
+                      int32_t row, ubuf *key, int64_t *wt_us, ustore_err *e) {
+  /* (by position, as ucass_written_cql names them: the key's columns,
+   * then a write time for each other column) */
+  const utyped_tab *t = &nt->tab;
+  const ucql_value *cells = &rows->cells[(size_t)row * (size_t)rows->ncols];
+  ubuf pk = UBUF_INIT;
+  char kt[200];
+  int rc = UNICO_OK;
+  *wt_us = 0;
+  for (size_t i = 0; i < t->npk && !rc; i++) {
+    const ucql_value *c = &cells[i];
+    if (c->len < 0 || key_elem(t->ctype[t->pk[i]], c, &pk)) {
+      key_text(t, rows, row, kt, sizeof kt);
+      seterr(e, "the row (%s) of the Cassandra table %s has a key unico "
+                "cannot read", kt, nt->qname);
+      rc = UNICO_ECORRUPT;
+    }
+  }
+  for (int32_t i = (int32_t)t->npk; !rc && i < rows->ncols; i++) {
+    int64_t w;
+    if (cells[i].len < 0) continue; /* (a null cell has no write time) */
+    if (ucql_cell_bigint(&cells[i], &w)) {
+      seterr(e, "a write time of %s is not a bigint", nt->qname);
+      rc = UNICO_ECORRUPT;
+    } else if (w > *wt_us) {
+      *wt_us = w;
+    }
+  }
+  ubuf_reset(key);
+  if (!rc) ukey_record(key, t->name, pk.p, pk.len);
+  if (!rc && !ubuf_ok(key)) {
+    seterr(e, "out of memory");
+    rc = UNICO_ENOMEM;
+  }
+  ubuf_free(&pk);
   return rc;
 }

@@ -116,4 +116,14 @@ int ucass_row_static_only(const ucass_ntab *nt, const ucql_rows *rows,
 int ucass_row_record(const ucass_ntab *t, const ucql_rows *rows, int32_t row,
                      ubuf *key, ubuf *val, uint64_t *ver, ustore_err *e);
 
+/* check --since (cassandra.c's written()): the SELECT of every row's key
+ * and the write times of its other columns (WRITETIME: a key column has
+ * none), as malloc'd text, or NULL out of memory. */
+char *ucass_written_cql(const ucass_ntab *nt);
+/* Row `row` of an answer to it: its record key into key (reset first) and
+ * the newest write time of its cells (0: none has one, a row written
+ * with its key alone). UNICO_ECORRUPT for a cell unico cannot read. */
+int ucass_row_written(const ucass_ntab *nt, const ucql_rows *rows,
+                      int32_t row, ubuf *key, int64_t *wt_us, ustore_err *e);
+
 #endif

@@ -1668,11 +1668,127 @@ static void cass_close(ustore *base) {
   free(s);
 }
 
+/* check --since: one paged SELECT of cql, each page's rows handed to
+ * fn (non-zero stops, returned). */
+typedef int (*page_fn)(void *ctx, const ucql_rows *rows, ustore_err *e);
+
+static int paged_select(cass *s, const char *cql, const char *what,
+                        page_fn fn, void *ctx, ustore_err *e) {
+  uint8_t *paging = NULL;
+  size_t pl = 0;
+  int rc = UNICO_OK;
+  do {
+    ucql_conn *c = NULL;
+    if ((rc = get_conn(s, &c, e))) break;
+    ucql_call k;
+    memset(&k, 0, sizeof k);
+    k.opcode = UCQL_OP_QUERY;
+    k.cql = cql;
+    k.params.consistency = s->cl;
+    k.params.page_size = SCAN_PAGE;
+    k.params.paging_state = paging;
+    k.params.paging_len = pl;
+    count(&g_stats.round_trips, 1);
+    ucql_conn_run(c, &k, 1);
+    ucql_conn_unref(c);
+    if (k.rc) {
+      seterr(e, "%s: %s", what, k.err);
+      rc = UNICO_EUNAVAILABLE;
+    } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
+      error_rc(&k.resp, what, e);
+      rc = UNICO_EUNAVAILABLE;
+    } else if (k.resp.result_kind != UCQL_RESULT_ROWS) {
+      seterr(e, "%s: unexpected answer", what);
+      rc = UNICO_EUNAVAILABLE;
+    }
+    if (!rc) rc = fn(ctx, &k.resp.rows, e);
+    free(paging);
+    paging = NULL;
+    pl = 0;
+    const ucql_rows *rows = &k.resp.rows;
+    if (!rc && rows->has_more && rows->paging_state) {
+      if (!(paging = malloc(rows->paging_len ? rows->paging_len : 1))) {
+        seterr(e, "out of memory");
+        rc = UNICO_ENOMEM;
+      } else {
+        memcpy(paging, rows->paging_state, rows->paging_len);
+        pl = rows->paging_len;
+      }
+    }
+    ucql_calls_clear(&k, 1);
+  } while (!rc && paging);
+  free(paging);
+  return rc;
+}
+
+typedef struct written_ctx {
+  const ucass_ntab *t; /* NULL: unico's own table */
+  ustore_written_cb cb;
+  void *ctx;
+  ubuf key;
+} written_ctx;
+
+static int written_page(void *ctx, const ucql_rows *rows, ustore_err *e) {
+  written_ctx *w = ctx;
+  int rc = UNICO_OK;
+  for (int32_t r = 0; !rc && r < rows->nrows; r++) {
+    const ucql_value *cells = &rows->cells[(size_t)r * (size_t)rows->ncols];
+    int64_t wt = 0;
+    if (w->t && ucass_row_static_only(w->t, rows, r)) continue;
+    if (w->t) {
+      if ((rc = ucass_row_written(w->t, rows, r, &w->key, &wt, e))) break;
+      rc = w->cb(w->ctx, w->key.p, w->key.len, wt);
+    } else if (rows->ncols != 2 || cells[0].len < 0 ||
+               (cells[1].len >= 0 && ucql_cell_bigint(&cells[1], &wt))) {
+      seterr(e, "reading write times: a row without key or time");
+      rc = UNICO_ECORRUPT;
+    } else {
+      rc = w->cb(w->ctx, cells[0].p, (size_t)cells[0].len, wt);
+    }
+  }
+  return rc;
+}
+
+/* Every key with its write time (store.h, written): unico's own table
+ * (WRITETIME of v), then each native table (ucass_written_cql). Cassandra
+ * cannot select by write time (a WHERE on writetime() is refused), so
+ * every row's key and times are read; the values are not. */
+static int cass_written(ustore *base, ustore_written_cb cb, void *ctx,
+                        ustore_err *e) {
+  cass *s = (cass *)base;
+  char cql[300];
+  written_ctx w = {NULL, cb, ctx, UBUF_INIT};
+  const ucass_ntab **all = NULL;
+  size_t nall = 0;
+  snprintf(cql, sizeof cql, "SELECT k, writetime(v) FROM \"%s\".\"%s\"",
+           s->ks, s->table);
+  int rc = paged_select(s, cql, "reading write times", written_page, &w, e);
+  if (!rc && native_all(s, &all, &nall)) {
+    seterr(e, "out of memory");
+    rc = UNICO_ENOMEM;
+  }
+  for (size_t i = 0; !rc && i < nall; i++) {
+    char *q = ucass_written_cql(all[i]);
+    w.t = all[i];
+    if (!q) {
+      seterr(e, "out of memory");
+      rc = UNICO_ENOMEM;
+    } else {
+      rc = paged_select(s, q, "reading write times of a native table",
+                        written_page, &w, e);
+    }
+    free(q);
+  }
+  free(all);
+  ubuf_free(&w.key);
+  return rc;
+}
+
 static const ustore_vtab CASS_VTAB = {
     "cassandra", USTORE_CAP_REMOTE | USTORE_CAP_ROWS,
     cass_get, cass_cas, cass_txn, cass_scan, cass_close, CASS_MAX_KEY, 0,
     NULL, NULL, cass_cas_many, cass_post_many, cass_get_many, NULL,
-    cass_tables, NULL, NULL};
+    cass_tables, NULL, NULL, cass_written};
 
 int ustore_cassandra_caps(const struct ustore_opts *opts, unsigned *caps,
                           ustore_err *e) {

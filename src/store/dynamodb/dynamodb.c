@@ -1447,7 +1447,7 @@ static const ustore_vtab DDB_VTAB = {
     "dynamodb",
     USTORE_CAP_TXN | USTORE_CAP_REMOTE | USTORE_CAP_ROWS, ddb_get, ddb_cas,
     ddb_txn, ddb_scan, ddb_close, DDB_MAX_KEY, DDB_MAX_TXN, NULL, NULL,
-    NULL, NULL, NULL, NULL, ddb_tables, NULL, NULL};
+    NULL, NULL, NULL, NULL, ddb_tables, NULL, NULL, NULL};
 
 int ustore_dynamodb_caps(const struct ustore_opts *opts, unsigned *caps,
                          ustore_err *e) {

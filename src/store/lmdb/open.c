@@ -75,14 +75,16 @@ static void lm_close(ustore *base) {
 static const ustore_vtab lmdb_vtab = {
     "lmdb", USTORE_CAP_TXN, lm_get, lm_cas, lm_txn,
     lm_scan, lm_close, 511 /* LMDB's default MDB_MAXKEYSIZE */, 0,
-    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL, lm_health, lm_close_checked};
+    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL, lm_health, lm_close_checked,
+    NULL};
 
 /* Log mode: the same calls; writes are answered before their sync when
  * the caller defers (USTORE_CAP_DEFERS). */
 static const ustore_vtab lmdb_log_vtab = {
     "lmdb", USTORE_CAP_TXN | USTORE_CAP_DEFERS, lm_get,
     lm_cas, lm_txn, lm_scan, lm_close, 511, 0,
-    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL, lm_health, lm_close_checked};
+    NULL, NULL, NULL, NULL, NULL, lm_watch, NULL, lm_health, lm_close_checked,
+    NULL};
 
 /* Both locks of the store in mode `how` (LOCK_EX or LOCK_SH), without
  * waiting: 0, or -1 with errno (EWOULDBLOCK: another process holds one)

@@ -732,11 +732,11 @@ static void sv_close(ustore *st) {
 static const ustore_vtab sim_vtab = {
     "sim", USTORE_CAP_DETERMINISTIC, sv_get, sv_cas,
     sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now, sv_sleep, sv_cas_many,
-    sv_post_many, NULL, NULL, NULL, NULL, NULL};
+    sv_post_many, NULL, NULL, NULL, NULL, NULL, NULL};
 static const ustore_vtab sim_txn_vtab = {
     "sim", USTORE_CAP_DETERMINISTIC | USTORE_CAP_TXN,
     sv_get, sv_cas, sv_txn, sv_scan, sv_close, SIM_MAX_KEY, 0, sv_now,
-    sv_sleep, sv_cas_many, sv_post_many, NULL, NULL, NULL, NULL, NULL};
+    sv_sleep, sv_cas_many, sv_post_many, NULL, NULL, NULL, NULL, NULL, NULL};
 
 int ustore_sim_caps(const struct ustore_opts *opts, unsigned *caps,
                     ustore_err *e) {
