@@ -81,6 +81,8 @@ json_t *ucli_error_object(int rc, const char *name, int with_code,
     json_object_set_new(o, "value", json_loads(res->value, JSON_DECODE_ANY, NULL));
   if (res->owner)
     json_object_set_new(o, "owner", json_loads(res->owner, JSON_DECODE_ANY, NULL));
+  if (res->owner && res->owner_table[0])
+    json_object_set_new(o, "owner_table", ucli_json_text(res->owner_table));
   if (res->column[0])
     json_object_set_new(o, "column", ucli_json_text(res->column));
   if (rc == UNICO_EVERSION && res->version)

@@ -73,12 +73,15 @@ typedef struct unico_result {
   /* busy on a value a live hold reserves: when the hold expires, in Unix
    * milliseconds (a retry before then is refused again); else 0 */
   uint64_t retry_at_ms;
+  /* conflict: the table of the record that owns the value (another table
+   * than the write's where a NAMESPACE is shared, docs/ddl.md); else "" */
+  char owner_table[64];
 } unico_result;
 
 #define UNICO_MISSING_TABLE 1
 #define UNICO_MISSING_CONSTRAINT 2
 
-#define UNICO_RESULT_INIT {0, NULL, {0}, {0}, {0}, NULL, NULL, 0, 0, 0}
+#define UNICO_RESULT_INIT {0, NULL, {0}, {0}, {0}, NULL, NULL, 0, 0, 0, {0}}
 
 /* Free what a result holds and reset it. Accepts NULL. Cannot fail. */
 void unico_result_clear(unico_result *res);

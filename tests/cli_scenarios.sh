@@ -394,6 +394,40 @@ expect_exit 0 u check
 field ok true
 field records 4
 
+scenario "a login is unique across users and orgs (NAMESPACE)" namespace
+NSDDL="$SCRATCH/namespace.cql"
+cat > "$NSDDL" <<'DDL'
+CREATE TABLE users (id text PRIMARY KEY, login text,
+  CONSTRAINT users_login UNIQUE (login) NORMALIZE casefold NAMESPACE logins);
+CREATE TABLE orgs (id text PRIMARY KEY, name text,
+  CONSTRAINT orgs_login UNIQUE (name) NORMALIZE casefold NAMESPACE logins);
+DDL
+expect_exit 0 u schema apply "$NSDDL"
+expect_exit 0 u insert users '{"id":"u1","login":"alice"}'
+expect_exit 3 u insert orgs '{"id":"o1","name":"Alice"}'
+field constraint '"orgs_login"'
+field owner '"u1"'
+field owner_table '"users"'
+err_contains "of table users"
+expect_exit 0 u lookup orgs orgs_login ALICE
+field table '"users"'
+field pk '"u1"'
+expect_exit 0 u delete users u1
+expect_exit 0 u insert orgs '{"id":"o1","name":"Alice"}'
+expect_exit 3 u insert users '{"id":"u1","login":"alice"}'
+field owner_table '"orgs"'
+expect_exit 0 u check
+field ok true
+cat > "$NSDDL" <<'DDL'
+CREATE TABLE users (id text PRIMARY KEY, login text,
+  CONSTRAINT users_login UNIQUE (login) NORMALIZE casefold NAMESPACE logins);
+CREATE TABLE orgs (id text PRIMARY KEY, name text,
+  CONSTRAINT orgs_login UNIQUE (name) NAMESPACE logins);
+DDL
+expect_exit 1 u schema apply "$NSDDL"
+field error '"invalid"'
+err_contains "orgs.orgs_login disagrees with users.users_login (line 2, column 70): NORMALIZE exact against NORMALIZE casefold"
+
 # ------------------------------------------------------------- contract
 
 scenario "help" help

@@ -310,6 +310,8 @@ int main(int argc, char **argv) {
       T(test_holds_in_one_write), T(test_op_id_taken_before_answer),
       T(test_schema_build_filled),
       T(test_schema_retype_empty),
+      T(test_schema_build_filled), T(test_namespace),
+      T(test_namespace_build),
       T(test_schema_syntax_error),
       T(test_unknown_table),
       T(test_two_handles),
@@ -326,7 +328,7 @@ int main(int argc, char **argv) {
       T(test_batch_limits),
       T(test_batch_json),
       T(test_batch_limit_group),
-      T(test_batch_holds),
+      T(test_batch_namespace), T(test_batch_holds),
   };
   return ucm_done(ucm_run_group("conformance", tests, NULL, NULL));
 }

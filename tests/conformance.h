@@ -231,6 +231,8 @@ void test_holds_in_one_write(void **state);
 void test_op_id_taken_before_answer(void **state);
 void test_schema_build_filled(void **state);
 void test_schema_retype_empty(void **state);
+void test_namespace(void **state);
+void test_namespace_build(void **state);
 void test_schema_syntax_error(void **state);
 void test_unknown_table(void **state);
 
@@ -250,5 +252,6 @@ void test_batch_limits(void **state);
 void test_batch_json(void **state);
 void test_batch_limit_group(void **state);
 void test_batch_holds(void **state);
+void test_batch_namespace(void **state);
 
 #endif

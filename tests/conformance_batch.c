@@ -328,3 +328,49 @@ void test_batch_holds(void **state) {
   EXPECT_OWNER("users", "users_username_key", "[\"yan\"]", "\"u2\"");
   EXPECT_CHECK_OK();
 }
+
+/* A NAMESPACE in a batch: a login moved from a user to an org in one
+ * batch (judged after the whole group); two ops of two tables taking one
+ * login: refused, the second op named, the owner the first op's record of
+ * its own table; nothing written. */
+void test_batch_namespace(void **state) {
+  fx *f = *state;
+  EXPECT(UNICO_OK, unico_schema_apply(
+                       f->u,
+                       "CREATE TABLE users (id text PRIMARY KEY, login text,"
+                       " CONSTRAINT users_login UNIQUE (login) NORMALIZE "
+                       "casefold NAMESPACE logins);"
+                       "CREATE TABLE orgs (id text PRIMARY KEY, name text,"
+                       " CONSTRAINT orgs_login UNIQUE (name) NORMALIZE "
+                       "casefold NAMESPACE logins);",
+                       &f->r));
+  INS("users", "{\"id\":\"u1\",\"login\":\"acme\"}");
+  const unico_batch_op move[] = {
+      OP_UPD("users", "\"u1\"", "{\"login\":\"ann\"}", 1),
+      OP_INS("orgs", "{\"id\":\"o1\",\"name\":\"ACME\"}")};
+  if (!has_txn()) {
+    EXPECT(UNICO_EINVAL, unico_batch(f->u, move, 2, NULL, &f->r));
+    expect_refused_for_claims(f);
+    return;
+  }
+  EXPECT(UNICO_OK, unico_batch(f->u, move, 2, NULL, &f->r));
+  EXPECT_OWNER("users", "users_login", "[\"acme\"]", "\"o1\"");
+  EXPECT_FIELD(f->r.json, "table", "\"orgs\"");
+  const unico_batch_op two[] = {
+      OP_INS("users", "{\"id\":\"u2\",\"login\":\"Zed\"}"),
+      OP_INS("orgs", "{\"id\":\"o2\",\"name\":\"zed\"}")};
+  EXPECT(UNICO_ECONFLICT, unico_batch(f->u, two, 2, NULL, &f->r));
+  BATCH_CONFLICT(&f->r, "orgs_login", "[\"zed\"]", "\"u2\"");
+  EXPECT_STR(f->r.owner_table, "users");
+  expect_named(f, 1, "insert");
+  EXPECT_FREE("orgs", "orgs_login", "[\"zed\"]");
+  /* and one a record of another table owns already */
+  const unico_batch_op taken[] = {
+      OP_INS("users", "{\"id\":\"u3\",\"login\":\"bea\"}"),
+      OP_INS("users", "{\"id\":\"u4\",\"login\":\"Acme\"}")};
+  EXPECT(UNICO_ECONFLICT, unico_batch(f->u, taken, 2, NULL, &f->r));
+  BATCH_CONFLICT(&f->r, "users_login", "[\"acme\"]", "\"o1\"");
+  EXPECT_STR(f->r.owner_table, "orgs");
+  EXPECT(UNICO_ENOTFOUND, unico_get(f->u, "users", "\"u3\"", &f->r));
+  EXPECT_CHECK_OK();
+}

@@ -791,3 +791,103 @@ void test_schema_retype_empty(void **state) {
   EXPECT_FIELD(f->r.json, "schema_version", "2");
   EXPECT_CHECK_OK();
 }
+
+/* NAMESPACE: logins unique across users and orgs. */
+#define T_LOGINS                                                               \
+  "CREATE TABLE users (id text PRIMARY KEY, login text,\n"                     \
+  "  CONSTRAINT users_login UNIQUE (login) NORMALIZE casefold NAMESPACE "      \
+  "logins);\n"                                                                 \
+  "CREATE TABLE orgs (id text PRIMARY KEY, name text,\n"                       \
+  "  CONSTRAINT orgs_login UNIQUE (name) NORMALIZE casefold NAMESPACE "        \
+  "logins);\n"
+
+/* An org named Alice when a user has login alice: a conflict naming the
+ * owner's table and record; lookup from either table finds the user;
+ * once the user is gone the org takes the name, and the user table sees
+ * it taken. */
+void test_namespace(void **state) {
+  fx *f = *state;
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, T_LOGINS, &f->r));
+  INS("users", "{\"id\":\"u1\",\"login\":\"alice\"}");
+  INS("orgs", "{\"id\":\"o1\",\"name\":\"acme\"}");
+  INS_CONFLICT("orgs", "{\"id\":\"o2\",\"name\":\"Alice\"}");
+  EXPECT_CONFLICT(&f->r, "orgs_login", "[\"alice\"]", "\"u1\"");
+  EXPECT_STR(f->r.owner_table, "users");
+  EXPECT_CONTAINS(f->r.message, "of table users");
+  EXPECT(UNICO_ENOTFOUND, unico_get(f->u, "orgs", "\"o2\"", &f->r));
+  /* an update into the taken value: the same */
+  EXPECT(UNICO_ECONFLICT, unico_update(f->u, "orgs", "\"o1\"",
+                                       "{\"name\":\"ALICE\"}", 0, NULL, &f->r));
+  EXPECT_STR(f->r.owner_table, "users");
+  /* within one table the owner's table is the table's own */
+  INS_CONFLICT("users", "{\"id\":\"u2\",\"login\":\"Alice\"}");
+  EXPECT_STR(f->r.owner_table, "users");
+  INS_CONFLICT("users", "{\"id\":\"u2\",\"login\":\"Acme\"}");
+  EXPECT_CONFLICT(&f->r, "users_login", "[\"acme\"]", "\"o1\"");
+  EXPECT_STR(f->r.owner_table, "orgs");
+  EXPECT_OWNER("orgs", "orgs_login", "[\"ALICE\"]", "\"u1\"");
+  EXPECT_FIELD(f->r.json, "table", "\"users\"");
+  EXPECT_FIELD(f->r.json, "record.login", "\"alice\"");
+  EXPECT_OWNER("users", "users_login", "[\"acme\"]", "\"o1\"");
+  EXPECT_FIELD(f->r.json, "table", "\"orgs\"");
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "2");
+  /* the user goes: the org takes the name */
+  EXPECT(UNICO_OK, unico_delete(f->u, "users", "\"u1\"", 0, NULL, &f->r));
+  EXPECT_FREE("orgs", "orgs_login", "[\"alice\"]");
+  INS("orgs", "{\"id\":\"o2\",\"name\":\"Alice\"}");
+  EXPECT_OWNER("users", "users_login", "[\"alice\"]", "\"o2\"");
+  EXPECT_FIELD(f->r.json, "table", "\"orgs\"");
+  INS_CONFLICT("users", "{\"id\":\"u1\",\"login\":\"alice\"}");
+  EXPECT_STR(f->r.owner_table, "orgs");
+  /* an org renamed frees its old name for users */
+  EXPECT(UNICO_OK, unico_update(f->u, "orgs", "\"o2\"", "{\"name\":\"bob\"}",
+                                0, NULL, &f->r));
+  INS("users", "{\"id\":\"u1\",\"login\":\"alice\"}");
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "3");
+}
+
+/* A NAMESPACE added to a filled table is built from its records with the
+ * duplicate report across the tables; dropping it frees only its own
+ * table's values. */
+void test_namespace_build(void **state) {
+  fx *f = *state;
+  const char *users_only =
+      "CREATE TABLE users (id text PRIMARY KEY, login text,\n"
+      "  CONSTRAINT users_login UNIQUE (login) NORMALIZE casefold NAMESPACE "
+      "logins);\n"
+      "CREATE TABLE orgs (id text PRIMARY KEY, name text);\n";
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, users_only, &f->r));
+  INS("users", "{\"id\":\"u1\",\"login\":\"alice\"}");
+  INS("users", "{\"id\":\"u2\",\"login\":\"carol\"}");
+  INS("orgs", "{\"id\":\"o1\",\"name\":\"Alice\"}");
+  INS("orgs", "{\"id\":\"o2\",\"name\":\"bob\"}");
+  EXPECT(UNICO_ESCHEMA, unico_schema_apply(f->u, T_LOGINS, &f->r));
+  EXPECT_FIELD(f->r.json, "duplicates_total", "1");
+  json_t *d = json_at(f->r.json, "duplicates");
+  char *d0 = json_dumps(json_array_get(d, 0), JSON_COMPACT);
+  EXPECT_JSON(d0, "{\"constraint\":\"orgs_login\",\"value\":[\"alice\"],"
+                  "\"count\":2,\"records\":[{\"table\":\"users\",\"pk\":"
+                  "\"u1\"},\"o1\"]}");
+  free(d0);
+  json_decref(d);
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "2");
+  /* the duplicate gone: built; the users' claims stand */
+  EXPECT(UNICO_OK, unico_delete(f->u, "orgs", "\"o1\"", 0, NULL, &f->r));
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, T_LOGINS, &f->r));
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "3");
+  EXPECT_OWNER("users", "users_login", "[\"BOB\"]", "\"o2\"");
+  EXPECT_FIELD(f->r.json, "table", "\"orgs\"");
+  INS_CONFLICT("users", "{\"id\":\"u3\",\"login\":\"Bob\"}");
+  EXPECT_STR(f->r.owner_table, "orgs");
+  /* the orgs leave the namespace: their claims go, the users' stay */
+  EXPECT(UNICO_OK, unico_schema_apply(f->u, users_only, &f->r));
+  EXPECT_CHECK_OK();
+  EXPECT_FIELD(f->r.json, "claims", "2");
+  INS("users", "{\"id\":\"u3\",\"login\":\"Bob\"}");
+  INS_CONFLICT("users", "{\"id\":\"u4\",\"login\":\"ALICE\"}");
+  EXPECT_STR(f->r.owner_table, "users");
+}

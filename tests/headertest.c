@@ -36,7 +36,8 @@ int main(void) {
     if (sizeof r.constraint != UNICO_CONSTRAINT_NAME_MAX + 1 ||
         UNICO_CONSTRAINT_NAME_MAX != 838 || sizeof r.message != 512 ||
         sizeof r.column != 128 || r.rc != 0 || r.json || r.constraint[0] ||
-        r.value || r.owner || r.version || r.missing || r.retry_at_ms)
+        r.value || r.owner || r.version || r.missing || r.retry_at_ms ||
+        sizeof r.owner_table != 64 || r.owner_table[0])
       bad++;
   }
   /* The value initializers fill what their type reads, and nothing else. */

@@ -51,7 +51,7 @@ CREATE TABLE users (
   phone            text,
   oauth_provider   text,
   external_user_id text,
-  CONSTRAINT users_username UNIQUE (username) NORMALIZE casefold,
+  CONSTRAINT users_username UNIQUE (username) NORMALIZE casefold NAMESPACE logins,
   CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,
   UNIQUE (phone),
   UNIQUE (oauth_provider, external_user_id)
@@ -76,6 +76,12 @@ CREATE TABLE _schema (
 
 CREATE TABLE _batch (
   id text PRIMARY KEY
+);
+
+CREATE TABLE orgs (
+  id   text PRIMARY KEY,
+  name text,
+  CONSTRAINT orgs_login UNIQUE (name) NORMALIZE casefold NAMESPACE logins
 );
 
 CREATE TABLE subs (
@@ -289,7 +295,7 @@ def t_schema():
     check(r.status == 404 and r.json["error"] == "not_found", "no schema yet: 404", r)
     r = call(S, "PUT", "/v1/_schema", SCHEMA, {"Content-Type": "text/plain"})
     check(r.status == 200 and r.json["changed"] is True, "schema apply", r)
-    check(r.json["tables"] == ["users", "votes", "items", "_schema", "_batch", "subs"], "tables", r.json)
+    check(r.json["tables"] == ["users", "votes", "items", "_schema", "_batch", "orgs", "subs"], "tables", r.json)
     r = fetch(S, "PUT", "/v1/_schema", {"ddl": SCHEMA})
     check(r.status == 200 and r.json["changed"] is False, "same schema as JSON: unchanged", r)
     r = call(S, "GET", "/v1/_schema")
@@ -326,6 +332,43 @@ def t_conflict():
           "same primary key: 409 PRIMARY KEY", r)
     r = fetch(S, "GET", "/v1/users/u2")
     check(r.status == 404, "a refused insert left nothing", r)
+
+
+def t_namespace():
+    # users' usernames and orgs' names are one set of logins (NAMESPACE)
+    r = fetch(S, "POST", "/v1/orgs", {"id": "o1", "name": "ALICE"})
+    check(r.status == 409 and r.json["constraint"] == "orgs_login" and r.json["value"] == ["alice"],
+          "an org named like a user: 409 on orgs_login", r)
+    check(r.json.get("owner") == "u1" and r.json.get("owner_table") == "users",
+          "the owner is the user, in table users", r.json)
+    r = fetch(S, "GET", "/v1/orgs/by/orgs_login?v=Alice")
+    check(r.status == 200 and r.json["table"] == "users" and r.json["pk"] == "u1",
+          "lookup by the orgs' constraint finds the user and names its table", r)
+    r = fetch(S, "POST", "/v1/orgs", {"id": "o1", "name": "Acme"})
+    check(r.status == 201, "a free name: 201", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "u7", "username": "acme"})
+    check(r.status == 409 and r.json.get("owner") == "o1" and r.json.get("owner_table") == "orgs",
+          "a user named like an org: 409, owner o1 of table orgs", r)
+    r = fetch(S, "GET", "/v1/users/by/users_username?v=ACME")
+    check(r.status == 200 and r.json["table"] == "orgs" and r.json["record"] == {"id": "o1", "name": "Acme"},
+          "lookup by the users' constraint finds the org", r)
+    check(fetch(S, "DELETE", "/v1/orgs/o1").status == 200, "the org goes")
+    r = fetch(S, "GET", "/v1/users/by/users_username?v=acme")
+    check(r.status == 404, "its name is free for everyone", r)
+    # a hold taken through orgs reserves the login for users too, and is
+    # released through either table of the namespace, not another
+    r = fetch(S, "POST", "/v1/orgs/holds", {"constraint": "orgs_login", "value": "Zed", "ttl": 60})
+    check(r.status in (200, 201) and "token" in r.json, "hold a login through orgs", r)
+    tok = r.json.get("token", "")
+    r = fetch(S, "POST", "/v1/users", {"id": "u8", "username": "zed"})
+    check(r.status == 409 and r.json["error"] == "busy", "a user cannot take the held login", r)
+    r = call(S, "DELETE", "/v1/votes/holds/" + tok)
+    check(r.status == 404, "not released through a table outside the namespace", r)
+    r = call(S, "DELETE", "/v1/users/holds/" + tok)
+    check(r.status == 200 and r.json["released"] is True and r.json["table"] == "users",
+          "released through users", r)
+    r = fetch(S, "POST", "/v1/users", {"id": "u8", "username": "zed"})
+    check(r.status == 201, "then the user takes it", r)
 
 
 def t_bad_input():
@@ -1121,7 +1164,7 @@ def t_openapi():
         check(False, "%s %s -> %d does not fit docs/openapi.json: refused" % (method, path, status))
 
 
-SHARED = [t_schema, t_openapi, t_insert_get, t_conflict, t_bad_input, t_not_found, t_method_not_allowed,
+SHARED = [t_schema, t_openapi, t_insert_get, t_conflict, t_namespace, t_bad_input, t_not_found, t_method_not_allowed,
           t_versions, t_move_values, t_lookup, t_keys, t_idempotency, t_batch, t_holds, t_count_limits,
           t_head_rules, t_cross_site, t_header_whitespace, t_transfer_encoding, t_hold_retry_after,
           t_error_utf8,

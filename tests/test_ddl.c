@@ -694,7 +694,7 @@ static void test_syntax_errors(void **state) {
       {"CREATE TABLE t (a int PRIMARY KEY, UNIQUE (a) WHERE x)", ")", 1,
        "expected IS, =, <> or IN, found \")\""},
       {"CREATE TABLE t (a int PRIMARY KEY, UNIQUE (a) CHECK x)", "CHECK", 0,
-       "expected NORMALIZE, WHERE, ',' or ')', found \"CHECK\""},
+       "expected NORMALIZE, NAMESPACE, WHERE, ',' or ')', found \"CHECK\""},
       {"CREATE TABLE t (a int PRIMARY KEY, CONSTRAINT c CHECK (a))", "CHECK",
        0, "expected UNIQUE or LIMIT, found \"CHECK\""},
       {"CREATE TABLE t (a int PRIMARY KEY, CONSTRAINT 5 UNIQUE (a))", "5", 0,
@@ -1123,6 +1123,64 @@ static void test_random_garbage(void **state) {
   assert_true(oks > 0);
 }
 
+/* NAMESPACE: parsed onto the constraint with its place; constraints of
+ * one namespace agree on their columns' number and types and on
+ * NORMALIZE, one a table, or the parse fails at the later one's
+ * NAMESPACE name, naming both. */
+static void test_namespace(void **state) {
+  (void)state;
+  static const char *const users =
+      "CREATE TABLE users (id text PRIMARY KEY, login text,\n"
+      "  CONSTRAINT users_login UNIQUE (login) NORMALIZE casefold NAMESPACE "
+      "logins);\n";
+  char ddl[1024];
+  snprintf(ddl, sizeof ddl, "%sCREATE TABLE orgs (id text PRIMARY KEY, name "
+           "text, UNIQUE (name) NORMALIZE casefold NAMESPACE Logins);", users);
+  uschema *s = parse_ok(ddl);
+  const uconstraint *a = &s->tables[0].cons[0], *b = &s->tables[1].cons[0];
+  assert_string_equal(a->ns, "logins");
+  assert_string_equal(b->ns, "logins");
+  assert_int_equal(a->ns_line, 2);
+  assert_int_equal(a->ns_col, 70);
+  uschema_free(s);
+  s = parse_ok("CREATE TABLE t (k int PRIMARY KEY, a text, UNIQUE (a));");
+  assert_null(s->tables[0].cons[0].ns);
+  uschema_free(s);
+  static const struct {
+    const char *orgs, *want;
+  } cases[] = {
+      {"name text, UNIQUE (name) NAMESPACE logins",
+       "namespace logins: orgs.orgs_name_key disagrees with users.users_login "
+       "(line 2, column 70): NORMALIZE exact against NORMALIZE casefold"},
+      {"name int, UNIQUE (name) NORMALIZE casefold NAMESPACE logins",
+       "column 1 is int against text"},
+      {"name text, x text, UNIQUE (name, x) NORMALIZE casefold NAMESPACE "
+       "logins",
+       "2 columns against 1"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    snprintf(ddl, sizeof ddl, "%sCREATE TABLE orgs (id text PRIMARY KEY, %s);",
+             users, cases[i].orgs);
+    const char *at = strstr(strstr(ddl, "orgs"), "NAMESPACE") + 10;
+    expect_error(ddl, 3, (int)(at - strrchr(ddl, '\n')), cases[i].want);
+  }
+  expect_error("CREATE TABLE t (k int PRIMARY KEY, a text, b text,\n"
+               "UNIQUE (a) NAMESPACE n, UNIQUE (b) NAMESPACE n);",
+               2, 46, "one table can have one constraint in a namespace");
+  expect_error("CREATE TABLE t (k int PRIMARY KEY, a text, UNIQUE (a) "
+               "NAMESPACE);",
+               1, 64, "expected namespace name");
+  expect_error("CREATE TABLE t (k int PRIMARY KEY, a text, UNIQUE (a) x);",
+               1, 55, "expected NORMALIZE, NAMESPACE, WHERE, ',' or ')'");
+  expect_error("CREATE TABLE t (k int PRIMARY KEY, a text, UNIQUE (a) "
+               "NAMESPACE n x);",
+               1, 67, "expected WHERE, ',' or ')'");
+  uschema *w = parse_ok("CREATE TABLE t (k int PRIMARY KEY, a text, d text,"
+                        " UNIQUE (a) NAMESPACE n WHERE d IS NULL);");
+  assert_string_equal(w->tables[0].cons[0].ns, "n");
+  assert_non_null(w->tables[0].cons[0].where);
+  uschema_free(w);
+}
 
 /* ---------------------------------------------------------------- WHERE */
 
@@ -1260,7 +1318,7 @@ static void test_where_errors(void **state) {
        "UNIQUE", 1, "UNIQUE (e) WHERE d IS NULL duplicates UNIQUE (e) WHERE d "
                     "IS NULL at line 2 of table a (same columns, "
                     "normalization and WHERE)"},
-      {WT "UNIQUE (e) x)", "x)", 0, "expected NORMALIZE, WHERE, ',' or ')'"},
+      {WT "UNIQUE (e) x)", "x)", 0, "expected NORMALIZE, NAMESPACE, WHERE, ',' or ')'"},
   };
   run_error_cases(cases, sizeof cases / sizeof cases[0]);
   /* limits: terms and literals */
@@ -1309,6 +1367,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_lookups_and_free),
       cmocka_unit_test(test_every_prefix),
       cmocka_unit_test(test_random_garbage),
+      cmocka_unit_test(test_namespace),
       cmocka_unit_test(test_where_forms),
       cmocka_unit_test(test_where_errors),
   };

@@ -88,9 +88,10 @@ static const char *SCHEMA_A =
     " name text, del text,"
     " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold"
     " WHERE del IS NULL,"
-    " UNIQUE (phone));\n"
+    " CONSTRAINT users_phone_key UNIQUE (phone) NAMESPACE handles);\n"
     "CREATE TABLE subs (id text PRIMARY KEY, poll text, opt text, nick text,"
-    " st text, UNIQUE (poll, nick), LIMIT 1 PER (poll, opt));\n";
+    " st text, handle text, UNIQUE (poll, nick), LIMIT 1 PER (poll, opt),"
+    " CONSTRAINT subs_handle UNIQUE (handle) NAMESPACE handles);\n";
 /* B: A with a UNIQUE on a column that may hold duplicates already, and
  * WHEREs changed (users_email), added (subs' constraints) on filled
  * tables */
@@ -99,10 +100,12 @@ static const char *SCHEMA_B =
     " name text, del text,"
     " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold"
     " WHERE del IS NULL AND name <> 'bob',"
-    " UNIQUE (phone), CONSTRAINT users_name UNIQUE (name));\n"
+    " CONSTRAINT users_phone_key UNIQUE (phone) NAMESPACE handles,"
+    " CONSTRAINT users_name UNIQUE (name));\n"
     "CREATE TABLE subs (id text PRIMARY KEY, poll text, opt text, nick text,"
-    " st text, UNIQUE (poll, nick) WHERE st IS NOT NULL,"
-    " LIMIT 1 PER (poll, opt) WHERE st IN ('held', 'paid'));\n";
+    " st text, handle text, UNIQUE (poll, nick) WHERE st IS NOT NULL,"
+    " LIMIT 1 PER (poll, opt) WHERE st IN ('held', 'paid'),"
+    " CONSTRAINT subs_handle UNIQUE (handle) NAMESPACE handles);\n";
 
 /* ------------------------------------------------------------ histories */
 
@@ -159,6 +162,8 @@ static const char *const OPTS[] = {"A", "B"};
 static const char *const NICKS[] = {"x", "y"};
 static const char *const DELS[] = {"yes"};
 static const char *const STATES[] = {"held", "paid", "wait"};
+/* (a NAMESPACE with users' phones: "1" is one value of both tables) */
+static const char *const HANDLES[] = {"1", "h"};
 #define PICK(r, a) ((a)[tu_rng_below((r), sizeof(a) / sizeof(a)[0])])
 
 /* A field of a record or patch: absent (skip), null (patch only), or a
@@ -195,6 +200,7 @@ static void gen_body(tu_rng *r, op *o, int patch) {
     FIELD(r, o->json, "opt", OPTS, patch);
     FIELD(r, o->json, "nick", NICKS, patch);
     FIELD(r, o->json, "st", STATES, patch);
+    FIELD(r, o->json, "handle", HANDLES, patch);
   }
   strcat(o->json, "}");
 }
@@ -210,10 +216,13 @@ static void gen_value(tu_rng *r, op *o) {
       strcpy(o->con, "users_phone_key");
       snprintf(o->vals, sizeof o->vals, "[\"%s\"]", PICK(r, PHONES));
     }
-  } else {
+  } else if (tu_rng_below(r, 3)) {
     strcpy(o->con, "subs_poll_nick_key");
     snprintf(o->vals, sizeof o->vals, "[\"%s\",\"%s\"]", PICK(r, POLLS),
              PICK(r, NICKS));
+  } else {
+    strcpy(o->con, "subs_handle");
+    snprintf(o->vals, sizeof o->vals, "[\"%s\"]", PICK(r, HANDLES));
   }
 }
 
@@ -226,6 +235,7 @@ static void wants_held(op *o, const op *held) {
   const char *cols[2] = {NULL, NULL};
   if (!strcmp(held->con, "users_email")) cols[0] = "email";
   else if (!strcmp(held->con, "users_phone_key")) cols[0] = "phone";
+  else if (!strcmp(held->con, "subs_handle")) cols[0] = "handle";
   else cols[0] = "poll", cols[1] = "nick";
   for (size_t i = 0; body && vals && i < 2 && cols[i]; i++)
     json_object_set(body, cols[i], json_array_get(vals, i));
@@ -615,9 +625,10 @@ static void normalize(const unico_result *res, int rc, answer *a) {
     free(s);
     json_decref(j);
   } else if (rc == UNICO_ECONFLICT || rc == UNICO_ELIMIT) {
-    snprintf(a->text, sizeof a->text, "constraint %.200s value %.150s owner %.150s",
+    snprintf(a->text, sizeof a->text,
+             "constraint %.200s value %.150s owner %.150s %.60s",
              res->constraint, res->value ? res->value : "-",
-             res->owner ? res->owner : "-");
+             res->owner ? res->owner : "-", res->owner_table);
   } else if (rc == UNICO_EBUSY) {
     snprintf(a->text, sizeof a->text, "constraint %.200s", res->constraint);
   } else if (rc == UNICO_EVERSION) {
@@ -791,11 +802,15 @@ static int owner_holds(target *t, const char *table, const char *pk,
                        const char *con, const char *vals) {
   static const char *const COLS[][3] = {
       {"users_email", "email", NULL}, {"users_phone_key", "phone", NULL},
-      {"users_name", "name", NULL}, {"subs_poll_nick_key", "poll", "nick"}};
+      {"users_name", "name", NULL}, {"subs_poll_nick_key", "poll", "nick"},
+      {"subs_handle", "handle", NULL}};
   int which = -1;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (!strcmp(con, COLS[i][0])) which = i;
   if (which < 0) return -1;
+  /* (namespace handles: users' phones and subs' handles are one set; the
+   * owner's own column is read) */
+  if (which == 1 || which == 4) which = !strcmp(table, "subs") ? 4 : 1;
   unico_result res = UNICO_RESULT_INIT;
   int rc = unico_get(t->u, table, pk, &res);
   json_t *j = rc ? NULL : json_loads(res.json, 0, NULL);
@@ -835,11 +850,16 @@ static int owner_named_holds(target *t, const op *o, int rc,
   }
   char *pkt = j ? json_dumps(json_object_get(j, "pk"), JSON_ENCODE_ANY) : NULL;
   if (pkt) pk = pkt;
-  /* (a batch's refusal names the op's table: {"index","op","table"}) */
+  /* (a batch's refusal names the op's table: {"index","op","table"}; a
+   * namespace's owner may be in another table: owner_table, or a
+   * lookup's "table") */
   const char *table = o->table;
+  if (res->owner_table[0]) table = res->owner_table;
+  if (json_string_value(json_object_get(j, "table")))
+    table = json_string_value(json_object_get(j, "table"));
   json_t *bj = o->kind == OP_BATCH && res->json ? json_loads(res->json, 0, NULL)
                                                 : NULL;
-  if (json_string_value(json_object_get(bj, "table")))
+  if (!res->owner_table[0] && json_string_value(json_object_get(bj, "table")))
     table = json_string_value(json_object_get(bj, "table"));
   /* (a value two ops of one batch take is refused naming the first op's
    * record, which the refused batch never wrote) */
@@ -979,13 +999,17 @@ static void final_state(target *t, char *out, size_t cap) {
       {"subs", "subs_poll_nick_key", "[\"p1\",\"y\"]"},
       {"subs", "subs_poll_nick_key", "[\"p2\",\"x\"]"},
       {"subs", "subs_poll_nick_key", "[\"p2\",\"y\"]"},
+      {"subs", "subs_handle", "[\"1\"]"},
+      {"subs", "subs_handle", "[\"h\"]"},
   };
   for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
     int rc = unico_lookup(t->u, probes[i][0], probes[i][1], probes[i][2], &res);
     json_t *j = rc ? NULL : json_loads(res.json, 0, NULL);
     char *pk = j ? json_dumps(json_object_get(j, "pk"), JSON_ENCODE_ANY) : NULL;
-    ADD("lookup %s %s: %s %s\n", probes[i][1], probes[i][2],
-        rc == UNICO_EBUSY ? "busy/held" : unico_errname(rc), pk ? pk : "");
+    const char *tb = j ? json_string_value(json_object_get(j, "table")) : NULL;
+    ADD("lookup %s %s: %s %s %s\n", probes[i][1], probes[i][2],
+        rc == UNICO_EBUSY ? "busy/held" : unico_errname(rc), pk ? pk : "",
+        tb ? tb : "");
     free(pk);
     json_decref(j);
   }
@@ -1058,7 +1082,7 @@ static int check_truth(target *t, char *err, size_t cap) {
       /* each value as its constraint's WHERE admits it (SCHEMA_A, _B) */
       if (del || (sb && (!nm || !strcmp(nm, "bob")))) e = NULL;
       if (sb && !st) ni = NULL;
-      char v[4][80];
+      char v[5][80];
       int nv = 0;
       if (sb && nm) snprintf(v[nv++], sizeof v[0], "m:%s", nm);
       if (e) {
@@ -1066,7 +1090,9 @@ static int check_truth(target *t, char *err, size_t cap) {
         for (char *c = v[nv]; *c; c++) *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
         nv++;
       }
+      const char *hd = json_string_value(json_object_get(r, "handle"));
       if (ph) snprintf(v[nv++], sizeof v[0], "p:%s", ph);
+      if (hd) snprintf(v[nv++], sizeof v[0], "p:%s", hd); /* (namespace) */
       if (po && ni) snprintf(v[nv++], sizeof v[0], "n:%s/%s", po, ni);
       for (int a = 0; a < nv; a++) {
         for (size_t b = 0; b < n; b++) dup |= !strcmp(held[b], v[a]);

@@ -642,6 +642,118 @@ static void test_release_fences_holders_write(void **state) {
   unico_close(u);
 }
 
+/* A NAMESPACE's claim names its owner in another table, and the claims
+ * protocol's judge reads that table: an org's write that committed but
+ * died before its finish leaves its claim PENDING, old enough to be
+ * fenced; the org's record holds the value, so a user taking it is
+ * refused (naming the org), and lookup from the users' constraint finds
+ * the org. Read in the wrong table, the owner looks gone and the user
+ * takes the value. */
+static const char *ns_ddl =
+    "CREATE TABLE users (id text PRIMARY KEY, login text, CONSTRAINT "
+    "users_login UNIQUE (login) NORMALIZE casefold NAMESPACE logins);"
+    "CREATE TABLE orgs (id text PRIMARY KEY, name text, CONSTRAINT "
+    "orgs_login UNIQUE (name) NORMALIZE casefold NAMESPACE logins);";
+
+static void test_namespace_owner_read(void **state) {
+  (void)state;
+  assert_int_equal(tu_rmtree(dir), 0);
+  unico *u = tu_open(url, ns_ddl);
+  assert_non_null(u);
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(u, "orgs", "{\"id\":\"o1\",\"name\":\"Alice\"}",
+                         NULL, &r), &r, "insert the org");
+  unico_close(u);
+  ustore *st = NULL;
+  ustore_err e = {{0}};
+  assert_int_equal(ustore_open(&st, url, &e), UNICO_OK);
+  ubuf pre = UBUF_INIT, ck = UBUF_INIT, pv = UBUF_INIT;
+  ukey_shared_claims(&pre, "logins");
+  ustore_scanbuf b;
+  memset(&b, 0, sizeof b);
+  assert_int_equal(st->vt->scan(st, pre.p, pre.len, NULL, 0, keep_row, &b, &e),
+                   UNICO_OK);
+  assert_int_equal(b.n, 1);
+  ustored_claim cl;
+  assert_int_equal(ustored_claim_decode(b.v[0].v, b.v[0].vl, &cl), 0);
+  ubuf_put(&ck, b.v[0].k, b.v[0].kl);
+  ustored_claim_encode(&pv, UCLAIM_PENDING, cl.owner, cl.owner_len, cl.op_id,
+                       tu_wall_ms() - 3600000);
+  ustored_claim_free(&cl);
+  ustore_scanbuf_free(&b);
+  st->vt->close(st);
+  u = open_store();
+  put_raw(&u, &ck, &pv);
+  int rc = unico_insert(u, "users", "{\"id\":\"u1\",\"login\":\"alice\"}",
+                        NULL, &r);
+  if (rc != UNICO_ECONFLICT)
+    fail_msg("a user took a login whose org holds it (its claim PENDING, "
+             "its writer dead): %s (%s)", unico_errname(rc), r.message);
+  assert_string_equal(r.owner_table, "orgs");
+  assert_string_equal(r.owner, "\"o1\"");
+  expect_ok(unico_lookup(u, "users", "users_login", "[\"ALICE\"]", &r), &r,
+            "lookup");
+  assert_non_null(strstr(r.json, "\"table\":\"orgs\""));
+  expect_ok(unico_check(u, &r), &r, "check");
+  assert_non_null(strstr(r.json, "\"ok\":true"));
+  ubuf_free(&pre);
+  ubuf_free(&ck);
+  ubuf_free(&pv);
+  unico_result_clear(&r);
+  unico_close(u);
+}
+
+/* check and repair follow a NAMESPACE claim to its owner's table: a
+ * user's record removed behind unico's back leaves its login's claim an
+ * orphan, which repair removes (an org may then take the login), while
+ * the org's claim, whose owner lives, stays. On the atomic store and
+ * under the claims protocol. */
+static void test_namespace_repair(void **state) {
+  (void)state;
+  static const char *const modes[] = {"", "?txn=off"};
+  for (size_t m = 0; m < 2; m++) {
+    char murl[400];
+    snprintf(murl, sizeof murl, "lmdb:%s%s", dir, modes[m]);
+    assert_int_equal(tu_rmtree(dir), 0);
+    unico *u = tu_open(murl, ns_ddl);
+    assert_non_null(u);
+    unico_result r = UNICO_RESULT_INIT;
+    expect_ok(unico_insert(u, "users", "{\"id\":\"u1\",\"login\":\"alice\"}",
+                           NULL, &r), &r, "insert the user");
+    expect_ok(unico_insert(u, "orgs", "{\"id\":\"o1\",\"name\":\"Acme\"}",
+                           NULL, &r), &r, "insert the org");
+    unico_close(u);
+    ustore *st = NULL;
+    ustore_err e = {{0}};
+    assert_int_equal(ustore_open(&st, murl, &e), UNICO_OK);
+    ubuf pk = UBUF_INIT, rk = UBUF_INIT;
+    utup_str(&pk, "u1");
+    ukey_record(&rk, "users", pk.p, pk.len);
+    ustore_op del = ustore_op_make(rk.p, rk.len, USTORE_PRESENT, 0,
+                                   USTORE_DEL, NULL, 0);
+    assert_int_equal(st->vt->cas(st, &del, &e), UNICO_OK);
+    ubuf_free(&del.cur);
+    st->vt->close(st);
+    u = tu_open(murl, NULL);
+    assert_non_null(u);
+    expect_ok(unico_repair(u, &r), &r, "repair");
+    expect_ok(unico_check(u, &r), &r, "check after repair");
+    assert_non_null(strstr(r.json, "\"ok\":true"));
+    assert_non_null(strstr(r.json, "\"claims\":1,"));
+    expect_ok(unico_insert(u, "orgs", "{\"id\":\"o2\",\"name\":\"ALICE\"}",
+                           NULL, &r), &r, "the orphan's login is free");
+    assert_int_equal(unico_insert(u, "users",
+                                  "{\"id\":\"u2\",\"login\":\"acme\"}",
+                                  NULL, &r),
+                     UNICO_ECONFLICT);
+    assert_string_equal(r.owner_table, "orgs");
+    ubuf_free(&pk);
+    ubuf_free(&rk);
+    unico_result_clear(&r);
+    unico_close(u);
+  }
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -656,6 +768,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_fenced_key_keeps_tombstone),
       cmocka_unit_test(test_used_hold_stays_used),
       cmocka_unit_test(test_release_fences_holders_write),
+      cmocka_unit_test(test_namespace_owner_read),
+      cmocka_unit_test(test_namespace_repair),
   };
   if (tu_scratch("test_history", dir, sizeof dir)) return 1;
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);

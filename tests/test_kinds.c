@@ -18,6 +18,7 @@
 
 #include "constraint/kind.h"
 #include "keys/keyspace.h"
+#include "keys/tuple.h"
 #include "plan/plan.h"
 #include "schema/schema.h"
 
@@ -77,7 +78,7 @@ static void test_plan_keys(void **state) {
     const uconstraint *c = &t->cons[cl.v[i].con];
     const ukind_ops *kd = ukind_of(c);
     ubuf pre = UBUF_INIT;
-    kd->key_prefix(&pre, t->name, c->name);
+    kd->key_prefix(&pre, t->name, c);
     assert_int_equal(cl.v[i].voff, pre.len);
     assert_memory_equal(cl.v[i].key, pre.p, pre.len);
     assert_int_equal(cl.v[i].kind, kd->key_kind);
@@ -220,6 +221,77 @@ static void test_build(void **state) {
   uschema_free(s);
 }
 
+/* A NAMESPACE's UNIQUE files one value of two tables under one key
+ * ("u", "", ns, value...), apart from any table's claims, and the key's
+ * owner, (table, pk...), leads back to each table's record. */
+static void test_namespace_keys(void **state) {
+  (void)state;
+  uschema *s = NULL;
+  uparse_error e;
+  assert_int_equal(
+      uschema_parse("CREATE TABLE users (id text PRIMARY KEY, login text,"
+                    " UNIQUE (login) NORMALIZE casefold NAMESPACE logins);"
+                    "CREATE TABLE orgs (id text PRIMARY KEY, name text,"
+                    " UNIQUE (name) NORMALIZE casefold NAMESPACE logins,"
+                    " CONSTRAINT own UNIQUE (name));",
+                    &s, &e),
+      0);
+  json_t *u = json_pack("{s:s,s:s}", "id", "u1", "login", "Alice");
+  json_t *o = json_pack("{s:s,s:s}", "id", "o1", "name", "ALICE");
+  uclaims cu = UCLAIMS_INIT, co = UCLAIMS_INIT;
+  unico_result res = UNICO_RESULT_INIT;
+  assert_int_equal(uplan_claims(&s->tables[0], u, &cu, &res), UNICO_OK);
+  assert_int_equal(uplan_claims(&s->tables[1], o, &co, &res), UNICO_OK);
+  assert_int_equal(cu.n, 1);
+  assert_int_equal(co.n, 2);
+  /* one key for both tables' value; the org's own constraint apart */
+  assert_int_equal(cu.v[0].klen, co.v[0].klen);
+  assert_memory_equal(cu.v[0].key, co.v[0].key, cu.v[0].klen);
+  assert_true(ukey_claim_shared(cu.v[0].key, cu.v[0].klen));
+  assert_false(ukey_claim_shared(co.v[1].key, co.v[1].klen));
+  ubuf pre = UBUF_INIT;
+  ukey_shared_claims(&pre, "logins");
+  assert_int_equal(cu.v[0].voff, pre.len);
+  assert_memory_equal(cu.v[0].key, pre.p, pre.len);
+  /* owner of the namespace's claim: (table, pk); of the table's: pk */
+  ubuf pk = UBUF_INIT, rk = UBUF_INIT, back = UBUF_INIT;
+  utup_str(&pk, "o1");
+  ukey_record(&rk, "orgs", pk.p, pk.len);
+  const uint8_t *ow;
+  size_t ol;
+  assert_int_equal(ukey_claim_owner_of(co.v[0].key, co.v[0].klen, rk.p,
+                                       rk.len, &ow, &ol), 0);
+  assert_int_equal(ol, rk.len - 3);
+  assert_int_equal(ukey_claim_owner_record(&back, co.v[0].key, co.v[0].klen,
+                                           ow, ol), 0);
+  assert_int_equal(back.len, rk.len);
+  assert_memory_equal(back.p, rk.p, rk.len);
+  assert_int_equal(ukey_claim_owner_of(co.v[1].key, co.v[1].klen, rk.p,
+                                       rk.len, &ow, &ol), 0);
+  assert_int_equal(ol, pk.len);
+  assert_memory_equal(ow, pk.p, pk.len);
+  ubuf_reset(&back);
+  assert_int_equal(ukey_claim_owner_record(&back, co.v[1].key, co.v[1].klen,
+                                           ow, ol), 0);
+  assert_memory_equal(back.p, rk.p, rk.len);
+  /* the constraint a key belongs to, from the key, in each table */
+  size_t voff;
+  int con = -1;
+  assert_int_equal(uplan_claim_split(&s->tables[1], cu.v[0].key,
+                                     cu.v[0].klen, &voff, &con, NULL, 0), 0);
+  assert_int_equal(con, 0);
+  ubuf_free(&pre);
+  ubuf_free(&pk);
+  ubuf_free(&rk);
+  ubuf_free(&back);
+  uclaims_free(&cu);
+  uclaims_free(&co);
+  unico_result_clear(&res);
+  json_decref(u);
+  json_decref(o);
+  uschema_free(s);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -228,6 +300,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_unique_atomic),
       cmocka_unit_test(test_limit_atomic),
       cmocka_unit_test(test_build),
+      cmocka_unit_test(test_namespace_keys),
   };
   return ucm_done(ucm_run_group("tests", tests, NULL, NULL));
 }

@@ -87,8 +87,8 @@ def test_conflict_carries_constraint_value_owner(db):
         db.insert("users", {"id": "u2", "email": "A@EXAMPLE.com"})
     c = e.value
     assert isinstance(c, unico.Error)
-    assert (c.constraint, c.value, c.owner, c.id) == \
-        ("users_email", ["a@example.com"], "u1", "conflict")
+    assert (c.constraint, c.value, c.owner, c.owner_table, c.id) == \
+        ("users_email", ["a@example.com"], "u1", "users", "conflict")
     assert "already taken" in str(c)
     # nothing was written
     with pytest.raises(unico.NotFound):

@@ -46,7 +46,8 @@ class _Result(ctypes.Structure):
                 ("owner", ctypes.c_void_p),
                 ("version", ctypes.c_uint64),
                 ("missing", ctypes.c_int),
-                ("retry_at_ms", ctypes.c_uint64)]
+                ("retry_at_ms", ctypes.c_uint64),
+                ("owner_table", ctypes.c_char * 64)]
 
 
 class _WriteOptions(ctypes.Structure):
@@ -106,13 +107,15 @@ class NotFound(Error):
 
 class Conflict(Error):
     """A unique value another record holds: ``constraint``, the normalized
-    ``value`` (a list) and the ``owner``'s primary key."""
+    ``value`` (a list), the ``owner``'s primary key and its table
+    (``owner_table``: another table where a NAMESPACE is shared)."""
     id = "conflict"
 
-    def __init__(self, *a, value=None, owner=None, **kw):
+    def __init__(self, *a, value=None, owner=None, owner_table=None, **kw):
         super().__init__(*a, **kw)
         self.value = value
         self.owner = owner
+        self.owner_table = owner_table
 
 
 class LimitReached(Error):
@@ -297,6 +300,7 @@ def _error(rc, res):
         v, o = _text(res.value), _text(res.owner)
         kw["value"] = _json.loads(v) if v else None
         kw["owner"] = _json.loads(o) if o else None
+        kw["owner_table"] = res.owner_table.decode() or None
     elif cls is VersionMismatch:
         kw["current_version"] = res.version
     elif cls in (SchemaRefused, Corrupt):

@@ -119,8 +119,8 @@ static int read_op(bround *r, const unico_batch_op *op, bop *b,
   if (rc && rc != UNICO_ENOTFOUND) return rc;
   int live = b->have_old && b->old.state == UREC_LIVE;
   if (op->kind == UNICO_WRITE_INSERT)
-    return live ? uapi_report_conflict(b->t, -1, b->pk.p, b->pk.len, b->pk.p,
-                                       b->pk.len, res)
+    return live ? uapi_report_conflict(r->sc->s, b->t, -1, b->pk.p,
+                                       b->pk.len, b->pk.p, b->pk.len, res)
                 : UNICO_OK;
   if (!live) return uapi_not_found(b->t, op->pk_json, res);
   /* (UNICO_IF_VERSION_0: version 0, a native table's bare row's) */
@@ -267,11 +267,13 @@ static int explain(bround *r, int *retry, unico_result *res) {
     *retry = 1;
     return UNICO_OK;
   case UREFUSED_TWICE:
-    rc = uapi_report_conflict(b->t, c ? c->con : -1,
-                              c ? c->key + c->voff : b->pk.p,
-                              c ? c->klen - c->voff : b->pk.len,
-                              r->v[why->twice].pk.p, r->v[why->twice].pk.len,
-                              res);
+    /* (the other op's record: of its own table, where a NAMESPACE is
+     * shared by two tables of the batch) */
+    rc = uapi_report_conflict_in(b->t, c ? c->con : -1,
+                                 c ? c->key + c->voff : b->pk.p,
+                                 c ? c->klen - c->voff : b->pk.len,
+                                 r->v[why->twice].t, r->v[why->twice].pk.p,
+                                 r->v[why->twice].pk.len, res);
     return name_op(&r->ops[i], i, rc, res);
   case UREFUSED_LIMIT:
     rc = c ? uapi_report_limit(b->t, c, why->r.count, res) : UNICO_ELIMIT;
@@ -291,7 +293,7 @@ static int explain(bround *r, int *retry, unico_result *res) {
     }
     if (c && why->r.owner.state != UCLAIM_HELD) {
       /* judged by its owner, as the single write judges it */
-      rc = uapi_claim_owner_gone(r->u, b->t, c, &why->r.owner,
+      rc = uapi_claim_owner_gone(r->u, r->sc->s, b->t, c, &why->r.owner,
                                  why->r.cur_version, r->sc->store_ver, res);
       *retry = rc == 1;
       if (rc) return rc == 1 ? UNICO_OK : name_op(&r->ops[i], i, rc, res);
@@ -299,7 +301,7 @@ static int explain(bround *r, int *retry, unico_result *res) {
     if (c && why->r.owner.state == UCLAIM_HELD)
       rc = uapi_report_held(b->t, c, why->r.owner.expires_ms, res);
     else if (c)
-      rc = uapi_report_conflict(b->t, c->con, c->key + c->voff,
+      rc = uapi_report_conflict(r->sc->s, b->t, c->con, c->key + c->voff,
                                 c->klen - c->voff, why->r.owner.owner,
                                 why->r.owner.owner_len, res);
     else

@@ -187,7 +187,54 @@ static const uint8_t *holder_pk(const void *ctx, size_t i, size_t *len) {
   return p->pk;
 }
 
-/* Duplicates and overfull groups among b->pairs (sorted) into a report. */
+/* The table a NAMESPACE's claim (stored value v) names its owner in,
+ * into name (NUL-terminated); -1 for a hold, a freed claim or a value
+ * that is no claim. */
+static int claim_table(const uint8_t *v, size_t vl, ubuf *name) {
+  ustored_claim cl;
+  size_t off = 0;
+  if (ustored_claim_decode(v, vl, &cl)) return -1;
+  int rc = cl.state == UCLAIM_HELD || cl.state == UCLAIM_FREE ||
+                   ukey_text_at(cl.owner, cl.owner_len, &off, name)
+               ? -1
+               : 0;
+  ustored_claim_free(&cl);
+  ubuf_putc(name, 0);
+  return rc || !ubuf_ok(name) ? -1 : 0;
+}
+
+/* A NAMESPACE's value p->key that a record of another table owns (the
+ * build is of one table; the others' claims stand): that owner as
+ * {"table":T,"pk":K}, or NULL. */
+static json_t *foreign_owner(bld *b, const kpair *p) {
+  if (!ukey_claim_shared(p->key, p->klen)) return NULL;
+  ubuf k = {p->key, p->klen, p->klen, 0}, v = UBUF_INIT, name = UBUF_INIT;
+  uint64_t ver = 0;
+  json_t *o = NULL;
+  ustored_claim cl;
+  size_t off = 0;
+  if (!uexec_read(b->u->x, &k, &v, &ver, NULL) &&
+      !claim_table(v.p, v.len, &name) &&
+      strcmp((const char *)name.p, b->t->name) &&
+      !ustored_claim_decode(v.p, v.len, &cl)) {
+    ukey_text_at(cl.owner, cl.owner_len, &off, &name);
+    json_t *pk = urec_tuple_json(cl.owner + off, cl.owner_len - off);
+    if (pk && json_array_size(pk) == 1) {
+      json_t *one = json_incref(json_array_get(pk, 0));
+      json_decref(pk);
+      pk = one;
+    }
+    o = json_pack("{s:s%,s:o}", "table", (const char *)name.p, name.len,
+                  "pk", pk ? pk : json_null());
+    ustored_claim_free(&cl);
+  }
+  ubuf_free(&v);
+  ubuf_free(&name);
+  return o;
+}
+
+/* Duplicates and overfull groups among b->pairs (sorted) into a report;
+ * a NAMESPACE's value another table's record owns is a duplicate too. */
 static json_t *violations(bld *b, uint64_t *ndup, uint64_t *nover) {
   json_t *dups = json_array(), *over = json_array();
   *ndup = *nover = 0;
@@ -200,9 +247,12 @@ static json_t *violations(bld *b, uint64_t *ndup, uint64_t *nover) {
     int con;
     size_t n = j - i;
     const ukind_ops *kd = ukind_of(c);
+    json_t *other = foreign_owner(b, p);
+    if (other) n++;
     if (kd->over(c, n) &&
         !uplan_claim_split(NULL, p->key, p->klen, &voff, &con, NULL, 0)) {
       json_t *recs = json_array();
+      if (other) json_array_append(recs, other);
       for (size_t k = i; k < j && k - i < 100; k++)
         json_array_append_new(recs, pk_json_of(b->t, &b->pairs[k]));
       json_t *val = urec_tuple_json(p->key + voff, p->klen - voff);
@@ -215,6 +265,7 @@ static json_t *violations(bld *b, uint64_t *ndup, uint64_t *nover) {
         json_decref(recs);
       }
     }
+    json_decref(other);
     i = j;
   }
   return json_pack("{s:s,s:o,s:o,s:I,s:I}", "table", b->t->name, "duplicates",
@@ -315,6 +366,13 @@ static int clear_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
                     size_t vl, uint64_t ver) {
   bld *b = ctx;
   (void)ver;
+  if (ukey_claim_shared(k, kl)) { /* (a NAMESPACE's: only this table's) */
+    ubuf name = UBUF_INIT;
+    int mine = !claim_table(v, vl, &name) &&
+               !strcmp((const char *)name.p, b->t->name);
+    ubuf_free(&name);
+    if (!mine) return 0;
+  }
   b->err = uexec_bulk_clear(b->bulk, k, kl, v, vl, b->res);
   return b->err ? 1 : 0;
 }
@@ -416,7 +474,8 @@ static int con_same(const utable *a, const uconstraint *ca, const utable *b,
                     const uconstraint *cb) {
   if (ca->kind != cb->kind || ca->ncols != cb->ncols || ca->norm != cb->norm ||
       ca->limit != cb->limit || strcmp(ca->name, cb->name) ||
-      !upred_same(a, ca->where, b, cb->where))
+      !upred_same(a, ca->where, b, cb->where) ||
+      !ca->ns != !cb->ns || (ca->ns && strcmp(ca->ns, cb->ns)))
     return 0;
   for (size_t i = 0; i < ca->ncols; i++) {
     const ucolumn *x = &a->cols[ca->cols[i]], *y = &b->cols[cb->cols[i]];
@@ -504,7 +563,7 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     if (!touched[i]) continue;
     ubuf_reset(&prefix);
     ukind_of(&target->cons[i])->key_prefix(&prefix, target->name,
-                                           target->cons[i].name);
+                                           &target->cons[i]);
     rc = scan_chunks(&b, &prefix, clear_cb);
   }
   for (size_t i = 0; i < old->ncons && !rc; i++) {
@@ -512,7 +571,7 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     if (j >= 0 && ukind_of(&old->cons[i]) == ukind_of(&target->cons[j]))
       continue; /* kept, or cleared above (same prefix) */
     ubuf_reset(&prefix);
-    ukind_of(&old->cons[i])->key_prefix(&prefix, old->name, old->cons[i].name);
+    ukind_of(&old->cons[i])->key_prefix(&prefix, old->name, &old->cons[i]);
     rc = scan_chunks(&b, &prefix, clear_cb);
   }
   if (rc) goto leave;
@@ -526,7 +585,14 @@ int uapi_build_table(unico *u, const utable *old, const utable *target,
     ubuf_reset(&cval);
     ukind_holders h = {j - i, holder_pk, &b.pairs[i], members,
                        "schema-build", uexec_now(u->x)};
-    if (ukind_of(&b.t->cons[p->con])->build_value(&cval, &h)) {
+    if (ukey_claim_shared(p->key, p->klen)) { /* (named with its table) */
+      ubuf owner = UBUF_INIT;
+      utup_str(&owner, b.t->name);
+      ubuf_put(&owner, p->pk, p->pklen);
+      ustored_claim_encode(&cval, UCLAIM_COMMITTED, owner.p, owner.len,
+                           h.op_id, h.now);
+      ubuf_free(&owner);
+    } else if (ukind_of(&b.t->cons[p->con])->build_value(&cval, &h)) {
       rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
       break;
     }

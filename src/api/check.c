@@ -194,6 +194,16 @@ static void not_live(chk *c, const uint8_t *k, size_t kl, uint64_t ver,
   }
 }
 
+/* Does claim cl (under key w) name record k (its primary key from pkoff)?
+ * A NAMESPACE's claim names (table, pk...): keys/keyspace.h. */
+static int names_owner(const ustored_claim *cl, const uclaim *w,
+                       const uint8_t *k, size_t kl, size_t pkoff) {
+  const uint8_t *o = k + pkoff;
+  size_t ol = kl - pkoff;
+  ukey_claim_owner_of(w->key, w->klen, k, kl, &o, &ol);
+  return cl->owner_len == ol && !memcmp(cl->owner, o, ol);
+}
+
 /* Repair of a live record (key k, its primary key at pkoff, at store
  * version ver) that lists claims its values (want) do not need: its list
  * rewritten without them; on an atomic store, in the same transaction,
@@ -227,8 +237,7 @@ static int unlist_stale(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
       break;
     }
     if (ustored_claim_decode(cv.p, cv.len, &cl)) continue; /* (reported) */
-    if (cl.state == UCLAIM_COMMITTED && cl.owner_len == kl - pkoff &&
-        !memcmp(cl.owner, k + pkoff, cl.owner_len)) {
+    if (cl.state == UCLAIM_COMMITTED && names_owner(&cl, e, k, kl, pkoff)) {
       rc = uclaims_add(&f->take, e->key, e->klen, e->voff, e->con);
       if (!rc) f->take.v[f->take.n - 1].ver = cver;
     }
@@ -255,7 +264,11 @@ static fix *stamp_fix(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
                       const uclaims *want) {
   fix *stamp = NULL;
   int groups = 0;
-  for (size_t i = 0; i < want->n; i++) groups |= want->v[i].kind == UKEY_GROUP;
+  /* (nor where a value is a NAMESPACE's: its claim names the table too,
+   * and the stamp writes one claim value for all) */
+  for (size_t i = 0; i < want->n; i++)
+    groups |= want->v[i].kind == UKEY_GROUP ||
+              ukey_claim_shared(want->v[i].key, want->v[i].klen);
   if (c->repair && !groups &&
       (stamp = add_fix(c, UEXEC_FIX_STAMP, k, kl, ver))) {
     char op[64];
@@ -303,10 +316,12 @@ static int audit_claim(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
         stamp->take.v[stamp->take.n - 1].ver = is_free ? cver : 0;
     } else if ((f = add_fix(c, UEXEC_FIX_RESTORE, w->key, w->klen,
                             is_free ? cver : 0))) {
+      const uint8_t *o = k + pkoff;
+      size_t ol = kl - pkoff;
+      ukey_claim_owner_of(w->key, w->klen, k, kl, &o, &ol);
       ubuf_put(&f->rkey, k, kl);
       f->rver = ver;
-      ustored_claim_encode(&f->val, UCLAIM_COMMITTED, k + pkoff, kl - pkoff,
-                           r->op_id, c->now);
+      ustored_claim_encode(&f->val, UCLAIM_COMMITTED, o, ol, r->op_id, c->now);
     }
   } else if (rc) {
     c->err = rc;
@@ -314,7 +329,7 @@ static int audit_claim(chk *c, const uint8_t *k, size_t kl, size_t pkoff,
   } else if (ustored_claim_decode(cv->p, cv->len, &cl)) {
     violation(c, "corrupt_claim", w->key, w->klen, "the claim cannot be decoded");
   } else {
-    if (cl.owner_len != kl - pkoff || memcmp(cl.owner, k + pkoff, cl.owner_len)) {
+    if (!names_owner(&cl, w, k, kl, pkoff)) {
       violation(c, "claim_owner_mismatch", w->key, w->klen,
                 "the claim names another record than the one holding the value");
       *taken = 1;
@@ -475,7 +490,7 @@ static int claim_cb(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v,
     ustored_claim_free(&cl);
     return c->err ? 1 : 0;
   }
-  ukey_record(&rk, table, cl.owner, cl.owner_len);
+  ukey_claim_owner_record(&rk, k, kl, cl.owner, cl.owner_len);
   int rc = uexec_read(c->u->x, &rk, &rv, &rver, c->res);
   int orphan = 0;
   /* Claims protocol: an orphan is expected (it is reclaimed), and a

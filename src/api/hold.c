@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "api/internal.h"
+#include "constraint/kind.h"
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
@@ -68,9 +69,9 @@ static char *hold_output(const char *token, const char *table,
 
 /* Explain why the executor did not take the hold; UNICO_OK when the next
  * round should look again. */
-static int explain(unico *u, const utable *t, int ci, const ubuf *ckey,
-                   const ubuf *val, const char *vs, uexec_hold_out *o,
-                   const char *op_id, unico_result *res) {
+static int explain(unico *u, const uschema *s, const utable *t, int ci,
+                   const ubuf *ckey, const ubuf *val, const char *vs,
+                   uexec_hold_out *o, const char *op_id, unico_result *res) {
   const uconstraint *c = &t->cons[ci];
   char when[64];
   switch (o->why) {
@@ -80,11 +81,11 @@ static int explain(unico *u, const utable *t, int ci, const ubuf *ckey,
     uclaim cl = {(uint8_t *)ckey->p, ckey->len, ckey->len - val->len, ci,
                  0, 0, 0};
     usch *sc = uapi_sch_get(u);
-    int gone = uapi_claim_owner_gone(u, t, &cl, &o->owner, o->cur_version,
+    int gone = uapi_claim_owner_gone(u, s, t, &cl, &o->owner, o->cur_version,
                                      sc->store_ver, res);
     uapi_sch_put(sc);
     if (gone) return gone < 0 ? gone : UNICO_OK;
-    return uapi_report_conflict(t, ci, val->p, val->len, o->owner.owner,
+    return uapi_report_conflict(s, t, ci, val->p, val->len, o->owner.owner,
                                 o->owner.owner_len, res);
   }
   case UEXEC_HOLD_HELD:
@@ -158,7 +159,8 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
   json_t *vj = urec_tuple_json(val.p, val.len);
   vs = vj ? json_dumps(vj, JSON_COMPACT) : NULL;
   json_decref(vj);
-  ukey_claim(&ckey, t->name, c->name, val.p, val.len);
+  ukind_of(c)->key_prefix(&ckey, t->name, c);
+  ubuf_put(&ckey, val.p, val.len);
   if (uexec_max_key(u->x) && ckey.len > uexec_max_key(u->x)) {
     rc = uerr(res, UNICO_EINVAL, t->cols[c->cols[0]].name,
               "the value of constraint %s is too long for this store",
@@ -211,7 +213,7 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
     uexec_hold_out o;
     rc = uexec_hold_take(u->x, &h, &o, res);
     if (rc == UEXEC_NOT_APPLIED) {
-      int erc = explain(u, t, ci, &ckey, &val, vs, &o, caller_op, res);
+      int erc = explain(u, sc->s, t, ci, &ckey, &val, vs, &o, caller_op, res);
       if (erc) rc = erc; /* refused, or an error: the answer */
     }
     ustored_claim_free(&o.owner);
@@ -235,26 +237,51 @@ leave:
   return rc;
 }
 
+/* Is the hold of token hash one of a NAMESPACE that a constraint of t is
+ * in? Such a hold is released through any table of its namespace (its key
+ * names no table). The index names the same claim key for as long as
+ * the token exists, so reading it first is safe. */
+static int ns_hold_of(unico *u, const utable *t, const uint8_t hash[32]) {
+  ubuf hk = UBUF_INIT, ck = UBUF_INIT, ns = UBUF_INIT;
+  uint64_t ver = 0;
+  size_t voff;
+  int yes = 0;
+  ukey_hold(&hk, hash, 32);
+  if (!uexec_read(u->x, &hk, &ck, &ver, NULL) &&
+      ukey_claim_shared(ck.p, ck.len) &&
+      !ustored_claim_key_split(ck.p, ck.len, &voff, NULL, 0, &ns)) {
+    ubuf_putc(&ns, 0);
+    for (size_t i = 0; ubuf_ok(&ns) && i < t->ncons; i++)
+      yes |= t->cons[i].ns && !strcmp(t->cons[i].ns, (const char *)ns.p);
+  }
+  ubuf_free(&hk);
+  ubuf_free(&ck);
+  ubuf_free(&ns);
+  return yes;
+}
+
 int uapi_release_hold(unico *u, const char *table, const char *token,
                       unico_result *res) {
   uexec_release_out o = {0, UBUF_INIT, 0};
   uint8_t hash[32];
   char tname[256] = ""; /* the table's name as the schema spells it */
-  int rc;
+  int rc, shared = 0;
+  ustored_token_hash(token ? token : "", hash);
   if (table) {
     usch *sc = uapi_schema_for(u, table, NULL);
     const utable *t = uapi_find_table(sc, table, res);
     if (t) snprintf(tname, sizeof tname, "%s", t->name);
+    if (t) shared = ns_hold_of(u, t, hash);
     uapi_sch_put(sc);
     if (!t) return UNICO_EINVAL;
   }
   if (!token || !*token)
     return uerr(res, UNICO_EINVAL, NULL, "no hold token given");
-  ustored_token_hash(token, hash);
   rc = UEXEC_NOT_APPLIED;
   for (int attempt = 0; attempt < ATTEMPTS && rc == UEXEC_NOT_APPLIED;
        attempt++)
-    rc = uexec_hold_release(u->x, hash, table ? tname : NULL, &o, res);
+    rc = uexec_hold_release(u->x, hash, table && !shared ? tname : NULL, &o,
+                            res);
   if (rc == UEXEC_NOT_APPLIED) {
     rc = uerr(res, UNICO_EBUSY, NULL,
               "the hold kept changing under %d attempts; try again", ATTEMPTS);
@@ -276,6 +303,8 @@ int uapi_release_hold(unico *u, const char *table, const char *token,
     if (!uplan_claim_split(NULL, o.ckey.p, o.ckey.len, &voff, &con, of,
                            sizeof of))
       vj = urec_tuple_json(o.ckey.p + voff, o.ckey.len - voff);
+    if (!of[0]) /* (a NAMESPACE's hold: the table it was released through) */
+      snprintf(of, sizeof of, "%s", tname);
     json_t *j = json_pack("{s:b,s:s,s:o,s:b}", "released", 1, "table", of,
                           "value", vj ? vj : json_null(), "expired",
                           o.expires_ms <= uexec_now(u->x));

@@ -50,7 +50,8 @@ int uapi_sch_tables(unico *u, const uschema *s, int mode, unico_result *res);
  * conditioned on the claim and the owner as read. 1: freed, or moved
  * meanwhile (look again); 0: the owner holds it (a conflict), or the
  * store is not such a store; or an error (api/write.c). */
-int uapi_claim_owner_gone(unico *u, const utable *t, const uclaim *c,
+int uapi_claim_owner_gone(unico *u, const uschema *s, const utable *t,
+                          const uclaim *c,
                           const ustored_claim *owner, uint64_t cur_version,
                           uint64_t schema_ver, unico_result *res);
 /* The same, each column of s whose type differs in from's table of the
@@ -123,10 +124,18 @@ const utable *uapi_find_unique(const usch *sc, const char *table,
                                const char *constraint, int *ci,
                                unico_result *res);
 /* Fill res for a unique conflict of constraint con (-1: the primary key)
- * on the value tuple val owned by the record with primary key owner. */
-int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
-                         size_t vlen, const uint8_t *owner, size_t olen,
+ * of t on the value tuple val owned by the record a claim names as owner
+ * (a NAMESPACE's: (table, pk...), the table found in s; res->owner_table
+ * says which). */
+int uapi_report_conflict(const uschema *s, const utable *t, int con,
+                         const uint8_t *val, size_t vlen,
+                         const uint8_t *owner, size_t olen,
                          unico_result *res);
+/* The same for an owner known by its table ot and primary key owner. */
+int uapi_report_conflict_in(const utable *t, int con, const uint8_t *val,
+                            size_t vlen, const utable *ot,
+                            const uint8_t *owner, size_t olen,
+                            unico_result *res);
 /* The answers a single write gives (api/write.c), for a batch: a full
  * limit group (claim c of t, count), a value someone else's hold
  * reserves until expires_ms, a record that is not there, a key longer

@@ -90,7 +90,12 @@ static json_t *owner_of(watch *w, const ubuf *ck) {
   json_t *o = NULL;
   if (uexec_read(w->u->x, ck, &v, NULL, NULL) == UNICO_OK &&
       !ustored_claim_decode(v.p, v.len, &cl)) {
-    json_t *a = urec_tuple_json(cl.owner, cl.owner_len);
+    size_t off = 0; /* (a NAMESPACE's claim: (table, pk...), the pk shown) */
+    ubuf tb = UBUF_INIT;
+    if (ukey_claim_shared(ck->p, ck->len))
+      ukey_text_at(cl.owner, cl.owner_len, &off, &tb);
+    ubuf_free(&tb);
+    json_t *a = urec_tuple_json(cl.owner + off, cl.owner_len - off);
     o = json_array_size(a) == 1 ? json_incref(json_array_get(a, 0)) : json_incref(a);
     json_decref(a);
     ustored_claim_free(&cl);

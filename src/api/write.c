@@ -55,8 +55,8 @@ static char *canon(json_t *v) {
 
 /* The constraint's columns as "(a, b)" and the value as JSON, for messages. */
 static void describe_conflict(const utable *t, const uconstraint *c,
-                              const char *value_json, const char *owner_json,
-                              unico_result *res) {
+                              const utable *ot, const char *value_json,
+                              const char *owner_json, unico_result *res) {
   char cols[256] = "";
   size_t off = 0;
   for (size_t i = 0; c && i < c->ncols && off < sizeof cols; i++)
@@ -71,10 +71,17 @@ static void describe_conflict(const utable *t, const uconstraint *c,
   size_t vl = strlen(value_json);
   int inner = vl >= 2 && value_json[0] == '[' ? (int)vl - 2 : (int)vl;
   const char *vs = vl >= 2 && value_json[0] == '[' ? value_json + 1 : value_json;
-  uerr(res, UNICO_ECONFLICT, NULL,
-       "%s.(%s) = (%.*s) is already taken by record %.100s (constraint %s)",
-       t->name, cols, inner > 200 ? 200 : inner, vs, owner_json,
-       c ? c->name : "PRIMARY KEY");
+  if (ot != t) /* (a NAMESPACE's value, taken in another table) */
+    uerr(res, UNICO_ECONFLICT, NULL,
+         "%s.(%s) = (%.*s) is already taken by record %.100s of table %s "
+         "(constraint %s, namespace %s)",
+         t->name, cols, inner > 200 ? 200 : inner, vs, owner_json, ot->name,
+         c ? c->name : "PRIMARY KEY", c && c->ns ? c->ns : "");
+  else
+    uerr(res, UNICO_ECONFLICT, NULL,
+         "%s.(%s) = (%.*s) is already taken by record %.100s (constraint %s)",
+         t->name, cols, inner > 200 ? 200 : inner, vs, owner_json,
+         c ? c->name : "PRIMARY KEY");
 }
 
 /* A claim value's compact JSON (an array), malloc'd; NULL when out of
@@ -123,10 +130,14 @@ static char *owner_text(const utable *t, const uint8_t *owner, size_t olen) {
   return ubuf_take(&b);
 }
 
-/* Fill res with a unique conflict on claim key ops[i] (or the primary key). */
+/* Fill res with a unique conflict of constraint con of t (-1: the primary
+ * key) on value val, owned by record owner of table ot. */
 static int report_conflict(const utable *t, int con, const uint8_t *val,
-                           size_t vlen, const uint8_t *owner, size_t olen,
+                           size_t vlen, const utable *ot,
+                           const uint8_t *owner, size_t olen,
                            unico_result *res) {
+  const utable *wt = t; /* the writer's table: the constraint's */
+  t = ot;               /* the owner's: its key's columns */
   char *vs = value_text(val, vlen), *os = owner_text(t, owner, olen);
   json_t *oj = os ? NULL : urec_tuple_json(owner, olen);
   /* The owner's timestamp key columns as RFC 3339, the form get prints
@@ -149,11 +160,12 @@ static int report_conflict(const utable *t, int con, const uint8_t *val,
     free(os);
     return uerr(res, UNICO_ECORRUPT, NULL, "a stored claim could not be decoded");
   }
-  const uconstraint *c = con >= 0 ? &t->cons[con] : NULL;
-  describe_conflict(t, c, vs, os, res);
+  const uconstraint *c = con >= 0 ? &wt->cons[con] : NULL;
+  describe_conflict(wt, c, ot, vs, os, res);
   if (res) {
     snprintf(res->constraint, sizeof res->constraint, "%s",
              c ? c->name : "PRIMARY KEY");
+    snprintf(res->owner_table, sizeof res->owner_table, "%s", ot->name);
     free(res->value);
     free(res->owner);
     res->value = vs;
@@ -165,10 +177,45 @@ static int report_conflict(const utable *t, int con, const uint8_t *val,
   return UNICO_ECONFLICT;
 }
 
-int uapi_report_conflict(const utable *t, int con, const uint8_t *val,
-                         size_t vlen, const uint8_t *owner, size_t olen,
+int uapi_report_conflict_in(const utable *t, int con, const uint8_t *val,
+                            size_t vlen, const utable *ot,
+                            const uint8_t *owner, size_t olen,
+                            unico_result *res) {
+  return report_conflict(t, con, val, vlen, ot, owner, olen, res);
+}
+
+/* The owner a claim of constraint con of t names: a NAMESPACE's claim
+ * names (table, pk...) and *ot is that table of s (NULL when s has none
+ * of that name); any other names t's record pk. */
+static void claim_owner(const uschema *s, const utable *t, int con,
+                        const uint8_t **owner, size_t *olen,
+                        const utable **ot) {
+  *ot = t;
+  if (con < 0 || !t->cons[con].ns) return;
+  ubuf name = UBUF_INIT;
+  size_t off = 0;
+  *ot = NULL;
+  if (!ukey_text_at(*owner, *olen, &off, &name) && (ubuf_putc(&name, 0), 1) &&
+      ubuf_ok(&name)) {
+    *ot = uschema_table(s, (const char *)name.p);
+    *owner += off;
+    *olen -= off;
+  }
+  ubuf_free(&name);
+}
+
+int uapi_report_conflict(const uschema *s, const utable *t, int con,
+                         const uint8_t *val, size_t vlen,
+                         const uint8_t *owner, size_t olen,
                          unico_result *res) {
-  return report_conflict(t, con, val, vlen, owner, olen, res);
+  const utable *ot;
+  claim_owner(s, t, con, &owner, &olen, &ot);
+  if (!ot)
+    return uerr(res, UNICO_ECORRUPT, NULL,
+                "a claim of namespace %s names a table the schema lacks; run "
+                "unico check",
+                t->cons[con].ns);
+  return report_conflict(t, con, val, vlen, ot, owner, olen, res);
 }
 
 /* v's compact JSON text: in buf (n bytes) when it fits, else malloc'd into
@@ -979,8 +1026,7 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
   int inflight = 0, rc;
   *have = 0;
   *sver = 0;
-  ukey_record(rk, t->name, owner, olen);
-  if (!ubuf_ok(rk)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  if (ukey_claim_owner_record(rk, ck, cklen, owner, olen) || !ubuf_ok(rk)) return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
   rc = uexec_read_record(u->x, rk->p, rk->len, &v, sver, NULL,
                          UEXEC_SETTLE_READ, &inflight, res);
   if (rc == UNICO_ENOTFOUND) {
@@ -1024,11 +1070,12 @@ static int owner_holds(unico *u, const utable *t, const uint8_t *owner,
  * (exec/claims.c). A batch judges its claims so too (api/batch.c). */
 static int claim_owner_gone(wcall *w, wround *r, const uclaim *c,
                             unico_result *res) {
-  return uapi_claim_owner_gone(w->u, r->t, c, &r->why.owner,
+  return uapi_claim_owner_gone(w->u, r->sc->s, r->t, c, &r->why.owner,
                                r->why.cur_version, r->sc->store_ver, res);
 }
 
-int uapi_claim_owner_gone(unico *u, const utable *t, const uclaim *c,
+int uapi_claim_owner_gone(unico *u, const uschema *s, const utable *t,
+                          const uclaim *c,
                           const ustored_claim *owner, uint64_t cur_version,
                           uint64_t schema_ver, unico_result *res) {
   ubuf rk = UBUF_INIT;
@@ -1041,8 +1088,13 @@ int uapi_claim_owner_gone(unico *u, const utable *t, const uclaim *c,
       owner->state != UCLAIM_COMMITTED)
     return 0;
   memset(&f, 0, sizeof f);
-  rc = owner_holds(u, t, owner->owner, owner->owner_len, c->key, c->klen, &rk,
-                   &o, &have, &sver, res);
+  const uint8_t *op = owner->owner;
+  size_t ol = owner->owner_len;
+  const utable *ot;
+  claim_owner(s, t, c->con, &op, &ol, &ot);
+  if (!ot) return 0; /* (a table the schema lacks: check's to judge) */
+  rc = owner_holds(u, ot, owner->owner, owner->owner_len, c->key, c->klen,
+                   &rk, &o, &have, &sver, res);
   if (rc) goto leave; /* it holds it (1: a conflict, returned as 0), or an error */
   if (have && o.state == UREC_LIVE &&
       uclaims_find(&o.claims, c->key, c->klen) >= 0) {
@@ -1123,7 +1175,7 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
       return UNICO_OK;
     }
     if (kind == UPLAN_INSERT)
-      return report_conflict(r->t, -1, r->pk.p, r->pk.len, r->pk.p,
+      return report_conflict(r->t, -1, r->pk.p, r->pk.len, r->t, r->pk.p,
                              r->pk.len, res);
     r->retry = 1; /* changed under us: read again (and check if_version) */
     return UNICO_OK;
@@ -1148,8 +1200,12 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     break;
   case UREFUSED_CLAIM:
     if (c && why->owner.state == UCLAIM_HELD) return held_claim(w, r, c, res);
-    if (c && kind != UPLAN_INSERT && why->owner.owner_len == r->pk.len &&
-        !memcmp(why->owner.owner, r->pk.p, r->pk.len)) {
+    const uint8_t *me = NULL;
+    size_t ml = 0;
+    if (c && kind != UPLAN_INSERT &&
+        !ukey_claim_owner_of(c->key, c->klen, r->rkey.p, r->rkey.len, &me,
+                             &ml) &&
+        why->owner.owner_len == ml && !memcmp(why->owner.owner, me, ml)) {
       /* Key by key, the claim is in force for this very record: another
        * write of it gave it the value after our read. Never a conflict
        * with itself: read again (the record holds the value now). On
@@ -1172,9 +1228,9 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
       }
     }
     if (c)
-      return report_conflict(r->t, c->con, c->key + c->voff,
-                             c->klen - c->voff, why->owner.owner,
-                             why->owner.owner_len, res);
+      return uapi_report_conflict(r->sc->s, r->t, c->con, c->key + c->voff,
+                                  c->klen - c->voff, why->owner.owner,
+                                  why->owner.owner_len, res);
     break;
   }
   /* (an executor that refused without saying why: a bug) */
@@ -1317,6 +1373,21 @@ static int body_needs(const utable *t, const char *body_text,
   return h;
 }
 
+/* Does body need the NAMESPACE claim ck as the record of some table with
+ * a constraint in that namespace? (The body does not say its table; one
+ * that fits none of them holds nothing.) */
+static int ns_body_needs(const uschema *s, const char *body,
+                         const uint8_t *ck, size_t cklen) {
+  for (size_t i = 0; i < s->ntables; i++) {
+    size_t voff;
+    int con = -1;
+    if (!uplan_claim_split(&s->tables[i], ck, cklen, &voff, &con, NULL, 0) &&
+        con >= 0 && body_needs(&s->tables[i], body, ck, cklen))
+      return 1;
+  }
+  return 0;
+}
+
 int uapi_body_holds(void *ctx, const ustored_record *r, const uint8_t *ck,
                     size_t cklen) {
   unico *u = ctx;
@@ -1326,6 +1397,8 @@ int uapi_body_holds(void *ctx, const ustored_record *r, const uint8_t *ck,
   usch *sc = uapi_sch_get(u);
   const utable *t = uschema_table(sc->s, table);
   int h = t ? body_needs(t, r->body, ck, cklen) : 1;
+  if (!table[0]) /* a NAMESPACE's: its body needs it as some table's */
+    h = ns_body_needs(sc->s, r->body, ck, cklen);
   uapi_sch_put(sc);
   return h;
 }
@@ -1351,7 +1424,9 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
     if (rc) goto leave;
   }
   char *vs = value_text(val.p, val.len);
-  ukey_claim(&key, t->name, c->name, val.p, val.len);
+  const utable *ot = t; /* the owner's table (a NAMESPACE's: any of it) */
+  ukind_of(c)->key_prefix(&key, t->name, c);
+  ubuf_put(&key, val.p, val.len);
   /* The claim names the owner; the owner's record must hold the value
    * (validity rule). A reader racing a writer may see the claim of a record
    * whose change has since moved on: then read again. Key by key, a claim
@@ -1370,14 +1445,18 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
       break;
     }
     ubuf rk = UBUF_INIT;
-    ukey_record(&rk, t->name, cl.owner, cl.owner_len);
+    const uint8_t *op = cl.owner;
+    size_t ol = cl.owner_len;
+    claim_owner(sc->s, t, ci, &op, &ol, &ot);
+    if (!ot) ot = t; /* (a table gone: no record of it holds the value) */
+    ukey_claim_owner_record(&rk, key.p, key.len, cl.owner, cl.owner_len);
     rc = read_record(u, &rk, &r, NULL, res);
     ubuf_free(&rk);
     if (rc == UNICO_OK && uclaims_find(&r.claims, key.p, key.len) >= 0) {
       /* (and by its body: in a native table another writer may have
        * changed the value or let it expire; issue 37 item 6. Only there:
        * elsewhere the store is unico's alone, and the list is the body's) */
-      if (uexec_native_rows(u->x) && !body_needs(t, r.body, key.p, key.len))
+      if (uexec_native_rows(u->x) && !body_needs(ot, r.body, key.p, key.len))
         rc = UNICO_ENOTFOUND;
       break;
     }
@@ -1403,14 +1482,23 @@ int uapi_lookup(unico *u, const char *table, const char *constraint,
               "no record of table %s holds %.200s under constraint %s", t->name,
               vs ? vs : "the value", c->name);
   } else if (rc == UNICO_OK) {
-    /* "constraint":NAME,"value":VALUE (vs: the value's compact JSON) */
-    char *cs = json_text_of(c->name);
-    size_t xn = (cs ? strlen(cs) : 0) + (vs ? strlen(vs) : 4) + 32;
-    char *extra = cs ? malloc(xn) : NULL;
+    /* "constraint":NAME,"value":VALUE,"table":OWNER'S TABLE (vs: the
+     * value's compact JSON) */
+    char *cs = json_text_of(c->name), tb[128], *th = NULL;
+    const char *ts = tb; /* (a plain name on the stack: no allocation) */
+    size_t tl = strlen(ot->name);
+    if (tl + 3 <= sizeof tb && urec_json_plain(ot->name, tl))
+      snprintf(tb, sizeof tb, "\"%s\"", ot->name);
+    else
+      ts = th = json_text_of(ot->name);
+    size_t xn = (cs ? strlen(cs) : 0) + (vs ? strlen(vs) : 4) +
+                (ts ? strlen(ts) : 0) + 48;
+    char *extra = cs && ts ? malloc(xn) : NULL;
     if (extra)
-      snprintf(extra, xn, "\"constraint\":%s,\"value\":%s", cs,
-               vs ? vs : "null");
-    rc = extra ? record_output(t, &r, extra, res)
+      snprintf(extra, xn, "\"constraint\":%s,\"value\":%s,\"table\":%s", cs,
+               vs ? vs : "null", ts);
+    free(th);
+    rc = extra ? record_output(ot, &r, extra, res)
                : uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     free(cs);
     free(extra);

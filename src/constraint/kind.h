@@ -59,8 +59,9 @@ typedef struct ukind_ops {
   int lookup;        /* a value has one owner to look up (and reserve) */
 
   /* -- keys of a record (plan) -- */
-  /* The key prefix of constraint con of table: the value tuple follows. */
-  void (*key_prefix)(ubuf *k, const char *table, const char *con);
+  /* The key prefix of constraint c of table: the value tuple follows. */
+  void (*key_prefix)(ubuf *k, const char *table,
+                     const struct uconstraint *c);
   /* The limit a key of c carries in a plan (0: none). */
   int64_t (*key_limit)(const struct uconstraint *c);
   /* Store operations one update changing every value makes for one

@@ -70,13 +70,18 @@ static int limit_build_value(ubuf *out, const ukind_holders *h) {
   return rc;
 }
 
+static void limit_key_prefix(ubuf *k, const char *table,
+                             const uconstraint *c) {
+  ukey_groups(k, table, c->name);
+}
+
 static int64_t limit_audit_limit(const uconstraint *c) { return c->limit; }
 
 const ukind_ops ukind_limit = {
     .word = "limit",
     .key_kind = UKEY_GROUP,
     .lookup = 0,
-    .key_prefix = ukey_groups,
+    .key_prefix = limit_key_prefix,
     .key_limit = limit_key_limit,
     .update_ops = 2,
     .counted = 1,

@@ -7,6 +7,16 @@
 #include "keys/keyspace.h"
 #include "schema/schema.h"
 
+/* A NAMESPACE's claims are the namespace's, whichever table holds them:
+ * ("u", "", ns, value...); the others ("u", table, constraint, ...). */
+static void unique_key_prefix(ubuf *k, const char *table,
+                              const uconstraint *c) {
+  if (c->ns)
+    ukey_shared_claims(k, c->ns);
+  else
+    ukey_claims(k, table, c->name);
+}
+
 static int64_t unique_key_limit(const uconstraint *c) {
   (void)c;
   return 0;
@@ -61,7 +71,7 @@ const ukind_ops ukind_unique = {
     .word = "unique",
     .key_kind = UKEY_CLAIM,
     .lookup = 1,
-    .key_prefix = ukey_claims,
+    .key_prefix = unique_key_prefix,
     .key_limit = unique_key_limit,
     .update_ops = 3,
     .counted = 0,

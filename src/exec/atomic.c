@@ -193,6 +193,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     const uclaim *c = &p->take.v[k];
     const ukind_ops *kd = ukind_of_key(c->kind);
     ukind_atomic a = {c, &p->claim_val, 0, 0};
+    if (ukey_claim_shared(c->key, c->klen)) a.claim_val = &p->claim_val_ns;
     if (kd->counted) {
       rc = read_group(x, c, &a.count, &a.ver, res);
       if (rc) goto leave;

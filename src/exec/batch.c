@@ -10,6 +10,7 @@
 #include "constraint/kind.h"
 #include "exec/exec.h"
 #include "exec/internal.h"
+#include "keys/keyspace.h"
 #include "util/err.h"
 
 /* One key a plan takes or releases. */
@@ -140,7 +141,10 @@ static int put_claim(bbuild *s, const bkey *k, size_t m, uexec_batch_refused *wh
     if (kd->atomic_release(&a, op, next_val(s)) == UKIND_NONE) s->n--;
     return UNICO_OK;
   }
-  const ubuf *cv = &s->b->plans[t->plan].claim_val;
+  const uplan *tp = &s->b->plans[t->plan];
+  const ubuf *cv = ukey_claim_shared(t->c->key, t->c->klen)
+                       ? &tp->claim_val_ns /* (naming the owner's table) */
+                       : &tp->claim_val;
   if (rel) { /* its owner leaves it in this very transaction */
     ubuf key = {(uint8_t *)t->c->key, t->c->klen, t->c->klen, 0};
     *op = uexec_op(&key, USTORE_ANY, 0, USTORE_PUT, cv);

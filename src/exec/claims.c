@@ -45,6 +45,8 @@ typedef struct cx {
   ubuf rval;          /* the record to commit: the plan's, with its time */
   ustored_claim me;   /* owner pk and op id of this write */
   ubuf pending;       /* the claim value written at step 1 */
+  ubuf pending_ns;    /* ... at a NAMESPACE's key: naming the owner as
+                         (table, pk...) (keys/keyspace.h) */
   uint64_t *held;     /* per take: version we hold it at (0: not held) */
   ubuf *prev;         /* per take over a hold: the hold as it was, which
                          an undo puts back (a refused write leaves it) */
@@ -133,6 +135,26 @@ static int is_me(const cx *c, const uint8_t *pk, size_t pl, const char *op) {
          !strcmp(op, c->me.op_id);
 }
 
+/* This write's record as a claim at key ck names its owner: the primary
+ * key, or at a NAMESPACE's key (table, pk...). */
+static void me_at(const cx *c, const uclaim *ck, const uint8_t **o,
+                  size_t *ol) {
+  *o = c->me.owner;
+  *ol = c->me.owner_len;
+  if (c->p)
+    ukey_claim_owner_of(ck->key, ck->klen, c->p->rkey.p, c->p->rkey.len, o,
+                        ol);
+}
+
+/* Does claim owner pk (op id op) at key ck name this write? */
+static int is_me_at(const cx *c, const uclaim *ck, const uint8_t *pk,
+                    size_t pl, const char *op) {
+  const uint8_t *o;
+  size_t ol;
+  me_at(c, ck, &o, &ol);
+  return same_pk(pk, pl, o, ol) && op && !strcmp(op, c->me.op_id);
+}
+
 /* Wait a little for an operation in flight; 0 when the write should wait
  * again, 1 when it has waited long enough (then: busy). */
 static int wait_in_flight(cx *c) {
@@ -155,7 +177,10 @@ static int owner_key(const uclaim *k, const uint8_t *pk, size_t pl, ubuf *out) {
   ubuf_reset(out);
   if (ukey_split_table(k->key, k->klen, kind, table, sizeof table, &rest))
     return -1;
-  ukey_record(out, table, pk, pl);
+  if (k->kind == UKEY_CLAIM) /* (a NAMESPACE's names its table too) */
+    ukey_claim_owner_record(out, k->key, k->klen, pk, pl);
+  else
+    ukey_record(out, table, pk, pl);
   return ubuf_ok(out) ? 0 : -1;
 }
 
@@ -458,14 +483,20 @@ static int hold_used(uexec *x, const ubuf *rv, int present, const char *op,
 /* The PENDING claim value to write at take k: dflt, or one carrying the
  * hold c->carry[k]. */
 static const ubuf *pending_for(cx *c, size_t k, const ubuf *dflt) {
+  const uclaim *ck = &c->p->take.v[k];
+  if (dflt == &c->pending && ukey_claim_shared(ck->key, ck->klen))
+    dflt = &c->pending_ns;
   if (!c->carry || !c->carry[k].len) return dflt;
+  const uint8_t *mo;
+  size_t ml;
+  me_at(c, ck, &mo, &ml);
   ustored_claim h;
   int64_t exp = 0;
   if (!ustored_claim_decode(c->carry[k].p, c->carry[k].len, &h))
     exp = h.expires_ms;
   ustored_claim_free(&h);
   ubuf_reset(&c->cval[k]);
-  ustored_claim_encode_carrying(&c->cval[k], c->me.owner, c->me.owner_len,
+  ustored_claim_encode_carrying(&c->cval[k], mo, ml,
                                 c->me.op_id, c->now, 0, c->carry[k].p,
                                 c->carry[k].len, exp);
   return &c->cval[k];
@@ -622,8 +653,12 @@ static int settle(uexec *x, const uint8_t *rk, size_t rkl, const ubuf *rv,
       int names = 0;
       if (rrc[i] == UNICO_OK &&
           !ustored_claim_decode(rd[i].cur.p, rd[i].cur.len, &cl)) {
+        const uint8_t *ow = rk + pkoff;
+        size_t owl = rkl - pkoff;
+        ukey_claim_owner_of(r.claims.v[i].key, r.claims.v[i].klen, rk, rkl,
+                            &ow, &owl);
         names = cl.state == UCLAIM_PENDING && cl.attempt == r.attempt &&
-                same_pk(cl.owner, cl.owner_len, rk + pkoff, rkl - pkoff) &&
+                same_pk(cl.owner, cl.owner_len, ow, owl) &&
                 cl.op_id && r.op_id && !strcmp(cl.op_id, r.op_id);
         ustored_claim_free(&cl);
       }
@@ -747,7 +782,7 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
     cl->state = UCLAIM_PENDING;
     cl->since_ms = c->now;
   }
-  int mine = is_me(c, cl->owner, cl->owner_len, cl->op_id);
+  int mine = is_me_at(c, ck, cl->owner, cl->owner_len, cl->op_id);
   int stale;
   if (holds_now(c->x, rv, rpresent, ck, &live, &stale)) {
     if (mine && record_is_mine(c, rv)) {
@@ -831,7 +866,8 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
     ustore_op o;
     if (!present) { /* gone meanwhile: take it */
       ubuf_reset(&c->carry[k]);
-      o = kop(ck->key, ck->klen, USTORE_ABSENT, 0, USTORE_PUT, &c->pending);
+      o = kop(ck->key, ck->klen, USTORE_ABSENT, 0, USTORE_PUT,
+              pending_for(c, k, &c->pending));
       rc = cas(c, &o, res);
       if (rc == UNICO_OK) c->held[k] = 1;
       else if (rc == USTORE_NOT_APPLIED) {
@@ -864,7 +900,7 @@ static int resolve_claim(cx *c, size_t k, ubuf *cur, uint64_t cv, int present,
       rc = USTORE_NOT_APPLIED;
       break;
     } else if (cl.state == UCLAIM_HELD ||
-               (is_me(c, cl.owner, cl.owner_len, cl.op_id) &&
+               (is_me_at(c, ck, cl.owner, cl.owner_len, cl.op_id) &&
                 (!cl.attempt || cl.attempt == c->attempt))) {
       /* (HELD here: the hold the write path decided to take over, still
        * at the version it saw. A claim of another attempt of this op
@@ -1816,7 +1852,8 @@ static void finish(cx *c) {
     const uclaim *ck = &p->take.v[k];
     if (ck->kind != UKEY_CLAIM || !c->held[k]) continue;
     ops[n++] = kop(ck->key, ck->klen, USTORE_VERSION, c->held[k], USTORE_PUT,
-                   &p->claim_val);
+                   ukey_claim_shared(ck->key, ck->klen) ? &p->claim_val_ns
+                                                        : &p->claim_val);
   }
   if (ops && p->okey.len) n += outcome_ops(c, ops + n);
   /* Nothing waits for these: whatever does not land is left to the
@@ -1851,9 +1888,12 @@ static void finish(cx *c) {
     if (rrc[i] != UNICO_OK) continue;
     if (ustored_claim_decode(rd[i].cur.p, rd[i].cur.len, &cl)) continue;
     /* (a claim a parallel commit took stays PENDING with its attempt) */
+    const uint8_t *mo;
+    size_t ml;
+    me_at(c, &p->release.v[k], &mo, &ml);
     if ((cl.state == UCLAIM_COMMITTED ||
          (cl.state == UCLAIM_PENDING && cl.attempt)) &&
-        same_pk(cl.owner, cl.owner_len, c->me.owner, c->me.owner_len))
+        same_pk(cl.owner, cl.owner_len, mo, ml))
       vers[k] = rd[i].cur_version;
     nfree += vers[k] != 0;
     ustored_claim_free(&cl);
@@ -2044,7 +2084,10 @@ static int wants_fast(const cx *c) {
   const uplan *p = c->p;
   if (p->kind != UPLAN_INSERT || !c->x->pc || !p->table_fp) return 0;
   for (size_t k = 0; k < p->take.n; k++)
-    if (p->take.v[k].kind != UKEY_CLAIM || p->take.v[k].ver) return 0;
+    if (p->take.v[k].kind != UKEY_CLAIM || p->take.v[k].ver ||
+        ukey_claim_shared(p->take.v[k].key, p->take.v[k].klen))
+      return 0; /* (a NAMESPACE's claim: the classic path, whose claim
+                   values name the owner's table) */
   return 1;
 }
 
@@ -2737,6 +2780,16 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   }
   ustored_claim_encode(&c.pending, UCLAIM_PENDING, c.me.owner, c.me.owner_len,
                        c.me.op_id, c.now);
+  if (p->claim_val_ns.len) { /* (a NAMESPACE's value taken) */
+    ustored_claim ns;
+    if (ustored_claim_decode(p->claim_val_ns.p, p->claim_val_ns.len, &ns)) {
+      rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned claim is corrupt");
+      goto leave;
+    }
+    ustored_claim_encode(&c.pending_ns, UCLAIM_PENDING, ns.owner,
+                         ns.owner_len, ns.op_id, c.now);
+    ustored_claim_free(&ns);
+  }
   if (p->okey.len) {
     if (ustored_outcome_decode(p->oval.p, p->oval.len, &c.out)) {
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a planned outcome is corrupt");
@@ -2792,6 +2845,7 @@ leave:
   free(c.leave_ops);
   ubuf_free(&c.rval);
   ubuf_free(&c.pending);
+  ubuf_free(&c.pending_ns);
   ubuf_free(&c.mark);
   ustored_outcome_free(&c.out);
   ustored_claim_free(&c.me);

@@ -41,6 +41,39 @@ void ukey_claim(ubuf *b, const char *table, const char *constraint,
   ubuf_put(b, val, n);
 }
 
+void ukey_shared_claims(ubuf *b, const char *ns) { ukey_claims(b, "", ns); }
+
+int ukey_claim_shared(const uint8_t *ck, size_t cklen) {
+  char table[2];
+  size_t rest;
+  return !ukey_split_table(ck, cklen, "u", table, sizeof table, &rest) &&
+         table[0] == 0;
+}
+
+int ukey_claim_owner_record(ubuf *out, const uint8_t *ck, size_t cklen,
+                            const uint8_t *owner, size_t olen) {
+  char table[256];
+  size_t rest;
+  if (ukey_split_table(ck, cklen, "u", table, sizeof table, &rest)) return -1;
+  if (ukey_claim_shared(ck, cklen)) {
+    utup_str(out, "r");
+    ubuf_put(out, owner, olen);
+  } else {
+    ukey_record(out, table, owner, olen);
+  }
+  return 0;
+}
+
+int ukey_claim_owner_of(const uint8_t *ck, size_t cklen, const uint8_t *rk,
+                        size_t rklen, const uint8_t **owner, size_t *olen) {
+  size_t pkoff;
+  if (ukey_split_table(rk, rklen, "r", NULL, 0, &pkoff)) return -1;
+  if (ukey_claim_shared(ck, cklen)) pkoff = 3; /* (after "r": tag, r, 0) */
+  *owner = rk + pkoff;
+  *olen = rklen - pkoff;
+  return 0;
+}
+
 void ukey_groups(ubuf *b, const char *table, const char *limit) {
   utup_str(b, "l");
   utup_str(b, table);

@@ -7,6 +7,10 @@
  *                                           protocol: docs/protocol.md,
  *                                           "Rows that leave")
  *   ("u", table, constraint, v1, v2, ...)   claim of a unique value
+ *   ("u", "", namespace, v1, v2, ...)       claim of a value of a NAMESPACE
+ *                                           shared by several tables (no
+ *                                           table is named "": its owner,
+ *                                           (table, pk...), names it)
  *   ("l", table, limit, g1, g2, ...)        count of a limit group
  *   ("h", sha256(token))                    hold index: token hash -> claim
  *   ("o", op_id)                            outcome of an operation
@@ -29,6 +33,20 @@ void ukey_floor_of(ubuf *b, const uint8_t *rk, size_t n);
 void ukey_claims(ubuf *b, const char *table, const char *constraint);
 void ukey_claim(ubuf *b, const char *table, const char *constraint,
                 const uint8_t *val, size_t n);
+/* The prefix of a namespace's claims: ("u", "", ns). */
+void ukey_shared_claims(ubuf *b, const char *ns);
+/* Is claim key ck one of a namespace (its table element "")? */
+int ukey_claim_shared(const uint8_t *ck, size_t cklen);
+/* The record key of the owner of claim ck: ("r", table, owner...) for a
+ * claim of one table (owner: the primary key tuple), ("r", owner...) for
+ * a namespace's (owner: (table, pk...)). -1 when ck is no claim key. */
+int ukey_claim_owner_record(ubuf *out, const uint8_t *ck, size_t cklen,
+                            const uint8_t *owner, size_t olen);
+/* The owner a claim ck names for record key rk: its primary key tuple,
+ * or for a namespace's claim (table, pk...). -1 when rk is no record
+ * key. */
+int ukey_claim_owner_of(const uint8_t *ck, size_t cklen, const uint8_t *rk,
+                        size_t rklen, const uint8_t **owner, size_t *olen);
 void ukey_groups(ubuf *b, const char *table, const char *limit);
 void ukey_group(ubuf *b, const char *table, const char *limit,
                 const uint8_t *val, size_t n);

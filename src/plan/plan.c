@@ -26,7 +26,7 @@ static int claims_of(const utable *t, json_t *body, const urec_flat *flat,
     const uconstraint *c = &t->cons[i];
     const ukind_ops *kd = ukind_of(c);
     ubuf_reset(&k);
-    kd->key_prefix(&k, t->name, c->name);
+    kd->key_prefix(&k, t->name, c);
     size_t voff = k.len;
     int present;
     rc = flat ? urec_flat_unique_value(t, c, flat, &k, &present, res)
@@ -55,7 +55,13 @@ int uplan_claim_split(const utable *t, const uint8_t *key, size_t klen,
   ubuf s = UBUF_INIT;
   *con = -1;
   int rc = ustored_claim_key_split(key, klen, voff, table, tlen, &s);
-  if (!rc && t) *con = utable_constraint(t, s.p ? (char *)s.p : "");
+  const char *name = s.p ? (char *)s.p : "";
+  if (!rc && t && !ukey_claim_shared(key, klen))
+    *con = utable_constraint(t, name);
+  for (size_t i = 0; !rc && t && *con < 0 && i < t->ncons; i++)
+    if (t->cons[i].ns && !strcmp(t->cons[i].ns, name) &&
+        ukey_claim_shared(key, klen))
+      *con = (int)i; /* (a NAMESPACE's: its constraint in t) */
   ubuf_free(&s);
   return rc;
 }
@@ -81,12 +87,30 @@ void uplan_free(uplan *p) {
   ubuf_free(&p->rval);
   uclaims_free(&p->take);
   ubuf_free(&p->claim_val);
+  ubuf_free(&p->claim_val_ns);
   uclaims_free(&p->release);
   uclaims_free(&p->drop);
   ubuf_free(&p->okey);
   ubuf_free(&p->oval);
   ubuf_free(&p->oidx);
   uplan_init(p);
+}
+
+/* A NAMESPACE's claim names its owner's table too: (table, pk...), the
+ * record key after "r" (keys/keyspace.h, ukey_claim_owner_of). */
+static void claim_val_ns(uplan *p, const char *op_id, int64_t now_ms) {
+  for (size_t i = 0; i < p->take.n; i++) {
+    const uclaim *c = &p->take.v[i];
+    const uint8_t *owner;
+    size_t olen;
+    if (!ukey_claim_shared(c->key, c->klen) ||
+        ukey_claim_owner_of(c->key, c->klen, p->rkey.p, p->rkey.len, &owner,
+                            &olen))
+      continue;
+    ustored_claim_encode(&p->claim_val_ns, UCLAIM_COMMITTED, owner, olen,
+                         op_id, now_ms);
+    return;
+  }
 }
 
 int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
@@ -168,6 +192,7 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   }
   ustored_claim_encode(&p->claim_val, UCLAIM_COMMITTED, pk->p, pk->len, op_id,
                        w->now_ms);
+  claim_val_ns(p, op_id, w->now_ms);
   if (w->outcome) {
     ukey_outcome(&p->okey, op_id);
     ukey_outcome_index(&p->oidx, w->now_ms, op_id);
@@ -175,7 +200,8 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
                            w->outcome, w->now_ms);
   }
   if (!ubuf_ok(&p->skey) || !ubuf_ok(&p->rkey) || !ubuf_ok(&p->rval) ||
-      !ubuf_ok(&p->claim_val) || !ubuf_ok(&p->okey) || !ubuf_ok(&p->oval) ||
+      !ubuf_ok(&p->claim_val) || !ubuf_ok(&p->claim_val_ns) ||
+      !ubuf_ok(&p->okey) || !ubuf_ok(&p->oval) ||
       !ubuf_ok(&p->oidx))
     goto oom;
   goto leave;
@@ -241,6 +267,7 @@ uint64_t uplan_table_fingerprint(const utable *t) {
     for (size_t j = 0; j < c->ncols; j++) h = hash_int(h, c->cols[j]);
     h = hash_int(h, c->norm);
     h = hash_int(h, c->limit);
+    h = hash_str(h, c->ns ? c->ns : "");
     h = hash_where(h, c->where);
   }
   return h;

@@ -50,6 +50,9 @@ typedef struct uplan {
                           applied); NULL otherwise */
   uclaims take;        /* claims to take: each must be absent */
   ubuf claim_val;      /* the stored claim written under every taken key */
+  ubuf claim_val_ns;   /* ... but a NAMESPACE's (ukey_claim_shared): the
+                          same naming its owner as (table, pk...); empty
+                          when the plan takes none */
   uclaims release;     /* claims to give up, groups to leave */
   uclaims drop;        /* keys deleted without condition (hold indexes) */
   ubuf okey;           /* outcome key, empty when the caller gave no op id */

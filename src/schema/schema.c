@@ -673,6 +673,17 @@ static int parse_column(parser *p) {
   return 0;
 }
 
+/* [NAMESPACE ident] after a UNIQUE's columns and NORMALIZE. */
+static int parse_namespace(parser *p, uconstraint *c) {
+  upos at;
+  if (!is_kw(&p->cur, "namespace")) return 0;
+  advance(p);
+  if (take_name(p, "namespace name", &c->ns, &at) < 0) return -1;
+  c->ns_line = at.line;
+  c->ns_col = at.col;
+  return 0;
+}
+
 /* --------------------------------------------------------------- WHERE */
 
 /* A string literal's text: the quotes gone, '' as one quote, valid UTF-8
@@ -859,7 +870,7 @@ static int resolve_where(parser *p, uconstraint *c) {
 }
 
 /* [CONSTRAINT ident] UNIQUE '(' names ')' [NORMALIZE (exact|casefold)]
- *   [WHERE predicate]
+ *   [NAMESPACE ident] [WHERE predicate]
  * [CONSTRAINT ident] LIMIT integer PER '(' names ')' [WHERE predicate] */
 static int parse_constraint(parser *p) {
   utable *t = cur_table(p);
@@ -905,12 +916,14 @@ static int parse_constraint(parser *p) {
       }
       advance(p);
     }
+    if (parse_namespace(p, c) < 0) return -1;
     if (is_kw(&p->cur, "where")) {
       advance(p);
       return parse_where(p, c);
     }
     if (p->cur.kind != TK_COMMA && p->cur.kind != TK_RPAREN)
-      return expected(p, "NORMALIZE, WHERE, ',' or ')'");
+      return expected(p, c->ns ? "WHERE, ',' or ')'"
+                               : "NORMALIZE, NAMESPACE, WHERE, ',' or ')'");
     return 0;
   }
   if (is_kw(&p->cur, "limit")) {
@@ -1150,6 +1163,58 @@ static int parse_table(parser *p) {
   return finish_table(p);
 }
 
+/* How b disagrees with a (same namespace): "" when they agree. */
+static void ns_disagreement(const utable *ta, const uconstraint *a,
+                            const utable *tb, const uconstraint *b,
+                            char *buf, size_t cap) {
+  buf[0] = 0;
+  if (ta == tb) {
+    snprintf(buf, cap, "one table can have one constraint in a namespace");
+  } else if (a->ncols != b->ncols) {
+    snprintf(buf, cap, "%zu columns against %zu", a->ncols, b->ncols);
+  } else if (a->norm != b->norm) {
+    snprintf(buf, cap, "NORMALIZE %s against NORMALIZE %s",
+             a->norm == UNORM_CASEFOLD ? "casefold" : "exact",
+             b->norm == UNORM_CASEFOLD ? "casefold" : "exact");
+  } else {
+    for (size_t i = 0; i < a->ncols; i++) {
+      ucol_type x = ta->cols[a->cols[i]].type, y = tb->cols[b->cols[i]].type;
+      if (x == y) continue;
+      snprintf(buf, cap, "column %zu is %s against %s", i + 1,
+               ucol_type_name(x), ucol_type_name(y));
+      break;
+    }
+  }
+}
+
+/* Constraints of one namespace agree on their columns' number and types
+ * and on NORMALIZE, and a table has at most one of them: a refusal names
+ * both places. */
+static int check_namespaces(parser *p) {
+  const uschema *s = p->s;
+  char why[128];
+  for (size_t i = 0; i < s->ntables; i++)
+    for (size_t ci = 0; ci < s->tables[i].ncons; ci++) {
+      const utable *ta = &s->tables[i];
+      const uconstraint *a = &ta->cons[ci];
+      if (!a->ns) continue;
+      for (size_t j = 0; j <= i; j++)
+        for (size_t cj = 0; cj < (j == i ? ci : s->tables[j].ncons); cj++) {
+          const utable *tb = &s->tables[j];
+          const uconstraint *b = &tb->cons[cj];
+          if (!b->ns || strcmp(a->ns, b->ns)) continue;
+          ns_disagreement(ta, a, tb, b, why, sizeof why);
+          if (why[0])
+            return fail(p, (upos){a->ns_line, a->ns_col},
+                        "namespace %s: %s.%s disagrees with %s.%s (line %d, "
+                        "column %d): %s",
+                        a->ns, ta->name, a->name, tb->name, b->name,
+                        b->ns_line, b->ns_col, why);
+        }
+    }
+  return 0;
+}
+
 int uschema_parse(const char *text, uschema **out, uparse_error *err) {
   parser *p = NULL;
   int rc = -1;
@@ -1190,6 +1255,7 @@ int uschema_parse(const char *text, uschema **out, uparse_error *err) {
       goto cleanup;
     }
   }
+  if (check_namespaces(p) < 0) goto cleanup;
   *out = p->s;
   p->s = NULL;
   rc = 0;
@@ -1215,6 +1281,7 @@ void uschema_free(uschema *s) {
     for (j = 0; j < t->ncons; j++) {
       free(t->cons[j].name);
       free(t->cons[j].cols);
+      free(t->cons[j].ns);
       upred_free(t->cons[j].where);
     }
     free(t->cons);

@@ -41,6 +41,11 @@ typedef struct uconstraint {
   int *cols;      /* indexes into the table's columns, in DDL order */
   unorm norm;     /* UNIQUE only */
   int64_t limit;  /* LIMIT only: the maximum number of live records */
+  char *ns;       /* UNIQUE only: NAMESPACE name, or NULL. Every UNIQUE of
+                     one namespace (in any table) draws its values from one
+                     set: its claims are ("u", "", ns, value...) and name
+                     their owner's table (docs/ddl.md, "NAMESPACE") */
+  int ns_line, ns_col; /* where the NAMESPACE name stands in the DDL */
   struct upred *where; /* WHERE: only records it holds for have a key of
                           this constraint (schema/predicate.h); NULL: all */
 } uconstraint;
