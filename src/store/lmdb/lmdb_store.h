@@ -45,4 +45,12 @@ uint64_t ustore_lmdb_serial_ns(void);
  * `seen` were lately seen waiting at once: 0 to sync at once (syncer.c). */
 size_t ustore_lmdb_gather_goal(size_t pending, size_t seen, uint64_t delay_us);
 
+/* Test hooks (tests only: NULL otherwise; set before the store's threads
+ * run). Log mode's parallel writers (writers=parallel) call it at these
+ * points: LATCHED, a write checked and admitted, its latches held, before
+ * its log record is appended (the return is ignored); SYNC, before a sync
+ * of the log (a non-zero return is that sync's failure, an errno). */
+enum { USTORE_LMDB_HOOK_LATCHED = 1, USTORE_LMDB_HOOK_SYNC = 2 };
+extern int (*ustore_lmdb_hook)(ustore *s, int point);
+
 #endif
