@@ -208,6 +208,10 @@ static int read_options(const ustore_opts *o, lm_config *c, ustore_err *e) {
       (rc = ustore_opt_long(o, "sync_delay_us", 0, SYNC_DELAY_MAX_US, &delay, e)) ||
       (rc = ustore_opt_word(o, "writers", writer_names, &c->par, e)))
     return rc;
+  if (c->par < 0) { /* not given: UNICO_LMDB_WRITERS, in log mode */
+    const char *env = getenv("UNICO_LMDB_WRITERS");
+    c->par = c->wal && env && strcmp(env, "parallel") == 0;
+  }
   if (c->par && !c->wal) {
     seterr(e, "lmdb store: writers=parallel needs wal=on (plain mode keeps "
               "its leader)");
@@ -385,7 +389,7 @@ leave:
 
 #define LM_CONFIG_INIT                                                    \
   {(size_t)1 << 30 /* 1 GiB to start */, (size_t)1 << 40 /* up to 1 TiB */, \
-   SYNC_ON, 0, 0, CKPT_BYTES, 0, 0}
+   SYNC_ON, 0, 0, CKPT_BYTES, 0, -1}
 
 int ustore_lmdb_caps(const ustore_opts *opts, unsigned *caps,
                      ustore_err *e) {
