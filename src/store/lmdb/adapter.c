@@ -453,7 +453,6 @@ static int mem_snapshot(lmdb_store *s, const void *prefix, size_t plen,
   size_t na = 0, nf = 0, i = 0, j = 0;
   int rc = -1;
   memset(m, 0, sizeof *m);
-  if (s->par) lm_latch_all(s); /* (parallel writers change the parts) */
   if (umts_collect(s->active, prefix, plen, &a, &na)) goto out;
   if (s->frozen && umts_collect(s->frozen, prefix, plen, &f, &nf)) goto out;
   m->it = malloc((na + nf + 1) * sizeof *m->it);
@@ -473,7 +472,6 @@ static int mem_snapshot(lmdb_store *s, const void *prefix, size_t plen,
   }
   rc = 0;
 out:
-  if (s->par) lm_unlatch_all(s);
   free(a);
   free(f);
   return rc;
@@ -495,10 +493,11 @@ int lm_scan(ustore *base, const void *prefix, size_t plen,
   if (after && ustore_key_cmp(after, alen, prefix, plen) < 0) after = NULL;
   if (s->wal) {
     /* The tables' entries and LMDB's snapshot, taken under one lock, form
-     * one consistent view; the scan merges them, the tables winning. */
+     * one consistent view; the scan merges them, the tables winning.
+     * (Parallel writers change the tables holding it shared: exclusive.) */
     int tries = 0;
   again:
-    lm_tables_lock(s, 0);
+    lm_tables_lock(s, s->par);
     rc = lm_tables_begin(s, NULL, &txn, &tries, e);
     if (rc == LM_RETRY) goto again;
     if (rc == UNICO_OK && mem_snapshot(s, prefix, plen, after, alen, &m)) {

@@ -360,12 +360,6 @@ void lm_par_drain(lmdb_store *s);
  * into e. With or without q_lock (lock: whether to take it). */
 void lm_par_lost(lmdb_store *s, uint64_t lsn, ustore_err *e);
 /* Test hooks: ustore_lmdb_hook in lmdb_store.h. */
-/* The whole tables, exclusive, however the store writes: mt_lock for
- * writing (and every latch, with parallel writers). */
-void lm_mt_excl(lmdb_store *s);
-void lm_mt_excl_end(lmdb_store *s);
-void lm_latch_all(lmdb_store *s);
-void lm_unlatch_all(lmdb_store *s);
 /* The serial part: dt nanoseconds where one thread alone could be. */
 void lm_serial_add(lmdb_store *s, uint64_t dt);
 uint64_t lm_mono_ns(void);

@@ -76,8 +76,6 @@ static void unlatch(lmdb_store *s, uint64_t mask) {
     if (mask >> i & 1) pthread_mutex_unlock(&s->latch[i]);
 }
 
-void lm_latch_all(lmdb_store *s) { latch(s, ~(uint64_t)0); }
-void lm_unlatch_all(lmdb_store *s) { unlatch(s, ~(uint64_t)0); }
 
 /* The parts of the tables a request's keys fall in. */
 static uint64_t mask_of(const ustore_op *ops, size_t n) {
