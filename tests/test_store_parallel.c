@@ -101,10 +101,19 @@ static void hook_arm(int point) {
   ustore_lmdb_hook = hook;
 }
 
+/* Wait until a writer is held at the gate (at most 20 s: a writer that
+ * never comes there, answered without it, fails the test). */
 static void hook_wait_held(void) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 20;
   pthread_mutex_lock(&hk_mu);
-  while (!hk_held) pthread_cond_wait(&hk_cv, &hk_mu);
+  while (!hk_held &&
+         pthread_cond_timedwait(&hk_cv, &hk_mu, &until) != ETIMEDOUT) {
+  }
+  int held = hk_held;
   pthread_mutex_unlock(&hk_mu);
+  assert_int_equal(held, 1);
 }
 
 static void hook_release(int fail) {
