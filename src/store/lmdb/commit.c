@@ -207,12 +207,20 @@ int lm_make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
   w.seq = seq;
   w.next = &w; /* not on the list */
   int have_cv = 0;
-  if (s->par) lm_par_write(s, seq); /* (a failure: lost_lsn says so) */
   pthread_mutex_lock(&s->q_lock);
   while (s->durable < seq && !rc && !par_doomed(s, seq, &rc, &lost)) {
     if (s->syncing < SYNCS_MAX && s->sync_target < seq) {
       unlist(s, &w); /* this caller syncs */
       s->syncing++;
+      if (s->par) { /* first, every record appended into the file: one
+                     * write per sync (a failure: lost_lsn says so); the
+                     * callers it will cover wait for it meanwhile */
+        uint64_t to = lm_par_appended(s);
+        if (s->sync_target < to) s->sync_target = to;
+        pthread_mutex_unlock(&s->q_lock);
+        lm_par_write(s, UINT64_MAX);
+        pthread_mutex_lock(&s->q_lock);
+      }
       uint64_t target = s->committed;
       if (s->sync_target < target) s->sync_target = target;
       int fd = s->wal_fd; /* log mode: the file the batch went to (or later) */

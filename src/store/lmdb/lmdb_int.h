@@ -179,6 +179,11 @@ typedef struct lmdb_store {
   ubuf wbuf;                /* (wr_mu) the records being written */
   _Atomic uint64_t written; /* records up to here are in the file */
   _Atomic uint64_t file_lsn; /* the position where wal_fd began */
+  /* (wr_mu) zero-filling ahead, outside wr_mu (parallel.c: extend()): a
+   * dup of the log file, the range, the file's number */
+  int ext_busy, ext_fd;
+  uint64_t ext_from, ext_to, ext_no;
+  pthread_cond_t ext_cv;    /* (wr_mu) the zero-filling ended */
   uint64_t lost_lsn;        /* (q_lock) writes up to here: outcome unknown */
   int lost_err;             /* (q_lock) why: the errno of the append */
   int sync_err;             /* (q_lock) a sync of the log failed: errno */
@@ -309,6 +314,10 @@ int lm_log_set(lmdb_store *s, const ustore_op *ops, size_t nops, uint64_t lsn);
 void lm_log_admitted(lmdb_store *s, size_t dc, size_t dn);
 /* Append n bytes at wal_off (zero-filling ahead): 0 or -1 with errno. */
 int lm_log_write(lmdb_store *s, const uint8_t *p, size_t n);
+/* How far ahead to zero-fill; zero-fill fd's [from, to) and sync it: 0 or
+ * -1 with errno. */
+uint64_t lm_log_extend(const lmdb_store *s);
+int lm_log_zero(const lmdb_store *s, int fd, uint64_t from, uint64_t to);
 /* held: the caller holds the tables exclusive (lm_mt_excl). */
 void lm_log_rotate(lmdb_store *s, int held);
 int lm_log_flush(lmdb_store *s, int *rotated);
@@ -351,9 +360,11 @@ int lm_health(ustore *base, const char **reason, ustore_err *e);
 int lm_par_start(lmdb_store *s);
 void lm_par_stop(lmdb_store *s);
 int lm_par_txn(lmdb_store *s, ustore_op *ops, size_t n, ustore_err *e);
-/* Records up to lsn written to the log file (not synced): 0, or an errno
- * (their outcome is then unknown). */
+/* Records up to lsn (UINT64_MAX: all) written to the log file (not
+ * synced): 0, or an errno (their outcome is then unknown). */
 int lm_par_write(lmdb_store *s, uint64_t lsn);
+/* The log position after the last record appended (log_mu). */
+uint64_t lm_par_appended(lmdb_store *s);
 /* Everything appended written to the file (at close). */
 void lm_par_drain(lmdb_store *s);
 /* Why the writes up to lsn have an unknown outcome (an append failed),

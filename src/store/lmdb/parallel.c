@@ -93,8 +93,10 @@ int lm_par_start(lmdb_store *s) {
   s->latch_init = 1;
   if (pthread_mutex_init(&s->log_mu, NULL) ||
       pthread_mutex_init(&s->wr_mu, NULL) ||
-      pthread_mutex_init(&s->rot_mu, NULL))
+      pthread_mutex_init(&s->rot_mu, NULL) ||
+      pthread_cond_init(&s->ext_cv, NULL))
     return UNICO_ENOMEM;
+  s->ext_fd = -1;
   s->par_init = 1;
   if (!(s->rpool = calloc(1, sizeof *s->rpool))) return UNICO_ENOMEM;
   atomic_store(&s->files_at_ms, lm_now_ms());
@@ -114,6 +116,7 @@ void lm_par_stop(lmdb_store *s) {
     pthread_mutex_destroy(&s->log_mu);
     pthread_mutex_destroy(&s->wr_mu);
     pthread_mutex_destroy(&s->rot_mu);
+    pthread_cond_destroy(&s->ext_cv);
   }
   s->par_init = 0;
   ubuf_free(&s->lbuf);
@@ -160,10 +163,46 @@ static void keep_for_room(lmdb_store *s, const ubuf *b, int err) {
   }
 }
 
-/* Write what the buffer holds to the file. With wr_mu. 0, or the errno
+/* Zero-filling ahead (lm_log_write()) costs a write of 8 MiB and a sync:
+ * done under wr_mu, every writer would wait for it. So once less than half
+ * of the filled part is left, a writer plans the next fill (with wr_mu)
+ * and does it after, outside wr_mu (extend()), on a copy of the file's
+ * descriptor, beyond every record; a record that would pass the filled
+ * part meanwhile waits for it. */
+static void extend_plan(lmdb_store *s) {
+  uint64_t ext = lm_log_extend(s);
+  if (s->ext_busy || s->wal_zeroed - s->wal_off >= ext / 2) return;
+  int fd = dup(s->wal_fd);
+  if (fd < 0) return; /* (lm_log_write() fills when it must) */
+  s->ext_busy = 1;
+  s->ext_fd = fd;
+  s->ext_from = s->wal_zeroed;
+  s->ext_to = s->wal_zeroed + ext;
+  s->ext_no = s->wal_no;
+}
+
+/* Do the planned fill, if this thread planned one (with no lock). */
+static void extend(lmdb_store *s, int planned) {
+  if (!planned) return;
+  pthread_mutex_lock(&s->wr_mu);
+  int fd = s->ext_fd;
+  uint64_t from = s->ext_from, to = s->ext_to, no = s->ext_no;
+  pthread_mutex_unlock(&s->wr_mu);
+  int ok = lm_log_zero(s, fd, from, to) == 0;
+  close(fd);
+  pthread_mutex_lock(&s->wr_mu);
+  if (ok && s->wal_no == no && s->wal_zeroed == from) s->wal_zeroed = to;
+  s->ext_busy = 0;
+  s->ext_fd = -1;
+  pthread_cond_broadcast(&s->ext_cv);
+  pthread_mutex_unlock(&s->wr_mu);
+}
+
+/* Write what the buffer holds to the file (may_plan: and plan the next
+ * zero-filling, which the caller then does). With wr_mu. 0, or the errno
  * that left the records taken unwritten (their outcome unknown: lost_lsn,
  * and every waiter is woken to hear it). */
-static int write_locked(lmdb_store *s) {
+static int write_locked(lmdb_store *s, int may_plan) {
   uint64_t t0 = lm_mono_ns();
   pthread_mutex_lock(&s->log_mu);
   ubuf t = s->lbuf;
@@ -175,7 +214,12 @@ static int write_locked(lmdb_store *s) {
   if (s->wbuf.len) {
     if (atomic_load(&s->failed)) err = EIO; /* behind a failed append */
     else if (atomic_load(&s->nospace) & NOSPACE_LOG) err = ENOSPC; /* order */
-    else if (lm_log_write(s, s->wbuf.p, s->wbuf.len)) err = errno ? errno : EIO;
+    else {
+      while (s->ext_busy && s->wal_off + s->wbuf.len > s->wal_zeroed)
+        pthread_cond_wait(&s->ext_cv, &s->wr_mu); /* (it fills this far) */
+      if (lm_log_write(s, s->wbuf.p, s->wbuf.len)) err = errno ? errno : EIO;
+      if (!err && may_plan) extend_plan(s);
+    }
     if (err && lm_space_err(err)) keep_for_room(s, &s->wbuf, err);
     else if (err) lm_fail_log(s, "appending to", err);
   }
@@ -196,10 +240,13 @@ static int write_locked(lmdb_store *s) {
 }
 
 int lm_par_write(lmdb_store *s, uint64_t lsn) {
-  if (atomic_load(&s->written) >= lsn) return 0;
+  if (lsn != UINT64_MAX && atomic_load(&s->written) >= lsn) return 0;
   pthread_mutex_lock(&s->wr_mu);
-  int err = atomic_load(&s->written) < lsn ? write_locked(s) : 0;
+  int busy = s->ext_busy;
+  int err = atomic_load(&s->written) < lsn ? write_locked(s, 1) : 0;
+  int planned = !busy && s->ext_busy;
   pthread_mutex_unlock(&s->wr_mu);
+  extend(s, planned);
   return err;
 }
 
@@ -238,7 +285,7 @@ void lm_par_lost(lmdb_store *s, uint64_t lsn, ustore_err *e) {
 
 void lm_par_drain(lmdb_store *s) {
   pthread_mutex_lock(&s->wr_mu);
-  write_locked(s);
+  write_locked(s, 0);
   pthread_mutex_unlock(&s->wr_mu);
 }
 
@@ -253,8 +300,7 @@ static int table_big(lmdb_store *s, size_t times, uint64_t pos) {
   return sz >= times * s->ckpt_bytes || log >= 2 * times * s->ckpt_bytes;
 }
 
-/* The position after the last record appended. */
-static uint64_t lsn_now(lmdb_store *s) {
+uint64_t lm_par_appended(lmdb_store *s) {
   pthread_mutex_lock(&s->log_mu);
   uint64_t v = s->lsn_next;
   pthread_mutex_unlock(&s->log_mu);
@@ -270,8 +316,8 @@ static int freeze(lmdb_store *s, int any) {
   pthread_mutex_lock(&s->q_lock);
   int busy = s->ckpt_busy;
   pthread_mutex_unlock(&s->q_lock);
-  int want = any ? atomic_load(&s->active->n) > 0 : table_big(s, 1, lsn_now(s));
-  if (!busy && want && !write_locked(s) && !lm_log_stuck(s)) {
+  int want = any ? atomic_load(&s->active->n) > 0 : table_big(s, 1, lm_par_appended(s));
+  if (!busy && want && !write_locked(s, 0) && !lm_log_stuck(s)) {
     lm_log_rotate(s, 1); /* (syncs the old file first) */
     if (!lm_log_stuck(s)) {
       did = 1;

@@ -171,9 +171,5 @@ void ustore_lmdb_stats_get(ustore *base, ustore_lmdb_stats *out) {
   out->durable = s->durable;
   out->serial_ns = s->serial_ns + atomic_load(&s->par_serial_ns);
   pthread_mutex_unlock(&s->q_lock);
-  if (s->par) { /* (the records appended, whether written or not yet) */
-    pthread_mutex_lock(&s->log_mu);
-    out->committed = s->lsn_next;
-    pthread_mutex_unlock(&s->log_mu);
-  }
+  if (s->par) out->committed = lm_par_appended(s); /* (written or not) */
 }
