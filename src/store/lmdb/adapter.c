@@ -500,14 +500,16 @@ int lm_scan(ustore *base, const void *prefix, size_t plen,
     lm_tables_lock(s, s->par);
     rc = lm_tables_begin(s, NULL, &txn, &tries, e);
     if (rc == LM_RETRY) goto again;
-    if (rc == UNICO_OK && mem_snapshot(s, prefix, plen, after, alen, &m)) {
+    uint64_t t0 = lm_mono_ns(); /* (parallel writers: they wait: serial) */
+    int bad = rc == UNICO_OK && mem_snapshot(s, prefix, plen, after, alen, &m);
+    if (rc == UNICO_OK && s->par) lm_serial_add(s, lm_mono_ns() - t0);
+    if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);
+    if (bad) {
       lm_abort(s, txn);
-      pthread_rwlock_unlock(&s->mt_lock);
       ubuf_free(&m.blob);
       free(m.it);
       return UNICO_ENOMEM;
     }
-    if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);
   } else {
     rc = lm_begin(s, MDB_RDONLY, &txn, e);
   }

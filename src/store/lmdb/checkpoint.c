@@ -168,12 +168,15 @@ static void *ckpt_main(void *arg) {
     if (rc == UNICO_OK) {
       char path[64];
       pthread_rwlock_wrlock(&s->mt_lock);
-      umts_free(s->frozen);
-      free(s->frozen);
+      uint64_t t0 = lm_mono_ns(); /* (no writer meanwhile: serial) */
+      umts *gone = s->frozen;
       s->frozen = NULL;
       s->lm_used = used;
       s->lm_branch = branch;
+      if (s->par) lm_serial_add(s, lm_mono_ns() - t0);
       pthread_rwlock_unlock(&s->mt_lock);
+      umts_free(gone); /* (no reader left: it is no longer reachable) */
+      free(gone);
       pthread_mutex_lock(&s->q_lock);
       while (s->syncs_on[s->old_no & 1]) { /* not under a sync */
         pthread_mutex_unlock(&s->q_lock);

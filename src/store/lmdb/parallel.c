@@ -36,7 +36,7 @@ int (*ustore_lmdb_hook)(ustore *s, int point);
 
 /* ---- read handles: a pool, each taken by one writer at a time ---- */
 
-#define RPOOL 64
+#define RPOOL 256 /* (of LMDB's 1022 readers: open.c) */
 typedef struct lm_rpool {
   atomic_int busy[RPOOL];
   MDB_txn *txn[RPOOL];
@@ -203,7 +203,7 @@ static void extend(lmdb_store *s, int planned) {
  * that left the records taken unwritten (their outcome unknown: lost_lsn,
  * and every waiter is woken to hear it). */
 static int write_locked(lmdb_store *s, int may_plan) {
-  uint64_t t0 = lm_mono_ns();
+  uint64_t t0 = lm_mono_ns(); /* (counted by the callers of may_plan 0) */
   pthread_mutex_lock(&s->log_mu);
   ubuf t = s->lbuf;
   s->lbuf = s->wbuf;
@@ -235,7 +235,7 @@ static int write_locked(lmdb_store *s, int may_plan) {
   }
   pthread_mutex_unlock(&s->q_lock);
   if (!err) atomic_store(&s->written, end);
-  lm_serial_add(s, lm_mono_ns() - t0);
+  if (may_plan) lm_serial_add(s, lm_mono_ns() - t0);
   return err;
 }
 
@@ -254,6 +254,8 @@ int lm_par_write(lmdb_store *s, uint64_t lsn) {
  * records are appended and synced, they are durable. */
 static void space_retry(lmdb_store *s) {
   pthread_mutex_lock(&s->wr_mu);
+  while (s->ext_busy) /* (its zeros must not land on the records) */
+    pthread_cond_wait(&s->ext_cv, &s->wr_mu);
   lm_log_space_retry(s);
   if (!(atomic_load(&s->nospace) & NOSPACE_LOG)) {
     pthread_mutex_lock(&s->q_lock);
@@ -311,6 +313,7 @@ uint64_t lm_par_appended(lmdb_store *s) {
  * if it holds anything, else if it is big. Returns 1 when it froze it. */
 static int freeze(lmdb_store *s, int any) {
   pthread_rwlock_wrlock(&s->mt_lock);
+  uint64_t t0 = lm_mono_ns(); /* (no writer meanwhile: serial) */
   pthread_mutex_lock(&s->wr_mu);
   int did = 0;
   pthread_mutex_lock(&s->q_lock);
@@ -328,6 +331,7 @@ static int freeze(lmdb_store *s, int any) {
     }
   }
   pthread_mutex_unlock(&s->wr_mu);
+  lm_serial_add(s, lm_mono_ns() - t0);
   pthread_rwlock_unlock(&s->mt_lock);
   return did;
 }
