@@ -27,6 +27,10 @@
  *   commit.c      the queue, the leader and its batch, make_durable;
  *   log.c         log mode's write path (wal=on): a batch against the
  *                 in-memory tables, one append, freezing a full table;
+ *   parallel.c    log mode without a leader (writers=parallel): each
+ *                 writer latches its keys' parts of the tables, appends
+ *                 its record to a shared buffer and waits for the log
+ *                 position it depends on;
  *   checkpoint.c  log mode's checkpointer, recovery at open, start, stop;
  *   syncer.c      deferred durability (watch_durable) and the counters;
  *   open.c        options, the process registry (one environment per

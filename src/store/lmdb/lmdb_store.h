@@ -30,9 +30,10 @@ typedef struct ustore_lmdb_stats {
   /* the number of the last commit, and of the last one known durable */
   uint64_t committed, durable;
   /* the serial part: nanoseconds leaders spent with the writer's role,
-   * where only one thread of the store can be (commit.c, lead()); its
-   * share of each request is the floor of the time per write on any
-   * number of cores */
+   * where only one thread of the store can be (commit.c, lead()), or with
+   * parallel writers the time in the log's and the tables' exclusive
+   * sections (parallel.c); its share of each request is the floor of the
+   * time per write on any number of cores */
   uint64_t serial_ns;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
