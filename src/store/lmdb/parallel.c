@@ -349,7 +349,10 @@ static void ckpt_wait(lmdb_store *s, int huge) {
 static void maybe_freeze(lmdb_store *s, int huge) {
   if (lm_log_stuck(s)) return;
   ckpt_wait(s, huge);
-  if (pthread_mutex_trylock(&s->rot_mu)) return; /* another freezes */
+  pthread_mutex_lock(&s->q_lock);
+  int busy = s->ckpt_busy; /* (the table freezes once the last is in) */
+  pthread_mutex_unlock(&s->q_lock);
+  if (busy || pthread_mutex_trylock(&s->rot_mu)) return; /* another does */
   freeze(s, 0);
   pthread_mutex_unlock(&s->rot_mu);
 }
