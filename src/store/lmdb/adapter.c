@@ -147,8 +147,8 @@ void lm_set_reserve(lmdb_store *s, int on) {
 /* One try at a transaction: begun, or for a kept read handle (keep not
  * NULL) renewed, or begun into *keep when there is none or it cannot be
  * renewed. An LMDB code. */
-static int begin_once(lmdb_store *s, unsigned flags, MDB_txn **keep,
-                      MDB_txn **txn) {
+int lm_begin_once(lmdb_store *s, unsigned flags, MDB_txn **keep,
+                  MDB_txn **txn) {
   if (!keep) return mdb_txn_begin(s->env, NULL, flags, txn);
   int rc = MDB_BAD_TXN;
   if (*keep && (rc = mdb_txn_renew(*keep)) != 0) {
@@ -167,7 +167,7 @@ static int begin_held(lmdb_store *s, unsigned flags, MDB_txn **keep,
                       MDB_txn **txn, ustore_err *e) {
   for (int tries = 0; tries < 8; tries++) {
     pthread_rwlock_rdlock(&s->resize);
-    int rc = begin_once(s, flags, keep, txn);
+    int rc = lm_begin_once(s, flags, keep, txn);
     if (rc == 0) return UNICO_OK;
     pthread_rwlock_unlock(&s->resize);
     if (rc != MDB_MAP_RESIZED) return lm_map_rc(s, rc, "beginning a transaction", e);
@@ -203,7 +203,7 @@ void lm_tables_unlock(lmdb_store *s) {
 
 int lm_tables_begin(lmdb_store *s, MDB_txn **keep, MDB_txn **txn, int *tries,
                     ustore_err *e) {
-  int rc = begin_once(s, MDB_RDONLY, keep, txn);
+  int rc = lm_begin_once(s, MDB_RDONLY, keep, txn);
   if (rc == 0) return UNICO_OK;
   lm_tables_unlock(s);
   if (rc != MDB_MAP_RESIZED) return lm_map_rc(s, rc, "beginning a transaction", e);
@@ -244,8 +244,11 @@ int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
     int tries = 0;
   again:
     lm_tables_lock(s, 0);
-    umt_entry *me = umt_find(s->active, key, klen);
-    if (!me && s->frozen) me = umt_find(s->frozen, key, klen);
+    /* (parallel writers: the key's part, under its latch) */
+    pthread_mutex_t *latch = s->par ? &s->latch[umts_shard(key, klen)] : NULL;
+    if (latch) pthread_mutex_lock(latch);
+    umt_entry *me = umts_find(s->active, key, klen);
+    if (!me && s->frozen) me = umts_find(s->frozen, key, klen);
     if (me) {
       rc = me->deleted ? UNICO_ENOTFOUND : UNICO_OK;
       if (rc == UNICO_OK && version) *version = me->version;
@@ -254,9 +257,11 @@ int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
         ubuf_put(val, me->kv + me->klen, me->vlen);
         if (!ubuf_ok(val)) rc = UNICO_ENOMEM;
       }
+      if (latch) pthread_mutex_unlock(latch);
       lm_tables_unlock(s);
       return rc;
     }
+    if (latch) pthread_mutex_unlock(latch);
     rc = lm_tables_begin(s, NULL, &txn, &tries, e);
     if (rc == LM_RETRY) goto again;
     if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);
@@ -448,8 +453,8 @@ static int mem_snapshot(lmdb_store *s, const void *prefix, size_t plen,
   size_t na = 0, nf = 0, i = 0, j = 0;
   int rc = -1;
   memset(m, 0, sizeof *m);
-  if (umt_collect(s->active, prefix, plen, &a, &na)) goto out;
-  if (s->frozen && umt_collect(s->frozen, prefix, plen, &f, &nf)) goto out;
+  if (umts_collect(s->active, prefix, plen, &a, &na)) goto out;
+  if (s->frozen && umts_collect(s->frozen, prefix, plen, &f, &nf)) goto out;
   m->it = malloc((na + nf + 1) * sizeof *m->it);
   if (!m->it) goto out;
   while (i < na || j < nf) {
@@ -488,20 +493,23 @@ int lm_scan(ustore *base, const void *prefix, size_t plen,
   if (after && ustore_key_cmp(after, alen, prefix, plen) < 0) after = NULL;
   if (s->wal) {
     /* The tables' entries and LMDB's snapshot, taken under one lock, form
-     * one consistent view; the scan merges them, the tables winning. */
+     * one consistent view; the scan merges them, the tables winning.
+     * (Parallel writers change the tables holding it shared: exclusive.) */
     int tries = 0;
   again:
-    lm_tables_lock(s, 0);
+    lm_tables_lock(s, s->par);
     rc = lm_tables_begin(s, NULL, &txn, &tries, e);
     if (rc == LM_RETRY) goto again;
-    if (rc == UNICO_OK && mem_snapshot(s, prefix, plen, after, alen, &m)) {
+    uint64_t t0 = lm_mono_ns(); /* (parallel writers: they wait: serial) */
+    int bad = rc == UNICO_OK && mem_snapshot(s, prefix, plen, after, alen, &m);
+    if (rc == UNICO_OK && s->par) lm_serial_add(s, lm_mono_ns() - t0);
+    if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);
+    if (bad) {
       lm_abort(s, txn);
-      pthread_rwlock_unlock(&s->mt_lock);
       ubuf_free(&m.blob);
       free(m.it);
       return UNICO_ENOMEM;
     }
-    if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);
   } else {
     rc = lm_begin(s, MDB_RDONLY, &txn, e);
   }

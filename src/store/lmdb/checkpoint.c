@@ -52,12 +52,12 @@ static int lm_measure(lmdb_store *s, size_t *used, size_t *branch,
 
 /* Write a table into LMDB in one synced transaction that also records the
  * number of the log file it came from. */
-static int checkpoint_table(lmdb_store *s, umt *t, uint64_t no,
+static int checkpoint_table(lmdb_store *s, umts *t, uint64_t no,
                             ustore_err *e, int *raw) {
   umt_entry **v = NULL;
   size_t n = 0;
   *raw = 0;
-  if (umt_collect(t, "", 0, &v, &n)) return UNICO_ENOMEM;
+  if (umts_collect(t, "", 0, &v, &n)) return UNICO_ENOMEM;
   int rc = UNICO_OK;
   for (int tries = 0;; tries++) {
     MDB_txn *txn;
@@ -168,12 +168,15 @@ static void *ckpt_main(void *arg) {
     if (rc == UNICO_OK) {
       char path[64];
       pthread_rwlock_wrlock(&s->mt_lock);
-      umt_free(s->frozen);
-      free(s->frozen);
+      uint64_t t0 = lm_mono_ns(); /* (no writer meanwhile: serial) */
+      umts *gone = s->frozen;
       s->frozen = NULL;
       s->lm_used = used;
       s->lm_branch = branch;
+      if (s->par) lm_serial_add(s, lm_mono_ns() - t0);
       pthread_rwlock_unlock(&s->mt_lock);
+      umts_free(gone); /* (no reader left: it is no longer reachable) */
+      free(gone);
       pthread_mutex_lock(&s->q_lock);
       while (s->syncs_on[s->old_no & 1]) { /* not under a sync */
         pthread_mutex_unlock(&s->q_lock);
@@ -249,7 +252,7 @@ static int list_logs(lmdb_store *s, uint64_t **out, size_t *n, ustore_err *e) {
  * or damaged record. Later records of a key replace earlier ones, so the
  * table ends with the state the file leads to; versions are absolute.
  * *good receives the offset after the last whole record. */
-static int read_log(FILE *f, umt *t, long *good) {
+static int read_log(FILE *f, umts *t, long *good) {
   ubuf rec = UBUF_INIT;
   int rc = UNICO_OK;
   *good = 0;
@@ -276,7 +279,7 @@ static int read_log(FILE *f, umt *t, long *good) {
       uint64_t ver = lm_get_le(p + 7, 8);
       p += 15;
       if ((size_t)(end - p) < kl + vl) break;
-      if (umt_set(t, p, kl, ver, act == 2, p + kl, vl)) rc = UNICO_ENOMEM;
+      if (umts_put(t, p, kl, ver, act == 2, p + kl, vl, 0)) rc = UNICO_ENOMEM;
       p += kl + vl;
     }
     if (rc) break;
@@ -289,7 +292,7 @@ static int read_log(FILE *f, umt *t, long *good) {
 /* Replay log file number no into LMDB (one checkpoint). */
 static int replay_log(lmdb_store *s, uint64_t no, ustore_err *e) {
   char path[4200], name[64];
-  umt t;
+  umts *t = malloc(sizeof *t);
   int raw = 0;
   long end = 0;
   lm_wal_path(s, no, path, sizeof path);
@@ -300,13 +303,15 @@ static int replay_log(lmdb_store *s, uint64_t no, ustore_err *e) {
   if (!f) {
     seterr(e, "cannot read the log file %s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
+    free(t);
     return UNICO_EUNAVAILABLE;
   }
-  if (umt_init(&t, s->psize)) {
+  if (!t || umts_init(t, s->psize, 0, NULL)) {
     fclose(f);
+    free(t);
     return UNICO_ENOMEM;
   }
-  int rc = read_log(f, &t, &end);
+  int rc = read_log(f, t, &end);
   /* The zeros written ahead (and a torn record, never acknowledged) go
    * first: on a full disk they are the room the checkpoint needs. */
   struct stat st;
@@ -314,7 +319,7 @@ static int replay_log(lmdb_store *s, uint64_t no, ustore_err *e) {
     (void)!ftruncate(fd, end);
   fclose(f);
   /* (a log with no record needs no checkpoint: it is deleted after) */
-  if (rc == UNICO_OK && t.n) rc = checkpoint_table(s, &t, no, e, &raw);
+  if (rc == UNICO_OK && t->n) rc = checkpoint_table(s, t, no, e, &raw);
   if (rc != UNICO_OK && lm_space_err(raw))
     seterr(e, "replaying the log of %.100s needs room on its disk, which is "
               "full (%s): free some space there and open the store again; "
@@ -324,7 +329,7 @@ static int replay_log(lmdb_store *s, uint64_t no, ustore_err *e) {
     char url[4400], max[32];
     size_t need = 0;
     if (lm_measure(s, &s->lm_used, &s->lm_branch, e) == UNICO_OK)
-      need = s->lm_used + lm_ckpt_estimate(s, t.cost, t.n);
+      need = s->lm_used + lm_ckpt_estimate(s, t->cost, t->n);
     need += lm_reserve_of(need) + need / 4;
     ustore_fmt_size(s->max_map_size, max, sizeof max);
     lm_advice_url(s, lm_suggest_max(s, need), url, sizeof url);
@@ -333,7 +338,8 @@ static int replay_log(lmdb_store *s, uint64_t no, ustore_err *e) {
               "lost: open the store as %s to replay it",
            max, url);
   }
-  umt_free(&t);
+  umts_free(t);
+  free(t);
   return rc;
 }
 
@@ -367,15 +373,24 @@ int lm_log_recover(lmdb_store *s, ustore_err *e) {
 /* Start log mode: the tables, the first log file, the checkpointer. */
 int lm_log_start(lmdb_store *s, ustore_err *e) {
   char path[4200], name[64];
-  if (pthread_rwlock_init(&s->mt_lock, NULL)) return UNICO_ENOMEM;
+  /* Parallel writers hold mt_lock shared all the time: a freeze (which
+   * takes it exclusive) must not wait behind them for ever. */
+  pthread_rwlockattr_t ra;
+  if (pthread_rwlockattr_init(&ra)) return UNICO_ENOMEM;
+  if (s->par)
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  int lrc = pthread_rwlock_init(&s->mt_lock, &ra);
+  pthread_rwlockattr_destroy(&ra);
+  if (lrc) return UNICO_ENOMEM;
   s->mt_init = 1;
+  if (s->par && lm_par_start(s)) return UNICO_ENOMEM;
   /* (enough full blocks for one table: it is checkpointed at about
    * ckpt_bytes of keys and values) */
   if (umt_spare_init(&s->spare, s->ckpt_bytes / UMT_BLOCK_MAX + 2))
     return UNICO_ENOMEM;
   s->spare_init = 1;
   s->active = malloc(sizeof *s->active);
-  if (!s->active || umt_init_like(s->active, s->psize, 0, &s->spare)) {
+  if (!s->active || umts_init(s->active, s->psize, 0, &s->spare)) {
     free(s->active);
     s->active = NULL;
     return UNICO_ENOMEM;
@@ -411,6 +426,7 @@ int lm_log_stop(lmdb_store *s, ustore_err *e) {
   ustore_err ce = {{0}};
   char name[64];
   int rc = UNICO_OK, raw = 0;
+  if (s->par && s->par_init && s->wal_fd >= 0) lm_par_drain(s); /* (sync=off, deferred) */
   /* Records whose append found the disk full: once more (their requests
    * were answered unknown; the checkpoint below may save them anyway). */
   if (s->nospace_buf.len && s->wal_fd >= 0) {
@@ -443,8 +459,8 @@ int lm_log_stop(lmdb_store *s, ustore_err *e) {
               "log keeps the writes and the next open replays it",
            s->path, ce.msg);
   }
-  for (umt **t = &s->active; t <= &s->frozen; t++) {
-    if (*t) umt_free(*t);
+  for (umts **t = &s->active; t <= &s->frozen; t++) {
+    if (*t) umts_free(*t);
     free(*t);
     *t = NULL;
   }
@@ -454,6 +470,7 @@ int lm_log_stop(lmdb_store *s, ustore_err *e) {
   s->spare_init = 0;
   ubuf_free(&s->wal_buf);
   ubuf_free(&s->nospace_buf);
+  if (s->par) lm_par_stop(s);
   if (s->mt_init) pthread_rwlock_destroy(&s->mt_lock);
   return rc;
 }

@@ -172,35 +172,69 @@ static void unlist(lmdb_store *s, dwaiter *w) {
  * commit made before it starts. A caller a running sync covers waits for
  * it; the others start one when a slot is free. A plain-mode commit's own
  * data sync also covers the meta pages of the commits before it (lead()). */
-int lm_make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
+/* One sync of the log (log mode) or of LMDB, outside q_lock: 0 or an
+ * error (an errno, an LMDB code). */
+static int sync_once(lmdb_store *s, int fd) {
   int rc = 0;
+  if (!s->wal) return mdb_env_sync(s->env, 1);
+  if (s->par && ustore_lmdb_hook) /* (tests: stall it, or fail it) */
+    rc = ustore_lmdb_hook(&s->base, USTORE_LMDB_HOOK_SYNC);
+  if (!rc) rc = fdatasync(fd) ? errno : 0;
+  if (rc) lm_fail_log(s, "syncing", rc);
+  return rc;
+}
+
+/* Parallel writers: whether seq can no longer become durable (with
+ * q_lock): a sync failed (*rc its error), or the append of the records
+ * up to seq failed (*lost). */
+static int par_doomed(lmdb_store *s, uint64_t seq, int *rc, int *lost) {
+  if (!s->par) return 0;
+  if (seq > s->committed && seq <= s->lost_lsn) *lost = 1;
+  else if (s->sync_err) *rc = s->sync_err; /* (another sync may not fail) */
+  return *lost || *rc;
+}
+
+/* Make every batch up to `seq` durable. At most SYNCS_MAX syncs run at a
+ * time (two in flight overlap well on the disks measured); each covers every
+ * commit made before it starts. A caller a running sync covers waits for
+ * it; the others start one when a slot is free. A plain-mode commit's own
+ * data sync also covers the meta pages of the commits before it (lead()).
+ * With parallel writers seq is a log position, written to the file
+ * first. */
+int lm_make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
+  int rc = 0, lost = 0;
   dwaiter w;
   w.seq = seq;
   w.next = &w; /* not on the list */
   int have_cv = 0;
   pthread_mutex_lock(&s->q_lock);
-  while (s->durable < seq && !rc) {
+  while (s->durable < seq && !rc && !par_doomed(s, seq, &rc, &lost)) {
     if (s->syncing < SYNCS_MAX && s->sync_target < seq) {
       unlist(s, &w); /* this caller syncs */
       s->syncing++;
+      if (s->par) { /* first, every record appended into the file: one
+                     * write per sync (a failure: lost_lsn says so); the
+                     * callers it will cover wait for it meanwhile */
+        uint64_t to = lm_par_appended(s);
+        if (s->sync_target < to) s->sync_target = to;
+        pthread_mutex_unlock(&s->q_lock);
+        lm_par_write(s, UINT64_MAX);
+        pthread_mutex_lock(&s->q_lock);
+      }
       uint64_t target = s->committed;
       if (s->sync_target < target) s->sync_target = target;
       int fd = s->wal_fd; /* log mode: the file the batch went to (or later) */
       uint64_t no = s->wal_no;
       s->syncs_on[no & 1]++;
       pthread_mutex_unlock(&s->q_lock);
-      if (s->wal) {
-        rc = fdatasync(fd) ? errno : 0;
-        if (rc) lm_fail_log(s, "syncing", rc);
-      } else {
-        rc = mdb_env_sync(s->env, 1);
-      }
+      rc = sync_once(s, fd);
       pthread_mutex_lock(&s->q_lock);
       s->n_syncs++;
       s->syncing--;
       s->syncs_on[no & 1]--;
       if (rc == 0 && s->durable < target) s->durable = target;
       if (rc) s->sync_target = s->durable; /* let others try again */
+      if (rc && s->par) s->sync_err = rc;
       wake_waiters(s);
       continue;
     }
@@ -220,6 +254,10 @@ int lm_make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
   unlist(s, &w);
   pthread_mutex_unlock(&s->q_lock);
   if (have_cv) pthread_cond_destroy(&w.cv);
+  if (lost) {
+    lm_par_lost(s, seq, e);
+    return UNICO_EUNKNOWN;
+  }
   if (rc) {
     seterr(e, "syncing %s failed (%s); the write may or may not have been "
               "applied: retry it with the same operation id",
@@ -227,6 +265,15 @@ int lm_make_durable(lmdb_store *s, uint64_t seq, ustore_err *e) {
     return UNICO_EUNKNOWN;
   }
   return UNICO_OK;
+}
+
+void lm_durable_to(lmdb_store *s, uint64_t seq) {
+  if (s->durable < seq) s->durable = seq;
+  if (s->dwaiters) wake_waiters(s);
+}
+
+void lm_wake_all(lmdb_store *s) {
+  for (dwaiter *w = s->dwaiters; w; w = w->next) pthread_cond_signal(&w->cv);
 }
 
 /* Take up to BATCH_MAX requests off the queue as this leader's batch; n
@@ -265,7 +312,7 @@ static int maybe_rotate(lmdb_store *s) {
   int busy = s->ckpt_busy;
   pthread_mutex_unlock(&s->q_lock);
   if (busy) return 0;
-  lm_log_rotate(s);
+  lm_log_rotate(s, 0);
   return !lm_log_stuck(s);
 }
 
@@ -387,7 +434,12 @@ uint64_t ustore_lmdb_serial_ns(void) {
   return atomic_load_explicit(&serial_ns_all, memory_order_relaxed);
 }
 
-static uint64_t mono_ns(void) {
+void lm_serial_add(lmdb_store *s, uint64_t dt) {
+  atomic_fetch_add_explicit(&s->par_serial_ns, dt, memory_order_relaxed);
+  atomic_fetch_add_explicit(&serial_ns_all, dt, memory_order_relaxed);
+}
+
+uint64_t lm_mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -397,7 +449,7 @@ static uint64_t mono_ns(void) {
 static void lead(lmdb_store *s) {
   int retry_of[BATCH_MAX];
   size_t n;
-  uint64_t t0 = mono_ns(); /* the serial part begins (see serial_ns_all) */
+  uint64_t t0 = lm_mono_ns(); /* the serial part begins (see serial_ns_all) */
   lm_req *batch = take_batch(s, &n), *r, *nx;
   lm_files_tick(s); /* at most once a second: still our files? */
   int wrote = s->wal ? lm_log_batch_apply(s, batch, retry_of)
@@ -422,7 +474,7 @@ static void lead(lmdb_store *s) {
   if (need_sync) answer_deferred(&keep, seq);
   /* The writer's role passes to the next request while this batch syncs. */
   s->leading = 0;
-  uint64_t dt = mono_ns() - t0;
+  uint64_t dt = lm_mono_ns() - t0;
   s->serial_ns += dt;
   atomic_fetch_add_explicit(&serial_ns_all, dt, memory_order_relaxed);
   if (s->q_head) pthread_cond_signal(&s->q_head->cv);
@@ -455,6 +507,7 @@ int lm_txn(ustore *base, ustore_op *ops, size_t n, ustore_err *e) {
       return UNICO_EINVAL;
     }
   }
+  if (s->par) return lm_par_txn(s, ops, n, e);
   lm_req r;
   memset(&r, 0, sizeof r);
   r.ops = ops;

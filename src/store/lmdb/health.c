@@ -95,7 +95,7 @@ static int files_moved(lmdb_store *s, char *msg, size_t n, int with_log) {
 }
 
 /* Check the files now; gone is set for good when one moved. */
-static void files_check(lmdb_store *s) {
+void lm_files_check(lmdb_store *s) {
   char msg[256];
   if (atomic_load(&s->gone) || !files_moved(s, msg, sizeof msg, 1)) return;
   pthread_mutex_lock(&s->q_lock);
@@ -114,7 +114,7 @@ void lm_files_tick(lmdb_store *s) {
   uint64_t now = lm_now_ms();
   if (now - s->files_checked_ms < 1000) return;
   s->files_checked_ms = now;
-  files_check(s);
+  lm_files_check(s);
 }
 
 int lm_refuse(lmdb_store *s, lm_req *r) {
@@ -152,7 +152,7 @@ void lm_nospace_clear(lmdb_store *s, int bit) {
 
 int lm_health(ustore *base, const char **reason, ustore_err *e) {
   lmdb_store *s = (lmdb_store *)base;
-  files_check(s);
+  lm_files_check(s);
   if (atomic_load(&s->gone)) {
     *reason = USTORE_HEALTH_REMOVED;
     seterr(e, "%s", s->gone_msg);

@@ -6,6 +6,7 @@
 
 static const char *const on_off[] = {"off", "on", NULL};
 static const char *const sync_names[] = {"on", "data", "off", NULL};
+static const char *const writer_names[] = {"leader", "parallel", NULL};
 
 static const ustore_scheme schemes[] = {
     {"lmdb://", "lmdb://PATH"},
@@ -21,6 +22,7 @@ static const ustore_option_desc options[] = {
     {"txn", USTORE_OPT_WORD, "on", 0, 0, 0, 0, on_off},
     {"wal", USTORE_OPT_WORD, "off", 0, 0, 0, 0, on_off},
     {"wal_size", USTORE_OPT_SIZE, "64MiB", 0, 0, 0, 4096, NULL},
+    {"writers", USTORE_OPT_WORD, "leader", 0, 0, 0, 0, writer_names},
 };
 
 static int lmdb_open(ustore **out, size_t scheme, const char *loc,

@@ -27,6 +27,10 @@
  *   commit.c      the queue, the leader and its batch, make_durable;
  *   log.c         log mode's write path (wal=on): a batch against the
  *                 in-memory tables, one append, freezing a full table;
+ *   parallel.c    log mode without a leader (writers=parallel): each
+ *                 writer latches its keys' parts of the tables, appends
+ *                 its record to a shared buffer and waits for the log
+ *                 position it depends on;
  *   checkpoint.c  log mode's checkpointer, recovery at open, start, stop;
  *   syncer.c      deferred durability (watch_durable) and the counters;
  *   open.c        options, the process registry (one environment per
@@ -57,6 +61,7 @@ typedef struct lm_config {
   int txn_off;              /* a handle without transactions (its own) */
   size_t wal_size;          /* log mode: freeze the active table past this */
   long sync_delay_us;       /* deferred writes: the syncer's gathering */
+  int par;                  /* log mode: writers=parallel (parallel.c) */
 } lm_config;
 
 typedef struct lmdb_store {
@@ -115,8 +120,8 @@ typedef struct lmdb_store {
   int wal;
   pthread_rwlock_t mt_lock; /* guards the tables (not their immutability) */
   int mt_init;
-  umt *active;              /* written since the current log file began */
-  umt *frozen;              /* being checkpointed into LMDB, or NULL */
+  umts *active;             /* written since the current log file began */
+  umts *frozen;             /* being checkpointed into LMDB, or NULL */
   umt_spare spare;          /* blocks the tables hand on (memtable.h) */
   MDB_txn *lead_rtxn;       /* the leader's read handle (lm_begin_read) */
   int spare_init;
@@ -133,6 +138,7 @@ typedef struct lmdb_store {
   int ckpt_busy;            /* (q_lock) a frozen table awaits its checkpoint */
   int ckpt_stop;            /* (q_lock) the checkpointer must end */
   atomic_int failed;        /* the log failed: writes are refused */
+  atomic_int fail_claim;    /* the first failure writes failed_msg */
   char failed_msg[256];
   int failed_rc;            /* what refused writes get */
   const char *failed_why;   /* its reason for health: "log_failed", ... */
@@ -164,6 +170,33 @@ typedef struct lmdb_store {
   /* The options the first open asked for; a later open of the same
    * directory must ask for the same (open.c). */
   lm_config cfg;
+  /* log mode, writers=parallel (parallel.c): no leader. Committed and
+   * durable above count log positions (bytes appended since the open)
+   * instead of batches. */
+  int par;
+  pthread_mutex_t latch[UMT_SHARDS]; /* one per part of the tables */
+  int latch_init;
+  pthread_mutex_t log_mu;   /* the log's critical section: lbuf, lsn_next */
+  ubuf lbuf;                /* (log_mu) records not yet written to the file */
+  uint64_t lsn_next;        /* (log_mu) the position after the last record */
+  pthread_mutex_t wr_mu;    /* the one writer of the log file: wal_off... */
+  ubuf wbuf;                /* (wr_mu) the records being written */
+  _Atomic uint64_t written; /* records up to here are in the file */
+  _Atomic uint64_t file_lsn; /* the position where wal_fd began */
+  /* (wr_mu) zero-filling ahead, outside wr_mu (parallel.c: extend()): a
+   * dup of the log file, the range, the file's number */
+  int ext_busy, ext_fd;
+  uint64_t ext_from, ext_to, ext_no;
+  pthread_cond_t ext_cv;    /* (wr_mu) the zero-filling ended */
+  uint64_t lost_lsn;        /* (q_lock) writes up to here: outcome unknown */
+  int lost_err;             /* (q_lock) why: the errno of the append */
+  int sync_err;             /* (q_lock) a sync of the log failed: errno */
+  pthread_mutex_t rot_mu;   /* one freezer (or room-maker) at a time */
+  int par_init;
+  _Atomic size_t adm_cost, adm_n; /* admitted, not yet in the table */
+  _Atomic uint64_t par_requests, par_serial_ns;
+  _Atomic uint64_t files_at_ms; /* the last lm_files_tick() */
+  struct lm_rpool *rpool;   /* read handles for the writers (parallel.c) */
 } lmdb_store;
 
 enum { SYNC_ON = 0, SYNC_DATA = 1, SYNC_OFF = 2 };
@@ -227,6 +260,10 @@ int lm_begin(lmdb_store *s, unsigned flags, MDB_txn **txn, ustore_err *e);
  * owner of *keep aborts it when done. */
 int lm_begin_read(lmdb_store *s, MDB_txn **keep, MDB_txn **txn, ustore_err *e);
 void lm_end_read(lmdb_store *s, MDB_txn *txn);
+/* One try at a transaction (keep as above), the resize lock already held
+ * by the caller: an LMDB code (MDB_MAP_RESIZED: remap, try again). */
+int lm_begin_once(lmdb_store *s, unsigned flags, MDB_txn **keep,
+                  MDB_txn **txn);
 /* Log mode: the resize lock (shared) and then the tables' lock (mt_lock;
  * exclusive when excl), the one order every path that holds both takes
  * them (a scan holds the resize lock through its callbacks, which may
@@ -270,7 +307,23 @@ void lm_fail_log(lmdb_store *s, const char *what, int err);
 void lm_fail_ckpt(lmdb_store *s, int rc, const char *msg);
 size_t lm_ckpt_estimate(const lmdb_store *s, size_t cost, size_t n);
 int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of);
-void lm_log_rotate(lmdb_store *s);
+/* The pieces of a write, for the leader and for parallel writers: check
+ * and admit (lm_log_check), the log record (lm_log_record, appended to
+ * b), the tables (lm_log_set: 0 or -1 out of memory; lsn into the
+ * entries), the admitted share given back (lm_log_admitted). */
+int lm_log_check(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t nops,
+                 ustore_err *e, uint64_t *dep, size_t *dc, size_t *dn);
+void lm_log_record(ubuf *b, const ustore_op *ops, size_t nops);
+int lm_log_set(lmdb_store *s, const ustore_op *ops, size_t nops, uint64_t lsn);
+void lm_log_admitted(lmdb_store *s, size_t dc, size_t dn);
+/* Append n bytes at wal_off (zero-filling ahead): 0 or -1 with errno. */
+int lm_log_write(lmdb_store *s, const uint8_t *p, size_t n);
+/* How far ahead to zero-fill; zero-fill fd's [from, to) and sync it: 0 or
+ * -1 with errno. */
+uint64_t lm_log_extend(const lmdb_store *s);
+int lm_log_zero(const lmdb_store *s, int fd, uint64_t from, uint64_t to);
+/* held: the caller holds the tables exclusive (lm_mt_excl). */
+void lm_log_rotate(lmdb_store *s, int held);
 int lm_log_flush(lmdb_store *s, int *rotated);
 /* The disk was full: append what could not be, at most every 200 ms, and
  * clear NOSPACE_LOG once done. The leader (or the store's closing). */
@@ -306,6 +359,35 @@ static inline int lm_log_stuck(lmdb_store *s) {
 void lm_nospace_set(lmdb_store *s, int bit, const char *what, int err);
 void lm_nospace_clear(lmdb_store *s, int bit);
 int lm_health(ustore *base, const char **reason, ustore_err *e);
+
+/* parallel.c: log mode's write path without a leader (writers=parallel) */
+int lm_par_start(lmdb_store *s);
+void lm_par_stop(lmdb_store *s);
+int lm_par_txn(lmdb_store *s, ustore_op *ops, size_t n, ustore_err *e);
+/* Records up to lsn (UINT64_MAX: all) written to the log file (not
+ * synced): 0, or an errno (their outcome is then unknown). */
+int lm_par_write(lmdb_store *s, uint64_t lsn);
+/* The log position after the last record appended (log_mu). */
+uint64_t lm_par_appended(lmdb_store *s);
+/* Everything appended written to the file (at close). */
+void lm_par_drain(lmdb_store *s);
+/* Why the writes up to lsn have an unknown outcome (an append failed),
+ * into e. With or without q_lock (lock: whether to take it). */
+void lm_par_lost(lmdb_store *s, uint64_t lsn, ustore_err *e);
+/* Test hooks: ustore_lmdb_hook in lmdb_store.h. */
+/* The serial part: dt nanoseconds where one thread alone could be. */
+void lm_serial_add(lmdb_store *s, uint64_t dt);
+uint64_t lm_mono_ns(void);
+
+/* commit.c: with q_lock, the log durable up to seq (parallel writers):
+ * durable raised, the waiters it covers woken; every waiter woken (to
+ * hear of a failure). */
+void lm_durable_to(lmdb_store *s, uint64_t seq);
+void lm_wake_all(lmdb_store *s);
+
+/* health.c: check the store's files now (lm_files_tick() without its
+ * once a second). */
+void lm_files_check(lmdb_store *s);
 
 /* syncer.c */
 int lm_watch(ustore *base, ustore_watch *w);

@@ -30,9 +30,10 @@ typedef struct ustore_lmdb_stats {
   /* the number of the last commit, and of the last one known durable */
   uint64_t committed, durable;
   /* the serial part: nanoseconds leaders spent with the writer's role,
-   * where only one thread of the store can be (commit.c, lead()); its
-   * share of each request is the floor of the time per write on any
-   * number of cores */
+   * where only one thread of the store can be (commit.c, lead()), or with
+   * parallel writers the time in the log's and the tables' exclusive
+   * sections (parallel.c); its share of each request is the floor of the
+   * time per write on any number of cores */
   uint64_t serial_ns;
 } ustore_lmdb_stats;
 void ustore_lmdb_stats_get(ustore *s, ustore_lmdb_stats *out);
@@ -44,5 +45,13 @@ uint64_t ustore_lmdb_serial_ns(void);
  * when `pending` wait for a sync (or its last sync covered that many) and
  * `seen` were lately seen waiting at once: 0 to sync at once (syncer.c). */
 size_t ustore_lmdb_gather_goal(size_t pending, size_t seen, uint64_t delay_us);
+
+/* Test hooks (tests only: NULL otherwise; set before the store's threads
+ * run). Log mode's parallel writers (writers=parallel) call it at these
+ * points: LATCHED, a write checked and admitted, its latches held, before
+ * its log record is appended (the return is ignored); SYNC, before a sync
+ * of the log (a non-zero return is that sync's failure, an errno). */
+enum { USTORE_LMDB_HOOK_LATCHED = 1, USTORE_LMDB_HOOK_SYNC = 2 };
+extern int (*ustore_lmdb_hook)(ustore *s, int point);
 
 #endif

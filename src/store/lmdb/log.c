@@ -62,25 +62,29 @@ void lm_wal_name(uint64_t no, char *out, size_t n) {
   snprintf(out, n, "log-%016" PRIx64 ".unico", no);
 }
 
+/* (the message is written before failed is set: whoever sees failed may
+ * read it, from any thread) */
 void lm_fail_log(lmdb_store *s, const char *what, int err) {
-  if (atomic_exchange(&s->failed, 1)) return;
+  if (atomic_exchange(&s->fail_claim, 1)) return;
   s->failed_rc = UNICO_EUNAVAILABLE;
   s->failed_why = USTORE_HEALTH_LOG;
   snprintf(s->failed_msg, sizeof s->failed_msg,
            "%s the log of %.80s failed (%s); writes are refused until the "
            "store is reopened",
            what, s->path, strerror(err));
+  atomic_store(&s->failed, 1);
 }
 
 /* The checkpointer failed with rc and message msg. */
 void lm_fail_ckpt(lmdb_store *s, int rc, const char *msg) {
-  if (atomic_exchange(&s->failed, 1)) return;
+  if (atomic_exchange(&s->fail_claim, 1)) return;
   s->failed_rc = rc;
   s->failed_why = USTORE_HEALTH_CKPT;
   snprintf(s->failed_msg, sizeof s->failed_msg,
            "checkpointing the log failed: %.170s; writes are refused until "
            "the store is reopened",
            msg);
+  atomic_store(&s->failed, 1);
 }
 
 /* What the checkpoints of tables of `n` entries whose umt_cost() is
@@ -98,26 +102,42 @@ size_t lm_ckpt_estimate(const lmdb_store *s, size_t cost, size_t n) {
 /* Log mode: whether a write adding `dn` entries of umt_cost() `dc` to the
  * active table may be acknowledged: LMDB's pages in use and what the
  * checkpoints of both tables will need must fit in ins_map_size, or in
- * max_map_size for a write that frees space. With mt_lock. */
-static int log_admit(const lmdb_store *s, size_t dc, size_t dn, int frees,
+ * max_map_size for a write that frees space. With mt_lock (shared, with
+ * parallel writers). The write's share is counted (adm_cost, adm_n) before
+ * the check, so that writers admitted at once all fit together: an
+ * admitted write gives it back (lm_log_admitted()) once it is in the
+ * table, a refused one at once. */
+static int log_admit(lmdb_store *s, size_t dc, size_t dn, int frees,
                      size_t *need) {
-  size_t cost = s->active->cost + dc, n = s->active->n + dn;
+  size_t cost = atomic_fetch_add(&s->adm_cost, dc) + dc;
+  size_t n = atomic_fetch_add(&s->adm_n, dn) + dn;
+  cost += atomic_load(&s->active->cost);
+  n += atomic_load(&s->active->n);
   if (s->frozen) {
-    cost += s->frozen->cost;
-    n += s->frozen->n;
+    cost += atomic_load(&s->frozen->cost);
+    n += atomic_load(&s->frozen->n);
   }
   *need = s->lm_used + lm_ckpt_estimate(s, cost, n);
-  return *need <= (frees ? s->max_map_size : s->ins_map_size);
+  int ok = *need <= (frees ? s->max_map_size : s->ins_map_size);
+  if (!ok) lm_log_admitted(s, dc, dn);
+  return ok;
+}
+
+void lm_log_admitted(lmdb_store *s, size_t dc, size_t dn) {
+  atomic_fetch_sub(&s->adm_cost, dc);
+  atomic_fetch_sub(&s->adm_n, dn);
 }
 
 /* The current state of key across the active table, the frozen table and
  * LMDB (txn): 1 exists (version, value), 0 absent, -1 with *mrc an error.
- * The value pointer is valid while mt_lock and txn are held. */
+ * The value pointer is valid while mt_lock (the key's latch) and txn are
+ * held. *lsn: the active table's entry's log position (0 if none). */
 static int log_lookup(lmdb_store *s, MDB_txn *txn, const void *key,
                       size_t klen, uint64_t *ver, const uint8_t **val,
-                      size_t *vlen, int *mrc) {
-  umt_entry *e = umt_find(s->active, key, klen);
-  if (!e && s->frozen) e = umt_find(s->frozen, key, klen);
+                      size_t *vlen, int *mrc, uint64_t *lsn) {
+  umt_entry *e = umts_find(s->active, key, klen);
+  if (e && e->lsn > *lsn) *lsn = e->lsn;
+  if (!e && s->frozen) e = umts_find(s->frozen, key, klen);
   if (e) {
     if (e->deleted) return 0;
     *ver = e->version;
@@ -139,39 +159,46 @@ static int log_lookup(lmdb_store *s, MDB_txn *txn, const void *key,
   return 1;
 }
 
-/* Apply one request to the active table and append its log record to
- * s->wal_buf. Called with mt_lock held for writing. */
-static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
+/* Check one op against the current state; 1 when its condition holds. */
+static int op_check(ustore_op *op, int ex, uint64_t ver) {
+  switch (op->expect) {
+  case USTORE_ABSENT: return !ex;
+  case USTORE_VERSION: return ex && ver == op->expect_version;
+  case USTORE_PRESENT: return ex;
+  default: return 1;
+  }
+}
+
+/* Check the ops of a request against the tables and LMDB (txn), and admit
+ * it: UNICO_OK (admitted: *dc and *dn to give back with
+ * lm_log_admitted()), USTORE_NOT_APPLIED, LM_FULL (e set) or an error.
+ * *dep: the newest log position of an active-table entry it read. With
+ * mt_lock (shared, and the keys' latches, with parallel writers). */
+int lm_log_check(lmdb_store *s, MDB_txn *txn, ustore_op *ops, size_t nops,
+                 ustore_err *e, uint64_t *dep, size_t *dc, size_t *dn) {
   int mrc = 0, failed = 0;
   space_acc acc = {0, 0};
-  size_t dc = 0, dn = 0, need;
-  for (size_t i = 0; i < r->n; i++) {
-    ustore_op *op = &r->ops[i];
+  size_t need;
+  *dc = *dn = 0;
+  for (size_t i = 0; i < nops; i++) {
+    ustore_op *op = &ops[i];
     op->failed = 0;
     op->exists = 0;
     op->cur_version = 0;
     uint64_t ver = 0;
     const uint8_t *val = NULL;
     size_t vlen = 0;
-    int ex = 0;
     if (op->expect == USTORE_ANY && op->action == USTORE_CHECK) continue;
-    ex = log_lookup(s, txn, op->key, op->klen, &ver, &val, &vlen, &mrc);
-    if (ex < 0) return lm_map_rc(s, mrc, "reading", r->e);
+    int ex = log_lookup(s, txn, op->key, op->klen, &ver, &val, &vlen, &mrc, dep);
+    if (ex < 0) return lm_map_rc(s, mrc, "reading", e);
     op->exists = ex;
     op->cur_version = ex ? ver : 0;
     lm_space_add(&acc, op, ex, ex ? vlen : 0);
     if (op->action != USTORE_CHECK && (ex || op->action == USTORE_PUT)) {
-      dc += umt_cost(s->psize, op->klen, op->vlen, op->action == USTORE_DEL);
-      dn++;
+      *dc += umt_cost(s->psize, op->klen, op->vlen, op->action == USTORE_DEL);
+      (*dn)++;
     }
-    int ok = 1;
-    switch (op->expect) {
-    case USTORE_ABSENT: ok = !ex; break;
-    case USTORE_VERSION: ok = ex && ver == op->expect_version; break;
-    case USTORE_PRESENT: ok = ex; break;
-    default: break;
-    }
-    if (!ok) {
+    if (!op_check(op, ex, ver)) {
       op->failed = 1;
       ubuf_reset(&op->cur);
       if (ex) ubuf_put(&op->cur, val, vlen);
@@ -180,44 +207,77 @@ static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
     }
   }
   if (failed) return USTORE_NOT_APPLIED;
-  if (!log_admit(s, dc, dn, lm_space_frees(&acc), &need)) {
-    lm_full_err(s, need, r->e);
+  if (!log_admit(s, *dc, *dn, lm_space_frees(&acc), &need)) {
+    lm_full_err(s, need, e);
     return LM_FULL;
   }
-  size_t at = s->wal_buf.len, nops = 0;
-  put_le(&s->wal_buf, 0, 4); /* length and CRC, filled below */
-  put_le(&s->wal_buf, 0, 4);
-  put_le(&s->wal_buf, 0, 4); /* op count */
-  for (size_t i = 0; i < r->n; i++) {
-    ustore_op *op = &r->ops[i];
-    if (op->action == USTORE_CHECK) continue;
-    if (op->action == USTORE_DEL && !op->exists) continue; /* nothing to do */
+  return UNICO_OK;
+}
+
+/* Whether op changes the table, and to which version. */
+static int op_writes(const ustore_op *op, uint64_t *ver) {
+  if (op->action == USTORE_CHECK) return 0;
+  if (op->action == USTORE_DEL && !op->exists) return 0; /* nothing to do */
+  *ver = op->exists ? op->cur_version + 1
+         : op->create_version ? op->create_version : 1;
+  return 1;
+}
+
+void lm_log_record(ubuf *b, const ustore_op *ops, size_t nops) {
+  size_t at = b->len, n = 0;
+  put_le(b, 0, 4); /* length and CRC, filled below */
+  put_le(b, 0, 4);
+  put_le(b, 0, 4); /* op count */
+  for (size_t i = 0; i < nops; i++) {
+    const ustore_op *op = &ops[i];
+    uint64_t ver;
+    if (!op_writes(op, &ver)) continue;
     int del = op->action == USTORE_DEL;
-    uint64_t ver = op->exists ? op->cur_version + 1
-                   : op->create_version ? op->create_version : 1;
-    if (umt_set(s->active, op->key, op->klen, ver, del, op->val, op->vlen)) {
-      lm_fail_log(s, "memory ran out while writing to", ENOMEM);
-      return UNICO_ENOMEM;
-    }
     uint8_t act = del ? 2 : 1;
-    ubuf_put(&s->wal_buf, &act, 1);
-    put_le(&s->wal_buf, op->klen, 2);
-    put_le(&s->wal_buf, del ? 0 : op->vlen, 4);
-    put_le(&s->wal_buf, del ? 0 : ver, 8);
-    ubuf_put(&s->wal_buf, op->key, op->klen);
-    if (!del && op->vlen) ubuf_put(&s->wal_buf, op->val, op->vlen);
-    nops++;
+    ubuf_put(b, &act, 1);
+    put_le(b, op->klen, 2);
+    put_le(b, del ? 0 : op->vlen, 4);
+    put_le(b, del ? 0 : ver, 8);
+    ubuf_put(b, op->key, op->klen);
+    if (!del && op->vlen) ubuf_put(b, op->val, op->vlen);
+    n++;
   }
-  if (!ubuf_ok(&s->wal_buf)) {
-    lm_fail_log(s, "memory ran out while writing to", ENOMEM);
-    return UNICO_ENOMEM;
-  }
-  uint8_t *p = s->wal_buf.p + at;
-  size_t plen = s->wal_buf.len - at - 8;
-  for (int j = 0; j < 4; j++) p[8 + j] = (uint8_t)(nops >> (8 * j));
+  if (!ubuf_ok(b)) return;
+  uint8_t *p = b->p + at;
+  size_t plen = b->len - at - 8;
+  for (int j = 0; j < 4; j++) p[8 + j] = (uint8_t)(n >> (8 * j));
   uint32_t crc = (uint32_t)crc32(0L, p + 8, (uInt)plen);
   for (int j = 0; j < 4; j++) p[j] = (uint8_t)(plen >> (8 * j));
   for (int j = 0; j < 4; j++) p[4 + j] = (uint8_t)(crc >> (8 * j));
+}
+
+int lm_log_set(lmdb_store *s, const ustore_op *ops, size_t nops,
+               uint64_t lsn) {
+  for (size_t i = 0; i < nops; i++) {
+    const ustore_op *op = &ops[i];
+    uint64_t ver;
+    if (!op_writes(op, &ver)) continue;
+    if (umts_put(s->active, op->key, op->klen, ver,
+                 op->action == USTORE_DEL, op->val, op->vlen, lsn))
+      return -1;
+  }
+  return 0;
+}
+
+/* Apply one request to the active table and append its log record to
+ * s->wal_buf. Called with mt_lock held for writing. */
+static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
+  uint64_t dep = 0;
+  size_t dc, dn;
+  int rc = lm_log_check(s, txn, r->ops, r->n, r->e, &dep, &dc, &dn);
+  if (rc != UNICO_OK) return rc;
+  lm_log_record(&s->wal_buf, r->ops, r->n);
+  rc = lm_log_set(s, r->ops, r->n, 0);
+  lm_log_admitted(s, dc, dn);
+  if (rc || !ubuf_ok(&s->wal_buf)) {
+    lm_fail_log(s, "memory ran out while writing to", ENOMEM);
+    return UNICO_ENOMEM;
+  }
   return UNICO_OK;
 }
 
@@ -228,7 +288,7 @@ static int log_apply(lmdb_store *s, MDB_txn *txn, lm_req *r) {
  * than 8 times that free, an eighth of what is free (at least 64 KiB), so
  * that a small one (an 8 MiB tmpfs) is not filled by zeros at the first
  * write. */
-static uint64_t log_extend(const lmdb_store *s) {
+uint64_t lm_log_extend(const lmdb_store *s) {
   struct statvfs v;
   uint64_t ext = LOG_EXTEND;
   if (fstatvfs(s->wal_fd, &v) == 0) {
@@ -257,13 +317,17 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
  * file system's journal, which an append would need for the new size
  * (measured here: 0.13 ms against 0.35 ms per sync). Zeros also end
  * replay cleanly. */
-static int log_write(lmdb_store *s, const uint8_t *p, size_t n) {
+int lm_log_zero(const lmdb_store *s, int fd, uint64_t from, uint64_t to) {
+  static const uint8_t zeros[65536];
+  for (uint64_t at = from; at < to; at += sizeof zeros)
+    if (pwrite_all(fd, zeros, sizeof zeros, at)) return -1;
+  return s->sync_mode != SYNC_OFF && fsync(fd) ? -1 : 0;
+}
+
+int lm_log_write(lmdb_store *s, const uint8_t *p, size_t n) {
   if (s->wal_off + n > s->wal_zeroed) {
-    static const uint8_t zeros[65536];
-    uint64_t to = s->wal_off + n + log_extend(s);
-    for (uint64_t at = s->wal_zeroed; at < to; at += sizeof zeros)
-      if (pwrite_all(s->wal_fd, zeros, sizeof zeros, at)) return -1;
-    if (s->sync_mode != SYNC_OFF && fsync(s->wal_fd)) return -1;
+    uint64_t to = s->wal_off + n + lm_log_extend(s);
+    if (lm_log_zero(s, s->wal_fd, s->wal_zeroed, to)) return -1;
     s->wal_zeroed = to;
   }
   if (pwrite_all(s->wal_fd, p, n, s->wal_off)) return -1;
@@ -281,7 +345,7 @@ void lm_log_space_retry(lmdb_store *s) {
     return;
   s->nospace_try_ms = now;
   ubuf *b = &s->nospace_buf;
-  if (b->len && log_write(s, b->p, b->len)) {
+  if (b->len && lm_log_write(s, b->p, b->len)) {
     int err = errno;
     if (!lm_space_err(err)) lm_fail_log(s, "appending to", err);
     return; /* still full */
@@ -340,7 +404,7 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
     r->rc = rc;
   }
   if (!applied || !s->wal_buf.len) return 0;
-  if (log_write(s, s->wal_buf.p, s->wal_buf.len)) {
+  if (lm_log_write(s, s->wal_buf.p, s->wal_buf.len)) {
     int err = errno;
     const char *msg = s->failed_msg, *when = "once reopened";
     char m[256];
@@ -369,8 +433,10 @@ int lm_log_batch_apply(lmdb_store *s, lm_req *batch, int *retry_of) {
 }
 
 /* Freeze the active table and start a new log file; the checkpointer takes
- * it from there. Called by the leader, between batches. */
-void lm_log_rotate(lmdb_store *s) {
+ * it from there. Called by the leader, between batches, or with parallel
+ * writers by the one freezer (held: with mt_lock for writing, every
+ * record written to the file). */
+void lm_log_rotate(lmdb_store *s, int held) {
   char path[4200];
   lm_wal_name(s->wal_no + 1, path, sizeof path);
   if (s->sync_mode != SYNC_OFF && fdatasync(s->wal_fd)) {
@@ -379,10 +445,11 @@ void lm_log_rotate(lmdb_store *s) {
   }
   /* (in the directory opened, even if a path to it now leads elsewhere) */
   int fd = openat(s->dir_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
-  umt *t = malloc(sizeof *t);
+  umts *t = malloc(sizeof *t);
   /* (the new table starts at the size this one reached, and takes the
    * blocks the last checkpointed one gave back) */
-  if (fd < 0 || !t || umt_init_like(t, s->psize, s->active->cap, &s->spare)) {
+  if (fd < 0 || !t ||
+      umts_init(t, s->psize, umts_cap(s->active), &s->spare)) {
     int err = fd < 0 ? errno : ENOMEM;
     if (fd >= 0) close(fd);
     free(t);
@@ -392,10 +459,10 @@ void lm_log_rotate(lmdb_store *s) {
       lm_fail_log(s, "starting a new file for", err);
     return;
   }
-  pthread_rwlock_wrlock(&s->mt_lock);
+  if (!held) pthread_rwlock_wrlock(&s->mt_lock);
   s->frozen = s->active;
   s->active = t;
-  pthread_rwlock_unlock(&s->mt_lock);
+  if (!held) pthread_rwlock_unlock(&s->mt_lock);
   pthread_mutex_lock(&s->q_lock);
   s->old_fd = s->wal_fd;
   s->old_no = s->wal_no;
@@ -418,7 +485,7 @@ int lm_log_flush(lmdb_store *s, int *rotated) {
     pthread_cond_wait(&s->ckpt_cv, &s->q_lock);
   pthread_mutex_unlock(&s->q_lock);
   if (s->active->n && !lm_log_stuck(s)) {
-    lm_log_rotate(s);
+    lm_log_rotate(s, 0);
     if (!lm_log_stuck(s)) *rotated = 1;
     pthread_mutex_lock(&s->q_lock);
     while (s->ckpt_busy && !lm_log_stuck(s))

@@ -41,7 +41,7 @@ int umt_init_like(umt *t, size_t psize, size_t cap, umt_spare *spare) {
   memset(t, 0, sizeof *t);
   t->psize = psize;
   t->spare = spare;
-  t->cap = 1024;
+  t->cap = spare ? 64 : 1024; /* (a part of a umts: a 64th of a table) */
   while (t->cap < cap && t->cap < ((size_t)1 << 40)) t->cap *= 2;
   t->tab = calloc(t->cap, sizeof *t->tab);
   return t->tab ? 0 : -1;
@@ -139,6 +139,11 @@ static int grow(umt *t) {
 
 int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
             int deleted, const void *val, size_t vlen) {
+  return umt_put(t, key, klen, version, deleted, val, vlen, 0);
+}
+
+int umt_put(umt *t, const void *key, size_t klen, uint64_t version,
+            int deleted, const void *val, size_t vlen, uint64_t lsn) {
   if (deleted) vlen = 0;
   if ((t->n + 1) * 10 > t->cap * 7 && grow(t)) return -1;
   uint8_t *kv = umt_alloc(t, klen + vlen + 1);
@@ -160,6 +165,7 @@ int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
   e->vlen = (uint32_t)vlen;
   e->version = deleted ? 0 : version;
   e->deleted = deleted;
+  e->lsn = lsn;
   t->bytes += klen + vlen;
   t->cost += umt_cost(t->psize, klen, vlen, deleted);
   return 0;
@@ -317,6 +323,79 @@ int umt_collect(const umt *t, const void *prefix, size_t plen,
     umt_entry *e = &t->tab[i];
     if (e->hash && e->klen >= plen && memcmp(e->kv, prefix, plen) == 0)
       v[k++] = e;
+  }
+  if (umt_sort(v, k, plen)) {
+    free(v);
+    return -1;
+  }
+  *out = v;
+  *n = k;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* umts: the table in parts */
+
+unsigned umts_shard(const void *key, size_t klen) {
+  /* (the top bits: a part's slots are chosen by the low ones) */
+  return (unsigned)(hash_key(key, klen) >> 58) % UMT_SHARDS;
+}
+
+int umts_init(umts *t, size_t psize, size_t cap, umt_spare *spare) {
+  memset(t, 0, sizeof *t);
+  for (int i = 0; i < UMT_SHARDS; i++)
+    if (umt_init_like(&t->part[i], psize, cap / UMT_SHARDS, spare)) {
+      umts_free(t);
+      return -1;
+    }
+  return 0;
+}
+
+void umts_free(umts *t) {
+  for (int i = 0; i < UMT_SHARDS; i++) umt_free(&t->part[i]);
+  atomic_store(&t->n, 0);
+  atomic_store(&t->bytes, 0);
+  atomic_store(&t->cost, 0);
+}
+
+size_t umts_cap(const umts *t) {
+  size_t c = 0;
+  for (int i = 0; i < UMT_SHARDS; i++) c += t->part[i].cap;
+  return c;
+}
+
+umt_entry *umts_find(const umts *t, const void *key, size_t klen) {
+  return umt_find(&t->part[umts_shard(key, klen)], key, klen);
+}
+
+int umts_put(umts *t, const void *key, size_t klen, uint64_t version,
+             int deleted, const void *val, size_t vlen, uint64_t lsn) {
+  umt *p = &t->part[umts_shard(key, klen)];
+  size_t n = p->n, bytes = p->bytes, cost = p->cost;
+  if (umt_put(p, key, klen, version, deleted, val, vlen, lsn)) return -1;
+  /* (unsigned: a shrinking part adds the wrapped difference, as wanted) */
+  atomic_fetch_add_explicit(&t->n, p->n - n, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t->bytes, p->bytes - bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t->cost, p->cost - cost, memory_order_relaxed);
+  return 0;
+}
+
+int umts_collect(const umts *t, const void *prefix, size_t plen,
+                 umt_entry ***out, size_t *n) {
+  size_t k = 0, total = 0;
+  *out = NULL;
+  *n = 0;
+  for (int i = 0; i < UMT_SHARDS; i++) total += t->part[i].n;
+  umt_entry **v = malloc((total ? total : 1) * sizeof *v);
+  if (!v) return -1;
+  for (int i = 0; i < UMT_SHARDS; i++) {
+    const umt *p = &t->part[i];
+    if (plen >= 2 && p->lead[lead_of(prefix, plen)] == 0) continue;
+    for (size_t j = 0; j < p->cap; j++) {
+      umt_entry *e = &p->tab[j];
+      if (e->hash && e->klen >= plen && memcmp(e->kv, prefix, plen) == 0)
+        v[k++] = e;
+    }
   }
   if (umt_sort(v, k, plen)) {
     free(v);

@@ -6,6 +6,7 @@
 #define UNICO_MEMTABLE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,10 @@ typedef struct umt_entry {
   uint8_t *kv;      /* key bytes, then value bytes (in the table's blocks) */
   uint32_t klen, vlen;
   int deleted; /* a tombstone */
+  /* Log mode with parallel writers: the log position just past the record
+   * that wrote this entry (an answer judged on it waits until the log is
+   * durable that far); 0 where that is known durable. */
+  uint64_t lsn;
 } umt_entry;
 
 /* Where entries' keys and values live: blocks taken in turn, all freed
@@ -69,6 +74,9 @@ umt_entry *umt_find(const umt *t, const void *key, size_t klen);
  * 0, or -1 out of memory (the table is then unchanged). */
 int umt_set(umt *t, const void *key, size_t klen, uint64_t version,
             int deleted, const void *val, size_t vlen);
+/* umt_set, the entry remembering lsn (umt_entry.lsn). */
+int umt_put(umt *t, const void *key, size_t klen, uint64_t version,
+            int deleted, const void *val, size_t vlen, uint64_t lsn);
 /* Entries whose key starts with prefix, sorted by key (memcmp order), as
  * pointers into the table (valid until it changes). -1 out of memory.
  * The sort compares keys eight bytes at a time as integers, cached beside
@@ -90,5 +98,33 @@ int umt_keycmp(const void *a, size_t al, const void *b, size_t bl);
  * their first `skip` bytes. Keys must differ (as a table's do). -1 out of
  * memory (v is then unchanged). */
 int umt_sort(umt_entry **v, size_t n, size_t skip);
+
+/* ------------------------------------------------------------------ */
+/* A table in UMT_SHARDS parts by the hash of the key: log mode's active
+ * and frozen tables. Each part is a umt of its own, so writers of keys in
+ * different parts may change the table at once (each holding its part's
+ * latch, lmdb_int.h); the totals over the parts are kept as atomics, for
+ * admission and freezing, which read them without any part's latch. */
+#define UMT_SHARDS 64
+typedef struct umts {
+  umt part[UMT_SHARDS];
+  _Atomic size_t n, bytes, cost; /* the parts' n, bytes and cost summed */
+} umts;
+
+/* The part of a key (0..UMT_SHARDS-1). */
+unsigned umts_shard(const void *key, size_t klen);
+/* cap: the slots of every part together to start with (umts_cap() of the
+ * table before it, say); blocks from spare as umt_init_like(). 0 or -1. */
+int umts_init(umts *t, size_t psize, size_t cap, umt_spare *spare);
+void umts_free(umts *t);
+size_t umts_cap(const umts *t);
+umt_entry *umts_find(const umts *t, const void *key, size_t klen);
+/* umt_put into the key's part (with its latch, or the whole table's
+ * lock), the totals kept. 0, or -1 out of memory (nothing changed). */
+int umts_put(umts *t, const void *key, size_t klen, uint64_t version,
+             int deleted, const void *val, size_t vlen, uint64_t lsn);
+/* umt_collect over every part: one array sorted by key. */
+int umts_collect(const umts *t, const void *prefix, size_t plen,
+                 umt_entry ***out, size_t *n);
 
 #endif

@@ -182,6 +182,7 @@ static int mkdir_p(const char *path) {
 
 static const char *const sync_names[] = {"on", "data", "off", NULL};
 static const char *const on_off[] = {"off", "on", NULL};
+static const char *const writer_names[] = {"leader", "parallel", NULL};
 
 /* The options as NAME=VALUE&..., malloc'd (NULL: out of memory). */
 static char *join_options(const ustore_opts *o) {
@@ -206,8 +207,18 @@ static int read_options(const ustore_opts *o, lm_config *c, ustore_err *e) {
       (rc = ustore_opt_word(o, "wal", on_off, &c->wal, e)) ||
       (rc = ustore_opt_word(o, "txn", on_off, &txn, e)) ||
       (rc = ustore_opt_word(o, "sync", sync_names, &c->sync_mode, e)) ||
-      (rc = ustore_opt_long(o, "sync_delay_us", 0, SYNC_DELAY_MAX_US, &delay, e)))
+      (rc = ustore_opt_long(o, "sync_delay_us", 0, SYNC_DELAY_MAX_US, &delay, e)) ||
+      (rc = ustore_opt_word(o, "writers", writer_names, &c->par, e)))
     return rc;
+  if (c->par < 0) { /* not given: UNICO_LMDB_WRITERS, in log mode */
+    const char *env = getenv("UNICO_LMDB_WRITERS");
+    c->par = c->wal && env && strcmp(env, "parallel") == 0;
+  }
+  if (c->par && !c->wal) {
+    seterr(e, "lmdb store: writers=parallel needs wal=on (plain mode keeps "
+              "its leader)");
+    return UNICO_EINVAL;
+  }
   c->sync_delay_us = delay;
   c->txn_off = !txn;
   if (map) c->map_size = map;
@@ -241,6 +252,10 @@ static int reopen_differs(const lmdb_store *r, const lm_config *c,
     name = "sync";
     snprintf(was, sizeof was, "%s", sync_names[o->sync_mode]);
     snprintf(now, sizeof now, "%s", sync_names[c->sync_mode]);
+  } else if (o->par != c->par) {
+    name = "writers";
+    snprintf(was, sizeof was, "%s", writer_names[o->par]);
+    snprintf(now, sizeof now, "%s", writer_names[c->par]);
   } else if (o->sync_delay_us != c->sync_delay_us) {
     name = "sync_delay_us";
     snprintf(was, sizeof was, "%ld", o->sync_delay_us);
@@ -376,7 +391,7 @@ leave:
 
 #define LM_CONFIG_INIT                                                    \
   {(size_t)1 << 30 /* 1 GiB to start */, (size_t)1 << 40 /* up to 1 TiB */, \
-   SYNC_ON, 0, 0, CKPT_BYTES, 0}
+   SYNC_ON, 0, 0, CKPT_BYTES, 0, -1}
 
 int ustore_lmdb_caps(const ustore_opts *opts, unsigned *caps,
                      ustore_err *e) {
@@ -414,6 +429,7 @@ int ustore_lmdb_open(ustore **out, const char *path, const ustore_opts *opts,
       (rc = env_open(s, &cfg, e)) || (rc = take_lock(s, cfg.wal, e)))
     goto leave;
   s->wal = cfg.wal;
+  s->par = cfg.wal && cfg.par;
   if (s->wal && (rc = lm_log_start(s, e))) goto leave;
   s->next = registry;
   registry = s;

@@ -162,13 +162,14 @@ void ustore_lmdb_stats_get(ustore *base, ustore_lmdb_stats *out) {
   memset(out, 0, sizeof *out);
   if (!s || strcmp(s->base.vt->name, "lmdb") != 0) return;
   pthread_mutex_lock(&s->q_lock);
-  out->requests = s->n_requests;
+  out->requests = s->n_requests + atomic_load(&s->par_requests);
   out->batches = s->n_batches;
   out->syncs = s->n_syncs;
   out->checkpoints = s->n_checkpoints;
   out->gathers = s->n_gathers;
   out->committed = s->committed;
   out->durable = s->durable;
-  out->serial_ns = s->serial_ns;
+  out->serial_ns = s->serial_ns + atomic_load(&s->par_serial_ns);
   pthread_mutex_unlock(&s->q_lock);
+  if (s->par) out->committed = lm_par_appended(s); /* (written or not) */
 }
