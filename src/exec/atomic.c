@@ -17,8 +17,8 @@ static ustore_op mkop_claim(const uclaim *c, int expect, int action,
 }
 
 /* Read a limit group: its count and version (0, 0 when absent). */
-static int read_group(uexec *x, const uclaim *g, int64_t *count, uint64_t *ver,
-                      unico_result *res) {
+int uexec_read_group(uexec *x, const uclaim *g, int64_t *count, uint64_t *ver,
+                     unico_result *res) {
   ubuf k = {g->key, g->klen, g->klen, 0}, v = UBUF_INIT;
   ustore_err e = {{0}};
   *count = 0;
@@ -195,7 +195,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     ukind_atomic a = {c, &p->claim_val, 0, 0};
     if (ukey_claim_shared(c->key, c->klen)) a.claim_val = &p->claim_val_ns;
     if (kd->counted) {
-      rc = read_group(x, c, &a.count, &a.ver, res);
+      rc = uexec_read_group(x, c, &a.count, &a.ver, res);
       if (rc) goto leave;
     }
     if (kd->atomic_take(&a, &ops[i], &gvals[k]) == UKIND_FULL) {
@@ -217,7 +217,7 @@ static int atomic_apply(uexec *x, const uplan *p, uexec_refused *why,
     ukind_atomic a = {c, &p->claim_val, 0, 0};
     size_t g = p->take.n + k;
     if (kd->counted) {
-      rc = read_group(x, c, &a.count, &a.ver, res);
+      rc = uexec_read_group(x, c, &a.count, &a.ver, res);
       if (rc) goto leave;
     }
     if (kd->atomic_release(&a, &ops[i], &gvals[g]) == UKIND_NONE) continue;

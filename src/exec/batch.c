@@ -56,26 +56,6 @@ static ubuf *next_val(bbuild *s) {
   return &s->vals[s->nvals++];
 }
 
-/* Read a limit group's count and version (0, 0 when absent). */
-static int group_read(uexec *x, const uclaim *g, int64_t *count,
-                      uint64_t *ver, unico_result *res) {
-  ubuf v = UBUF_INIT;
-  ustore_err e = {{0}};
-  *count = 0;
-  *ver = 0;
-  int rc = x->st->vt->get(x->st, g->key, g->klen, &v, ver, &e);
-  if (rc == UNICO_ENOTFOUND) {
-    *ver = 0;
-    rc = UNICO_OK;
-  } else if (rc) {
-    rc = uexec_store_err(res, rc, "reading a limit group", &e);
-  } else if (ustored_group_decode(v.p, v.len, count)) {
-    rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored limit group is corrupt");
-  }
-  ubuf_free(&v);
-  return rc;
-}
-
 /* A counted key (a limit group) taken and left by the keys k[0..m): moved
  * once, by the net change, checked for room after the whole group. */
 static int put_group(bbuild *s, const bkey *k, size_t m, unico_result *res) {
@@ -87,7 +67,7 @@ static int put_group(bbuild *s, const bkey *k, size_t m, unico_result *res) {
     if (k[i].take) last_take = &k[i];
   }
   if (d == 0) return UNICO_OK; /* as many join as leave */
-  int rc = group_read(s->x, k[0].c, &cnt, &ver, res);
+  int rc = uexec_read_group(s->x, k[0].c, &cnt, &ver, res);
   if (rc) return rc;
   const ukind_ops *kd = ukind_of_key(k[0].c->kind);
   ukind_atomic a = {k[0].c, NULL, d > 0 ? cnt + d - 1 : cnt + d + 1, ver};

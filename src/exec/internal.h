@@ -81,6 +81,10 @@ static inline ustore_op uexec_op(const ubuf *k, int expect, uint64_t ver,
                         v ? v->len : 0);
 }
 
+/* Read a limit group g: its count and version (0, 0 when absent)
+ * (exec/atomic.c). */
+int uexec_read_group(uexec *x, const uclaim *g, int64_t *count, uint64_t *ver,
+                     unico_result *res);
 /* res filled for a store error rc of `what` (e: the store's message, may
  * be NULL or empty); returns rc. */
 int uexec_store_err(unico_result *res, int rc, const char *what,
