@@ -1360,6 +1360,95 @@ static int native_scan(cass *s, const void *prefix, size_t plen,
   return rc;
 }
 
+/* One paged SELECT of cql (scans, check --since), each page's rows
+ * handed to fn (non-zero stops, returned). */
+typedef int (*page_fn)(void *ctx, const ucql_rows *rows, ustore_err *e);
+
+static int paged_select(cass *s, const char *cql, const char *what,
+                        page_fn fn, void *ctx, ustore_err *e) {
+  uint8_t *paging = NULL;
+  size_t pl = 0;
+  int rc = UNICO_OK;
+  do {
+    ucql_conn *c = NULL;
+    if ((rc = get_conn(s, &c, e))) break;
+    ucql_call k;
+    memset(&k, 0, sizeof k);
+    k.opcode = UCQL_OP_QUERY;
+    k.cql = cql;
+    k.params.consistency = s->cl;
+    k.params.page_size = SCAN_PAGE;
+    k.params.paging_state = paging;
+    k.params.paging_len = pl;
+    count(&g_stats.round_trips, 1);
+    ucql_conn_run(c, &k, 1);
+    ucql_conn_unref(c);
+    if (k.rc) {
+      seterr(e, "%s: %s", what, k.err);
+      rc = UNICO_EUNAVAILABLE;
+    } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
+      error_rc(&k.resp, what, e);
+      rc = UNICO_EUNAVAILABLE;
+    } else if (k.resp.result_kind != UCQL_RESULT_ROWS) {
+      seterr(e, "%s: unexpected answer", what);
+      rc = UNICO_EUNAVAILABLE;
+    }
+    if (!rc) rc = fn(ctx, &k.resp.rows, e);
+    free(paging);
+    paging = NULL;
+    pl = 0;
+    const ucql_rows *rows = &k.resp.rows;
+    if (!rc && rows->has_more && rows->paging_state) {
+      if (!(paging = malloc(rows->paging_len ? rows->paging_len : 1))) {
+        seterr(e, "out of memory");
+        rc = UNICO_ENOMEM;
+      } else {
+        memcpy(paging, rows->paging_state, rows->paging_len);
+        pl = rows->paging_len;
+      }
+    }
+    ucql_calls_clear(&k, 1);
+  } while (!rc && paging);
+  free(paging);
+  return rc;
+}
+
+/* cass_scan: the keys under prefix (after after) of one page, kept */
+typedef struct scan_ctx {
+  const void *prefix, *after;
+  size_t plen, alen;
+  ustore_scanbuf *sb;
+} scan_ctx;
+
+static int scan_page(void *ctx, const ucql_rows *rows, ustore_err *e) {
+  scan_ctx *sc = ctx;
+  int ki = ucql_rows_col(rows, "k"), vi = ucql_rows_col(rows, "v"),
+      ni = ucql_rows_col(rows, "ver");
+  if (rows->nrows > 0 && (ki < 0 || vi < 0 || ni < 0)) {
+    seterr(e, "scanning: the answer lacks a column");
+    return UNICO_ECORRUPT;
+  }
+  for (int32_t r = 0; r < rows->nrows; r++) {
+    const ucql_value *kv = &rows->cells[(size_t)r * rows->ncols + ki];
+    const ucql_value *vv = &rows->cells[(size_t)r * rows->ncols + vi];
+    const ucql_value *nv = &rows->cells[(size_t)r * rows->ncols + ni];
+    int64_t ver;
+    if (kv->len < 0 || ucql_cell_bigint(nv, &ver)) {
+      seterr(e, "scanning: a row without key or version");
+      return UNICO_ECORRUPT;
+    }
+    size_t kl = (size_t)kv->len;
+    if (kl < sc->plen || (sc->plen && memcmp(kv->p, sc->prefix, sc->plen)))
+      continue;
+    if (sc->after && ustore_key_cmp(kv->p, kl, sc->after, sc->alen) <= 0)
+      continue;
+    size_t vl = vv->len > 0 ? (size_t)vv->len : 0;
+    int rc = ustore_scanbuf_add(sc->sb, kv->p, kl, vv->p, vl, (uint64_t)ver);
+    if (rc) return rc;
+  }
+  return UNICO_OK;
+}
+
 static int cass_scan(ustore *base, const void *prefix, size_t plen,
                      const void *after, size_t alen, ustore_scan_cb cb,
                      void *ctx, ustore_err *e) {
@@ -1368,76 +1457,8 @@ static int cass_scan(ustore *base, const void *prefix, size_t plen,
   snprintf(cql, sizeof cql, "SELECT k, v, ver FROM \"%s\".\"%s\"", s->ks,
            s->table);
   ustore_scanbuf sb = {0};
-  uint8_t *paging = NULL;
-  size_t plen2 = 0;
-  int rc = UNICO_OK;
-  for (;;) {
-    ucql_conn *c = NULL;
-    rc = get_conn(s, &c, e);
-    if (rc) break;
-    ucql_call k;
-    memset(&k, 0, sizeof k);
-    k.opcode = UCQL_OP_QUERY;
-    k.cql = cql;
-    k.params.consistency = s->cl;
-    k.params.page_size = SCAN_PAGE;
-    k.params.paging_state = paging;
-    k.params.paging_len = plen2;
-    count(&g_stats.round_trips, 1);
-    ucql_conn_run(c, &k, 1);
-    ucql_conn_unref(c);
-    if (k.rc) {
-      seterr(e, "scanning: %s", k.err);
-      rc = UNICO_EUNAVAILABLE;
-    } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
-      error_rc(&k.resp, "scanning", e);
-      rc = UNICO_EUNAVAILABLE;
-    } else if (k.resp.result_kind != UCQL_RESULT_ROWS) {
-      seterr(e, "scanning: unexpected answer");
-      rc = UNICO_EUNAVAILABLE;
-    }
-    if (rc) {
-      ucql_calls_clear(&k, 1);
-      break;
-    }
-    const ucql_rows *rows = &k.resp.rows;
-    int ki = ucql_rows_col(rows, "k"), vi = ucql_rows_col(rows, "v"),
-        ni = ucql_rows_col(rows, "ver");
-    if (rows->nrows > 0 && (ki < 0 || vi < 0 || ni < 0)) {
-      seterr(e, "scanning: the answer lacks a column");
-      rc = UNICO_ECORRUPT;
-    }
-    for (int32_t r = 0; r < rows->nrows && rc == UNICO_OK; r++) {
-      const ucql_value *kv = &rows->cells[(size_t)r * rows->ncols + ki];
-      const ucql_value *vv = &rows->cells[(size_t)r * rows->ncols + vi];
-      const ucql_value *nv = &rows->cells[(size_t)r * rows->ncols + ni];
-      int64_t ver;
-      if (kv->len < 0 || ucql_cell_bigint(nv, &ver)) {
-        seterr(e, "scanning: a row without key or version");
-        rc = UNICO_ECORRUPT;
-        break;
-      }
-      size_t kl = (size_t)kv->len;
-      if (kl < plen || (plen && memcmp(kv->p, prefix, plen))) continue;
-      if (after && ustore_key_cmp(kv->p, kl, after, alen) <= 0) continue;
-      size_t vl = vv->len > 0 ? (size_t)vv->len : 0;
-      rc = ustore_scanbuf_add(&sb, kv->p, kl, vv->p, vl, (uint64_t)ver);
-    }
-    free(paging);
-    paging = NULL;
-    plen2 = 0;
-    if (rc == UNICO_OK && rows->has_more && rows->paging_state) {
-      paging = malloc(rows->paging_len ? rows->paging_len : 1);
-      if (!paging) rc = UNICO_ENOMEM;
-      else {
-        memcpy(paging, rows->paging_state, rows->paging_len);
-        plen2 = rows->paging_len;
-      }
-    }
-    ucql_calls_clear(&k, 1);
-    if (rc || !paging) break;
-  }
-  free(paging);
+  scan_ctx sc = {prefix, after, plen, alen, &sb};
+  int rc = paged_select(s, cql, "scanning", scan_page, &sc, e);
   if (rc == UNICO_OK) rc = native_scan(s, prefix, plen, after, alen, &sb, e);
   if (rc == UNICO_OK) rc = ustore_scanbuf_deliver(&sb, cb, ctx);
   ustore_scanbuf_free(&sb);
@@ -1848,59 +1869,6 @@ static void cass_close(ustore *base) {
   OPENSSL_cleanse(s->password, sizeof s->password);
   pthread_mutex_destroy(&s->mu);
   free(s);
-}
-
-/* check --since: one paged SELECT of cql, each page's rows handed to
- * fn (non-zero stops, returned). */
-typedef int (*page_fn)(void *ctx, const ucql_rows *rows, ustore_err *e);
-
-static int paged_select(cass *s, const char *cql, const char *what,
-                        page_fn fn, void *ctx, ustore_err *e) {
-  uint8_t *paging = NULL;
-  size_t pl = 0;
-  int rc = UNICO_OK;
-  do {
-    ucql_conn *c = NULL;
-    if ((rc = get_conn(s, &c, e))) break;
-    ucql_call k;
-    memset(&k, 0, sizeof k);
-    k.opcode = UCQL_OP_QUERY;
-    k.cql = cql;
-    k.params.consistency = s->cl;
-    k.params.page_size = SCAN_PAGE;
-    k.params.paging_state = paging;
-    k.params.paging_len = pl;
-    count(&g_stats.round_trips, 1);
-    ucql_conn_run(c, &k, 1);
-    ucql_conn_unref(c);
-    if (k.rc) {
-      seterr(e, "%s: %s", what, k.err);
-      rc = UNICO_EUNAVAILABLE;
-    } else if (k.resp.h.opcode == UCQL_OP_ERROR) {
-      error_rc(&k.resp, what, e);
-      rc = UNICO_EUNAVAILABLE;
-    } else if (k.resp.result_kind != UCQL_RESULT_ROWS) {
-      seterr(e, "%s: unexpected answer", what);
-      rc = UNICO_EUNAVAILABLE;
-    }
-    if (!rc) rc = fn(ctx, &k.resp.rows, e);
-    free(paging);
-    paging = NULL;
-    pl = 0;
-    const ucql_rows *rows = &k.resp.rows;
-    if (!rc && rows->has_more && rows->paging_state) {
-      if (!(paging = malloc(rows->paging_len ? rows->paging_len : 1))) {
-        seterr(e, "out of memory");
-        rc = UNICO_ENOMEM;
-      } else {
-        memcpy(paging, rows->paging_state, rows->paging_len);
-        pl = rows->paging_len;
-      }
-    }
-    ucql_calls_clear(&k, 1);
-  } while (!rc && paging);
-  free(paging);
-  return rc;
 }
 
 typedef struct written_ctx {
