@@ -52,7 +52,11 @@
  * test_other_writers (issue 37) runs the same histories with another
  * writer's operations between unico's, on simulated stores whose records
  * are taken for rows of the users' tables: docs/protocol.md, "test_diff",
- * says what the reference must answer and what it found. */
+ * says what the reference must answer and what it found.
+ *
+ * test_replay_cases replays, written out by hand, histories the random
+ * runs found (history 195 of the other writers), whatever the generator
+ * becomes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
