@@ -417,6 +417,47 @@ static int fence(cx *c, const ubuf *rkey, int present, uint64_t rver,
   return fence_x(c->x, c->me.op_id, c->now, rkey, present, rver, rv, res);
 }
 
+/* Record rv (live) with claim key k left out of its list, into out. */
+static int unlisted(const ubuf *rv, const uclaim *k, ubuf *out) {
+  ustored_record r;
+  uclaims keep = UCLAIMS_INIT;
+  if (ustored_record_decode(rv->p, rv->len, &r)) return -1;
+  int rc = 0;
+  for (size_t i = 0; !rc && i < r.claims.n; i++) {
+    const uclaim *e = &r.claims.v[i];
+    if (e->klen == k->klen && !memcmp(e->key, k->key, k->klen)) continue;
+    rc = uclaims_add(&keep, e->key, e->klen, e->voff, e->con);
+  }
+  ubuf_reset(out);
+  if (!rc)
+    ustored_record_encode_hist(out, r.state, r.version, r.op_id, r.body,
+                               &keep, r.since_ms, &r.hist);
+  uclaims_free(&keep);
+  ustored_record_free(&r);
+  return rc || !ubuf_ok(out) ? -2 : 0;
+}
+
+/* Fence the owner of an orphan claim at key k (fence()). When the owner is
+ * a live record that lists k but whose row no longer holds the value
+ * (stale: another writer changed it), the fence also takes k out of its
+ * list, at the version read, before the claim is taken over: else the
+ * owner, its value given back by the other writer, would list a claim
+ * another record owns, and an update (list and body agreeing again) would
+ * not take it (docs/protocol.md, "history 2915"). */
+static int fence_owner(cx *c, const uclaim *k, int stale, const ubuf *rkey,
+                       int present, uint64_t rver, const ubuf *rv,
+                       unico_result *res) {
+  if (!stale) return fence(c, rkey, present, rver, rv, res);
+  ubuf nv = UBUF_INIT;
+  int u = unlisted(rv, k, &nv);
+  int rc = u == -1   ? uerr(res, UNICO_ECORRUPT, NULL,
+                            "a stored record is corrupt")
+           : u == -2 ? uerr(res, UNICO_ENOMEM, NULL, "out of memory")
+                     : fence(c, rkey, present, rver, &nv, res);
+  ubuf_free(&nv);
+  return rc;
+}
+
 /* A hold outlives the writes that take it over until one commits: the
  * PENDING claim written over a hold still in force carries the hold as it
  * was stored, and whoever finds that claim an orphan (its operation fenced
@@ -832,7 +873,7 @@ static int judge_other(cx *c, size_t k, ustored_claim *cl, uint64_t cv,
       next = NEXT_STOP;
     }
   } else {
-    *rc = fence(c, rkey, rpresent, rver, rv, res);
+    *rc = fence_owner(c, ck, stale, rkey, rpresent, rver, rv, res);
     next = *rc == UNICO_OK             ? NEXT_TAKE
            : *rc == USTORE_NOT_APPLIED ? NEXT_REREAD
                                        : NEXT_STOP;
