@@ -269,18 +269,24 @@ expect(r is not None and r.code == "k5b" and r.note == "n5",
        "s5 after the update: %s" % (r,))
 # one handle (the library, as unico serve keeps it), two updates in a
 # row: the note's cell and its TTL are left alone by both
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "python"))
-os.environ.setdefault("UNICO_LIBRARY", os.path.join(
-    os.path.dirname(os.path.abspath(UNICO)), "libunico.so"))
-import unico as unico_lib  # noqa: E402
-with unico_lib.Database(URL) as h:
-    h.update("sess", "s5", {"code": "k5c"})
-    h.update("sess", "s5", {"code": "k5d"})
-r = ttls("s5")
-expect(r is not None and r[0] is not None and 500 < r[0] <= 600 and
-       r[1] is not None and 200 < r[1] <= 300,
-       "ttl(code), ttl(note) of s5 after two updates by one handle: %s" % (r,))
+# (not where the library is a sanitizer build, which Python's ctypes
+# cannot load: the plain build's run does it, tests/CMakeLists.txt)
+if os.environ.get("UNICO_NO_PYTHON_LIB"):
+    print("step ttl-3: the two updates by one library handle are left to "
+          "the plain build (%s)" % os.environ["UNICO_NO_PYTHON_LIB"])
+else:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "python"))
+    os.environ.setdefault("UNICO_LIBRARY", os.path.join(
+        os.path.dirname(os.path.abspath(UNICO)), "libunico.so"))
+    import unico as unico_lib  # noqa: E402
+    with unico_lib.Database(URL) as h:
+        h.update("sess", "s5", {"code": "k5c"})
+        h.update("sess", "s5", {"code": "k5d"})
+    r = ttls("s5")
+    expect(r is not None and r[0] is not None and 500 < r[0] <= 600 and
+           r[1] is not None and 200 < r[1] <= 300,
+           "ttl(code), ttl(note) of s5 after two updates by one handle: %s" % (r,))
 
 # ---------------------------------------------------------------------------
 # values changed or gone behind unico's back (items 5, 6): lookups and
