@@ -310,20 +310,21 @@ int umt_sort(umt_entry **v, size_t n, size_t skip) {
   return 0;
 }
 
-int umt_collect(const umt *t, const void *prefix, size_t plen,
-                umt_entry ***out, size_t *n) {
-  size_t k = 0;
-  *out = NULL;
-  *n = 0;
+/* The entries of t under prefix, appended to v at *k (v has room). */
+static void gather(const umt *t, const void *prefix, size_t plen,
+                   umt_entry **v, size_t *k) {
   /* no key in the table starts with the prefix's first two bytes */
-  if (plen >= 2 && t->lead[lead_of(prefix, plen)] == 0) return 0;
-  umt_entry **v = malloc((t->n ? t->n : 1) * sizeof *v);
-  if (!v) return -1;
+  if (plen >= 2 && t->lead[lead_of(prefix, plen)] == 0) return;
   for (size_t i = 0; i < t->cap; i++) {
     umt_entry *e = &t->tab[i];
     if (e->hash && e->klen >= plen && memcmp(e->kv, prefix, plen) == 0)
-      v[k++] = e;
+      v[(*k)++] = e;
   }
+}
+
+/* v[0..k) sorted into *out, *n; or -1 (v freed) */
+static int sorted(umt_entry **v, size_t k, size_t plen, umt_entry ***out,
+                  size_t *n) {
   if (umt_sort(v, k, plen)) {
     free(v);
     return -1;
@@ -331,6 +332,18 @@ int umt_collect(const umt *t, const void *prefix, size_t plen,
   *out = v;
   *n = k;
   return 0;
+}
+
+int umt_collect(const umt *t, const void *prefix, size_t plen,
+                umt_entry ***out, size_t *n) {
+  size_t k = 0;
+  *out = NULL;
+  *n = 0;
+  if (plen >= 2 && t->lead[lead_of(prefix, plen)] == 0) return 0;
+  umt_entry **v = malloc((t->n ? t->n : 1) * sizeof *v);
+  if (!v) return -1;
+  gather(t, prefix, plen, v, &k);
+  return sorted(v, k, plen, out, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -388,20 +401,6 @@ int umts_collect(const umts *t, const void *prefix, size_t plen,
   for (int i = 0; i < UMT_SHARDS; i++) total += t->part[i].n;
   umt_entry **v = malloc((total ? total : 1) * sizeof *v);
   if (!v) return -1;
-  for (int i = 0; i < UMT_SHARDS; i++) {
-    const umt *p = &t->part[i];
-    if (plen >= 2 && p->lead[lead_of(prefix, plen)] == 0) continue;
-    for (size_t j = 0; j < p->cap; j++) {
-      umt_entry *e = &p->tab[j];
-      if (e->hash && e->klen >= plen && memcmp(e->kv, prefix, plen) == 0)
-        v[k++] = e;
-    }
-  }
-  if (umt_sort(v, k, plen)) {
-    free(v);
-    return -1;
-  }
-  *out = v;
-  *n = k;
-  return 0;
+  for (int i = 0; i < UMT_SHARDS; i++) gather(&t->part[i], prefix, plen, v, &k);
+  return sorted(v, k, plen, out, n);
 }
