@@ -2,7 +2,8 @@
  * through unico's dynamodb:// store, by kind (TransactWriteItems,
  * TransactGetItems, GetItem, anything else), for records with k = 1 and 3
  * unique values, with and without an op id: an insert, an update changing
- * one unique value, an update changing none, a delete, a get and a lookup.
+ * one unique value, an update changing none, a delete, an insert over a
+ * deleted record's tombstone, a get and a lookup.
  * Updates and deletes are counted three times: on the handle that wrote
  * the record ("warm": it remembers the record and its version), on one
  * that never saw it ("cold": a handle opened afterwards, already past its
@@ -54,6 +55,7 @@ enum {
   C_UPD_UNIQUE_STALE, /* on a handle whose memory of it is out of date */
   C_UPD_NONE_STALE,
   C_DELETE_STALE,
+  C_REINSERT, /* an insert of a key a delete left a tombstone under */
   C_GET,
   C_LOOKUP,
   NCASES,
@@ -63,8 +65,8 @@ static const char *const CASE_NAMES[NCASES + 1] = {
     "insert",        "update-unique",       "update-none",
     "delete",        "update-unique-cold",  "update-none-cold",
     "delete-cold",   "update-unique-stale", "update-none-stale",
-    "delete-stale",  "get",                 "lookup",
-    "setup"};
+    "delete-stale",  "insert-over-tombstone", "get",
+    "lookup",        "setup"};
 
 enum { K_TWI, K_TGI, K_GI, K_OTHER, K_RETRY, NKINDS };
 static const char *const KIND_NAMES[NKINDS] = {
@@ -130,6 +132,7 @@ static void measure(run *r, unico *u, int c, char set, int i) {
   ustore_dynamodb_stats_get(NULL, &a);
   switch (c) {
   case C_INSERT:
+  case C_REINSERT:
     rec_body(body, sizeof body, set, i);
     rc = unico_insert(u, "users", body, id, &res);
     break;
@@ -195,6 +198,7 @@ static void run_cases(run *r) {
     measure(r, a, C_GET, 'w', i);
     measure(r, a, C_LOOKUP, 'w', i);
     measure(r, a, C_DELETE, 'w', i);
+    measure(r, a, C_REINSERT, 'w', i);
   }
   /* each cold case on a handle of its own: none saw the records it
    * changes (the handles' memories are theirs, and so are their stores') */
