@@ -8,7 +8,10 @@
  * the record ("warm": it remembers the record and its version), on one
  * that never saw it ("cold": a handle opened afterwards, already past its
  * first read of the schema), and on one whose memory of it is out of date
- * ("stale": another handle changed the record since). Counted by the store's client (every attempt, every
+ * ("stale": another handle changed the record since); and, with an op
+ * id, a repeat of an update another handle did, on a handle whose memory
+ * of the record is out of date (its answer must be the first call's).
+ * Counted by the store's client (every attempt, every
  * operation: ustore_dynamodb_stats), single-threaded, so a delta belongs to
  * the call measured; each figure is the mean over n records.
  *
@@ -18,7 +21,7 @@
  * {"k","op_id","op","transact_write_items","transact_get_items",
  * "get_item","other"} rows (tests/dynamo_requests.json); exit 1, naming
  * each row that differs, unless every case measured matches its row
- * exactly and no request was retried. bench/dynamo/run.sh and the test
+ * exactly, every row was measured, and no request was retried. bench/dynamo/run.sh and the test
  * dynamo_requests run it on DynamoDB Local. */
 #include <inttypes.h>
 #include <math.h>
@@ -56,17 +59,20 @@ enum {
   C_UPD_NONE_STALE,
   C_DELETE_STALE,
   C_REINSERT, /* an insert of a key a delete left a tombstone under */
+  C_REPEAT_STALE, /* a repeat (same op id) of an update another handle
+                     did, on a handle whose memory is out of date */
   C_GET,
   C_LOOKUP,
   NCASES,
-  C_SETUP = NCASES /* (an update that sets the scene: not shown) */
+  C_SETUP = NCASES, /* (an update that sets the scene: not shown) */
+  C_SETUP_REPEAT    /* (the first of the repeated request: not shown) */
 };
-static const char *const CASE_NAMES[NCASES + 1] = {
+static const char *const CASE_NAMES[NCASES + 2] = {
     "insert",        "update-unique",       "update-none",
     "delete",        "update-unique-cold",  "update-none-cold",
     "delete-cold",   "update-unique-stale", "update-none-stale",
-    "delete-stale",  "insert-over-tombstone", "get",
-    "lookup",        "setup"};
+    "delete-stale",  "insert-over-tombstone", "repeat-stale",
+    "get",           "lookup",        "setup", "setup-repeat"};
 
 enum { K_TWI, K_TGI, K_GI, K_OTHER, K_RETRY, NKINDS };
 static const char *const KIND_NAMES[NKINDS] = {
@@ -95,7 +101,9 @@ static void add_delta(tally *t, const ustore_dynamodb_stats *a,
 typedef struct run {
   char url[768];
   int k, with_op_id, n;
-  tally t[NCASES + 1];
+  tally t[NCASES + 2];
+  long stamp;            /* the run's start, in op ids */
+  uint64_t last_version; /* the answer of the last call measured */
 } run;
 
 static unico *open_handle(const run *r) {
@@ -108,12 +116,13 @@ static unico *open_handle(const run *r) {
 
 /* Record "<set><i>": set 'w' is written and changed by one handle, 'c' is
  * inserted by it and changed by others, 's' changed by two handles in
- * turn, each after the other's change. */
+ * turn, each after the other's change, 'r' changed by one request sent
+ * twice (the same op id) by two handles. */
 static void rec_body(char *b, size_t cap, char set, int i) {
   snprintf(b, cap,
            "{\"id\":\"%c%d\",\"email\":\"%c%d@example.com\",\"phone\":"
            "\"+1555%c%05d\",\"username\":\"%c%d\",\"name\":\"n\"}",
-           set, i, set, i, set == 'w' ? '1' : set == 'c' ? '2' : '3', i, set, i);
+           set, i, set, i, set == 'w' ? '1' : set == 'c' ? '2' : set == 's' ? '3' : '4', i, set, i);
 }
 
 /* Call number i of case c on u (record of set, index i), counted. */
@@ -122,8 +131,10 @@ static void measure(run *r, unico *u, int c, char set, int i) {
   unico_result res = UNICO_RESULT_INIT;
   const char *id = NULL;
   if (r->with_op_id) {
-    snprintf(opid, sizeof opid, "cnt-%d-%c-%d-%ld-%ld", c, set, i,
-             (long)getpid(), (long)time(NULL));
+    /* (the repeat's op id is its first call's) */
+    int oc = c == C_REPEAT_STALE ? C_SETUP_REPEAT : c;
+    snprintf(opid, sizeof opid, "cnt-%d-%c-%d-%ld-%ld", oc, set, i,
+             (long)getpid(), r->stamp);
     id = opid;
   }
   snprintf(pk, sizeof pk, "\"%c%d\"", set, i);
@@ -147,6 +158,8 @@ static void measure(run *r, unico *u, int c, char set, int i) {
   case C_UPD_NONE_COLD:
   case C_UPD_NONE_STALE:
   case C_SETUP:
+  case C_REPEAT_STALE:
+  case C_SETUP_REPEAT:
     rc = unico_update(u, "users", pk, "{\"name\":\"m\"}", 0, id, &res);
     break;
   case C_DELETE:
@@ -165,6 +178,7 @@ static void measure(run *r, unico *u, int c, char set, int i) {
   }
   ustore_dynamodb_stats_get(NULL, &b);
   if (rc) die(CASE_NAMES[c], res.message);
+  r->last_version = res.version;
   unico_result_clear(&res);
   add_delta(&r->t[c], &a, &b);
 }
@@ -217,6 +231,16 @@ static void run_cases(run *r) {
     measure(r, a, C_UPD_UNIQUE_STALE, 's', i);
     measure(r, b, C_UPD_NONE_STALE, 's', i);
     measure(r, a, C_DELETE_STALE, 's', i);
+  }
+  /* a repeat: b updates r<i> under an op id, then a, which remembers r<i>
+   * as it inserted it, sends the same request: the answer is b's */
+  for (int i = 0; r->with_op_id && i < r->n; i++) {
+    measure(r, a, C_INSERT, 'r', i);
+    measure(r, b, C_SETUP_REPEAT, 'r', i);
+    uint64_t first = r->last_version;
+    measure(r, a, C_REPEAT_STALE, 'r', i);
+    if (r->last_version != first || first != 2)
+      die("repeat", "the repeat's answer is not the first call's");
   }
   unico_close(b);
   unico_close(a);
@@ -296,6 +320,12 @@ static int check(json_t *expect, json_t *got) {
       }
     }
   }
+  json_array_foreach(expect, i, g) {
+    if (expected_row(got, g)) continue;
+    fprintf(stderr, "dynamo-counts: expected row not measured: %s\n",
+            json_string_value(json_object_get(g, "op")) ?: "?");
+    bad = 1;
+  }
   return bad;
 }
 
@@ -336,12 +366,14 @@ int main(int argc, char **argv) {
       r.k = k;
       r.with_op_id = with;
       r.n = n;
+      r.stamp = (long)time(NULL);
       snprintf(r.url, sizeof r.url,
                "dynamodb://%s/unico_counts_%ld_%ld_%d_%d?table_prefix=c%ld_%d_%d_",
                endpoint, (long)getpid(), (long)time(NULL), k, with,
                (long)getpid(), k, with);
       run_cases(&r);
       for (int c = 0; c < NCASES; c++) {
+        if (!r.t[c].n) continue; /* (a repeat needs an op id) */
         print_row(&r, c);
         json_array_append_new(all, row_json(&r, c));
       }
