@@ -805,12 +805,13 @@ static int round_target(wcall *w, wround *r, unico_result *res) {
  * (Without a caller's op id there is no outcome to find or keep.) A round
  * does not read the outcome where the write's own commit requires it to
  * be absent: a refusal that a repeat could explain looks for it then. So
- * not the first round, nor a later one there, unless a round was refused
- * on the outcome itself (w->outcome_due: the same op id committed
- * meanwhile, and this round answers from it). Where the outcome is kept after the commit (no condition
- * ties the two), an update or delete reads it first; an insert's repeat
- * shows in the record key, which its intent finds taken, and whose
- * history names the op. */
+ * neither the first round there nor a later one, unless a round was
+ * refused on the outcome itself (w->outcome_due: the same op id committed
+ * meanwhile, and this round answers from it). Where the outcome is kept
+ * after the commit (no condition ties the two), an update or delete reads
+ * it first, and so does every later round of an insert; the first round
+ * of an insert finds its repeat in the record key, which its intent finds
+ * taken, and whose history names the op. */
 static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
   const uapi_req *rq = w->rq;
   if (!rq->op_id) return UNICO_OK;

@@ -493,7 +493,7 @@ typedef struct seen_slot {
   uint8_t *key;
   size_t klen;
   uint64_t v;
-  char *item; /* JSON text; NULL: a tombstone in unico's table */
+  char *item; /* JSON text; "": a tombstone in unico's table */
 } seen_slot;
 
 static seen_slot *seen_of(ddb_store *s, const void *key, size_t klen) {
@@ -504,7 +504,8 @@ static seen_slot *seen_of(ddb_store *s, const void *key, size_t klen) {
 }
 
 /* Remember item as the record key's at version v (a copy); item NULL: the
- * key is a tombstone at v. */
+ * key is a tombstone at v (an item's text ""). Out of memory: the slot is
+ * emptied. */
 static void seen_put(ddb_store *s, const void *key, size_t klen, uint64_t v,
                      json_t *item) {
   char *text = item ? json_dumps(item, JSON_COMPACT) : strdup("");
