@@ -13,7 +13,11 @@
  * of the record is out of date (its answer must be the first call's).
  * Counted by the store's client (every attempt, every
  * operation: ustore_dynamodb_stats), single-threaded, so a delta belongs to
- * the call measured; each figure is the mean over n records.
+ * the call measured; each figure is the mean over n records. (The store
+ * remembers the native items it saw in 1,024 slots chosen by key; two of
+ * the records measured in one slot would cost a warm write a read, and
+ * show as a fraction. Keys are the same in every run, so the counts are
+ * too: none collides at n 3 or 20.)
  *
  * usage: dynamo-counts --endpoint HOST:PORT [--n 20] [--json FILE]
  *                      [--expect FILE]
