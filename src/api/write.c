@@ -682,6 +682,8 @@ typedef struct wcall {
   int have_tomb;         /* insert: the key holds a tombstone it replaces, */
   uint64_t tomb_sver;    /* at this store version, */
   uint64_t tomb_version; /* with this record version */
+  int outcome_due;       /* a round was refused on the outcome: the next
+                            reads it first (see round_seen) */
 } wcall;
 
 /* One round: a plan made against what was read, applied or refused. */
@@ -800,13 +802,16 @@ static int round_target(wcall *w, wround *r, unico_result *res) {
 }
 
 /* Seen this request before? Then its first outcome is the answer.
- * (Without a caller's op id there is no outcome to find or keep.) The
- * first round does not read the outcome where the write's own commit
- * requires it to be absent: a refusal that a repeat could explain looks
- * for it then. Where the outcome is kept after the commit (no condition
- * ties the two), an update or delete reads it first; an insert's repeat
- * shows in the record key, which its intent finds taken, and whose
- * history names the op. */
+ * (Without a caller's op id there is no outcome to find or keep.) A round
+ * does not read the outcome where the write's own commit requires it to
+ * be absent: a refusal that a repeat could explain looks for it then. So
+ * neither the first round there nor a later one, unless a round was
+ * refused on the outcome itself (w->outcome_due: the same op id committed
+ * meanwhile, and this round answers from it). Where the outcome is kept
+ * after the commit (no condition ties the two), an update or delete reads
+ * it first, and so does every later round of an insert; the first round
+ * of an insert finds its repeat in the record key, which its intent finds
+ * taken, and whose history names the op. */
 static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
   const uapi_req *rq = w->rq;
   if (!rq->op_id) return UNICO_OK;
@@ -823,9 +828,8 @@ static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
   }
   r->fp = fingerprint(rq->kind, r->t->name, r->canon_s, &r->pk,
                       rq->if_version);
-  if (attempt == 0 &&
-      (!(uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART) ||
-       rq->kind == UPLAN_INSERT)) {
+  int apart = !!(uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART);
+  if (apart ? attempt == 0 && rq->kind == UPLAN_INSERT : !w->outcome_due) {
     r->outcome_later = 1;
     return UNICO_OK;
   }
@@ -978,6 +982,24 @@ static int round_plan(wcall *w, wround *r, unico_result *res) {
   return rc;
 }
 
+/* An update or delete refused because its record moved: remember the
+ * record the refusal carried, when it is live, for the next round to plan
+ * from (no read); else forget it (the next round reads). 1 when
+ * remembered. */
+static int remember_refusal(wcall *w, wround *r) {
+  const uexec_refused *why = &r->why;
+  ustored_record cur;
+  if (w->rq->kind == UPLAN_INSERT || !why->rec.len ||
+      ustored_record_decode(why->rec.p, why->rec.len, &cur))
+    return 0;
+  int live = cur.state == UREC_LIVE;
+  ustored_record_free(&cur);
+  if (live)
+    urcache_put(w->u->rc, r->plan.rkey.p, r->plan.rkey.len, why->rec.p,
+                why->rec.len, why->rec_sver, uexec_now(w->u->x));
+  return live;
+}
+
 /* Remember what the store now holds; forget a record that moved or whose
  * state is unknown. (Not an insert that may be an intent whose flip is on
  * its way: a write planned from a remembered copy would replace the
@@ -986,6 +1008,9 @@ static void round_remember(wcall *w, wround *r, int rc) {
   unico *u = w->u;
   int kind = w->rq->kind;
   const uplan *p = &r->plan;
+  if (rc == UEXEC_NOT_APPLIED && r->why.why == UREFUSED_RECORD &&
+      remember_refusal(w, r))
+    return;
   if (rc == UNICO_OK && kind != UPLAN_DELETE &&
       !(kind == UPLAN_INSERT &&
         (uexec_traits(u->x) & UEXEC_T_INSERT_INTENTS)))
@@ -1162,6 +1187,9 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     r->retry = !rc;
     return rc;
   case UREFUSED_OUTCOME: /* the same op raced us: the next round answers */
+    w->outcome_due = 1;
+    r->retry = 1;
+    return UNICO_OK;
   case UREFUSED_RACE:    /* a limit group moved since it was read, or fenced */
     r->retry = 1;
     return UNICO_OK;
@@ -1177,7 +1205,9 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     if (kind == UPLAN_INSERT)
       return report_conflict(r->t, -1, r->pk.p, r->pk.len, r->t, r->pk.p,
                              r->pk.len, res);
-    r->retry = 1; /* changed under us: read again (and check if_version) */
+    /* changed under us: plan again from the record the refusal carried
+     * (round_remember), else read it again; and check if_version */
+    r->retry = 1;
     return UNICO_OK;
   case UREFUSED_REPEAT: /* (an insert: our op id committed before) */
     rc = replay(w, r, REPLAY_HISTORY, NULL, &p->rkey, res);

@@ -87,6 +87,11 @@ static int explain(const uplan *p, const ustore_op *ops, size_t s_at,
       why->tomb_sver = ops[r_at].cur_version;
       why->tomb_version = t.version;
       ustored_record_free(&t);
+    } else if (p->kind != UPLAN_INSERT && ops[r_at].exists) {
+      /* (where it came with the refusal: out of memory, a read instead) */
+      ubuf_put(&why->rec, ops[r_at].cur.p, ops[r_at].cur.len);
+      why->rec_sver = ops[r_at].cur_version;
+      if (!ubuf_ok(&why->rec)) ubuf_free(&why->rec);
     }
   } else {
     for (size_t k = 0; k < p->take.n; k++) {

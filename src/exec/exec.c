@@ -152,6 +152,7 @@ void uexec_refused_free(uexec_refused *why) {
   ustored_claim_free(&why->owner);
   free(why->restored);
   why->restored = NULL;
+  ubuf_free(&why->rec);
 }
 
 /* ------------------------------------------------------------------ */

@@ -71,6 +71,12 @@ typedef struct uexec_refused {
    * (its record version continues from the tombstone's) */
   int tomb;
   uint64_t tomb_sver, tomb_version;
+  /* UREFUSED_RECORD of an update or delete: the record as the store holds
+   * it now, where the refusal carried it (rec.len > 0; DynamoDB's
+   * ReturnValuesOnConditionCheckFailure), at store version rec_sver: the
+   * write plans again from it without a read */
+  ubuf rec;
+  uint64_t rec_sver;
   /* (claims protocol) per take of plan->take, the store version at which
    * the undo of this refused write put back a hold the plan took over
    * (uclaim.ver set), 0 where it put back none; NULL when it put back

@@ -493,7 +493,7 @@ typedef struct seen_slot {
   uint8_t *key;
   size_t klen;
   uint64_t v;
-  char *item; /* JSON text */
+  char *item; /* JSON text; "": a tombstone in unico's table */
 } seen_slot;
 
 static seen_slot *seen_of(ddb_store *s, const void *key, size_t klen) {
@@ -503,10 +503,12 @@ static seen_slot *seen_of(ddb_store *s, const void *key, size_t klen) {
   return &s->seen[h % SEEN_SLOTS];
 }
 
-/* Remember item as the record key's at version v (a copy). */
+/* Remember item as the record key's at version v (a copy); item NULL: the
+ * key is a tombstone at v (an item's text ""). Out of memory: the slot is
+ * emptied. */
 static void seen_put(ddb_store *s, const void *key, size_t klen, uint64_t v,
                      json_t *item) {
-  char *text = item ? json_dumps(item, JSON_COMPACT) : NULL;
+  char *text = item ? json_dumps(item, JSON_COMPACT) : strdup("");
   uint8_t *k = text ? malloc(klen) : NULL;
   if (!s->seen) {
     free(text);
@@ -537,11 +539,23 @@ static json_t *seen_get(ddb_store *s, const void *key, size_t klen,
   if (!s->seen) return NULL;
   pthread_mutex_lock(&s->seen_lock);
   seen_slot *sl = seen_of(s, key, klen);
-  if (sl->item && sl->v == v && sl->klen == klen &&
+  if (sl->item && sl->item[0] && sl->v == v && sl->klen == klen &&
       !memcmp(sl->key, key, klen))
     j = json_loads(sl->item, 0, NULL);
   pthread_mutex_unlock(&s->seen_lock);
   return j;
+}
+
+/* 1 when the record key was last seen a tombstone at version v. */
+static int seen_tomb(ddb_store *s, const void *key, size_t klen, uint64_t v) {
+  int t = 0;
+  if (!s->seen) return 0;
+  pthread_mutex_lock(&s->seen_lock);
+  seen_slot *sl = seen_of(s, key, klen);
+  t = sl->item && !sl->item[0] && sl->v == v && sl->klen == klen &&
+      !memcmp(sl->key, key, klen);
+  pthread_mutex_unlock(&s->seen_lock);
+  return t;
 }
 
 static void seen_free(ddb_store *s) {
@@ -820,19 +834,30 @@ static int resolve_rop(ddb_store *s, const ustore_op *op, rop *r,
 
 /* r->chg for a live update at r->ev, from the item remembered at that
  * version, read first when none is (the write was planned from a copy
- * this handle did not read: one request more). */
+ * this handle did not read: one request more). A tombstone in unico's
+ * table at r->ev, remembered (a refusal carried it) or found by that
+ * read, turns the write into an insert over it (F_TOMB, r->chg NULL),
+ * instead of a try on the native item that could only be refused. */
 static int rop_changes(ddb_store *s, const ustore_op *op, rop *r,
                        ustore_err *e) {
   json_decref(r->chg);
   json_decref(r->old);
   r->chg = NULL;
   r->old = seen_get(s, op->key, op->klen, r->ev);
+  if (!r->old && seen_tomb(s, op->key, op->klen, r->ev)) {
+    r->form = F_TOMB;
+    return UNICO_OK;
+  }
   if (!r->old) {
     uint64_t v = 0;
     int native = 0;
     int rc = native_get(s, r->t, r->kj, op->key, op->klen, NULL, &v, &native,
                         e);
     if (rc && rc != UNICO_ENOTFOUND) return rc;
+    if (!rc && !native) { /* a tombstone: the write replaces it (F_TOMB) */
+      r->form = F_TOMB;
+      return UNICO_OK;
+    }
     r->old = seen_get(s, op->key, op->klen, r->ev);
   }
   r->chg_ev = r->ev;
@@ -960,6 +985,8 @@ static int native_refused(ddb_store *s, const uddb_resp *resp, ustore_op *ops,
                         : UNICO_OK);
     if (!rc && side[j] == SIDE_NATIVE)
       seen_put(s, op->key, op->klen, op->cur_version, item);
+    else if (!rc && r[i].t) /* a record key's tombstone */
+      seen_put(s, op->key, op->klen, op->cur_version, NULL);
     if (rc) {
       if (side[j] != SIDE_NATIVE)
         seterr(e, "a DynamoDB item of table %s has no valid v or b attribute",
