@@ -54,8 +54,11 @@ enum uexec_refusal {
   UREFUSED_OP_ID,       /* (claims protocol) the caller's op id is held
                            by another request's write (its marker, in
                            force) */
-  UREFUSED_TWICE        /* (batch) two writes of one batch take the same
+  UREFUSED_TWICE,       /* (batch) two writes of one batch take the same
                            value (see uexec_batch_refused) */
+  UREFUSED_ANSWERED     /* a repeat: the caller's op id ran this very
+                           request before, and answer is its first
+                           answer (uexec_apply) */
 };
 
 typedef struct uexec_refused {
@@ -77,22 +80,44 @@ typedef struct uexec_refused {
    * none at all. The write path takes those holds over at these versions
    * next round: a hold put back is the same hold, at a newer version. */
   uint64_t *restored;
+  char *answer;      /* UREFUSED_ANSWERED: the first answer's text (the
+                        caller may take it, leaving NULL) */
 } uexec_refused;
 
-/* Free what a refusal holds (its owner claim, restored). */
+/* Free what a refusal holds (its owner claim, restored, answer). */
 void uexec_refused_free(uexec_refused *why);
 
 /* Apply a plan all or nothing. UNICO_OK when applied; USTORE_NOT_APPLIED
  * when a condition failed (nothing written; *why says which, in the order
- * schema, outcome, record, claims, groups; free why->owner with
- * ustored_claim_free); another code (res filled) on a store error, where
+ * schema, outcome, record, claims, groups; free why with
+ * uexec_refused_free); another code (res filled) on a store error, where
  * UNICO_EUNKNOWN means the write may or may not have been applied.
+ * Repeats are the executor's (exec/seen.c): a plan made under the
+ * caller's op id (p->req_op) whose request ran before is not applied
+ * again but answered, USTORE_NOT_APPLIED with UREFUSED_ANSWERED and the
+ * first answer, or refused with UNICO_EOPID when the op id was used for
+ * a different request. A repeat comes before every other answer: an
+ * update's or delete's before the record found absent or at another
+ * version (a plan of uplan_refused: answered, or refused with
+ * UREFUSED_RECORD), and before any condition that fails. Where the
+ * outcome is kept with the commit (atomic protocol) the record's own
+ * op id and the commit's condition on the outcome key tell; where it is
+ * kept after it, the outcome key first, then the record key's history.
  * Limit groups are read first and moved with a condition on the version
  * read; a full group is refused only once a store transaction has
  * confirmed the full count is the durable state. Claims to take must be
  * absent, or at version `ver` when the plan takes over a hold. */
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res);
+
+/* What identifies a request under its op id: the kind (plan.h's
+ * UPLAN_*), the table, and the fingerprint of what it asked. */
+typedef struct uexec_req {
+  const char *op_id; /* the caller's (NULL: none, never a repeat) */
+  int kind;
+  const char *table;
+  uint64_t fp;
+} uexec_req;
 
 /* ------------------------------------------------------------------ */
 /* Batches (exec/batch.c): several planned writes, all or nothing. */
@@ -104,6 +129,11 @@ typedef struct uexec_batch {
   size_t n;
   const ubuf *okey, *oval, *oidx; /* the group's outcome (NULL or empty
                                      okey: none) */
+  uexec_req req;      /* the batch under the caller's op id (req.op_id
+                         NULL: none): a repeat is answered first,
+                         UREFUSED_ANSWERED, as uexec_apply answers one */
+  int refused;        /* the caller could not plan it (plans unused): a
+                         repeat is answered, else UREFUSED_RECORD */
 } uexec_batch;
 
 typedef struct uexec_batch_refused {
@@ -284,15 +314,6 @@ int uexec_mark_judge(uexec *x, const char *op_id, const ustored_outcome *m,
 /* ------------------------------------------------------------------ */
 /* Repeats (exec/seen.c): has this op id been seen, and what was its
  * outcome. The executor alone reads a request's first answer back. */
-
-/* What identifies a request under its op id: the kind (plan.h's
- * UPLAN_*), the table, and the fingerprint of what it asked. */
-typedef struct uexec_req {
-  const char *op_id; /* the caller's (NULL: none, never a repeat) */
-  int kind;
-  const char *table;
-  uint64_t fp;
-} uexec_req;
 
 /* Where to look: the outcome key, and (where the protocol keeps the
  * outcome after the commit, UEXEC_T_OUTCOME_APART; elsewhere ignored) the

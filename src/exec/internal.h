@@ -60,6 +60,21 @@ int uexec_cas(uexec *x, ustore_op *op, unico_result *res);
 /* Count a committed write; every so many run the outcome sweep. */
 void uexec_count_write(uexec *x);
 
+/* Repeats (seen.c), for uexec_apply: before the protocol's apply, the
+ * first answer of p's request where one may be found already
+ * (USTORE_NOT_APPLIED with why UREFUSED_ANSWERED), UNICO_EOPID, an
+ * error, or UNICO_ENOTFOUND (go on); after a refusal (why), the first
+ * answer a repeat would explain it by (USTORE_NOT_APPLIED with why
+ * UREFUSED_ANSWERED, or why as it was: an outcome or history found
+ * moved on meanwhile becomes UREFUSED_RACE), UNICO_EOPID or an error.
+ * uexec_repeat_batch: a batch's (its outcome key), as _first. */
+int uexec_repeat_first(uexec *x, const uplan *p, uexec_refused *why,
+                       unico_result *res);
+int uexec_repeat_after(uexec *x, const uplan *p, uexec_refused *why,
+                       unico_result *res);
+int uexec_repeat_batch(uexec *x, const uexec_batch *b, uexec_refused *why,
+                       unico_result *res);
+
 /* The repairs of each protocol (repair.c). */
 int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res);
 int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res);
