@@ -389,12 +389,8 @@ static int answer_into(char *answer, unico_result *res) {
   return UNICO_OK;
 }
 
-int uapi_outcome_find(unico *u, const char *op_id, int kind,
-                      const char *table, uint64_t fp, unico_result *res) {
-  uexec_req q = {op_id, kind, table, fp};
-  char *answer = NULL;
-  int rc = uexec_seen(u->x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer, res);
-  return rc ? rc : answer_into(answer, res);
+int uapi_answer_into(char *answer, unico_result *res) {
+  return answer_into(answer, res);
 }
 
 /* Read and decode a record. UNICO_ENOTFOUND if absent (or not live). */

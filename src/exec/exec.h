@@ -312,28 +312,6 @@ int uexec_mark_judge(uexec *x, const char *op_id, const ustored_outcome *m,
                      int *verdict, unico_result *res);
 
 /* ------------------------------------------------------------------ */
-/* Repeats (exec/seen.c): has this op id been seen, and what was its
- * outcome. The executor alone reads a request's first answer back. */
-
-/* Where to look: the outcome key, and (where the protocol keeps the
- * outcome after the commit, UEXEC_T_OUTCOME_APART; elsewhere ignored) the
- * history of the record key, rec as read or read at rkey. */
-enum { UEXEC_SEEN_OUTCOME = 1, UEXEC_SEEN_HISTORY = 2,
-       /* only when rec (not NULL) names the op id: its last write's, or
-        * one in its history (a record the request may have written) */
-       UEXEC_SEEN_IF_NAMED = 4 };
-
-/* The first answer of request q, if it ran before: UNICO_OK with *answer
- * (its output text, the caller frees), UNICO_EOPID (res filled) when the
- * op id was used for a different request, UNICO_ENOTFOUND when the places
- * looked at hold no answer (not a repeat, or one in flight: a marker), or
- * an error. A marker of another request found under the op id is judged
- * (uexec_mark_judge): used by a write that committed, it is UNICO_EOPID. */
-int uexec_seen(uexec *x, const uexec_req *q, int where,
-               const ustored_record *rec, const ubuf *rkey, char **answer,
-               unico_result *res);
-
-/* ------------------------------------------------------------------ */
 /* The schema key (exec/schema.c) */
 
 /* The stored schema (*ver: its store version) or UNICO_ENOTFOUND (*ver 0,
@@ -374,8 +352,10 @@ enum uexec_hold_why {
   UEXEC_HOLD_IN_FLIGHT,   /* a write that may still commit holds it */
   UEXEC_HOLD_MOVED,       /* something moved meanwhile: look again */
   UEXEC_HOLD_SCHEMA,      /* the schema moved: reload, look again */
-  UEXEC_HOLD_ANSWERED,    /* a repeat of this request kept its outcome
-                             first: that is the answer */
+  UEXEC_HOLD_ANSWERED,    /* a repeat: the caller's op id ran this very
+                             request before, and out->answer is its first
+                             answer (looked for before the hold is taken,
+                             and when its outcome is found kept first) */
   UEXEC_HOLD_OP_ID_USED   /* the caller's op id names another request */
 };
 
@@ -384,6 +364,8 @@ typedef struct uexec_hold_out {
   ustored_claim owner;  /* UEXEC_HOLD_TAKEN (free with ustored_claim_free) */
   uint64_t cur_version; /* UEXEC_HOLD_TAKEN: that claim's store version */
   int64_t expires_ms;   /* UEXEC_HOLD_HELD */
+  char *answer;         /* UEXEC_HOLD_ANSWERED: the first answer's text
+                           (the caller takes it, or frees it) */
 } uexec_hold_out;
 
 /* Take the value of h->ckey as a hold, with its index and (caller_op) its
