@@ -152,8 +152,10 @@ void uexec_batch_refused_free(uexec_batch_refused *why);
  * takes is rewritten for its new owner; one that two plans take is
  * refused (UREFUSED_TWICE); a limit group moves once, by its net change,
  * and is full only when that change does not fit. UNICO_OK,
- * UEXEC_NOT_APPLIED with *why (nothing written; order: twice, schema,
- * outcome, records, claims, groups), UNICO_EINVAL when the transaction
+ * UEXEC_NOT_APPLIED with *why (nothing written; order: a repeat of
+ * b->req, UREFUSED_ANSWERED with its first answer, then twice, schema,
+ * outcome, records, claims, groups), UNICO_EOPID (b->req's op id used by
+ * a different request), UNICO_EINVAL when the transaction
  * would exceed the store's limit (uexec_max_txn), or an error. */
 int uexec_apply_batch(uexec *x, const uexec_batch *b, uexec_batch_refused *why,
                       unico_result *res);
