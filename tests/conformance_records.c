@@ -889,6 +889,13 @@ void test_op_id_update_delete(void **state) {
   EXPECT_JSON(f->r.json, "{\"pk\":\"u1\",\"version\":3}");
   EXPECT(UNICO_ENOTFOUND,
          unico_delete(f->u, "users", "\"u1\"", 0, "op-del-2", &f->r));
+  /* an update repeated once its record is deleted: its first answer, not
+   * "not found" (the executor answers a repeat before the record's
+   * refusals), and nothing written */
+  EXPECT(UNICO_OK, unico_update(f->u, "users", "\"u1\"", "{\"age\":3}", 0,
+                                "op-up-2", &f->r));
+  EXPECT_JSON(f->r.json, "{\"pk\":\"u1\",\"version\":3}");
+  EXPECT(UNICO_ENOTFOUND, unico_get(f->u, "users", "\"u1\"", &f->r));
   /* the delete id repeated after a re-insert does not delete it again */
   INS("users", "{\"id\":\"u1\"}");
   EXPECT(UNICO_OK, unico_delete(f->u, "users", "\"u1\"", 0, "op-del-1", &f->r));

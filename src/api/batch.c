@@ -261,7 +261,14 @@ static int explain(bround *r, int *retry, unico_result *res) {
     rc = uapi_sch_reload(r->u, res);
     *retry = !rc;
     return rc;
-  case UREFUSED_OUTCOME: /* the same batch raced us: the next round answers */
+  case UREFUSED_ANSWERED: /* a repeat: its first answer (the executor's) */
+    if (res) {
+      free(res->json);
+      res->json = why->r.answer;
+      r->why.r.answer = NULL;
+    }
+    return UNICO_OK;
+  case UREFUSED_OUTCOME: /* (the executor answers a repeat: not reached) */
   case UREFUSED_RACE:    /* a limit group moved since it was read */
   case UREFUSED_RECORD:  /* a record moved: read again */
     *retry = 1;
@@ -332,32 +339,36 @@ static void round_free(bround *r) {
   r->sc = NULL;
 }
 
-/* The first answer of this batch, if it ran before: UNICO_OK (res
- * filled), UNICO_EOPID, an error, or UNICO_ENOTFOUND. */
-static int seen(bround *r, unico_result *res) {
-  uexec_req q = {r->given, UPLAN_BATCH, r->ops[0].table, r->fp};
-  char *answer = NULL;
-  int rc = uexec_seen(r->u->x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer,
-                      res);
-  if (rc) return rc;
-  if (res) {
-    free(res->json);
-    res->json = answer;
-  } else {
-    free(answer);
+/* Apply, the executor answering a repeat of the caller's op id first:
+ * before a refusal of its own, and before prc, the error planning gave
+ * (look: that error's result, kept when the batch is no repeat). */
+static int apply(bround *r, int prc, unico_result *look, unico_result *res) {
+  uexec_batch b = {r->plans, prc ? 0 : r->n, &r->okey, &r->oval, &r->oidx,
+                   {r->given, UPLAN_BATCH, r->ops[0].table, r->fp}, prc != 0};
+  int rc = uexec_apply_batch(r->u->x, &b, &r->why, res);
+  if (prc && rc == UEXEC_NOT_APPLIED && r->why.r.why == UREFUSED_RECORD) {
+    rc = prc; /* no repeat: planning's answer */
+    if (res) {
+      unico_result_clear(res);
+      *res = *look;
+      memset(look, 0, sizeof *look);
+    }
   }
-  return UNICO_OK;
+  return rc;
 }
 
-/* One round: answered before, or planned and applied. */
+/* One round: planned and applied, or answered before. */
 static int round_run(bround *r, int *retry, unico_result *res) {
+  unico_result look = UNICO_RESULT_INIT;
   r->sc = uapi_sch_get(r->u);
-  int rc = r->given ? seen(r, res) : UNICO_ENOTFOUND;
-  if (rc != UNICO_ENOTFOUND) return rc;
-  rc = plan_all(r, res);
-  if (rc) return rc;
-  uexec_batch b = {r->plans, r->n, &r->okey, &r->oval, &r->oidx};
-  rc = uexec_apply_batch(r->u->x, &b, &r->why, res);
+  int prc = plan_all(r, res);
+  if (prc && !r->given) return prc;
+  if (prc && res) { /* (planning's answer, kept aside) */
+    look = *res;
+    memset(res, 0, sizeof *res);
+  }
+  int rc = apply(r, prc, &look, res);
+  unico_result_clear(&look);
   if (rc == UNICO_OK && res) {
     free(res->json);
     res->json = r->output;

@@ -114,7 +114,6 @@ static int explain(unico *u, const uschema *s, const utable *t, int ci,
   case UEXEC_HOLD_SCHEMA:
     return uapi_sch_reload(u, res);
   case UEXEC_HOLD_MOVED:
-  case UEXEC_HOLD_ANSWERED: /* (the next round's look at the outcome) */
     return UNICO_OK;
   default:
     return uerr(res, UNICO_ECORRUPT, NULL,
@@ -179,11 +178,6 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
   rc = UEXEC_NOT_APPLIED;
   for (int attempt = 0; attempt < ATTEMPTS && rc == UEXEC_NOT_APPLIED;
        attempt++) {
-    if (caller_op) {
-      /* Seen this request before? Its first answer is the answer. */
-      rc = uapi_outcome_find(u, caller_op, UPLAN_RESERVE, t->name, fp, res);
-      if (rc != UNICO_ENOTFOUND) goto leave;
-    }
     uexec_hold h = {.ckey = &ckey, .hash = hash, .op_id = op_id,
                     .caller_op = caller_op, .kind = uplan_kind_name(UPLAN_RESERVE),
                     .table = t->name, .fp = fp};
@@ -212,6 +206,12 @@ int uapi_reserve(unico *u, const char *table, const char *constraint,
     uapi_sch_put(cursc);
     uexec_hold_out o;
     rc = uexec_hold_take(u->x, &h, &o, res);
+    if (rc == UEXEC_NOT_APPLIED && o.why == UEXEC_HOLD_ANSWERED) {
+      /* a repeat (the executor's): its first answer is the answer */
+      rc = uapi_answer_into(o.answer, res);
+      ustored_claim_free(&o.owner);
+      goto leave;
+    }
     if (rc == UEXEC_NOT_APPLIED) {
       int erc = explain(u, sc->s, t, ci, &ckey, &val, vs, &o, caller_op, res);
       if (erc) rc = erc; /* refused, or an error: the answer */

@@ -96,12 +96,9 @@ int uapi_release_hold(unico *u, const char *table, const char *token,
                       unico_result *res);
 /* UNICO_EINVAL unless op_id is 1 to 128 bytes with no control character. */
 int uapi_check_op_id(const char *op_id, unico_result *res);
-/* An operation seen before under op_id: its first outcome is the answer.
- * UNICO_OK with its output in res, UNICO_EOPID when op_id was used for
- * another request (kind, table or fingerprint fp differ), UNICO_ENOTFOUND
- * when no outcome is kept for op_id, or an error. */
-int uapi_outcome_find(unico *u, const char *op_id, int kind,
-                      const char *table, uint64_t fp, unico_result *res);
+/* A repeat's first answer (the executor's, malloc'd: res takes it, or it
+ * is freed) as the result: its text and version. UNICO_OK. */
+int uapi_answer_into(char *answer, unico_result *res);
 /* The cached schema, reloaded once when it lacks table (or constraint). */
 usch *uapi_schema_for(unico *u, const char *table, const char *constraint);
 /* The index of t's unique constraint `name`, or -1 with res filled. */

@@ -374,7 +374,8 @@ static int record_output(const utable *t, const ustored_record *r,
   return UNICO_OK;
 }
 
-/* A first answer found (uexec_seen), owned by res: its text and version. */
+/* A first answer found (the executor's), owned by res: its text and
+ * version. */
 static int answer_into(char *answer, unico_result *res) {
   if (!res) {
     free(answer);
@@ -388,12 +389,8 @@ static int answer_into(char *answer, unico_result *res) {
   return UNICO_OK;
 }
 
-int uapi_outcome_find(unico *u, const char *op_id, int kind,
-                      const char *table, uint64_t fp, unico_result *res) {
-  uexec_req q = {op_id, kind, table, fp};
-  char *answer = NULL;
-  int rc = uexec_seen(u->x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer, res);
-  return rc ? rc : answer_into(answer, res);
+int uapi_answer_into(char *answer, unico_result *res) {
+  return answer_into(answer, res);
 }
 
 /* Read and decode a record. UNICO_ENOTFOUND if absent (or not live). */
@@ -682,8 +679,6 @@ typedef struct wcall {
   int have_tomb;         /* insert: the key holds a tombstone it replaces, */
   uint64_t tomb_sver;    /* at this store version, */
   uint64_t tomb_version; /* with this record version */
-  int outcome_due;       /* a round was refused on the outcome: the next
-                            reads it first (see round_seen) */
 } wcall;
 
 /* One round: a plan made against what was read, applied or refused. */
@@ -695,7 +690,11 @@ typedef struct wround {
   int have_old, from_cache;
   uint64_t sver;          /* its store version */
   uint64_t fp;            /* caller's op id: the request's fingerprint */
-  int outcome_later;      /* its outcome not read yet (see round_seen) */
+  int refused;            /* update, delete: the record as read refuses
+                             the request (absent, or at another version):
+                             r->plan is uplan_refused's */
+  int old_rc;             /* (refused: the read's UNICO_OK or
+                             UNICO_ENOTFOUND) */
   json_t *body;
   const urec_flat *flat;  /* the new record (insert: &w->flat; update and
                              delete: &mflat) read without jansson, bound
@@ -706,7 +705,6 @@ typedef struct wround {
   uplan plan;
   uexec_refused why;
   int retry;              /* plan again */
-  int answered;           /* a repeat: res holds the first answer */
 } wround;
 
 static void call_free(wcall *w) {
@@ -761,25 +759,6 @@ static void round_free(wround *r) {
   uapi_sch_put(r->sc);
 }
 
-/* Where to look for the first answer of a repeated request. */
-enum { REPLAY_OUTCOME = UEXEC_SEEN_OUTCOME, /* the outcome key */
-       REPLAY_HISTORY = UEXEC_SEEN_HISTORY  /* (outcome kept apart) the
-                              record key's history; rec: the record as
-                              read, NULL to read it */ };
-
-/* The first answer of this request under the caller's op id, if it ran
- * before (the executor says: uexec_seen): UNICO_OK (res filled),
- * UNICO_EOPID, an error, or UNICO_ENOTFOUND (not a repeat, as far as
- * these places tell). */
-static int replay(wcall *w, wround *r, int where, const ustored_record *rec,
-                  const ubuf *rkey, unico_result *res) {
-  if (!w->rq->op_id) return UNICO_ENOTFOUND;
-  uexec_req q = {w->op_id, w->rq->kind, r->t->name, r->fp};
-  char *answer = NULL;
-  int rc = uexec_seen(w->u->x, &q, where, rec, rkey, &answer, res);
-  return rc ? rc : answer_into(answer, res);
-}
-
 /* The table, the primary key and (insert) the new body. */
 static int round_target(wcall *w, wround *r, unico_result *res) {
   const uapi_req *rq = w->rq;
@@ -801,18 +780,10 @@ static int round_target(wcall *w, wround *r, unico_result *res) {
   return rc;
 }
 
-/* Seen this request before? Then its first outcome is the answer.
- * (Without a caller's op id there is no outcome to find or keep.) A round
- * does not read the outcome where the write's own commit requires it to
- * be absent: a refusal that a repeat could explain looks for it then. So
- * neither the first round there nor a later one, unless a round was
- * refused on the outcome itself (w->outcome_due: the same op id committed
- * meanwhile, and this round answers from it). Where the outcome is kept
- * after the commit (no condition ties the two), an update or delete reads
- * it first, and so does every later round of an insert; the first round
- * of an insert finds its repeat in the record key, which its intent finds
- * taken, and whose history names the op. */
-static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
+/* What identifies the request under the caller's op id: its
+ * fingerprint. (Without a caller's op id there is no outcome to find or
+ * keep; the executor answers a repeat, uexec_apply.) */
+static int round_fp(wcall *w, wround *r, unico_result *res) {
   const uapi_req *rq = w->rq;
   if (!rq->op_id) return UNICO_OK;
   if (w->have_flat && !w->input) {
@@ -828,15 +799,7 @@ static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
   }
   r->fp = fingerprint(rq->kind, r->t->name, r->canon_s, &r->pk,
                       rq->if_version);
-  int apart = !!(uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART);
-  if (apart ? attempt == 0 && rq->kind == UPLAN_INSERT : !w->outcome_due) {
-    r->outcome_later = 1;
-    return UNICO_OK;
-  }
-  int rc = replay(w, r, REPLAY_OUTCOME, NULL, NULL, res);
-  if (rc == UNICO_ENOTFOUND) return UNICO_OK;
-  r->answered = rc == UNICO_OK;
-  return rc;
+  return UNICO_OK;
 }
 
 /* The new record without jansson: a delete's as read, an update's read
@@ -876,34 +839,20 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
                                                             : rq->if_version;
   int refused = rc == UNICO_ENOTFOUND ||
                 (rc == UNICO_OK && rq->if_version && r->old.version != want);
-  /* A repeat of a write applied? A refusal a repeat could explain, or a
-   * record that names the op id (the executor looks: its outcome, or the
-   * history of the record key). */
-  if (refused || rc == UNICO_OK) {
-    int where = (r->outcome_later ? REPLAY_OUTCOME : 0) | REPLAY_HISTORY |
-                (refused ? 0 : UEXEC_SEEN_IF_NAMED);
-    int orc = replay(w, r, where, rc == UNICO_OK ? &r->old : NULL, &r->rkey,
-                     res);
-    if (orc != UNICO_ENOTFOUND) {
-      r->answered = orc == UNICO_OK;
-      return orc;
-    }
+  if (rc && rc != UNICO_ENOTFOUND) return rc;
+  if (refused) {
+    /* (a refusal a repeat could explain: the executor says, uexec_apply;
+     * round_refusal answers it otherwise) */
+    uplan_write_req pw = {.kind = rq->kind,
+                          .table = r->t,
+                          .pk = &r->pk,
+                          .old = rc == UNICO_OK ? &r->old : NULL,
+                          .fp = r->fp};
+    r->refused = 1;
+    r->old_rc = rc;
+    return uplan_refused(&r->plan, &pw, rq->op_id, res);
   }
-  if (refused && r->from_cache) { /* remembered out of date: read it */
-    urcache_del(u->rc, r->rkey.p, r->rkey.len);
-    r->retry = 1;
-    return UNICO_OK;
-  }
-  if (rc == UNICO_ENOTFOUND) return not_found(r->t, rq->pk_json, res);
-  if (rc) return rc;
   r->have_old = 1;
-  if (rq->if_version && r->old.version != want) {
-    if (res) res->version = r->old.version;
-    return uerr(res, UNICO_EVERSION, NULL,
-                "record %.200s of table %s is at version %" PRIu64
-                ", not %" PRIu64,
-                rq->pk_json, r->t->name, r->old.version, want);
-  }
   /* Without jansson where the stored record and the patch allow it. */
   if (rq->kind == UPLAN_DELETE || (w->have_flat && !w->input)) {
     if (!flat_old(w, r)) return UNICO_OK;
@@ -920,6 +869,26 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
     return UNICO_OK;
   }
   return urec_patch_owned(r->t, ob, w->input, &r->body, res);
+}
+
+/* Update, delete refused by the record as read (r->refused), and no
+ * repeat: the record absent, or at another version than asked; or read
+ * again where it was remembered, out of date. */
+static int round_refusal(wcall *w, wround *r, unico_result *res) {
+  const uapi_req *rq = w->rq;
+  const uint64_t want = rq->if_version == UNICO_IF_VERSION_0 ? 0
+                                                            : rq->if_version;
+  if (r->from_cache) { /* remembered out of date: read it */
+    urcache_del(w->u->rc, r->rkey.p, r->rkey.len);
+    r->retry = 1;
+    return UNICO_OK;
+  }
+  if (r->old_rc == UNICO_ENOTFOUND) return not_found(r->t, rq->pk_json, res);
+  if (res) res->version = r->old.version;
+  return uerr(res, UNICO_EVERSION, NULL,
+              "record %.200s of table %s is at version %" PRIu64
+              ", not %" PRIu64,
+              rq->pk_json, r->t->name, r->old.version, want);
 }
 
 /* The plan: the answer it will give, the record, the claims. */
@@ -1186,14 +1155,16 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
     rc = uapi_sch_reload(w->u, res);
     r->retry = !rc;
     return rc;
-  case UREFUSED_OUTCOME: /* the same op raced us: the next round answers */
-    w->outcome_due = 1;
-    r->retry = 1;
-    return UNICO_OK;
+  case UREFUSED_ANSWERED: /* a repeat: its first answer (the executor's) */
+    rc = answer_into(why->answer, res);
+    r->why.answer = NULL;
+    return rc;
+  case UREFUSED_OUTCOME: /* (the executor answers a repeat: not reached) */
   case UREFUSED_RACE:    /* a limit group moved since it was read, or fenced */
     r->retry = 1;
     return UNICO_OK;
   case UREFUSED_RECORD:
+    if (r->refused) return round_refusal(w, r, res);
     if (kind == UPLAN_INSERT && why->tomb) {
       /* a tombstone: insert over it, continuing its version */
       w->have_tomb = 1;
@@ -1209,10 +1180,8 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
      * (round_remember), else read it again; and check if_version */
     r->retry = 1;
     return UNICO_OK;
-  case UREFUSED_REPEAT: /* (an insert: our op id committed before) */
-    rc = replay(w, r, REPLAY_HISTORY, NULL, &p->rkey, res);
-    if (rc != UNICO_ENOTFOUND) return rc;
-    r->retry = 1; /* moved on meanwhile: look again */
+  case UREFUSED_REPEAT: /* (the executor answers a repeat: not reached) */
+    r->retry = 1;
     return UNICO_OK;
   case UREFUSED_GONE: /* the hold we took over went away: take it free */
     if (!c) break;
@@ -1270,31 +1239,17 @@ static int round_explain(wcall *w, wround *r, unico_result *res) {
               why->why);
 }
 
-/* One round: plan against what the store holds, apply, explain. */
-static int round_run(wcall *w, wround *r, int attempt, unico_result *res) {
+/* One round: plan against what the store holds, apply (the executor
+ * answers a repeat of the caller's op id, before any refusal), explain. */
+static int round_run(wcall *w, wround *r, unico_result *res) {
   int rc = round_target(w, r, res);
-  if (!rc) rc = round_seen(w, r, attempt, res);
-  if (!rc && !r->answered && w->rq->kind != UPLAN_INSERT)
-    rc = round_old(w, r, res);
-  if (rc || r->answered || r->retry) return rc;
-  rc = round_plan(w, r, res);
+  if (!rc) rc = round_fp(w, r, res);
+  if (!rc && w->rq->kind != UPLAN_INSERT) rc = round_old(w, r, res);
+  if (!rc && !r->refused) rc = round_plan(w, r, res);
   if (rc) return rc;
   rc = uexec_apply(w->u->x, &r->plan, &r->why, res);
   round_remember(w, r, rc);
   if (rc != UEXEC_NOT_APPLIED) return rc; /* applied, or an error */
-  if (r->outcome_later &&
-      r->why.why != UREFUSED_SCHEMA && r->why.why != UREFUSED_RACE &&
-      r->why.why != UREFUSED_REPEAT &&
-      ((uexec_traits(w->u->x) & UEXEC_T_OUTCOME_APART) ||
-       r->why.why == UREFUSED_LIMIT)) {
-    /* (an insert's refusal a repeat could explain: see round_seen. A full
-     * group too where the outcome is kept in the commit: the executor
-     * finds a group full from its counter before the transaction whose
-     * outcome condition would have said "a repeat", and a repeat's own
-     * place may be what fills it) */
-    rc = replay(w, r, REPLAY_OUTCOME, NULL, NULL, res);
-    if (rc != UNICO_ENOTFOUND) return rc;
-  }
   return round_explain(w, r, res);
 }
 
@@ -1310,7 +1265,7 @@ int uapi_write(unico *u, const uapi_req *rq, unico_result *res) {
       free(res->json);
       res->json = NULL;
     }
-    rc = round_run(&w, &r, attempt, res);
+    rc = round_run(&w, &r, res);
     /* Bad input against a cached schema another process may have changed
      * (a column added, say): check once whether the store has moved on. */
     if (rc == UNICO_EINVAL && !r.retry && !rechecked) {

@@ -306,10 +306,17 @@ int uexec_apply_batch(uexec *x, const uexec_batch *b, uexec_batch_refused *why,
                       unico_result *res) {
   bbuild s;
   memset(why, 0, sizeof *why);
-  if (x->claims || !b->n)
+  if (x->claims || (!b->n && !b->refused))
     return uerr(res, UNICO_EINVAL, NULL,
                 "a batch of several records needs a store with transactions");
-  int rc = bbuild_init(&s, x, b) ? uerr(res, UNICO_ENOMEM, NULL, "out of memory")
+  /* A repeat first, before anything its plans would be refused for */
+  int rc = uexec_repeat_batch(x, b, &why->r, res);
+  if (rc != UNICO_ENOTFOUND) return rc;
+  if (b->refused) {
+    why->r.why = UREFUSED_RECORD;
+    return UEXEC_NOT_APPLIED;
+  }
+  rc = bbuild_init(&s, x, b) ? uerr(res, UNICO_ENOMEM, NULL, "out of memory")
                                  : build(&s, why, res);
   size_t most = uexec_max_txn(x);
   if (!rc && most && s.n > most)
@@ -320,5 +327,11 @@ int uexec_apply_batch(uexec *x, const uexec_batch *b, uexec_batch_refused *why,
               s.n, most);
   if (!rc) rc = run(&s, why, res);
   bbuild_free(&s);
+  if (rc == UEXEC_NOT_APPLIED && why->r.why == UREFUSED_OUTCOME) {
+    /* (the same batch raced us: its answer, or look again) */
+    rc = uexec_repeat_batch(x, b, &why->r, res);
+    if (rc == UNICO_ENOTFOUND) why->r.why = UREFUSED_RACE;
+    if (rc == UNICO_ENOTFOUND) rc = UEXEC_NOT_APPLIED;
+  }
   return rc;
 }

@@ -2343,7 +2343,7 @@ static int abort_own_intent(cx *c) {
 /* The op id's marker did not apply (or may not have): ours from an
  * earlier call of this request (a retry: go on), or the outcome of
  * another request under the op id, or this one's finished (refused as
- * UREFUSED_OUTCOME: the write path's next round answers from it). */
+ * UREFUSED_OUTCOME: uexec_apply answers the repeat from it, seen.c). */
 static int resolve_mark(cx *c, ustore_op *op, int r, uexec_refused *why,
                         int *rc, unico_result *res) {
   ubuf cur = UBUF_INIT;
@@ -2418,7 +2418,7 @@ static int resolve_mark(cx *c, ustore_op *op, int r, uexec_refused *why,
                    "same op id");
         step = STEP_ERROR;
       } else {
-        /* (this request's own outcome: the next round answers from it;
+        /* (this request's own outcome: uexec_apply answers from it;
          * another's outcome or marker: reused) */
         why->why = same ? UREFUSED_OUTCOME : UREFUSED_OP_ID;
         step = STEP_REFUSED;

@@ -145,7 +145,16 @@ void uexec_count_write(uexec *x) {
 
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res) {
-  return x->proto->apply(x, p, why, res);
+  memset(why, 0, sizeof *why);
+  int rc = uexec_repeat_first(x, p, why, res);
+  if (rc != UNICO_ENOTFOUND) return rc; /* answered, reused, or an error */
+  if (p->refused) { /* (the caller's read refused it: not a repeat) */
+    why->why = UREFUSED_RECORD;
+    return UEXEC_NOT_APPLIED;
+  }
+  rc = x->proto->apply(x, p, why, res);
+  if (rc == UEXEC_NOT_APPLIED) rc = uexec_repeat_after(x, p, why, res);
+  return rc;
 }
 
 void uexec_refused_free(uexec_refused *why) {
@@ -153,6 +162,8 @@ void uexec_refused_free(uexec_refused *why) {
   free(why->restored);
   why->restored = NULL;
   ubuf_free(&why->rec);
+  free(why->answer);
+  why->answer = NULL;
 }
 
 /* ------------------------------------------------------------------ */

@@ -54,8 +54,11 @@ enum uexec_refusal {
   UREFUSED_OP_ID,       /* (claims protocol) the caller's op id is held
                            by another request's write (its marker, in
                            force) */
-  UREFUSED_TWICE        /* (batch) two writes of one batch take the same
+  UREFUSED_TWICE,       /* (batch) two writes of one batch take the same
                            value (see uexec_batch_refused) */
+  UREFUSED_ANSWERED     /* a repeat: the caller's op id ran this very
+                           request before, and answer is its first
+                           answer (uexec_apply) */
 };
 
 typedef struct uexec_refused {
@@ -83,22 +86,44 @@ typedef struct uexec_refused {
    * none at all. The write path takes those holds over at these versions
    * next round: a hold put back is the same hold, at a newer version. */
   uint64_t *restored;
+  char *answer;      /* UREFUSED_ANSWERED: the first answer's text (the
+                        caller may take it, leaving NULL) */
 } uexec_refused;
 
-/* Free what a refusal holds (its owner claim, restored). */
+/* Free what a refusal holds (its owner claim, restored, answer). */
 void uexec_refused_free(uexec_refused *why);
 
 /* Apply a plan all or nothing. UNICO_OK when applied; USTORE_NOT_APPLIED
  * when a condition failed (nothing written; *why says which, in the order
- * schema, outcome, record, claims, groups; free why->owner with
- * ustored_claim_free); another code (res filled) on a store error, where
+ * schema, outcome, record, claims, groups; free why with
+ * uexec_refused_free); another code (res filled) on a store error, where
  * UNICO_EUNKNOWN means the write may or may not have been applied.
+ * Repeats are the executor's (exec/seen.c): a plan made under the
+ * caller's op id (p->req_op) whose request ran before is not applied
+ * again but answered, USTORE_NOT_APPLIED with UREFUSED_ANSWERED and the
+ * first answer, or refused with UNICO_EOPID when the op id was used for
+ * a different request. A repeat comes before every other answer: an
+ * update's or delete's before the record found absent or at another
+ * version (a plan of uplan_refused: answered, or refused with
+ * UREFUSED_RECORD), and before any condition that fails. Where the
+ * outcome is kept with the commit (atomic protocol) the record's own
+ * op id and the commit's condition on the outcome key tell; where it is
+ * kept after it, the outcome key first, then the record key's history.
  * Limit groups are read first and moved with a condition on the version
  * read; a full group is refused only once a store transaction has
  * confirmed the full count is the durable state. Claims to take must be
  * absent, or at version `ver` when the plan takes over a hold. */
 int uexec_apply(uexec *x, const uplan *p, uexec_refused *why,
                 unico_result *res);
+
+/* What identifies a request under its op id: the kind (plan.h's
+ * UPLAN_*), the table, and the fingerprint of what it asked. */
+typedef struct uexec_req {
+  const char *op_id; /* the caller's (NULL: none, never a repeat) */
+  int kind;
+  const char *table;
+  uint64_t fp;
+} uexec_req;
 
 /* ------------------------------------------------------------------ */
 /* Batches (exec/batch.c): several planned writes, all or nothing. */
@@ -110,6 +135,11 @@ typedef struct uexec_batch {
   size_t n;
   const ubuf *okey, *oval, *oidx; /* the group's outcome (NULL or empty
                                      okey: none) */
+  uexec_req req;      /* the batch under the caller's op id (req.op_id
+                         NULL: none): a repeat is answered first,
+                         UREFUSED_ANSWERED, as uexec_apply answers one */
+  int refused;        /* the caller could not plan it (plans unused): a
+                         repeat is answered, else UREFUSED_RECORD */
 } uexec_batch;
 
 typedef struct uexec_batch_refused {
@@ -128,8 +158,10 @@ void uexec_batch_refused_free(uexec_batch_refused *why);
  * takes is rewritten for its new owner; one that two plans take is
  * refused (UREFUSED_TWICE); a limit group moves once, by its net change,
  * and is full only when that change does not fit. UNICO_OK,
- * UEXEC_NOT_APPLIED with *why (nothing written; order: twice, schema,
- * outcome, records, claims, groups), UNICO_EINVAL when the transaction
+ * UEXEC_NOT_APPLIED with *why (nothing written; order: a repeat of
+ * b->req, UREFUSED_ANSWERED with its first answer, then twice, schema,
+ * outcome, records, claims, groups), UNICO_EOPID (b->req's op id used by
+ * a different request), UNICO_EINVAL when the transaction
  * would exceed the store's limit (uexec_max_txn), or an error. */
 int uexec_apply_batch(uexec *x, const uexec_batch *b, uexec_batch_refused *why,
                       unico_result *res);
@@ -288,37 +320,6 @@ int uexec_mark_judge(uexec *x, const char *op_id, const ustored_outcome *m,
                      int *verdict, unico_result *res);
 
 /* ------------------------------------------------------------------ */
-/* Repeats (exec/seen.c): has this op id been seen, and what was its
- * outcome. The executor alone reads a request's first answer back. */
-
-/* What identifies a request under its op id: the kind (plan.h's
- * UPLAN_*), the table, and the fingerprint of what it asked. */
-typedef struct uexec_req {
-  const char *op_id; /* the caller's (NULL: none, never a repeat) */
-  int kind;
-  const char *table;
-  uint64_t fp;
-} uexec_req;
-
-/* Where to look: the outcome key, and (where the protocol keeps the
- * outcome after the commit, UEXEC_T_OUTCOME_APART; elsewhere ignored) the
- * history of the record key, rec as read or read at rkey. */
-enum { UEXEC_SEEN_OUTCOME = 1, UEXEC_SEEN_HISTORY = 2,
-       /* only when rec (not NULL) names the op id: its last write's, or
-        * one in its history (a record the request may have written) */
-       UEXEC_SEEN_IF_NAMED = 4 };
-
-/* The first answer of request q, if it ran before: UNICO_OK with *answer
- * (its output text, the caller frees), UNICO_EOPID (res filled) when the
- * op id was used for a different request, UNICO_ENOTFOUND when the places
- * looked at hold no answer (not a repeat, or one in flight: a marker), or
- * an error. A marker of another request found under the op id is judged
- * (uexec_mark_judge): used by a write that committed, it is UNICO_EOPID. */
-int uexec_seen(uexec *x, const uexec_req *q, int where,
-               const ustored_record *rec, const ubuf *rkey, char **answer,
-               unico_result *res);
-
-/* ------------------------------------------------------------------ */
 /* The schema key (exec/schema.c) */
 
 /* The stored schema (*ver: its store version) or UNICO_ENOTFOUND (*ver 0,
@@ -359,8 +360,10 @@ enum uexec_hold_why {
   UEXEC_HOLD_IN_FLIGHT,   /* a write that may still commit holds it */
   UEXEC_HOLD_MOVED,       /* something moved meanwhile: look again */
   UEXEC_HOLD_SCHEMA,      /* the schema moved: reload, look again */
-  UEXEC_HOLD_ANSWERED,    /* a repeat of this request kept its outcome
-                             first: that is the answer */
+  UEXEC_HOLD_ANSWERED,    /* a repeat: the caller's op id ran this very
+                             request before, and out->answer is its first
+                             answer (looked for before the hold is taken,
+                             and when its outcome is found kept first) */
   UEXEC_HOLD_OP_ID_USED   /* the caller's op id names another request */
 };
 
@@ -369,6 +372,8 @@ typedef struct uexec_hold_out {
   ustored_claim owner;  /* UEXEC_HOLD_TAKEN (free with ustored_claim_free) */
   uint64_t cur_version; /* UEXEC_HOLD_TAKEN: that claim's store version */
   int64_t expires_ms;   /* UEXEC_HOLD_HELD */
+  char *answer;         /* UEXEC_HOLD_ANSWERED: the first answer's text
+                           (the caller takes it, or frees it) */
 } uexec_hold_out;
 
 /* Take the value of h->ckey as a hold, with its index and (caller_op) its

@@ -21,8 +21,8 @@ static int still_at(uexec *x, const ubuf *key, uint64_t ver,
   return rc;
 }
 
-int uexec_hold_take(uexec *x, const uexec_hold *h, uexec_hold_out *out,
-                    unico_result *res) {
+static int hold_take(uexec *x, const uexec_hold *h, uexec_hold_out *out,
+                     unico_result *res) {
   ubuf cur = UBUF_INIT, oldh = UBUF_INIT;
   uint64_t cver = 0;
   ustored_claim cl;
@@ -100,6 +100,31 @@ leave:
   ubuf_free(&cur);
   ubuf_free(&oldh);
   return rc;
+}
+
+/* A reserve under the caller's op id is the executor's to answer when
+ * it ran before (seen.c): looked for first, and again where the take
+ * finds its outcome kept meanwhile (the same request racing us). */
+int uexec_hold_take(uexec *x, const uexec_hold *h, uexec_hold_out *out,
+                    unico_result *res) {
+  uexec_req q = {h->caller_op, UPLAN_RESERVE, h->table, h->fp};
+  char *answer = NULL;
+  memset(out, 0, sizeof *out);
+  int rc = uexec_seen(x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer, res);
+  if (rc == UNICO_ENOTFOUND) {
+    rc = hold_take(x, h, out, res);
+    if (rc != USTORE_NOT_APPLIED || out->why != UEXEC_HOLD_ANSWERED)
+      return rc;
+    rc = uexec_seen(x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer, res);
+    if (rc == UNICO_ENOTFOUND) { /* (gone meanwhile: look again) */
+      out->why = UEXEC_HOLD_MOVED;
+      return USTORE_NOT_APPLIED;
+    }
+  }
+  if (rc) return rc;
+  out->why = UEXEC_HOLD_ANSWERED;
+  out->answer = answer;
+  return USTORE_NOT_APPLIED;
 }
 
 /* Does the PENDING claim cl carry the hold with this token hash? */

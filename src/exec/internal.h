@@ -60,6 +60,44 @@ int uexec_cas(uexec *x, ustore_op *op, unico_result *res);
 /* Count a committed write; every so many run the outcome sweep. */
 void uexec_count_write(uexec *x);
 
+/* Repeats (seen.c): has this op id been seen, and what was its outcome.
+ * The executor alone reads a request's first answer back, for
+ * uexec_apply, uexec_apply_batch and uexec_hold_take, which answer a
+ * repeat themselves. */
+
+/* Where to look: the outcome key, and (where the protocol keeps the
+ * outcome after the commit, UEXEC_T_OUTCOME_APART; elsewhere ignored) the
+ * history of the record key, rec as read or read at rkey. */
+enum { UEXEC_SEEN_OUTCOME = 1, UEXEC_SEEN_HISTORY = 2,
+       /* only when rec (not NULL) names the op id: its last write's, or
+        * one in its history (a record the request may have written) */
+       UEXEC_SEEN_IF_NAMED = 4 };
+
+/* The first answer of request q, if it ran before: UNICO_OK with *answer
+ * (its output text, the caller frees), UNICO_EOPID (res filled) when the
+ * op id was used for a different request, UNICO_ENOTFOUND when the places
+ * looked at hold no answer (not a repeat, or one in flight: a marker), or
+ * an error. A marker of another request found under the op id is judged
+ * (uexec_mark_judge): used by a write that committed, it is UNICO_EOPID. */
+int uexec_seen(uexec *x, const uexec_req *q, int where,
+               const ustored_record *rec, const ubuf *rkey, char **answer,
+               unico_result *res);
+
+/* Repeats (seen.c), for uexec_apply: before the protocol's apply, the
+ * first answer of p's request where one may be found already
+ * (USTORE_NOT_APPLIED with why UREFUSED_ANSWERED), UNICO_EOPID, an
+ * error, or UNICO_ENOTFOUND (go on); after a refusal (why), the first
+ * answer a repeat would explain it by (USTORE_NOT_APPLIED with why
+ * UREFUSED_ANSWERED, or why as it was: an outcome or history found
+ * moved on meanwhile becomes UREFUSED_RACE), UNICO_EOPID or an error.
+ * uexec_repeat_batch: a batch's (its outcome key), as _first. */
+int uexec_repeat_first(uexec *x, const uplan *p, uexec_refused *why,
+                       unico_result *res);
+int uexec_repeat_after(uexec *x, const uplan *p, uexec_refused *why,
+                       unico_result *res);
+int uexec_repeat_batch(uexec *x, const uexec_batch *b, uexec_refused *why,
+                       unico_result *res);
+
 /* The repairs of each protocol (repair.c). */
 int uexec_atomic_fix(uexec *x, const uexec_fix *f, unico_result *res);
 int uexec_claims_fix(uexec *x, const uexec_fix *f, unico_result *res);

@@ -108,3 +108,93 @@ int uexec_seen(uexec *x, const uexec_req *q, int where,
     rc = from_history(x, q, rec, rkey, answer, res);
   return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* The repeats of uexec_apply and uexec_apply_batch: the one place that
+ * decides, for a write, where its first answer may be and when to look. */
+
+/* A repeat answered: why says so, with its first answer. */
+static int answered(uexec_refused *why, char *answer) {
+  why->why = UREFUSED_ANSWERED;
+  free(why->answer);
+  why->answer = answer;
+  return UEXEC_NOT_APPLIED;
+}
+
+/* The request p makes under the caller's op id. */
+static uexec_req req_of(const uplan *p) {
+  uexec_req q = {p->req_op, p->kind, p->req_table, p->req_fp};
+  return q;
+}
+
+int uexec_repeat_first(uexec *x, const uplan *p, uexec_refused *why,
+                       unico_result *res) {
+  uexec_req q = req_of(p);
+  char *answer = NULL;
+  int rc = UNICO_ENOTFOUND;
+  int apart = (uexec_traits(x) & UEXEC_T_OUTCOME_APART) != 0;
+  if (!q.op_id) return rc;
+  if (p->refused) {
+    /* a refusal a repeat could explain: the record gone, or moved on
+     * (its history, as read, or read again) */
+    rc = uexec_seen(x, &q, UEXEC_SEEN_OUTCOME | UEXEC_SEEN_HISTORY, p->rold,
+                    &p->rkey, &answer, res);
+  } else if (p->kind != UPLAN_INSERT) {
+    /* Kept after the commit, the outcome key is read first (no condition
+     * of the commit would find it); with the commit, only when the record
+     * as read names the op id. Then the record's history, where it names
+     * the op id. An insert's repeat shows in its refusal. */
+    if (apart) rc = uexec_seen(x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer,
+                               res);
+    if (rc == UNICO_ENOTFOUND)
+      rc = uexec_seen(x, &q,
+                      (apart ? UEXEC_SEEN_HISTORY : UEXEC_SEEN_OUTCOME) |
+                          UEXEC_SEEN_IF_NAMED,
+                      p->rold, &p->rkey, &answer, res);
+  }
+  return rc ? rc : answered(why, answer);
+}
+
+int uexec_repeat_after(uexec *x, const uplan *p, uexec_refused *why,
+                       unico_result *res) {
+  uexec_req q = req_of(p);
+  char *answer = NULL;
+  int apart = (uexec_traits(x) & UEXEC_T_OUTCOME_APART) != 0, where = 0;
+  if (!q.op_id) return UEXEC_NOT_APPLIED;
+  switch (why->why) {
+  case UREFUSED_SCHEMA:
+  case UREFUSED_RACE:
+    return UEXEC_NOT_APPLIED;
+  case UREFUSED_OUTCOME: /* this request's outcome, kept meanwhile */
+    where = UEXEC_SEEN_OUTCOME;
+    break;
+  case UREFUSED_REPEAT: /* an insert whose op id committed to the key */
+    where = UEXEC_SEEN_HISTORY;
+    break;
+  default:
+    /* An insert's refusal a repeat could explain, where the outcome is
+     * kept apart (a repeat's own claims refuse it). A full group too where
+     * the outcome is kept in the commit: the group is found full from its
+     * counter, and a repeat's own place may be what fills it. */
+    if (apart ? p->kind == UPLAN_INSERT : why->why == UREFUSED_LIMIT)
+      where = UEXEC_SEEN_OUTCOME;
+  }
+  if (!where) return UEXEC_NOT_APPLIED;
+  int rc = uexec_seen(x, &q, where, NULL, &p->rkey, &answer, res);
+  if (rc == UNICO_ENOTFOUND) {
+    /* (an outcome or a history that moved on meanwhile: look again) */
+    if (why->why == UREFUSED_OUTCOME || why->why == UREFUSED_REPEAT)
+      why->why = UREFUSED_RACE;
+    return UEXEC_NOT_APPLIED;
+  }
+  return rc ? rc : answered(why, answer);
+}
+
+int uexec_repeat_batch(uexec *x, const uexec_batch *b, uexec_refused *why,
+                       unico_result *res) {
+  char *answer = NULL;
+  if (!b->req.op_id) return UNICO_ENOTFOUND;
+  int rc = uexec_seen(x, &b->req, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer,
+                      res);
+  return rc ? rc : answered(why, answer);
+}

@@ -131,6 +131,10 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   p->rver = old ? w->old_sver : 0;
   p->rbare = old && w->old_sver == 0;
   p->rprev = kind == UPLAN_UPDATE && old ? old->body : NULL;
+  p->req_op = w->outcome ? op_id : NULL;
+  p->req_table = table;
+  p->req_fp = w->fp;
+  p->rold = kind != UPLAN_INSERT ? old : NULL;
   if (kind != UPLAN_DELETE) {
     rc = claims_of(t, body, w->flat, &need, res);
     if (rc) goto leave;
@@ -271,4 +275,19 @@ uint64_t uplan_table_fingerprint(const utable *t) {
     h = hash_where(h, c->where);
   }
   return h;
+}
+
+int uplan_refused(uplan *p, const uplan_write_req *w, const char *caller_op,
+                  unico_result *res) {
+  uplan_free(p);
+  p->kind = w->kind;
+  p->refused = 1;
+  ukey_record(&p->rkey, w->table->name, w->pk->p, w->pk->len);
+  p->req_op = caller_op;
+  p->req_table = w->table->name;
+  p->req_fp = w->fp;
+  p->rold = w->old;
+  if (ubuf_ok(&p->rkey)) return UNICO_OK;
+  uplan_free(p);
+  return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
 }

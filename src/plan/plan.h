@@ -61,6 +61,15 @@ typedef struct uplan {
   uint64_t table_fp;   /* insert, claims protocol: uplan_table_fingerprint
                           of the table it was planned under (0: unknown,
                           and then no parallel commit) */
+  /* The request under the caller's op id, whose repeats the executor
+   * answers with the first outcome (exec.h, uexec_apply): */
+  const char *req_op;    /* the caller's op id (not owned; NULL: none) */
+  const char *req_table; /* its table (not owned) */
+  uint64_t req_fp;       /* its fingerprint */
+  const ustored_record *rold; /* update, delete: the record as read
+                          (not owned, alive while p is applied), or NULL */
+  int refused;           /* uplan_refused: the caller's read refuses the
+                            write already; nothing is to be written */
 } uplan;
 
 void uplan_init(uplan *p);
@@ -91,6 +100,15 @@ typedef struct uplan_write_req {
 
 /* Plan the write w into p (freed first). */
 int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res);
+
+/* Plan, into p (freed first), an update or delete of w that the caller's
+ * read refuses already: the record w->pk absent (w->old NULL) or not at
+ * the version the request asks (w->old, as read). It writes nothing; the
+ * executor answers it as a repeat when the caller's op id caller_op
+ * (NULL: none) ran it before, and refuses it otherwise (exec.h,
+ * uexec_apply). Of w it reads kind, table, pk, old and fp. */
+int uplan_refused(uplan *p, const uplan_write_req *w, const char *caller_op,
+                  unico_result *res);
 
 /* A 64-bit hash of everything in t that decides which records fit it and
  * which keys they claim: its name, columns (name, type, key position), key

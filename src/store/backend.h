@@ -18,6 +18,7 @@
 #include "store/store.h"
 
 struct ustore_opts;
+struct ustore_feed;
 
 /* An option's type: what the URL parser (store.c) checks its value
  * against before the backend opens anything. */
@@ -62,6 +63,11 @@ typedef struct ustore_backend {
    * NULL: not in this build. */
   int (*open)(ustore **out, size_t scheme, const char *loc,
               const struct ustore_opts *opts, ustore_err *e);
+  /* Open the change stream of store s, which this backend opened
+   * (feed.h, ustore_feed_open). NULL: the store has none, or not in this
+   * build. */
+  int (*feed_open)(ustore *s, const char *cursor, struct ustore_feed **out,
+                   ustore_err *e);
 } ustore_backend;
 
 /* The descriptors, one per folder of src/store/. */

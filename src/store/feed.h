@@ -3,8 +3,9 @@
  * changed in the users' native tables, whoever wrote them, in the order
  * the store gives them per key, with a cursor saying where it read to.
  *
- * Only DynamoDB has one (DynamoDB Streams, src/store/dynamodb/streams.c);
- * the other stores answer UNICO_EUNSUPPORTED. A feed reads, it never
+ * A backend's descriptor opens its stream (backend.h, feed_open): only
+ * DynamoDB has one (DynamoDB Streams, src/store/dynamodb/streams.c); the
+ * other stores answer UNICO_EUNSUPPORTED. A feed reads, it never
  * writes: what a change means is for the layers above to judge (the row is
  * read again as it is now; the stream carries keys only). */
 #ifndef UNICO_STORE_FEED_H

@@ -52,5 +52,5 @@ const ustore_backend ustore_cassandra_backend = {
     "cassandra", "UNICO_WITH_CASSANDRA",
     schemes, sizeof schemes / sizeof schemes[0],
     options, sizeof options / sizeof options[0],
-    CASS_CAPS, CASS_OPEN,
+    CASS_CAPS, CASS_OPEN, NULL, /* (no change stream) */
 };

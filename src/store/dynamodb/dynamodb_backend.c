@@ -33,14 +33,16 @@ static int ddb_open(ustore **out, size_t scheme, const char *loc,
 }
 #define DDB_CAPS ustore_dynamodb_caps
 #define DDB_OPEN ddb_open
+#define DDB_FEED ustore_dynamodb_feed_open /* (DynamoDB Streams) */
 #else
 #define DDB_CAPS NULL
 #define DDB_OPEN NULL
+#define DDB_FEED NULL
 #endif
 
 const ustore_backend ustore_dynamodb_backend = {
     "dynamodb", "UNICO_WITH_DYNAMODB",
     schemes, sizeof schemes / sizeof schemes[0],
     options, sizeof options / sizeof options[0],
-    DDB_CAPS, DDB_OPEN,
+    DDB_CAPS, DDB_OPEN, DDB_FEED,
 };

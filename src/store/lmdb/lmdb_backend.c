@@ -35,5 +35,5 @@ const ustore_backend ustore_lmdb_backend = {
     "lmdb", NULL,
     schemes, sizeof schemes / sizeof schemes[0],
     options, sizeof options / sizeof options[0],
-    ustore_lmdb_caps, lmdb_open,
+    ustore_lmdb_caps, lmdb_open, NULL, /* (no change stream) */
 };

@@ -16,5 +16,5 @@ const ustore_backend ustore_sim_backend = {
     "sim", NULL,
     schemes, sizeof schemes / sizeof schemes[0],
     NULL, 0,
-    ustore_sim_caps, sim_open,
+    ustore_sim_caps, sim_open, NULL, /* (no change stream) */
 };
