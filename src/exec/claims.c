@@ -1681,6 +1681,91 @@ leave:
   return rc;
 }
 
+/* The commit with what rides on it, in one round trip: the op id's
+ * marker (an update or delete that takes no value), and for a delete the
+ * floor's raise, the schema read and the reads of its releases. The
+ * commit's rc; *e its error. */
+static int commit_batch(cx *c, ustore_op *o, const ubuf *fk, const ubuf *fv,
+                        int del, int *sch_moved, ustore_err *e,
+                        unico_result *res) {
+  const uplan *p = c->p;
+  /* The op id's marker with the commit, in parallel: both land before
+   * the answer. (Found another request's: it was used meanwhile, as
+   * the outcome read before the plan did not show; the commit stands.) */
+  size_t cap = 5 + p->release.n;
+  ustore_op *ops = calloc(cap, sizeof *ops);
+  int *rcs = calloc(cap, sizeof *rcs);
+  ustore_err *errs = calloc(cap, sizeof *errs);
+  size_t n = 1, mk = 0, fl = 0, sk = 0;
+  if (!ops || !rcs || !errs) {
+    free(ops);
+    free(rcs);
+    free(errs);
+    ubuf_free(&o->cur);
+    return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  ops[0] = *o;
+  if (c->mark_late && !c->marked) {
+    mk = n;
+    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   &c->mark);
+    ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   NULL);
+    ops[mk].expire_ms = ops[mk + 1].expire_ms = uexec_purge_at(c->x, c->now);
+  }
+  if (del) {
+    fl = n;
+    ops[n++] = kop(fk->p, fk->len, USTORE_ABSENT, 0, USTORE_PUT, fv);
+    /* A delete's step 2 and the finish's reads of what it releases, in
+     * the same round trip as its commit (docs/protocol.md, "Updates and
+     * deletes") */
+    sk = n;
+    ops[n++] = kop(p->skey.p, p->skey.len, USTORE_ABSENT, 0, USTORE_CHECK,
+                   NULL);
+    for (size_t k = 0; k < p->release.n; k++)
+      if (p->release.v[k].kind == UKEY_CLAIM)
+        ops[n++] = kop(p->release.v[k].key, p->release.v[k].klen,
+                       USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  }
+  int b = ustore_cas_many(c->x->st, ops, n, rcs, errs);
+  int rc = b ? b : rcs[0];
+  *e = errs[0];
+  c->direct = rc == UNICO_OK;
+  if (sk && !b) {
+    int sr = rcs[sk];
+    uint64_t sv = sr == USTORE_NOT_APPLIED && ops[sk].exists
+                      ? ops[sk].cur_version : 0;
+    c->rel_read = 1;
+    for (size_t k = 0, j = sk + 1; k < p->release.n; k++)
+      if (p->release.v[k].kind == UKEY_CLAIM) {
+        note_release(c, k, &ops[j], rcs[j]);
+        j++;
+      }
+    /* Schema moved: a refused delete plans again under the new one; one
+     * that applied stands (a delete breaks no constraint, and a change's
+     * scan, which moves the record first, sees its tombstone) */
+    if (rc == USTORE_NOT_APPLIED &&
+        (sr == UNICO_OK || sr == USTORE_NOT_APPLIED) && sv != p->schema_ver)
+      *sch_moved = 1;
+  }
+  if (mk && !b && rcs[mk] == UNICO_OK) {
+    c->marked = 1, c->mark_made = 1;
+  } else if (mk && !b && rcs[mk] == USTORE_NOT_APPLIED && ops[mk].exists) {
+    ustored_outcome m;
+    if (!ustored_outcome_decode(ops[mk].cur.p, ops[mk].cur.len, &m)) {
+      if (ustored_outcome_is_mark(&m) && same_out(c, &m))
+        c->marked = ops[mk].cur_version;
+      ustored_outcome_free(&m);
+    }
+  }
+  c->floor_ok = fl && !b && rcs[fl] == UNICO_OK;
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  free(ops);
+  free(rcs);
+  free(errs);
+  return rc;
+}
+
 /* Commit. UNICO_OK when the record holds this write; USTORE_NOT_APPLIED
  * (why set) when it certainly does not, so step 1 may be undone; an
  * error, UNICO_EUNKNOWN among them, when that cannot be known (then
@@ -1712,82 +1797,12 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
   }
   c->floor_ok = 0;
   if ((c->mark_late && !c->marked) || del) {
-    /* The op id's marker with the commit, in parallel: both land before
-     * the answer. (Found another request's: it was used meanwhile, as
-     * the outcome read before the plan did not show; the commit stands.) */
-    size_t cap = 5 + p->release.n;
-    ustore_op *ops = calloc(cap, sizeof *ops);
-    int *rcs = calloc(cap, sizeof *rcs);
-    ustore_err *errs = calloc(cap, sizeof *errs);
-    size_t n = 1, mk = 0, fl = 0, sk = 0;
-    if (!ops || !rcs || !errs) {
-      free(ops);
-      free(rcs);
-      free(errs);
-      ubuf_free(&o.cur);
+    rc = commit_batch(c, &o, &fk, &fv, del, &sch_moved, &e, res);
+    if (rc == UNICO_ENOMEM) {
       ubuf_free(&fk);
       ubuf_free(&fv);
-      return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+      return rc;
     }
-    ops[0] = o;
-    if (c->mark_late && !c->marked) {
-      mk = n;
-      ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                     &c->mark);
-      ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT,
-                     NULL);
-      ops[mk].expire_ms = ops[mk + 1].expire_ms = uexec_purge_at(c->x, c->now);
-    }
-    if (del) {
-      fl = n;
-      ops[n++] = kop(fk.p, fk.len, USTORE_ABSENT, 0, USTORE_PUT, &fv);
-      /* A delete's step 2 and the finish's reads of what it releases, in
-       * the same round trip as its commit (docs/protocol.md, "Updates and
-       * deletes") */
-      sk = n;
-      ops[n++] = kop(p->skey.p, p->skey.len, USTORE_ABSENT, 0, USTORE_CHECK,
-                     NULL);
-      for (size_t k = 0; k < p->release.n; k++)
-        if (p->release.v[k].kind == UKEY_CLAIM)
-          ops[n++] = kop(p->release.v[k].key, p->release.v[k].klen,
-                         USTORE_ABSENT, 0, USTORE_CHECK, NULL);
-    }
-    int b = ustore_cas_many(c->x->st, ops, n, rcs, errs);
-    rc = b ? b : rcs[0];
-    e = errs[0];
-    c->direct = rc == UNICO_OK;
-    if (sk && !b) {
-      int sr = rcs[sk];
-      uint64_t sv = sr == USTORE_NOT_APPLIED && ops[sk].exists
-                        ? ops[sk].cur_version : 0;
-      c->rel_read = 1;
-      for (size_t k = 0, j = sk + 1; k < p->release.n; k++)
-        if (p->release.v[k].kind == UKEY_CLAIM) {
-          note_release(c, k, &ops[j], rcs[j]);
-          j++;
-        }
-      /* Schema moved: a refused delete plans again under the new one; one
-       * that applied stands (a delete breaks no constraint, and a change's
-       * scan, which moves the record first, sees its tombstone) */
-      if (rc == USTORE_NOT_APPLIED && (sr == UNICO_OK || sr == USTORE_NOT_APPLIED) &&
-          sv != p->schema_ver)
-        sch_moved = 1;
-    }
-    if (mk && !b && rcs[mk] == UNICO_OK) {
-      c->marked = 1, c->mark_made = 1;
-    } else if (mk && !b && rcs[mk] == USTORE_NOT_APPLIED && ops[mk].exists) {
-      ustored_outcome m;
-      if (!ustored_outcome_decode(ops[mk].cur.p, ops[mk].cur.len, &m)) {
-        if (ustored_outcome_is_mark(&m) && same_out(c, &m))
-          c->marked = ops[mk].cur_version;
-        ustored_outcome_free(&m);
-      }
-    }
-    c->floor_ok = fl && !b && rcs[fl] == UNICO_OK;
-    for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
-    free(ops);
-    free(rcs);
-    free(errs);
   } else {
     rc = c->x->st->vt->cas(c->x->st, &o, &e);
     c->direct = rc == UNICO_OK;
