@@ -396,13 +396,19 @@ int uapi_outcome_find(unico *u, const char *op_id, int kind,
   return rc ? rc : answer_into(answer, res);
 }
 
-/* Read and decode a record. UNICO_ENOTFOUND if absent (or not live). */
-static int read_record(unico *u, const ubuf *key, ustored_record *r,
-                       uint64_t *sver, unico_result *res) {
+/* Read and decode a record. UNICO_ENOTFOUND if absent (or not live).
+ * With op_id, its outcome key is read in the same round trip (*orc, oval:
+ * uexec_read_record_outcome). */
+static int read_record_op(unico *u, const ubuf *key, ustored_record *r,
+                          uint64_t *sver, const char *op_id, ubuf *oval,
+                          int *orc, unico_result *res) {
   ubuf v = UBUF_INIT;
   int inflight; /* (an insert's intent in flight is not a record yet) */
-  int rc = uexec_read_record(u->x, key->p, key->len, &v, sver, NULL,
-                             UEXEC_SETTLE_READ, &inflight, res);
+  int rc = op_id ? uexec_read_record_outcome(u->x, key->p, key->len, &v, sver,
+                                             UEXEC_SETTLE_READ, &inflight,
+                                             op_id, oval, orc, res)
+                 : uexec_read_record(u->x, key->p, key->len, &v, sver, NULL,
+                                     UEXEC_SETTLE_READ, &inflight, res);
   if (rc == UNICO_OK) {
     if (ustored_record_decode(v.p, v.len, r)) {
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
@@ -413,6 +419,11 @@ static int read_record(unico *u, const ubuf *key, ustored_record *r,
   }
   ubuf_free(&v);
   return rc;
+}
+
+static int read_record(unico *u, const ubuf *key, ustored_record *r,
+                       uint64_t *sver, unico_result *res) {
+  return read_record_op(u, key, r, sver, NULL, NULL, NULL, res);
 }
 
 /* Keys the store cannot hold are bad input, named precisely. */
@@ -694,6 +705,7 @@ typedef struct wround {
   uint64_t sver;          /* its store version */
   uint64_t fp;            /* caller's op id: the request's fingerprint */
   int outcome_later;      /* its outcome not read yet (see round_seen) */
+  int outcome_with_old;   /* ... to be read with the record (round_old) */
   json_t *body;
   const urec_flat *flat;  /* the new record (insert: &w->flat; update and
                              delete: &mflat) read without jansson, bound
@@ -829,6 +841,10 @@ static int round_seen(wcall *w, wround *r, int attempt, unico_result *res) {
     r->outcome_later = 1;
     return UNICO_OK;
   }
+  if (rq->kind != UPLAN_INSERT) { /* (read with the record: round_old) */
+    r->outcome_with_old = 1;
+    return UNICO_OK;
+  }
   int rc = replay(w, r, REPLAY_OUTCOME, NULL, NULL, res);
   if (rc == UNICO_ENOTFOUND) return UNICO_OK;
   r->answered = rc == UNICO_OK;
@@ -865,8 +881,30 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
     if (!r->from_cache) ustored_record_free(&r->old);
   }
   ubuf_free(&cv);
-  int rc = r->from_cache ? UNICO_OK
-                         : read_record(u, &r->rkey, &r->old, &r->sver, res);
+  /* (a repeat's outcome, read with the record: round_seen) */
+  int orc_pre = -1;
+  ubuf ov = UBUF_INIT;
+  int rc = r->from_cache
+               ? UNICO_OK
+               : read_record_op(u, &r->rkey, &r->old, &r->sver,
+                                r->outcome_with_old ? w->op_id : NULL, &ov,
+                                &orc_pre, res);
+  if (r->outcome_with_old && rc != UNICO_OK && rc != UNICO_ENOTFOUND) {
+    ubuf_free(&ov);
+    return rc;
+  }
+  if (r->outcome_with_old) {
+    uexec_req q = {w->op_id, rq->kind, r->t->name, r->fp};
+    char *answer = NULL;
+    int orc2 = uexec_seen_read(u->x, &q, &ov, orc_pre, &answer, res);
+    ubuf_free(&ov);
+    if (!orc2) orc2 = answer_into(answer, res);
+    if (orc2 != UNICO_ENOTFOUND) {
+      r->answered = orc2 == UNICO_OK;
+      return orc2;
+    }
+  }
+  ubuf_free(&ov);
   /* (if_version 0: any; UNICO_IF_VERSION_0: version 0, a bare row's) */
   const uint64_t want = rq->if_version == UNICO_IF_VERSION_0 ? 0
                                                             : rq->if_version;

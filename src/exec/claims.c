@@ -786,6 +786,42 @@ int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
   }
 }
 
+int uexec_read_record_outcome(uexec *x, const uint8_t *rk, size_t rkl,
+                              ubuf *val, uint64_t *ver, int mode,
+                              int *inflight, const char *op_id, ubuf *oval,
+                              int *orc, unico_result *res) {
+  ubuf ok = UBUF_INIT;
+  ukey_outcome(&ok, op_id);
+  ustore_op rd[2] = {
+      ustore_op_make(rk, rkl, USTORE_ANY, 0, USTORE_CHECK, NULL, 0),
+      ustore_op_make(ok.p, ok.len, USTORE_ANY, 0, USTORE_CHECK, NULL, 0)};
+  int rrc[2] = {UNICO_OK, UNICO_OK};
+  int g = ubuf_ok(&ok) ? ustore_get_many(x->st, rd, 2, rrc, NULL)
+                       : UNICO_ENOMEM;
+  int rc;
+  *orc = -1;
+  *inflight = 0;
+  if (!g && (rrc[1] == UNICO_OK || rrc[1] == UNICO_ENOTFOUND)) {
+    *orc = rrc[1];
+    ubuf_reset(oval);
+    ubuf_put(oval, rd[1].cur.p, rd[1].cur.len);
+  }
+  if (g || (rrc[0] != UNICO_OK && rrc[0] != UNICO_ENOTFOUND) ||
+      (rrc[0] == UNICO_OK && x->claims && is_intent(&rd[0].cur))) {
+    /* (an intent to settle, or the read failed: the ordinary way) */
+    rc = uexec_read_record(x, rk, rkl, val, ver, NULL, mode, inflight, res);
+  } else {
+    rc = rrc[0];
+    if (ver) *ver = rc == UNICO_OK ? rd[0].cur_version : 0;
+    ubuf_reset(val);
+    if (rc == UNICO_OK) ubuf_put(val, rd[0].cur.p, rd[0].cur.len);
+  }
+  ubuf_free(&rd[0].cur);
+  ubuf_free(&rd[1].cur);
+  ubuf_free(&ok);
+  return rc;
+}
+
 /* The record at rkey for a resolver (see uexec_read_record): *present,
  * and *inflight when it is an intent still in flight. */
 static int read_owner(cx *c, const ubuf *rkey, ubuf *rv, uint64_t *rver,

@@ -262,6 +262,13 @@ enum { UEXEC_SETTLE_READ = 0, UEXEC_SETTLE_STALE = 1, UEXEC_SETTLE_NOW = 2 };
 int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
                       uint64_t *ver, const uint64_t *fp_now, int mode,
                       int *inflight, unico_result *res);
+/* uexec_read_record (fp_now NULL), with the outcome key of op_id read in
+ * the same round trip: *orc UNICO_OK (oval holds it) or UNICO_ENOTFOUND,
+ * or -1 when it could not be read so (uexec_seen_read reads it then). */
+int uexec_read_record_outcome(uexec *x, const uint8_t *rk, size_t rkl,
+                              ubuf *val, uint64_t *ver, int mode,
+                              int *inflight, const char *op_id, ubuf *oval,
+                              int *orc, unico_result *res);
 
 /* Claims protocol: another request's marker m found under op id op_id
  * (codec/stored.h, ustored_outcome_mark), judged like a claim by the
@@ -311,6 +318,11 @@ enum { UEXEC_SEEN_OUTCOME = 1, UEXEC_SEEN_HISTORY = 2,
 int uexec_seen(uexec *x, const uexec_req *q, int where,
                const ustored_record *rec, const ubuf *rkey, char **answer,
                unico_result *res);
+/* uexec_seen at the outcome key alone (UEXEC_SEEN_OUTCOME), its value
+ * read already: orc and oval as uexec_read_record_outcome gave them (-1:
+ * not read, read it now). */
+int uexec_seen_read(uexec *x, const uexec_req *q, const ubuf *oval, int orc,
+                    char **answer, unico_result *res);
 
 /* ------------------------------------------------------------------ */
 /* The schema key (exec/schema.c) */

@@ -92,6 +92,15 @@ leave:
   return rc;
 }
 
+int uexec_seen_read(uexec *x, const uexec_req *q, const ubuf *oval, int orc,
+                    char **answer, unico_result *res) {
+  *answer = NULL;
+  if (!q->op_id || orc == UNICO_ENOTFOUND) return UNICO_ENOTFOUND;
+  if (orc == UNICO_OK) return outcome_answer(x, oval->p, oval->len, q, answer,
+                                             res);
+  return from_outcome(x, q, answer, res);
+}
+
 int uexec_seen(uexec *x, const uexec_req *q, int where,
                const ustored_record *rec, const ubuf *rkey, char **answer,
                unico_result *res) {
