@@ -34,6 +34,10 @@
  *   ADOPT_OWN     a repeat adopts its own claim without moving it;
  *   NO_SELF_FENCE an unknown commit read back as "not in" is undone at
  *                 once, without the self-fence.
+ * FREE_ANY_READ: a delete frees K as read with its commit whoever took it
+ * (no check that its record names K's op): caught in SCEN 3, where an
+ * insert of the same primary key takes K over between the delete's commit
+ * and its read.
  * And ADOPT_OWN_INTENT: a repeat adopts its own PENDING intent at its
  * version instead of moving it (what claims.c did before this model found
  * the case): caught with LATE=2. */
@@ -337,12 +341,14 @@ proctype writer(byte me; byte pk; byte ins; byte del; byte natt; byte nloss) {
   byte x_st, x_op, x_ver;           /* a record as last seen */
   byte o;             /* owner pk of a claim being resolved */
   byte w;             /* delete: version of the record read */
+  byte rop;           /* delete: op id of the record read (its maker) */
+  bool kread;         /* delete: K read with the commit (k_* hold it) */
 
   op = ins;
 
 restart:
   held = 0; intent = 0; fresh = 0; applied = 0; why = W_NONE;
-  ok = 0; res = 0; iok = 0; cok = 0; o = 0; w = 0;
+  ok = 0; res = 0; iok = 0; cok = 0; o = 0; w = 0; rop = 0; kread = 0;
   FORGET_K; FORGET_X;
   atts++;
   if
@@ -608,11 +614,35 @@ delete:
   READ_REC(pk);
   if
   :: x_st != R_LIVE -> goto done
-  :: else -> w = x_ver; FORGET_X
+  :: else -> w = x_ver; rop = x_op; FORGET_X
+  fi;
+  /* The commit and the read of K go out in one round trip (claims.c,
+   * commit_batch): K is read before the commit or after it, with any
+   * other writer's steps in between (docs/protocol.md, "Updates and
+   * deletes"). */
+  kread = 0;
+  if
+  :: READ_CLAIM; kread = 1
+  :: skip
   fi;
   COMMIT(w, R_DELETED);
   if
-  :: res == 1 -> res = 0; CRASH; goto release
+  :: !kread -> READ_CLAIM; kread = 1
+  :: else -> skip
+  fi;
+  if
+  :: res == 1 -> res = 0; CRASH;
+     /* applied by this call: K as read is freed at once when it names pk
+      * as committed owner and was taken by the op the deleted record
+      * names (an insert of pk again since names its own op) */
+#ifdef FREE_ANY_READ
+     if :: k_st == C_COMMITTED && k_own == pk -> goto free_as_read
+#else
+     if :: k_st == C_COMMITTED && k_own == pk && k_op == rop -> goto free_as_read
+#endif
+        :: k_st == C_COMMITTED && k_own == pk -> goto release
+        :: else -> goto done
+     fi
   :: res == 0 -> goto repeat          /* moved: read again */
   :: res == 2 -> res = 0; CRASH
   fi;
@@ -633,8 +663,9 @@ delete:
   fi;
 
 release:
-  /* the delete's finish: K becomes FREE if it is still COMMITTED to pk
-   * and the record, read after K, does not hold it */
+  /* the delete's finish (after a commit read back, or a claim another op
+   * took): K becomes FREE if it is still COMMITTED to pk and the record,
+   * read after K, does not hold it */
   w = 0;
   READ_CLAIM;
   if
@@ -646,6 +677,8 @@ release:
   :: x_st == R_LIVE -> goto done
   :: else -> FORGET_X
   fi;
+free_as_read:
+  skip;
   d_step {
     if
     :: c_ver == k_ver ->
@@ -659,6 +692,7 @@ done:
    * left in the store */
   op = 0; atts = 0; losses = 0; held = 0; intent = 0; fresh = 0;
   applied = 0; ok = 0; why = 0; res = 0; iok = 0; cok = 0; o = 0; w = 0;
+  rop = 0; kread = 0;
   FORGET_K; FORGET_X
 }
 
