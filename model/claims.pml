@@ -34,6 +34,12 @@
  *   ADOPT_OWN     a repeat adopts its own claim without moving it;
  *   NO_SELF_FENCE an unknown commit read back as "not in" is undone at
  *                 once, without the self-fence.
+ * FREE_BLIND: a release frees K without the version it read (caught in
+ * SCEN 5, where another insert takes K over after the update).
+ * FREE_ANY_READ: a delete frees K as read with its commit whoever took it
+ * (no check that its record names K's op): caught in SCEN 3, where an
+ * insert of the same primary key takes K over between the delete's commit
+ * and its read.
  * And ADOPT_OWN_INTENT: a repeat adopts its own PENDING intent at its
  * version instead of moving it (what claims.c did before this model found
  * the case): caught with LATE=2. */
@@ -47,8 +53,16 @@
  * SCEN 2: w0 inserts pk 0 then deletes it; w1 inserts pk 1.
  * SCEN 3: SCEN 2 plus w2 inserting pk 0 again (same primary key as w0,
  *         its own op id): a re-insert over w0's tombstone, or a refusal.
- * SCEN 4: three writers, three primary keys, inserts only. */
-#if SCEN == 1 || SCEN == 2
+ * SCEN 4: three writers, three primary keys, inserts only.
+ * SCEN 5: w0 inserts pk 0 then updates it, giving K up (the record stays
+ *         live, listing no K); w1 inserts pk 1, taking K once it is free
+ *         or an orphan. */
+#if SCEN == 5
+#define TGT R_LIVE0     /* the second op is an update that releases K */
+#else
+#define TGT R_DELETED   /* ... a delete */
+#endif
+#if SCEN == 1 || SCEN == 2 || SCEN == 5
 #define NW 2
 #define NPK 2
 #else
@@ -105,6 +119,7 @@
 #define R_LIVE    2
 #define R_DELETED 3
 #define R_ABORTED 4
+#define R_LIVE0   5   /* live, its K given up by an update (SCEN 5) */
 
 /* claim K */
 byte c_st = C_ABSENT;
@@ -337,12 +352,14 @@ proctype writer(byte me; byte pk; byte ins; byte del; byte natt; byte nloss) {
   byte x_st, x_op, x_ver;           /* a record as last seen */
   byte o;             /* owner pk of a claim being resolved */
   byte w;             /* delete: version of the record read */
+  byte rop;           /* delete: op id of the record read (its maker) */
+  bool kread;         /* delete: K read with the commit (k_* hold it) */
 
   op = ins;
 
 restart:
   held = 0; intent = 0; fresh = 0; applied = 0; why = W_NONE;
-  ok = 0; res = 0; iok = 0; cok = 0; o = 0; w = 0;
+  ok = 0; res = 0; iok = 0; cok = 0; o = 0; w = 0; rop = 0; kread = 0;
   FORGET_K; FORGET_X;
   atts++;
   if
@@ -382,6 +399,8 @@ intent_loop:
        applied = 1; goto intent_done        /* a repeat: ours is in */
   :: x_st == R_LIVE && x_op != op ->
        why = W_RECORD; goto undo            /* the key is taken */
+  :: x_st == R_LIVE0 ->
+       why = W_RECORD; goto undo            /* (live, without K) */
   :: x_st == R_PENDING && x_op == op ->
 #ifdef ADOPT_OWN_INTENT
        intent = x_ver; goto intent_done     /* the old way: ours, from an
@@ -608,17 +627,45 @@ delete:
   READ_REC(pk);
   if
   :: x_st != R_LIVE -> goto done
-  :: else -> w = x_ver; FORGET_X
+  :: else -> w = x_ver; rop = x_op; FORGET_X
   fi;
-  COMMIT(w, R_DELETED);
+  /* (TGT: a delete's tombstone, or an update's record without K; an
+   * update reads K in its first batch, before its commit, a delete with
+   * its commit) */
+  /* The commit and the read of K go out in one round trip (claims.c,
+   * commit_batch): K is read before the commit or after it, with any
+   * other writer's steps in between (docs/protocol.md, "Updates and
+   * deletes"). */
+  kread = 0;
   if
-  :: res == 1 -> res = 0; CRASH; goto release
+  :: READ_CLAIM; kread = 1
+  :: TGT == R_DELETED -> skip
+  fi;
+  COMMIT(w, TGT);
+  if
+  :: !kread -> READ_CLAIM; kread = 1
+  :: else -> skip
+  fi;
+  if
+  :: res == 1 -> res = 0; CRASH;
+     /* applied by this call: K as read is freed at once when it names pk
+      * as committed owner and was taken by the op the deleted record
+      * names (an insert of pk again since names its own op) */
+#ifdef FREE_ANY_READ
+     if :: k_st == C_COMMITTED && k_own == pk -> goto free_as_read
+#else
+     if :: k_st == C_COMMITTED && k_own == pk &&
+           (TGT == R_LIVE0 || k_op == rop) -> goto free_as_read
+#endif
+        :: k_st == C_COMMITTED && k_own == pk -> goto release
+        :: else -> goto done
+     fi
   :: res == 0 -> goto repeat          /* moved: read again */
   :: res == 2 -> res = 0; CRASH
   fi;
   READ_REC(pk);
   if
-  :: x_st == R_DELETED && x_op == op -> FORGET_X; goto release
+  :: x_st == TGT && x_op == op -> FORGET_X; goto release
   :: else -> skip
   fi;
   if
@@ -633,8 +680,9 @@ delete:
   fi;
 
 release:
-  /* the delete's finish: K becomes FREE if it is still COMMITTED to pk
-   * and the record, read after K, does not hold it */
+  /* the delete's finish (after a commit read back, or a claim another op
+   * took): K becomes FREE if it is still COMMITTED to pk and the record,
+   * read after K, does not hold it */
   w = 0;
   READ_CLAIM;
   if
@@ -646,9 +694,15 @@ release:
   :: x_st == R_LIVE -> goto done
   :: else -> FORGET_X
   fi;
+free_as_read:
+  skip;
   d_step {
     if
+#ifdef FREE_BLIND
+    :: true ->   /* broken: freed whatever K now is */
+#else
     :: c_ver == k_ver ->
+#endif
          c_st = C_FREE; c_own = NOBODY; c_op = op; c_ver++; CHECK
     :: else -> skip
     fi
@@ -659,6 +713,7 @@ done:
    * left in the store */
   op = 0; atts = 0; losses = 0; held = 0; intent = 0; fresh = 0;
   applied = 0; ok = 0; why = 0; res = 0; iok = 0; cok = 0; o = 0; w = 0;
+  rop = 0; kread = 0;
   FORGET_K; FORGET_X
 }
 
@@ -677,6 +732,10 @@ init {
     run writer(0, 0, 1, 2, ATTEMPTS, LOSSES);
     run writer(1, 1, 3, 0, ATTEMPTS, LOSSES);
     run writer(2, 0, 5, 0, ATTEMPTS3, LOSSES3);
+#endif
+#if SCEN == 5
+    run writer(0, 0, 1, 2, ATTEMPTS, LOSSES);
+    run writer(1, 1, 3, 0, ATTEMPTS, LOSSES);
 #endif
 #if SCEN == 4
     run writer(0, 0, 1, 0, ATTEMPTS, LOSSES);

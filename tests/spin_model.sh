@@ -40,6 +40,21 @@ verify "broken NO_REWRITE (claim not rewritten after a late intent)" fail \
 verify "broken BLIND_COMMIT (commit ignores the version)" fail \
   -DSCEN=2 -DNO_INV2 -DBLIND_COMMIT
 
+# an update that gives K up (issue 34: K read in its first batch, before
+# its commit, freed at the version read after it)
+verify "2 writers, insert+update releasing K, crash+repeat, late commit" pass -DSCEN=5
+verify "2 writers, insert+update releasing K, lost commit lands any time" pass \
+  -DSCEN=5 -DLATE=2
+# (caught by INV2: in SCEN 5 no third writer takes the freed K)
+verify "broken FREE_BLIND (a release frees K without the version read)" fail \
+  -DSCEN=5 -DFREE_BLIND
+
+# a delete reads K with its commit (before or after it): freeing K as read
+# whoever took it lets a re-insert of the same primary key (SCEN 3) lose
+# the claim it took over; INV2 (a live record named by K) catches it
+verify "broken FREE_ANY_READ (a delete frees K as read, whoever took it)" fail \
+  -DSCEN=3 -DATTEMPTS=1 -DLOSSES=1 -DATTEMPTS3=1 -DLOSSES3=1 -DFREE_ANY_READ
+
 # a lost commit that may land at ANY later time (model/README.md): the
 # protocol holds since a repeat moves its own intent; adopting it at its
 # version, as claims.c once did, breaks the UNIQUE

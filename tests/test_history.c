@@ -28,6 +28,7 @@
 #include "keys/keyspace.h"
 #include "keys/tuple.h"
 #include "plan/plan.h"
+#include "store/sim/sim.h"
 #include "store/store.h"
 #include "unico.h"
 #include "testutil.h"
@@ -754,6 +755,46 @@ static void test_namespace_repair(void **state) {
   }
 }
 
+/* An update planned under a schema that another handle has changed since
+ * (a UNIQUE added on a filled table) must not commit: it reads the schema
+ * key in its first batch, after the record its commit expects, and finds
+ * it moved (docs/protocol.md, "Updates and deletes"). Its record version
+ * is the one after the change's scan, so only that read stops it: the
+ * other handle's insert of the same value then meets the update's claim.
+ * On the simulated store, two handles in one process. */
+static void test_update_under_stale_schema(void **state) {
+  (void)state;
+  static const char *ddl2 =
+      "CREATE TABLE users (id text PRIMARY KEY, email text, n int,"
+      " CONSTRAINT users_email UNIQUE (email) NORMALIZE casefold,"
+      " CONSTRAINT users_n UNIQUE (n));";
+  usim *sim = NULL;
+  assert_int_equal(usim_new(&sim, "hist-stale", 1, NULL), 0);
+  unico *a = tu_open("sim:hist-stale", DDL), *b = NULL;
+  assert_non_null(a);
+  unico_result r = UNICO_RESULT_INIT;
+  expect_ok(unico_insert(a, "users", "{\"id\":\"u1\",\"email\":\"a@x\"}",
+                         NULL, &r), &r, "insert u1");
+  b = tu_open("sim:hist-stale", NULL);
+  assert_non_null(b);
+  expect_ok(unico_schema_apply(b, ddl2, &r), &r, "add UNIQUE (n)");
+  /* a still plans under the first schema */
+  expect_ok(unico_update(a, "users", "\"u1\"", "{\"n\":7}", 0, NULL, &r),
+            &r, "update u1 through the stale handle");
+  int rc = unico_insert(b, "users", "{\"id\":\"u2\",\"email\":\"b@x\","
+                        "\"n\":7}", NULL, &r);
+  if (rc != UNICO_ECONFLICT)
+    fail_msg("an update planned under a schema changed since committed "
+             "without the new constraint's claim: u2 took n 7 too (%s: %s)",
+             unico_errname(rc), r.message);
+  expect_ok(unico_check(b, &r), &r, "check");
+  assert_non_null(strstr(r.json, "\"ok\":true"));
+  unico_result_clear(&r);
+  unico_close(a);
+  unico_close(b);
+  usim_free(sim);
+}
+
 int main(int argc, char **argv) {
   ucm_init(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -770,6 +811,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_release_fences_holders_write),
       cmocka_unit_test(test_namespace_owner_read),
       cmocka_unit_test(test_namespace_repair),
+      cmocka_unit_test(test_update_under_stale_schema),
   };
   if (tu_scratch("test_history", dir, sizeof dir)) return 1;
   snprintf(url, sizeof url, "lmdb:%s?txn=off", dir);

@@ -50,6 +50,7 @@
 #include <time.h>
 
 #include "keys/keyspace.h"
+#include "keys/tuple.h"
 #include "plan/plan.h"
 #include "records/record.h"
 #include "schema/schema.h"
@@ -827,6 +828,79 @@ static void keep_client(void *ctx, int c) {
   unico_result_clear(&res);
 }
 
+/* A delete reads the claims it releases in the round trip of its commit,
+ * so a read may come after the commit, and after an insert of the same
+ * key took a claim over again (docs/protocol.md, "Updates and deletes").
+ * The delete frees as read only a claim taken by an operation its record
+ * names. Here the email claim is an update's (named), and the store's
+ * probe runs a rival's insert of the key with that email right after the
+ * delete's commit applied, before the reads sent with it: the rival's
+ * claim must stay the rival's. */
+typedef struct redo_run {
+  unico *u[2];
+  const uint8_t *rk; /* the record key of "d" */
+  size_t rkl;
+  int armed, rival_rc;
+} redo_run;
+
+static void redo_after(void *ctx, const ustore_op *o, int rc) {
+  redo_run *d = ctx;
+  if (!d->armed || rc != UNICO_OK || o->expect != USTORE_VERSION ||
+      o->klen != d->rkl || memcmp(o->key, d->rk, d->rkl))
+    return;
+  d->armed = 0; /* (the delete's commit applied: the rival now) */
+  unico_result res = UNICO_RESULT_INIT;
+  d->rival_rc = unico_insert(d->u[1], "users",
+                             "{\"id\":\"d\",\"email\":\"e@x\"}", NULL, &res);
+  unico_result_clear(&res);
+}
+
+static void test_delete_frees_only_its_claim(void **state) {
+  (void)state;
+  redo_run d;
+  memset(&d, 0, sizeof d);
+  usim_faults f;
+  memset(&f, 0, sizeof f);
+  f.after_op = redo_after;
+  f.after_ctx = &d;
+  usim *s = sim_setup("redo", 1, &f, d.u, 2, DDL);
+  ubuf rk = UBUF_INIT, pk = UBUF_INIT;
+  utup_str(&pk, "d");
+  ukey_record(&rk, "users", pk.p, pk.len);
+  d.rk = rk.p;
+  d.rkl = rk.len;
+  unico_result res = UNICO_RESULT_INIT;
+  /* the email claim COMMITTED by an update (its op the record's) */
+  assert_int_equal(unico_insert(d.u[0], "users",
+                                "{\"id\":\"d\",\"email\":\"x@x\"}", NULL,
+                                &res),
+                   UNICO_OK);
+  assert_int_equal(unico_update(d.u[0], "users", "\"d\"",
+                                "{\"email\":\"e@x\"}", 0, NULL, &res),
+                   UNICO_OK);
+  d.armed = 1;
+  assert_int_equal(unico_delete(d.u[0], "users", "\"d\"", 0, NULL, &res),
+                   UNICO_OK);
+  assert_int_equal(d.armed, 0);
+  assert_int_equal(d.rival_rc, UNICO_OK);
+  int rc = unico_lookup(d.u[0], "users", "users_email_key", "[\"e@x\"]", &res);
+  if (rc != UNICO_OK)
+    fail_msg("d, inserted again with e@x between the delete's commit and "
+             "its reads, does not own it: lookup %s (the delete freed the "
+             "claim the insert took over)", unico_errname(rc));
+  rc = unico_insert(d.u[0], "users", "{\"id\":\"z\",\"email\":\"e@x\"}",
+                    NULL, &res);
+  if (rc != UNICO_ECONFLICT)
+    fail_msg("a second record took e@x, which d holds: %s",
+             unico_errname(rc));
+  unico_result_clear(&res);
+  ubuf_free(&rk);
+  ubuf_free(&pk);
+  unico_close(d.u[0]);
+  unico_close(d.u[1]);
+  usim_free(s);
+}
+
 static void test_hold_outlives_failed_write(void **state) {
   (void)state;
   static const usim_faults kf = {.unknown_pm = 120, .fail_pm = 80,
@@ -1224,6 +1298,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_seeds_atomic),
         cmocka_unit_test(test_hold_op_id_faults),
         cmocka_unit_test(test_hold_outlives_failed_write),
+        cmocka_unit_test(test_delete_frees_only_its_claim),
         cmocka_unit_test(test_schema_change_fences_updates),
         cmocka_unit_test(test_incarnations),
         cmocka_unit_test(test_atomic_hold_released_midway),

@@ -393,13 +393,19 @@ int uapi_answer_into(char *answer, unico_result *res) {
   return answer_into(answer, res);
 }
 
-/* Read and decode a record. UNICO_ENOTFOUND if absent (or not live). */
-static int read_record(unico *u, const ubuf *key, ustored_record *r,
-                       uint64_t *sver, unico_result *res) {
+/* Read and decode a record. UNICO_ENOTFOUND if absent (or not live).
+ * With op_id, its outcome key is read in the same round trip (*orc, oval:
+ * uexec_read_record_outcome). */
+static int read_record_op(unico *u, const ubuf *key, ustored_record *r,
+                          uint64_t *sver, const char *op_id, ubuf *oval,
+                          int *orc, unico_result *res) {
   ubuf v = UBUF_INIT;
   int inflight; /* (an insert's intent in flight is not a record yet) */
-  int rc = uexec_read_record(u->x, key->p, key->len, &v, sver, NULL,
-                             UEXEC_SETTLE_READ, &inflight, res);
+  int rc = op_id ? uexec_read_record_outcome(u->x, key->p, key->len, &v, sver,
+                                             UEXEC_SETTLE_READ, &inflight,
+                                             op_id, oval, orc, res)
+                 : uexec_read_record(u->x, key->p, key->len, &v, sver, NULL,
+                                     UEXEC_SETTLE_READ, &inflight, res);
   if (rc == UNICO_OK) {
     if (ustored_record_decode(v.p, v.len, r)) {
       rc = uerr(res, UNICO_ECORRUPT, NULL, "a stored record is corrupt");
@@ -410,6 +416,11 @@ static int read_record(unico *u, const ubuf *key, ustored_record *r,
   }
   ubuf_free(&v);
   return rc;
+}
+
+static int read_record(unico *u, const ubuf *key, ustored_record *r,
+                       uint64_t *sver, unico_result *res) {
+  return read_record_op(u, key, r, sver, NULL, NULL, NULL, res);
 }
 
 /* Keys the store cannot hold are bad input, named precisely. */
@@ -695,6 +706,11 @@ typedef struct wround {
                              r->plan is uplan_refused's */
   int old_rc;             /* (refused: the read's UNICO_OK or
                              UNICO_ENOTFOUND) */
+  int opre_read;          /* update, delete with an op id, where the store
+                             keeps outcomes apart: the outcome key was read
+                             with the record (round_old), into */
+  int orc_pre;            /* ... (uexec_read_record_outcome's *orc) */
+  ubuf opre;
   json_t *body;
   const urec_flat *flat;  /* the new record (insert: &w->flat; update and
                              delete: &mflat) read without jansson, bound
@@ -751,6 +767,7 @@ static void round_free(wround *r) {
   uplan_free(&r->plan);
   ubuf_free(&r->pk);
   ubuf_free(&r->rkey);
+  ubuf_free(&r->opre);
   ustored_record_free(&r->old);
   json_decref(r->body);
   ubuf_free(&r->mtext);
@@ -832,8 +849,19 @@ static int round_old(wcall *w, wround *r, unico_result *res) {
     if (!r->from_cache) ustored_record_free(&r->old);
   }
   ubuf_free(&cv);
-  int rc = r->from_cache ? UNICO_OK
-                         : read_record(u, &r->rkey, &r->old, &r->sver, res);
+  /* (with an op id where outcomes are kept apart, the outcome key is read
+   * in the same round trip: the executor answers a repeat from it,
+   * uexec_repeat_first) */
+  const char *with_op =
+      rq->op_id && (uexec_traits(u->x) & UEXEC_T_OUTCOME_APART) ? w->op_id
+                                                               : NULL;
+  int rc = UNICO_OK;
+  if (!r->from_cache) {
+    r->orc_pre = -1;
+    rc = read_record_op(u, &r->rkey, &r->old, &r->sver, with_op, &r->opre,
+                        &r->orc_pre, res);
+    r->opre_read = with_op != NULL;
+  }
   /* (if_version 0: any; UNICO_IF_VERSION_0: version 0, a bare row's) */
   const uint64_t want = rq->if_version == UNICO_IF_VERSION_0 ? 0
                                                             : rq->if_version;
@@ -1247,6 +1275,10 @@ static int round_run(wcall *w, wround *r, unico_result *res) {
   if (!rc && w->rq->kind != UPLAN_INSERT) rc = round_old(w, r, res);
   if (!rc && !r->refused) rc = round_plan(w, r, res);
   if (rc) return rc;
+  if (r->opre_read) {
+    r->plan.req_oval = &r->opre;
+    r->plan.req_orc = r->orc_pre;
+  }
   rc = uexec_apply(w->u->x, &r->plan, &r->why, res);
   round_remember(w, r, rc);
   if (rc != UEXEC_NOT_APPLIED) return rc; /* applied, or an error */

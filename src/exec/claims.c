@@ -96,6 +96,18 @@ typedef struct cx {
   int mark_late;      /* an update or delete that takes no value: no batch
                          for the marker to ride with, so it goes with the
                          commit (no round trip of its own) */
+  uint64_t *relv;     /* per release: the claim's store version as read
+                         before the commit (an update's step 1) or with it
+                         (a delete's), when it named this record as its
+                         committed owner; 0: it did not, or not read */
+  int *relop;         /* per release (a delete): that claim was taken by
+                         an operation the deleted record names (its op id,
+                         its history) or by a parallel commit */
+  int rel_read;       /* the releases were read so (docs/protocol.md,
+                         "Updates and deletes") */
+  int sch_read;       /* an update read the schema key in step 1 ... */
+  uint64_t sch_sv;    /* ... at this store version (0: absent) */
+  int direct;         /* this call's own commit applied (not read back) */
 } cx;
 
 static ustore_op kop(const uint8_t *key, size_t klen, int expect,
@@ -772,6 +784,42 @@ int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
       return UNICO_OK;
     }
   }
+}
+
+int uexec_read_record_outcome(uexec *x, const uint8_t *rk, size_t rkl,
+                              ubuf *val, uint64_t *ver, int mode,
+                              int *inflight, const char *op_id, ubuf *oval,
+                              int *orc, unico_result *res) {
+  ubuf ok = UBUF_INIT;
+  ukey_outcome(&ok, op_id);
+  ustore_op rd[2] = {
+      ustore_op_make(rk, rkl, USTORE_ANY, 0, USTORE_CHECK, NULL, 0),
+      ustore_op_make(ok.p, ok.len, USTORE_ANY, 0, USTORE_CHECK, NULL, 0)};
+  int rrc[2] = {UNICO_OK, UNICO_OK};
+  int g = ubuf_ok(&ok) ? ustore_get_many(x->st, rd, 2, rrc, NULL)
+                       : UNICO_ENOMEM;
+  int rc;
+  *orc = -1;
+  *inflight = 0;
+  if (!g && (rrc[1] == UNICO_OK || rrc[1] == UNICO_ENOTFOUND)) {
+    *orc = rrc[1];
+    ubuf_reset(oval);
+    ubuf_put(oval, rd[1].cur.p, rd[1].cur.len);
+  }
+  if (g || (rrc[0] != UNICO_OK && rrc[0] != UNICO_ENOTFOUND) ||
+      (rrc[0] == UNICO_OK && x->claims && is_intent(&rd[0].cur))) {
+    /* (an intent to settle, or the read failed: the ordinary way) */
+    rc = uexec_read_record(x, rk, rkl, val, ver, NULL, mode, inflight, res);
+  } else {
+    rc = rrc[0];
+    if (ver) *ver = rc == UNICO_OK ? rd[0].cur_version : 0;
+    ubuf_reset(val);
+    if (rc == UNICO_OK) ubuf_put(val, rd[0].cur.p, rd[0].cur.len);
+  }
+  ubuf_free(&rd[0].cur);
+  ubuf_free(&rd[1].cur);
+  ubuf_free(&ok);
+  return rc;
 }
 
 /* The record at rkey for a resolver (see uexec_read_record): *present,
@@ -1532,6 +1580,64 @@ static void undo(cx *c, uexec_refused *why) {
 }
 
 /* ------------------------------------------------------------------ */
+/* releases read before the commit (an update) or with it (a delete):
+ * docs/protocol.md, "Updates and deletes" */
+
+/* Does the record a delete replaces name op: its op id, or its history's
+ * (the tombstone, p->rval, carries that history)? */
+static int named_by_record(const cx *c, const char *op) {
+  const uplan *p = c->p;
+  ustored_record r;
+  int named;
+  if (!op || !op[0]) return 0;
+  if (p->rop && !strcmp(op, p->rop)) return 1;
+  if (ustored_record_decode(p->rval.p, p->rval.len, &r)) return 0;
+  named = ustored_hist_find(&r.hist, op) >= 0;
+  ustored_record_free(&r);
+  return named;
+}
+
+/* Release k's claim as a look o (absent -> nothing) answered rc: its
+ * version when it names this record as its committed owner (c->relv),
+ * and whether a delete may free it as read (c->relop: taken by a parallel
+ * commit, or by an op the deleted record names; -1: not read). */
+static void note_release(cx *c, size_t k, const ustore_op *o, int rc) {
+  ustored_claim cl;
+  const uint8_t *mo;
+  size_t ml;
+  c->relv[k] = 0;
+  c->relop[k] = 0;
+  if (rc == UNICO_OK) return; /* (absent) */
+  if (rc != USTORE_NOT_APPLIED || !o->exists ||
+      ustored_claim_decode(o->cur.p, o->cur.len, &cl)) {
+    c->relop[k] = -1;
+    return;
+  }
+  me_at(c, &c->p->release.v[k], &mo, &ml);
+  if ((cl.state == UCLAIM_COMMITTED ||
+       (cl.state == UCLAIM_PENDING && cl.attempt)) &&
+      same_pk(cl.owner, cl.owner_len, mo, ml)) {
+    c->relv[k] = o->cur_version;
+    c->relop[k] = cl.state == UCLAIM_PENDING || named_by_record(c, cl.op_id);
+  }
+  ustored_claim_free(&cl);
+}
+
+/* What the finish does with release k's claim: 1 free it at c->relv[k],
+ * 0 nothing (it named another owner, or none), -1 read it and then the
+ * record again (the way of a write that did not read it so). An update
+ * read it before its commit applied: as read, it was this record's, and
+ * any write of it since moved its version. A delete read it with its
+ * commit, maybe after: a write that took it since (an insert of this key
+ * again) names an op the deleted record cannot name. */
+static int release_as_read(const cx *c, size_t k) {
+  if (!c->rel_read || !c->direct || c->relop[k] < 0) return -1;
+  if (!c->relv[k]) return 0;
+  if (c->p->kind == UPLAN_UPDATE) return 1;
+  return c->relop[k] ? 1 : -1;
+}
+
+/* ------------------------------------------------------------------ */
 /* step 3: commit, and reading back an unknown outcome */
 
 /* Make sure the outcome of history entry e is stored before the entry
@@ -1563,9 +1669,10 @@ static int keep_outcome(cx *c, const ustored_hist_entry *e) {
   if (rc == UNICO_OK) {
     ubuf_reset(&k);
     ukey_outcome_index(&k, e->at_ms, e->op_id);
-    o = kop(k.p, k.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+    o = kop(k.p, k.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
     o.expire_ms = uexec_purge_at(c->x, e->at_ms);
     rc = cas(c, &o, NULL);
+    if (rc == USTORE_NOT_APPLIED) rc = UNICO_OK; /* (there already) */
     ubuf_free(&o.cur);
   }
   ubuf_free(&k);
@@ -1610,6 +1717,91 @@ leave:
   return rc;
 }
 
+/* The commit with what rides on it, in one round trip: the op id's
+ * marker (an update or delete that takes no value), and for a delete the
+ * floor's raise, the schema read and the reads of its releases. The
+ * commit's rc; *e its error. */
+static int commit_batch(cx *c, ustore_op *o, const ubuf *fk, const ubuf *fv,
+                        int del, int *sch_moved, ustore_err *e,
+                        unico_result *res) {
+  const uplan *p = c->p;
+  /* The op id's marker with the commit, in parallel: both land before
+   * the answer. (Found another request's: it was used meanwhile, as
+   * the outcome read before the plan did not show; the commit stands.) */
+  size_t cap = 5 + p->release.n;
+  ustore_op *ops = calloc(cap, sizeof *ops);
+  int *rcs = calloc(cap, sizeof *rcs);
+  ustore_err *errs = calloc(cap, sizeof *errs);
+  size_t n = 1, mk = 0, fl = 0, sk = 0;
+  if (!ops || !rcs || !errs) {
+    free(ops);
+    free(rcs);
+    free(errs);
+    ubuf_free(&o->cur);
+    return uerr(res, UNICO_ENOMEM, NULL, "out of memory");
+  }
+  ops[0] = *o;
+  if (c->mark_late && !c->marked) {
+    mk = n;
+    ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   &c->mark);
+    ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT,
+                   NULL);
+    ops[mk].expire_ms = ops[mk + 1].expire_ms = uexec_purge_at(c->x, c->now);
+  }
+  if (del) {
+    fl = n;
+    ops[n++] = kop(fk->p, fk->len, USTORE_ABSENT, 0, USTORE_PUT, fv);
+    /* A delete's step 2 and the finish's reads of what it releases, in
+     * the same round trip as its commit (docs/protocol.md, "Updates and
+     * deletes") */
+    sk = n;
+    ops[n++] = kop(p->skey.p, p->skey.len, USTORE_ABSENT, 0, USTORE_CHECK,
+                   NULL);
+    for (size_t k = 0; k < p->release.n; k++)
+      if (p->release.v[k].kind == UKEY_CLAIM)
+        ops[n++] = kop(p->release.v[k].key, p->release.v[k].klen,
+                       USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  }
+  int b = ustore_cas_many(c->x->st, ops, n, rcs, errs);
+  int rc = b ? b : rcs[0];
+  *e = errs[0];
+  c->direct = rc == UNICO_OK;
+  if (sk && !b) {
+    int sr = rcs[sk];
+    uint64_t sv = sr == USTORE_NOT_APPLIED && ops[sk].exists
+                      ? ops[sk].cur_version : 0;
+    c->rel_read = 1;
+    for (size_t k = 0, j = sk + 1; k < p->release.n; k++)
+      if (p->release.v[k].kind == UKEY_CLAIM) {
+        note_release(c, k, &ops[j], rcs[j]);
+        j++;
+      }
+    /* Schema moved: a refused delete plans again under the new one; one
+     * that applied stands (a delete breaks no constraint, and a change's
+     * scan, which moves the record first, sees its tombstone) */
+    if (rc == USTORE_NOT_APPLIED &&
+        (sr == UNICO_OK || sr == USTORE_NOT_APPLIED) && sv != p->schema_ver)
+      *sch_moved = 1;
+  }
+  if (mk && !b && rcs[mk] == UNICO_OK) {
+    c->marked = 1, c->mark_made = 1;
+  } else if (mk && !b && rcs[mk] == USTORE_NOT_APPLIED && ops[mk].exists) {
+    ustored_outcome m;
+    if (!ustored_outcome_decode(ops[mk].cur.p, ops[mk].cur.len, &m)) {
+      if (ustored_outcome_is_mark(&m) && same_out(c, &m))
+        c->marked = ops[mk].cur_version;
+      ustored_outcome_free(&m);
+    }
+  }
+  c->floor_ok = fl && !b && rcs[fl] == UNICO_OK;
+  for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
+  free(ops);
+  free(rcs);
+  free(errs);
+  return rc;
+}
+
 /* Commit. UNICO_OK when the record holds this write; USTORE_NOT_APPLIED
  * (why set) when it certainly does not, so step 1 may be undone; an
  * error, UNICO_EUNKNOWN among them, when that cannot be known (then
@@ -1623,7 +1815,7 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
   o = kop(p->rkey.p, p->rkey.len, USTORE_VERSION, expect, USTORE_PUT,
           &c->rval);
   ustore_err e = {{0}};
-  int rc;
+  int rc, sch_moved = 0;
   /* A delete raises the key's floor to the deleted record's version in
    * parallel with its commit, so that its tombstone can leave the key
    * after it (reap; a floor raised by a commit that then does not apply
@@ -1641,50 +1833,24 @@ static int commit(cx *c, uexec_refused *why, unico_result *res) {
   }
   c->floor_ok = 0;
   if ((c->mark_late && !c->marked) || del) {
-    /* The op id's marker with the commit, in parallel: both land before
-     * the answer. (Found another request's: it was used meanwhile, as
-     * the outcome read before the plan did not show; the commit stands.) */
-    ustore_op ops[4];
-    int rcs[4] = {0, 0, 0, 0};
-    ustore_err errs[4];
-    size_t n = 1, mk = 0, fl = 0;
-    memset(errs, 0, sizeof errs);
-    ops[0] = o;
-    if (c->mark_late && !c->marked) {
-      mk = n;
-      ops[n++] = kop(p->okey.p, p->okey.len, USTORE_ABSENT, 0, USTORE_PUT,
-                     &c->mark);
-      ops[n++] = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
-      ops[mk].expire_ms = ops[mk + 1].expire_ms = uexec_purge_at(c->x, c->now);
+    rc = commit_batch(c, &o, &fk, &fv, del, &sch_moved, &e, res);
+    if (rc == UNICO_ENOMEM) {
+      ubuf_free(&fk);
+      ubuf_free(&fv);
+      return rc;
     }
-    if (del) {
-      fl = n;
-      ops[n++] = kop(fk.p, fk.len, USTORE_ABSENT, 0, USTORE_PUT, &fv);
-    }
-    int b = ustore_cas_many(c->x->st, ops, n, rcs, errs);
-    rc = b ? b : rcs[0];
-    e = errs[0];
-    if (mk && !b && rcs[mk] == UNICO_OK) {
-      c->marked = 1, c->mark_made = 1;
-    } else if (mk && !b && rcs[mk] == USTORE_NOT_APPLIED && ops[mk].exists) {
-      ustored_outcome m;
-      if (!ustored_outcome_decode(ops[mk].cur.p, ops[mk].cur.len, &m)) {
-        if (ustored_outcome_is_mark(&m) && same_out(c, &m))
-          c->marked = ops[mk].cur_version;
-        ustored_outcome_free(&m);
-      }
-    }
-    c->floor_ok = fl && !b && rcs[fl] == UNICO_OK;
-    for (size_t i = 0; i < n; i++) ubuf_free(&ops[i].cur);
   } else {
     rc = c->x->st->vt->cas(c->x->st, &o, &e);
+    c->direct = rc == UNICO_OK;
     ubuf_free(&o.cur);
   }
   ubuf_free(&fk);
   ubuf_free(&fv);
   c->tomb_at = p->kind == UPLAN_DELETE && rc == UNICO_OK ? expect + 1 : 0;
   /* Fenced (insert) or the record moved (update, delete): start over. */
-  why->why = p->kind == UPLAN_INSERT ? UREFUSED_RACE : UREFUSED_RECORD;
+  why->why = p->kind == UPLAN_INSERT ? UREFUSED_RACE
+             : sch_moved                ? UREFUSED_SCHEMA
+                                        : UREFUSED_RECORD;
   if (rc == UNICO_OK || rc == USTORE_NOT_APPLIED) return rc;
   if (rc != UNICO_EUNKNOWN) return uexec_store_err(res, rc, "committing", &e);
   /* Unknown: fence our own commit by moving the record from the version
@@ -1783,7 +1949,7 @@ static int hist_stored(uexec *x, const ustored_hist *h, int64_t now) {
     if (rcs[j] == UNICO_OK) { /* (it was missing: its age index too) */
       ubuf ik = UBUF_INIT;
       ukey_outcome_index(&ik, e->at_ms, e->op_id);
-      ustore_op w = kop(ik.p, ik.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+      ustore_op w = kop(ik.p, ik.len, USTORE_ABSENT, 0, USTORE_PUT, NULL);
       w.expire_ms = ops[j].expire_ms;
       ustore_post_many(x->st, &w, 1);
       ubuf_free(&w.cur);
@@ -1909,7 +2075,8 @@ static void finish(cx *c) {
       leave_group_of(c, &p->release.v[k], NULL, &c->leave_ops[k]);
   /* Claims released: ours to free while committed to this record, and
    * while the record, read AFTER them, does not hold them again (a later
-   * write of it that took one back moved its version or committed). */
+   * write of it that took one back moved its version or committed); those
+   * read before the commit or with it, as release_as_read says. */
   uint64_t *vers = calloc(p->release.n + 1, sizeof *vers);
   ustore_op *rd = calloc(p->release.n + 1, sizeof *rd);
   int *rrc = calloc(p->release.n + 1, sizeof *rrc);
@@ -1918,7 +2085,7 @@ static void finish(cx *c) {
   size_t nfree = 0, nr = 0;
   for (size_t k = 0; vers && rd && rrc && rk && k < p->release.n; k++) {
     const uclaim *ck = &p->release.v[k];
-    if (ck->kind != UKEY_CLAIM) continue;
+    if (ck->kind != UKEY_CLAIM || release_as_read(c, k) >= 0) continue;
     rk[nr] = k;
     rd[nr++] = kop(ck->key, ck->klen, USTORE_ANY, 0, USTORE_CHECK, NULL);
   }
@@ -1949,6 +2116,12 @@ static void finish(cx *c) {
   ubuf fv = UBUF_INIT;
   size_t nf = 0;
   ustored_claim_encode(&fv, UCLAIM_FREE, NULL, 0, c->me.op_id, c->now);
+  for (size_t k = 0; frees && k < p->release.n; k++) {
+    const uclaim *ck = &p->release.v[k];
+    if (ck->kind == UKEY_CLAIM && release_as_read(c, k) == 1)
+      frees[nf++] = kop(ck->key, ck->klen, USTORE_VERSION, c->relv[k],
+                        USTORE_PUT, &fv);
+  }
   for (size_t k = 0; frees && got != -1 && k < p->release.n; k++) {
     int live;
     const uclaim *ck = &p->release.v[k];
@@ -2088,6 +2261,9 @@ static void fast_finish(cx *c) {
 #define MARK_AT (SIZE_MAX - 2) /* the op id's marker */
 #define MIDX_AT (SIZE_MAX - 3) /* and its age index */
 #define FLOOR_AT (SIZE_MAX - 4) /* an insert's look at its key's floor */
+#define SCHEMA_AT (SIZE_MAX - 5) /* an update's look at the schema key */
+#define REL_AT(k) (SIZE_MAX / 2 + (k)) /* ... and at release k's claim */
+#define IS_REL(k) ((k) >= SIZE_MAX / 2 && (k) < SIZE_MAX / 2 + SIZE_MAX / 4)
 typedef struct batch {
   size_t n;
   ustore_op *ops;
@@ -2106,7 +2282,7 @@ typedef struct batch {
 enum { STEP_ON = 0, STEP_REFUSED, STEP_APPLIED, STEP_ERROR };
 
 static void batch_free(batch *b, size_t nt) {
-  for (size_t i = 0; b->ops && i < nt + 4; i++) ubuf_free(&b->ops[i].cur);
+  for (size_t i = 0; b->ops && i < nt; i++) ubuf_free(&b->ops[i].cur);
   free(b->ops);
   free(b->rcs);
   free(b->opk);
@@ -2170,7 +2346,11 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
                        &c->mark);
     b->ops[b->n++].expire_ms = uexec_purge_at(c->x, c->now);
     b->opk[b->n] = MIDX_AT;
-    b->ops[b->n] = kop(p->oidx.p, p->oidx.len, USTORE_ANY, 0, USTORE_PUT, NULL);
+    /* (absent -> an index entry: an entry that is there already is the
+     * same one; expecting nothing would cost the Cassandra store a read
+     * first, one round trip more) */
+    b->ops[b->n] = kop(p->oidx.p, p->oidx.len, USTORE_ABSENT, 0, USTORE_PUT,
+                       NULL);
     b->ops[b->n++].expire_ms = uexec_purge_at(c->x, c->now);
   }
   if (p->kind == UPLAN_INSERT) {
@@ -2183,6 +2363,17 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
     b->opk[b->n] = FLOOR_AT;
     b->ops[b->n++] = kop(b->fkey.p, b->fkey.len, USTORE_ABSENT, 0,
                          USTORE_CHECK, NULL);
+  }
+  if (p->kind == UPLAN_UPDATE) { /* step 2's read and the finish's, here */
+    b->opk[b->n] = SCHEMA_AT;
+    b->ops[b->n++] = kop(p->skey.p, p->skey.len, USTORE_ABSENT, 0,
+                         USTORE_CHECK, NULL);
+    for (size_t k = 0; k < p->release.n; k++) {
+      if (p->release.v[k].kind != UKEY_CLAIM) continue;
+      b->opk[b->n] = REL_AT(k);
+      b->ops[b->n++] = kop(p->release.v[k].key, p->release.v[k].klen,
+                           USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+    }
   }
   rc = ustore_cas_many(c->x->st, b->ops, b->n, b->rcs, b->errs);
   if (rc) {
@@ -2202,6 +2393,15 @@ static int issue(cx *c, batch *b, int fast, unico_result *res) {
           f.floor >= c->pver)
         c->under = f.floor;
       b->rcs[i] = UNICO_OK; /* (a look, not a write) */
+      continue;
+    }
+    if (k == SCHEMA_AT || IS_REL(k)) { /* (looks) */
+      int r = b->rcs[i];
+      if (IS_REL(k)) note_release(c, k - REL_AT(0), &b->ops[i], r);
+      else if (r == UNICO_OK || (r == USTORE_NOT_APPLIED && b->ops[i].exists))
+        c->sch_read = 1, c->sch_sv = r == UNICO_OK ? 0 : b->ops[i].cur_version;
+      c->rel_read = 1;
+      b->rcs[i] = UNICO_OK;
       continue;
     }
     if (k == MIDX_AT) {
@@ -2616,6 +2816,17 @@ static int schema_unmoved(cx *c, ubuf *cur, uexec_refused *why, int *rc,
                           unico_result *res) {
   uint64_t sv = 0;
   const uplan *p = c->p;
+  /* An update read it in step 1, after the record its commit expects (a
+   * constraint change marks the key before it moves that record: read
+   * unmarked, the change's move comes after the read, so either our
+   * commit lands first and the change sees it, or it is refused); a
+   * delete reads it with its commit (commit()). */
+  if (p->kind == UPLAN_DELETE) return STEP_ON;
+  if (p->kind == UPLAN_UPDATE && c->sch_read) {
+    if (c->sch_sv == p->schema_ver) return STEP_ON;
+    why->why = UREFUSED_SCHEMA;
+    return STEP_REFUSED;
+  }
   ustore_op rd[2];
   int rrc[2] = {UNICO_OK, UNICO_OK};
   size_t n = 0;
@@ -2800,18 +3011,22 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
   c.p = p;
   c.now = uexec_now(x);
   c.pver = p->version;
-  b.ops = calloc(nt + 4, sizeof *b.ops); /* (the intent, the marker,
-                                             its index, the floor) */
-  b.rcs = calloc(nt + 4, sizeof *b.rcs);
-  b.opk = calloc(nt + 4, sizeof *b.opk);
-  b.errs = calloc(nt + 4, sizeof *b.errs);
+  /* (the intent, the marker, its index, the floor, the schema; the
+   * releases read) */
+  size_t nb = nt + p->release.n + 5;
+  b.ops = calloc(nb, sizeof *b.ops);
+  b.rcs = calloc(nb, sizeof *b.rcs);
+  b.opk = calloc(nb, sizeof *b.opk);
+  b.errs = calloc(nb, sizeof *b.errs);
   c.held = calloc(nt + 1, sizeof *c.held);
   c.prev = calloc(nt + 1, sizeof *c.prev);
   c.carry = calloc(nt + 1, sizeof *c.carry);
   c.cval = calloc(nt + 1, sizeof *c.cval);
   c.leave_ops = calloc(p->release.n + 1, sizeof *c.leave_ops);
+  c.relv = calloc(p->release.n + 1, sizeof *c.relv);
+  c.relop = calloc(p->release.n + 1, sizeof *c.relop);
   if (!b.ops || !b.rcs || !b.opk || !b.errs || !c.held || !c.prev ||
-      !c.carry || !c.cval || !c.leave_ops) {
+      !c.carry || !c.cval || !c.leave_ops || !c.relv || !c.relop) {
     rc = uerr(res, UNICO_ENOMEM, NULL, "out of memory");
     goto leave;
   }
@@ -2873,7 +3088,9 @@ static int claims_apply(uexec *x, const uplan *p, uexec_refused *why,
     undo(&c, rc == USTORE_NOT_APPLIED ? why : NULL);
   }
 leave:
-  batch_free(&b, nt);
+  batch_free(&b, nb);
+  free(c.relv);
+  free(c.relop);
   free(c.held);
   for (size_t k = 0; c.prev && k < nt; k++) ubuf_free(&c.prev[k]);
   free(c.prev);

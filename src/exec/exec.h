@@ -300,6 +300,14 @@ enum { UEXEC_SETTLE_READ = 0, UEXEC_SETTLE_STALE = 1, UEXEC_SETTLE_NOW = 2 };
 int uexec_read_record(uexec *x, const uint8_t *rk, size_t rkl, ubuf *val,
                       uint64_t *ver, const uint64_t *fp_now, int mode,
                       int *inflight, unico_result *res);
+/* uexec_read_record (fp_now NULL), with the outcome key of op_id read in
+ * the same round trip: *orc UNICO_OK (oval holds it) or UNICO_ENOTFOUND,
+ * or -1 when it could not be read so (the executor reads it then;
+ * uplan.req_oval carries what was read to it). */
+int uexec_read_record_outcome(uexec *x, const uint8_t *rk, size_t rkl,
+                              ubuf *val, uint64_t *ver, int mode,
+                              int *inflight, const char *op_id, ubuf *oval,
+                              int *orc, unico_result *res);
 
 /* Claims protocol: another request's marker m found under op id op_id
  * (codec/stored.h, ustored_outcome_mark), judged like a claim by the

@@ -92,6 +92,18 @@ leave:
   return rc;
 }
 
+/* The outcome key of p's request: as the caller read it with the record
+ * (p->req_oval, in the same round trip), else read now. */
+static int plan_outcome(uexec *x, const uplan *p, const uexec_req *q,
+                        char **answer, unico_result *res) {
+  *answer = NULL;
+  if (p->req_oval && p->req_orc == UNICO_ENOTFOUND) return UNICO_ENOTFOUND;
+  if (p->req_oval && p->req_orc == UNICO_OK)
+    return outcome_answer(x, p->req_oval->p, p->req_oval->len, q, answer,
+                          res);
+  return from_outcome(x, q, answer, res);
+}
+
 int uexec_seen(uexec *x, const uexec_req *q, int where,
                const ustored_record *rec, const ubuf *rkey, char **answer,
                unico_result *res) {
@@ -137,15 +149,16 @@ int uexec_repeat_first(uexec *x, const uplan *p, uexec_refused *why,
   if (p->refused) {
     /* a refusal a repeat could explain: the record gone, or moved on
      * (its history, as read, or read again) */
-    rc = uexec_seen(x, &q, UEXEC_SEEN_OUTCOME | UEXEC_SEEN_HISTORY, p->rold,
-                    &p->rkey, &answer, res);
+    rc = plan_outcome(x, p, &q, &answer, res);
+    if (rc == UNICO_ENOTFOUND)
+      rc = uexec_seen(x, &q, UEXEC_SEEN_HISTORY, p->rold, &p->rkey, &answer,
+                      res);
   } else if (p->kind != UPLAN_INSERT) {
     /* Kept after the commit, the outcome key is read first (no condition
      * of the commit would find it); with the commit, only when the record
      * as read names the op id. Then the record's history, where it names
      * the op id. An insert's repeat shows in its refusal. */
-    if (apart) rc = uexec_seen(x, &q, UEXEC_SEEN_OUTCOME, NULL, NULL, &answer,
-                               res);
+    if (apart) rc = plan_outcome(x, p, &q, &answer, res);
     if (rc == UNICO_ENOTFOUND)
       rc = uexec_seen(x, &q,
                       (apart ? UEXEC_SEEN_HISTORY : UEXEC_SEEN_OUTCOME) |

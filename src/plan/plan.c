@@ -93,6 +93,7 @@ void uplan_free(uplan *p) {
   ubuf_free(&p->okey);
   ubuf_free(&p->oval);
   ubuf_free(&p->oidx);
+  free(p->rop);
   uplan_init(p);
 }
 
@@ -135,6 +136,8 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   p->req_table = table;
   p->req_fp = w->fp;
   p->rold = kind != UPLAN_INSERT ? old : NULL;
+  if (kind != UPLAN_INSERT && old && old->op_id && !(p->rop = strdup(old->op_id)))
+    goto oom;
   if (kind != UPLAN_DELETE) {
     rc = claims_of(t, body, w->flat, &need, res);
     if (rc) goto leave;

@@ -54,6 +54,10 @@ typedef struct uplan {
                           same naming its owner as (table, pk...); empty
                           when the plan takes none */
   uclaims release;     /* claims to give up, groups to leave */
+  char *rop;           /* update/delete: the op id of the record replaced
+                          (NULL: none); the claims protocol's delete frees
+                          a released claim it read with its commit when
+                          the claim names it (exec/claims.c) */
   uclaims drop;        /* keys deleted without condition (hold indexes) */
   ubuf okey;           /* outcome key, empty when the caller gave no op id */
   ubuf oval;           /* the outcome */
@@ -70,6 +74,11 @@ typedef struct uplan {
                           (not owned, alive while p is applied), or NULL */
   int refused;           /* uplan_refused: the caller's read refuses the
                             write already; nothing is to be written */
+  const ubuf *req_oval;  /* the outcome key of req_op as read in the same
+                            round trip as rold (not owned; NULL: not read
+                            so, the executor reads it), with req_orc: */
+  int req_orc;           /* UNICO_OK (req_oval holds it), UNICO_ENOTFOUND,
+                            or -1 (could not be read so: read it) */
 } uplan;
 
 void uplan_init(uplan *p);

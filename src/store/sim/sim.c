@@ -638,6 +638,8 @@ static int sv_cas_many(ustore *st, ustore_op *ops, size_t n, int *rcs,
   size_t *order = NULL;
   pthread_mutex_lock(&s->mu);
   int reorder = s->f.reorder;
+  void (*after)(void *, const ustore_op *, int) = s->f.after_op;
+  void *actx = s->f.after_ctx;
   pthread_mutex_unlock(&s->mu);
   if (c && !c->crashed && reorder && n > 1) {
     order = malloc(n * sizeof *order);
@@ -666,6 +668,7 @@ static int sv_cas_many(ustore *st, ustore_op *ops, size_t n, int *rcs,
   for (size_t k = 0; k < n; k++) {
     size_t i = order ? order[k] : k;
     rcs[i] = do_cas(s, &ops[i], errs ? &errs[i] : NULL);
+    if (after) after(actx, &ops[i], rcs[i]);
   }
   free(order);
   land_late(st);

@@ -65,6 +65,12 @@ typedef struct usim_faults {
   int txn;             /* the store has transactions (USTORE_CAP_TXN, so
                           unico runs its atomic executor on it); read by
                           usim_new only */
+  /* A test's probe, or NULL: called after each op of a cas_many has been
+   * applied (in the caller's thread, no lock held), so that a test can act
+   * between the ops of one batch, e.g. between a delete's commit and the
+   * reads sent with it (test_sim test_delete_frees_only_its_claim) */
+  void (*after_op)(void *ctx, const ustore_op *op, int rc);
+  void *after_ctx;
   int rows;            /* the store says USTORE_CAP_ROWS: its records are
                           taken for rows of the users' own tables, which
                           other writers change (test_diff's other writer
