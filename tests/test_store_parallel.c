@@ -4,6 +4,9 @@
  *   - two writers of one key: the second waits for the first's latch, so
  *     exactly one of two inserts of a fresh value is applied, also when
  *     the first writes two keys of different parts of the table;
+ *   - a writer that only checks a key (a condition) waits for a writer
+ *     of that key's part, but two that check the same key do not wait
+ *     for each other (every write checks its table's schema key);
  *   - an answer waits for the log position it depends on: a refusal judged
  *     on a write whose sync has not ended is not answered until then, and
  *     when that sync fails it is answered "unknown", not "refused"; writes
@@ -210,6 +213,83 @@ static void test_latch_every_key(void **state) {
   same_key("latch2", 1);
 }
 
+/* Three keys in three different parts of the table: k1 and k2 as
+ * two_parts(), and a third, "s-*". */
+static void three_parts(char *k1, char *k2, char *k3, size_t n) {
+  two_parts(k1, k2, n);
+  for (int i = 0;; i++) {
+    snprintf(k3, n, "s-%d", i);
+    unsigned p = umts_shard(k3, strlen(k3));
+    if (p != umts_shard(k1, strlen(k1)) && p != umts_shard(k2, strlen(k2)))
+      return;
+  }
+}
+
+/* A inserts k1 and is held with its latches; B only checks that k1 is
+ * absent (a condition, as every write checks its schema key) and inserts
+ * k2, in another part. B's check must wait for A's latch on k1's part
+ * (taken shared, still behind an exclusive holder): A is applied, B
+ * refused on it. */
+static void test_latch_check_waits(void **state) {
+  (void)state;
+  char k1[32], k2[32];
+  two_parts(k1, k2, sizeof k1);
+  ustore *s = open_store("latch3", NULL);
+  writer a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  a.n = 1;
+  b.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  b.ops[1] = op(k2, USTORE_ABSENT, 0, USTORE_PUT, "b");
+  b.n = 2;
+  hook_arm(USTORE_LMDB_HOOK_LATCHED);
+  writer_start(&a, s);
+  hook_wait_held();
+  writer_start(&b, s);
+  writer_join(&a);
+  writer_join(&b);
+  ustore_lmdb_hook = NULL;
+  assert_int_equal(a.rc, UNICO_OK);
+  assert_int_equal(b.rc, USTORE_NOT_APPLIED);
+  ustore_err e = {{0}};
+  assert_int_equal(s->vt->get(s, k2, strlen(k2), NULL, NULL, &e), UNICO_ENOTFOUND);
+  s->vt->close(s);
+}
+
+/* Two writers that check one key (s-*, standing for their table's schema
+ * key) and insert keys of other parts do not wait for each other: with A
+ * held with its latches, B is answered (applied) while A is still held. */
+static void test_latch_checks_share(void **state) {
+  (void)state;
+  char k1[32], k2[32], k3[32];
+  three_parts(k1, k2, k3, sizeof k1);
+  ustore *s = open_store("latch4", NULL);
+  writer a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.ops[0] = op(k3, USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  a.ops[1] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  a.n = 2;
+  b.ops[0] = op(k3, USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  b.ops[1] = op(k2, USTORE_ABSENT, 0, USTORE_PUT, "b");
+  b.n = 2;
+  hook_arm(USTORE_LMDB_HOOK_LATCHED);
+  writer_start(&a, s);
+  hook_wait_held();
+  writer_start(&b, s);
+  /* (the gate lets A go after 2 s if B has not answered by then) */
+  for (int i = 0; i < 150 && !atomic_load(&b.done); i++) tu_sleep_ms(10);
+  int b_done = atomic_load(&b.done);
+  writer_join(&a);
+  writer_join(&b);
+  ustore_lmdb_hook = NULL;
+  assert_int_equal(b_done, 1); /* B answered within 1.5 s, A still held */
+  assert_int_equal(a.rc, UNICO_OK);
+  assert_int_equal(b.rc, UNICO_OK);
+  s->vt->close(s);
+}
+
 /* A's insert of k is held in its sync; B's insert of k is refused on A's
  * write, which is not durable: B is not answered while that sync runs,
  * and once it fails B hears "unknown" (its refusal was judged on a write
@@ -329,6 +409,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_latch_same_key),
       cmocka_unit_test(test_latch_every_key),
+      cmocka_unit_test(test_latch_check_waits),
+      cmocka_unit_test(test_latch_checks_share),
       cmocka_unit_test(test_refusal_waits_for_sync),
       cmocka_unit_test(test_many_writers),
   };

@@ -3,7 +3,9 @@
  *
  * Each writer does its own request, in parallel with the others:
  *   1. it latches the parts of the tables its keys fall in (UMT_SHARDS
- *      mutexes, taken in ascending order: no deadlock), under mt_lock
+ *      read-write locks, taken in ascending order: no deadlock; exclusive
+ *      where it writes a key, shared where it only checks one, as every
+ *      write checks its table's schema key), under mt_lock
  *      shared (a freeze or a checkpoint's end takes it exclusive);
  *   2. checks its conditions against the tables, else LMDB (a read handle
  *      from a pool, renewed: no allocation, no reader-table lock);
@@ -66,22 +68,35 @@ static void rpool_give(lmdb_store *s, int slot) {
 
 /* ---- latches ---- */
 
-static void latch(lmdb_store *s, uint64_t mask) {
-  for (int i = 0; i < UMT_SHARDS; i++)
-    if (mask >> i & 1) pthread_mutex_lock(&s->latch[i]);
+/* A request's latches: the parts its writes fall in (taken exclusive) and
+ * those only its conditions read (shared). Every write of a table checks
+ * the table's schema key: were that part taken exclusive, all of them
+ * would pass through its latch one at a time. */
+typedef struct lm_latches {
+  uint64_t x, sh;
+} lm_latches;
+
+static void latch(lmdb_store *s, lm_latches m) {
+  for (int i = 0; i < UMT_SHARDS; i++) {
+    if (m.x >> i & 1) pthread_rwlock_wrlock(&s->latch[i]);
+    else if (m.sh >> i & 1) pthread_rwlock_rdlock(&s->latch[i]);
+  }
 }
 
-static void unlatch(lmdb_store *s, uint64_t mask) {
+static void unlatch(lmdb_store *s, lm_latches m) {
   for (int i = UMT_SHARDS; i-- > 0;)
-    if (mask >> i & 1) pthread_mutex_unlock(&s->latch[i]);
+    if ((m.x | m.sh) >> i & 1) pthread_rwlock_unlock(&s->latch[i]);
 }
-
 
 /* The parts of the tables a request's keys fall in. */
-static uint64_t mask_of(const ustore_op *ops, size_t n) {
-  uint64_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    m |= (uint64_t)1 << umts_shard(ops[i].key, ops[i].klen);
+static lm_latches mask_of(const ustore_op *ops, size_t n) {
+  lm_latches m = {0, 0};
+  for (size_t i = 0; i < n; i++) {
+    uint64_t bit = (uint64_t)1 << umts_shard(ops[i].key, ops[i].klen);
+    if (ops[i].action != USTORE_CHECK) m.x |= bit;
+    else m.sh |= bit;
+  }
+  m.sh &= ~m.x;
   return m;
 }
 
@@ -89,7 +104,7 @@ static uint64_t mask_of(const ustore_op *ops, size_t n) {
 
 int lm_par_start(lmdb_store *s) {
   for (int i = 0; i < UMT_SHARDS; i++)
-    if (pthread_mutex_init(&s->latch[i], NULL)) return UNICO_ENOMEM;
+    if (pthread_rwlock_init(&s->latch[i], NULL)) return UNICO_ENOMEM;
   s->latch_init = 1;
   if (pthread_mutex_init(&s->log_mu, NULL) ||
       pthread_mutex_init(&s->wr_mu, NULL) ||
@@ -110,7 +125,7 @@ void lm_par_stop(lmdb_store *s) {
   free(s->rpool);
   s->rpool = NULL;
   if (s->latch_init)
-    for (int i = 0; i < UMT_SHARDS; i++) pthread_mutex_destroy(&s->latch[i]);
+    for (int i = 0; i < UMT_SHARDS; i++) pthread_rwlock_destroy(&s->latch[i]);
   s->latch_init = 0;
   if (s->par_init) {
     pthread_mutex_destroy(&s->log_mu);
@@ -408,7 +423,7 @@ static int apply_latched(lmdb_store *s, MDB_txn *txn, ustore_op *ops,
 /* Latch, take a read handle, apply_latched(), release. */
 static int apply(lmdb_store *s, ustore_op *ops, size_t n, ustore_err *e,
                  uint64_t *dep, int *big) {
-  uint64_t mask = mask_of(ops, n);
+  lm_latches mask = mask_of(ops, n);
   for (int tries = 0;; tries++) {
     int slot, rc;
     MDB_txn **keep, *txn;
