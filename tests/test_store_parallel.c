@@ -7,6 +7,8 @@
  *   - a writer that only checks a key (a condition) waits for a writer
  *     of that key's part, but two that check the same key do not wait
  *     for each other (every write checks its table's schema key);
+ *   - log mode's writers are parallel by default, the leader's where the
+ *     URL or UNICO_LMDB_WRITERS says so;
  *   - an answer waits for the log position it depends on: a refusal judged
  *     on a write whose sync has not ended is not answered until then, and
  *     when that sync fails it is answered "unknown", not "refused"; writes
@@ -290,6 +292,48 @@ static void test_latch_checks_share(void **state) {
   s->vt->close(s);
 }
 
+/* Log mode's writers are parallel unless the URL or UNICO_LMDB_WRITERS
+ * says leader: the hook (called by parallel writers alone, when latched)
+ * counts one call per write on a store opened with wal=on and nothing
+ * more, none with UNICO_LMDB_WRITERS=leader. */
+static atomic_int calls;
+static int count_hook(ustore *s, int point) {
+  (void)s;
+  if (point == USTORE_LMDB_HOOK_LATCHED) atomic_fetch_add(&calls, 1);
+  return 0;
+}
+
+static int writes_latched(const char *sub, const char *query) {
+  char url[512];
+  ustore *s = NULL;
+  ustore_err e = {{0}};
+  snprintf(url, sizeof url, "lmdb:%s/%s?wal=on%s", dir, sub, query);
+  assert_int_equal(ustore_open(&s, url, &e), UNICO_OK);
+  atomic_store(&calls, 0);
+  ustore_lmdb_hook = count_hook;
+  ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(s->vt->txn(s, &o, 1, &e), UNICO_OK);
+  ustore_lmdb_hook = NULL;
+  ubuf_free(&o.cur);
+  s->vt->close(s);
+  return atomic_load(&calls);
+}
+
+static void test_default_parallel(void **state) {
+  (void)state;
+  const char *was = getenv("UNICO_LMDB_WRITERS");
+  char keep[64];
+  snprintf(keep, sizeof keep, "%s", was ? was : "");
+  unsetenv("UNICO_LMDB_WRITERS");
+  assert_int_equal(writes_latched("dflt1", ""), 1);
+  assert_int_equal(writes_latched("dflt2", "&writers=leader"), 0);
+  setenv("UNICO_LMDB_WRITERS", "leader", 1);
+  assert_int_equal(writes_latched("dflt3", ""), 0);
+  assert_int_equal(writes_latched("dflt4", "&writers=parallel"), 1);
+  if (was) setenv("UNICO_LMDB_WRITERS", keep, 1);
+  else unsetenv("UNICO_LMDB_WRITERS");
+}
+
 /* A's insert of k is held in its sync; B's insert of k is refused on A's
  * write, which is not durable: B is not answered while that sync runs,
  * and once it fails B hears "unknown" (its refusal was judged on a write
@@ -411,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_latch_every_key),
       cmocka_unit_test(test_latch_check_waits),
       cmocka_unit_test(test_latch_checks_share),
+      cmocka_unit_test(test_default_parallel),
       cmocka_unit_test(test_refusal_waits_for_sync),
       cmocka_unit_test(test_many_writers),
   };
