@@ -4,6 +4,8 @@
  *   - two writers of one key: the second waits for the first's latch, so
  *     exactly one of two inserts of a fresh value is applied, also when
  *     the first writes two keys of different parts of the table;
+ *   - a request of keys in more than 32 parts takes the whole table: a
+ *     writer of one of its keys waits for it too;
  *   - a writer that only checks a key (a condition) waits for a writer
  *     of that key's part, but two that check the same key do not wait
  *     for each other (every write checks its table's schema key);
@@ -131,9 +133,11 @@ static void hook_release(int fail) {
 
 /* ---- a writer on a thread ---- */
 
+#define WIDE 40 /* parts a wide request writes (parallel.c: over 32) */
+
 typedef struct writer {
   ustore *s;
-  ustore_op ops[2];
+  ustore_op ops[WIDE + 1];
   size_t n;
   int rc;
   atomic_int done;
@@ -213,6 +217,43 @@ static void test_latch_same_key(void **state) {
 static void test_latch_every_key(void **state) {
   (void)state;
   same_key("latch2", 1);
+}
+
+/* A wide request (keys in WIDE parts besides k1's: it takes the whole
+ * table instead of latches) inserts k1 and is held; B inserts k1
+ * meanwhile. B must wait for it: A applied, B refused. */
+static void test_latch_wide(void **state) {
+  (void)state;
+  static char keys[WIDE][32];
+  char k1[32], k2[32];
+  two_parts(k1, k2, sizeof k1);
+  uint64_t parts = (uint64_t)1 << umts_shard(k1, strlen(k1));
+  writer a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  a.n = 1;
+  for (int i = 0; a.n <= WIDE; i++) {
+    char *k = keys[a.n - 1];
+    snprintf(k, sizeof keys[0], "w-%d", i);
+    uint64_t bit = (uint64_t)1 << umts_shard(k, strlen(k));
+    if (parts & bit) continue;
+    parts |= bit;
+    a.ops[a.n++] = op(k, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  }
+  b.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "b");
+  b.n = 1;
+  ustore *s = open_store("latch5", NULL);
+  hook_arm(USTORE_LMDB_HOOK_LATCHED);
+  writer_start(&a, s);
+  hook_wait_held();
+  writer_start(&b, s);
+  writer_join(&a);
+  writer_join(&b);
+  ustore_lmdb_hook = NULL;
+  assert_int_equal(a.rc, UNICO_OK);
+  assert_int_equal(b.rc, USTORE_NOT_APPLIED);
+  s->vt->close(s);
 }
 
 /* Three keys in three different parts of the table: k1 and k2 as
@@ -454,6 +495,7 @@ int main(void) {
       cmocka_unit_test(test_latch_same_key),
       cmocka_unit_test(test_latch_every_key),
       cmocka_unit_test(test_latch_check_waits),
+      cmocka_unit_test(test_latch_wide),
       cmocka_unit_test(test_latch_checks_share),
       cmocka_unit_test(test_default_parallel),
       cmocka_unit_test(test_refusal_waits_for_sync),

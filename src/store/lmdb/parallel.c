@@ -100,6 +100,37 @@ static lm_latches mask_of(const ustore_op *ops, size_t n) {
   return m;
 }
 
+/* A request whose keys fall in more than LATCH_WIDE parts (a big batch,
+ * an import's) takes the whole table instead: mt_lock exclusive, which
+ * no other writer holds its latches without (they take it shared), and
+ * no latch. One lock in place of dozens; and ThreadSanitizer tracks at
+ * most 64 locks held by a thread at once, which the resize lock, mt_lock,
+ * 64 latches and log_mu passed. Serial while held (counted so). */
+#define LATCH_WIDE 32
+
+static int wide(lm_latches m) {
+  return __builtin_popcountll(m.x | m.sh) > LATCH_WIDE;
+}
+
+/* Take the tables for m (with the resize lock): the time it began, for a
+ * wide request, else 0. */
+static uint64_t tables_take(lmdb_store *s, lm_latches m) {
+  if (wide(m)) {
+    pthread_rwlock_wrlock(&s->mt_lock);
+    return lm_mono_ns();
+  }
+  pthread_rwlock_rdlock(&s->mt_lock);
+  latch(s, m);
+  return 0;
+}
+
+static void tables_give(lmdb_store *s, lm_latches m, uint64_t t0) {
+  if (!wide(m)) unlatch(s, m);
+  uint64_t dt = t0 ? lm_mono_ns() - t0 : 0;
+  pthread_rwlock_unlock(&s->mt_lock);
+  if (t0) lm_serial_add(s, dt);
+}
+
 /* ---- start, stop ---- */
 
 int lm_par_start(lmdb_store *s) {
@@ -428,8 +459,7 @@ static int apply(lmdb_store *s, ustore_op *ops, size_t n, ustore_err *e,
     int slot, rc;
     MDB_txn **keep, *txn;
     pthread_rwlock_rdlock(&s->resize); /* (the order of lmdb_int.h) */
-    pthread_rwlock_rdlock(&s->mt_lock);
-    latch(s, mask);
+    uint64_t t0 = tables_take(s, mask);
     keep = rpool_take(s, &slot);
     int mrc = lm_begin_once(s, MDB_RDONLY, keep, &txn);
     if (mrc == 0) {
@@ -438,8 +468,7 @@ static int apply(lmdb_store *s, ustore_op *ops, size_t n, ustore_err *e,
       else mdb_txn_abort(txn);
     }
     rpool_give(s, slot);
-    unlatch(s, mask);
-    pthread_rwlock_unlock(&s->mt_lock);
+    tables_give(s, mask, t0);
     pthread_rwlock_unlock(&s->resize);
     if (mrc == 0) return rc;
     if (mrc != MDB_MAP_RESIZED)
