@@ -197,6 +197,7 @@ typedef struct lmdb_store {
   int par_init;
   _Atomic size_t adm_cost, adm_n; /* admitted, not yet in the table */
   _Atomic uint64_t par_requests, par_serial_ns;
+  _Atomic int par_applying; /* writers between their latches and answer */
   _Atomic uint64_t files_at_ms; /* the last lm_files_tick() */
   struct lm_rpool *rpool;   /* read handles for the writers (parallel.c) */
 } lmdb_store;
