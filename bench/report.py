@@ -23,9 +23,9 @@ import subprocess
 import sys
 import time
 
-ENGINES = ["unico", "unico-log", "unico-log-par", "unico-async", "postgres", "sqlite"]
+ENGINES = ["unico", "unico-log", "unico-log-leader", "unico-async", "postgres", "sqlite"]
 # compared against every other engine
-UNICO_VARIANTS = ["unico", "unico-log", "unico-log-par", "unico-async"]
+UNICO_VARIANTS = ["unico", "unico-log", "unico-log-leader", "unico-async"]
 # Points kept out of the throughput tables: unico-log with sync=off at one
 # thread, the library's own CPU per operation (the CPU section).
 NOSYNC = "unico-log-nosync"
@@ -192,7 +192,7 @@ def make_plot(rows, results, png_name="throughput.png"):
     # second green next to unico-log's).
     styles = {"unico": "lc rgb '#d62728' pt 7", "unico-log": "lc rgb '#006400' pt 11",
               "unico-async": "lc rgb '#9467bd' pt 13",
-              "unico-log-par": "lc rgb '#2ca02c' pt 15",
+              "unico-log-leader": "lc rgb '#2ca02c' pt 15",
               "postgres": "lc rgb '#1f77b4' pt 5", "sqlite": "lc rgb '#ff7f0e' pt 9"}
     lines = [
         "set terminal pngcairo size 1400,1000 font 'sans,11'" ,
@@ -449,12 +449,14 @@ def main():
     md.append("unico's embedded LMDB store is measured in its two modes:\n\n"
               "- **unico**, plain mode (`lmdb:DIR`): many processes may share the store; "
               "concurrent writes are group-committed as LMDB transactions.\n"
-              "- **unico-log**, log mode (`lmdb:DIR?wal=on`): one owner process; each batch "
-              "is appended to a write-ahead log with one `fdatasync`, then checkpointed "
-              "into LMDB.\n"
-              "- **unico-log-par**, log mode with parallel writers "
-              "(`lmdb:DIR?wal=on&writers=parallel`): no batch leader; each writer latches "
-              "its keys' parts of the table and only its log record's copy is serial.\n"
+              "- **unico-log**, log mode (`lmdb:DIR?wal=on`): one owner process; "
+              "writes are appended to a write-ahead log, many to one `fdatasync`, then "
+              "checkpointed into LMDB. Its writers are parallel (the default, "
+              "`writers=parallel`): each latches its keys' parts of the table and only "
+              "its log record's copy is serial.\n"
+              "- **unico-log-leader**, the same with the batch leader "
+              "(`lmdb:DIR?wal=on&writers=leader`): one thread at a time applies a "
+              "batch of everyone's writes (log mode's default before issue 34).\n"
               "- **unico-async**, log mode driven through `unico_submit` (asynchronous "
               "writes, answered once durable) by one thread per core with 256 writes in "
               "flight each (signup, email-change, mixed).\n")

@@ -13,10 +13,11 @@
 #   BENCH_DURATION      measured seconds per point (default 5; --quick: 1)
 #   BENCH_WARMUP        warm-up seconds per point (default 1; --quick: 0.3)
 #   BENCH_THREADS       thread counts (default 1,2,4,8,16,32,64)
-#   BENCH_ENGINES       engines (default "unico unico-log unico-log-par
+#   BENCH_ENGINES       engines (default "unico unico-log unico-log-leader
 #                       unico-async postgres sqlite"); unico-log is unico's
-#                       store in log mode (?wal=on), unico-log-par the same
-#                       with parallel writers (&writers=parallel),
+#                       store in log mode (?wal=on: parallel writers),
+#                       unico-log-leader the same with the batch leader
+#                       (&writers=leader),
 #                       unico-async the same through unico_submit
 #                       (one thread per core, 256 writes in flight; signup,
 #                       email-change and mixed)
@@ -46,7 +47,7 @@ else
   WARMUP=${BENCH_WARMUP:-1}
   THREADS=${BENCH_THREADS:-1,2,4,8,16,32,64}
 fi
-ENGINES=${BENCH_ENGINES:-unico unico-log unico-log-par unico-async postgres sqlite}
+ENGINES=${BENCH_ENGINES:-unico unico-log unico-log-leader unico-async postgres sqlite}
 # unico-async: one thread per core, each with 256 writes in flight.
 ASYNC_THREADS=$(awk -v n="$(nproc)" 'BEGIN { s = "1"; for (t = 2; t <= n; t *= 2) s = s "," t; if (t / 2 != n) s = s "," n; print s }')
 # The perf runs are shorter than the points: min(DURATION, 3) seconds.
@@ -120,9 +121,9 @@ for e in $ENGINES; do
   case "$e" in
     # unico's store in log mode: one owner process, a write-ahead log, checkpoints.
     unico-log) set -- --engine unico --label unico-log --store-base "$WORK/data-log?wal=on" "$@" ;;
-    # log mode without a leader (docs/architecture.md, "Parallel writers")
-    unico-log-par) set -- --engine unico --label unico-log-par \
-      --store-base "$WORK/data-log-par?wal=on&writers=parallel" "$@" ;;
+    # log mode with its batch leader (docs/architecture.md, "Parallel writers")
+    unico-log-leader) set -- --engine unico --label unico-log-leader \
+      --store-base "$WORK/data-log-leader?wal=on&writers=leader" "$@" ;;
     # the same through unico_submit, one thread per core (not hot: a race
     # for eight values is not what writes in flight are for)
     unico-async)

@@ -200,7 +200,7 @@ void userv_time(char *out, size_t cap) {
   clock_gettime(CLOCK_REALTIME, &now);
   gmtime_r(&now.tv_sec, &tm);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, cap, "%s.%03ldZ", ts, now.tv_nsec / 1000000);
+  snprintf(out, cap, "%.19s.%03dZ", ts, (int)(now.tv_nsec / 1000000 % 1000));
 }
 
 /* ------------------------------------------------------------------ */

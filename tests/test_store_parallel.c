@@ -4,6 +4,13 @@
  *   - two writers of one key: the second waits for the first's latch, so
  *     exactly one of two inserts of a fresh value is applied, also when
  *     the first writes two keys of different parts of the table;
+ *   - a request of keys in more than 32 parts takes the whole table: a
+ *     writer of one of its keys waits for it too;
+ *   - a writer that only checks a key (a condition) waits for a writer
+ *     of that key's part, but two that check the same key do not wait
+ *     for each other (every write checks its table's schema key);
+ *   - log mode's writers are parallel by default, the leader's where the
+ *     URL or UNICO_LMDB_WRITERS says so;
  *   - an answer waits for the log position it depends on: a refusal judged
  *     on a write whose sync has not ended is not answered until then, and
  *     when that sync fails it is answered "unknown", not "refused"; writes
@@ -126,9 +133,11 @@ static void hook_release(int fail) {
 
 /* ---- a writer on a thread ---- */
 
+#define WIDE 40 /* parts a wide request writes (parallel.c: over 32) */
+
 typedef struct writer {
   ustore *s;
-  ustore_op ops[2];
+  ustore_op ops[WIDE + 1];
   size_t n;
   int rc;
   atomic_int done;
@@ -208,6 +217,162 @@ static void test_latch_same_key(void **state) {
 static void test_latch_every_key(void **state) {
   (void)state;
   same_key("latch2", 1);
+}
+
+/* A wide request (keys in WIDE parts besides k1's: it takes the whole
+ * table instead of latches) inserts k1 and is held; B inserts k1
+ * meanwhile. B must wait for it: A applied, B refused. */
+static void test_latch_wide(void **state) {
+  (void)state;
+  static char keys[WIDE][32];
+  char k1[32], k2[32];
+  two_parts(k1, k2, sizeof k1);
+  uint64_t parts = (uint64_t)1 << umts_shard(k1, strlen(k1));
+  writer a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  a.n = 1;
+  for (int i = 0; a.n <= WIDE; i++) {
+    char *k = keys[a.n - 1];
+    snprintf(k, sizeof keys[0], "w-%d", i);
+    uint64_t bit = (uint64_t)1 << umts_shard(k, strlen(k));
+    if (parts & bit) continue;
+    parts |= bit;
+    a.ops[a.n++] = op(k, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  }
+  b.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "b");
+  b.n = 1;
+  ustore *s = open_store("latch5", NULL);
+  hook_arm(USTORE_LMDB_HOOK_LATCHED);
+  writer_start(&a, s);
+  hook_wait_held();
+  writer_start(&b, s);
+  writer_join(&a);
+  writer_join(&b);
+  ustore_lmdb_hook = NULL;
+  assert_int_equal(a.rc, UNICO_OK);
+  assert_int_equal(b.rc, USTORE_NOT_APPLIED);
+  s->vt->close(s);
+}
+
+/* Three keys in three different parts of the table: k1 and k2 as
+ * two_parts(), and a third, "s-*". */
+static void three_parts(char *k1, char *k2, char *k3, size_t n) {
+  two_parts(k1, k2, n);
+  for (int i = 0;; i++) {
+    snprintf(k3, n, "s-%d", i);
+    unsigned p = umts_shard(k3, strlen(k3));
+    if (p != umts_shard(k1, strlen(k1)) && p != umts_shard(k2, strlen(k2)))
+      return;
+  }
+}
+
+/* A inserts k1 and is held with its latches; B only checks that k1 is
+ * absent (a condition, as every write checks its schema key) and inserts
+ * k2, in another part. B's check must wait for A's latch on k1's part
+ * (taken shared, still behind an exclusive holder): A is applied, B
+ * refused on it. */
+static void test_latch_check_waits(void **state) {
+  (void)state;
+  char k1[32], k2[32];
+  two_parts(k1, k2, sizeof k1);
+  ustore *s = open_store("latch3", NULL);
+  writer a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  a.n = 1;
+  b.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  b.ops[1] = op(k2, USTORE_ABSENT, 0, USTORE_PUT, "b");
+  b.n = 2;
+  hook_arm(USTORE_LMDB_HOOK_LATCHED);
+  writer_start(&a, s);
+  hook_wait_held();
+  writer_start(&b, s);
+  writer_join(&a);
+  writer_join(&b);
+  ustore_lmdb_hook = NULL;
+  assert_int_equal(a.rc, UNICO_OK);
+  assert_int_equal(b.rc, USTORE_NOT_APPLIED);
+  ustore_err e = {{0}};
+  assert_int_equal(s->vt->get(s, k2, strlen(k2), NULL, NULL, &e), UNICO_ENOTFOUND);
+  s->vt->close(s);
+}
+
+/* Two writers that check one key (s-*, standing for their table's schema
+ * key) and insert keys of other parts do not wait for each other: with A
+ * held with its latches, B is answered (applied) while A is still held. */
+static void test_latch_checks_share(void **state) {
+  (void)state;
+  char k1[32], k2[32], k3[32];
+  three_parts(k1, k2, k3, sizeof k1);
+  ustore *s = open_store("latch4", NULL);
+  writer a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.ops[0] = op(k3, USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  a.ops[1] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "a");
+  a.n = 2;
+  b.ops[0] = op(k3, USTORE_ABSENT, 0, USTORE_CHECK, NULL);
+  b.ops[1] = op(k2, USTORE_ABSENT, 0, USTORE_PUT, "b");
+  b.n = 2;
+  hook_arm(USTORE_LMDB_HOOK_LATCHED);
+  writer_start(&a, s);
+  hook_wait_held();
+  writer_start(&b, s);
+  /* (the gate lets A go after 2 s if B has not answered by then) */
+  for (int i = 0; i < 150 && !atomic_load(&b.done); i++) tu_sleep_ms(10);
+  int b_done = atomic_load(&b.done);
+  writer_join(&a);
+  writer_join(&b);
+  ustore_lmdb_hook = NULL;
+  assert_int_equal(b_done, 1); /* B answered within 1.5 s, A still held */
+  assert_int_equal(a.rc, UNICO_OK);
+  assert_int_equal(b.rc, UNICO_OK);
+  s->vt->close(s);
+}
+
+/* Log mode's writers are parallel unless the URL or UNICO_LMDB_WRITERS
+ * says leader: the hook (called by parallel writers alone, when latched)
+ * counts one call per write on a store opened with wal=on and nothing
+ * more, none with UNICO_LMDB_WRITERS=leader. */
+static atomic_int calls;
+static int count_hook(ustore *s, int point) {
+  (void)s;
+  if (point == USTORE_LMDB_HOOK_LATCHED) atomic_fetch_add(&calls, 1);
+  return 0;
+}
+
+static int writes_latched(const char *sub, const char *query) {
+  char url[512];
+  ustore *s = NULL;
+  ustore_err e = {{0}};
+  snprintf(url, sizeof url, "lmdb:%s/%s?wal=on%s", dir, sub, query);
+  assert_int_equal(ustore_open(&s, url, &e), UNICO_OK);
+  atomic_store(&calls, 0);
+  ustore_lmdb_hook = count_hook;
+  ustore_op o = op("k", USTORE_ABSENT, 0, USTORE_PUT, "v");
+  assert_int_equal(s->vt->txn(s, &o, 1, &e), UNICO_OK);
+  ustore_lmdb_hook = NULL;
+  ubuf_free(&o.cur);
+  s->vt->close(s);
+  return atomic_load(&calls);
+}
+
+static void test_default_parallel(void **state) {
+  (void)state;
+  const char *was = getenv("UNICO_LMDB_WRITERS");
+  char keep[64];
+  snprintf(keep, sizeof keep, "%s", was ? was : "");
+  unsetenv("UNICO_LMDB_WRITERS");
+  assert_int_equal(writes_latched("dflt1", ""), 1);
+  assert_int_equal(writes_latched("dflt2", "&writers=leader"), 0);
+  setenv("UNICO_LMDB_WRITERS", "leader", 1);
+  assert_int_equal(writes_latched("dflt3", ""), 0);
+  assert_int_equal(writes_latched("dflt4", "&writers=parallel"), 1);
+  if (was) setenv("UNICO_LMDB_WRITERS", keep, 1);
+  else unsetenv("UNICO_LMDB_WRITERS");
 }
 
 /* A's insert of k is held in its sync; B's insert of k is refused on A's
@@ -329,6 +494,10 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_latch_same_key),
       cmocka_unit_test(test_latch_every_key),
+      cmocka_unit_test(test_latch_check_waits),
+      cmocka_unit_test(test_latch_wide),
+      cmocka_unit_test(test_latch_checks_share),
+      cmocka_unit_test(test_default_parallel),
       cmocka_unit_test(test_refusal_waits_for_sync),
       cmocka_unit_test(test_many_writers),
   };

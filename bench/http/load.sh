@@ -13,13 +13,16 @@
 # Environment:
 #   HTTP_CLIENTS     connection (and bench thread) counts (default 1,4,32,64)
 #   HTTP_DURATION    seconds per point (default 5)
-#   HTTP_ENGINES     which rows: "null http https http-loop http-delay unico postgres"
+#   HTTP_ENGINES     which rows: "null http https http-loop http-delay http-leader
+#                    unico postgres"
 #                    (default all; http: unico serve's defaults, https: the
 #                    same over HTTPS (--tls-cert, a P-256 certificate made by
 #                    tests/support/tls_certs.sh; wrk resumes no TLS session,
 #                    so each connection makes one handshake), http-loop:
 #                    --event-loop 2; http-delay: the defaults with the store
-#                    option sync_delay_us=1000 (docs/cli.md);
+#                    option sync_delay_us=1000 (docs/cli.md); http-leader:
+#                    the defaults on a store with log mode's batch leader
+#                    (writers=leader; parallel writers are the default);
 #                    null: wrk against unico-null-server, an HTTP server
 #                    that answers 201 and does nothing else: the ceiling)
 #   HTTP_SERVE_ARGS  extra options for unico serve (e.g. "--event-loop 32")
@@ -36,7 +39,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 CLIENTS=${HTTP_CLIENTS:-1,4,32,64}
 DURATION=${HTTP_DURATION:-5}
-ENGINES=${HTTP_ENGINES:-null http https http-loop http-delay unico postgres}
+ENGINES=${HTTP_ENGINES:-null http https http-loop http-delay http-leader unico postgres}
 BUILD=$ROOT/build-bench
 WORK=$BUILD/http
 RESULTS=$ROOT/bench/results
@@ -175,6 +178,7 @@ if has https; then
 fi
 if has http-loop; then serve_rows loop "http-wrk --event-loop 2" "" --event-loop 2; fi
 if has http-delay; then serve_rows delay "http-wrk sync_delay_us=1000" "&sync_delay_us=1000"; fi
+if has http-leader; then serve_rows leader "http-wrk writers=leader" "&writers=leader"; fi
 
 # unico-bench CSV: engine,workload,threads,ops_per_s,p50_us,p99_us,p999_us,cpu_us_per_op,ops,errors,conflicts,retries,...
 bench_rows() { # engine transport csv
@@ -201,7 +205,10 @@ if has postgres; then
   if [ -x "$BENCH" ] && [ -f "$ROOT/bench/lib/pg.sh" ]; then
     # its own port (names the socket), apart from bench/run.sh's 54329
     PG_PORT=${PG_PORT:-54339}
-    export PG_PORT
+    # (a connection per client: past 180 clients, more than the default 200)
+    maxc=$(echo "$CLIENTS" | tr ',' '\n' | sort -n | tail -1)
+    [ "$maxc" -le 180 ] || PG_MAX_CONNECTIONS=$((maxc + 20))
+    export PG_PORT PG_MAX_CONNECTIONS
     . "$ROOT/bench/lib/pg.sh"
     if pg_start "$WORK/pg"; then
       PG_STARTED=1

@@ -14,7 +14,8 @@
 #   PG_PID       the postmaster's pid (its children are the backends)
 #   PG_CONNINFO  "host=... port=... user=... dbname=..." for libpq
 #   PG_DATA      the data directory (DIR/data); the server log is DIR/server.log
-# Settings: fsync=on, synchronous_commit=on, max_connections=200,
+# Settings: fsync=on, synchronous_commit=on, max_connections=200 (or
+# PG_MAX_CONNECTIONS),
 # shared_buffers=256MB, trust authentication on the private socket only.
 #
 # Running as root: PostgreSQL refuses to, so a system user (PG_OS_USER,
@@ -89,7 +90,7 @@ port = $_pg_port
 fsync = on
 synchronous_commit = on
 full_page_writes = on
-max_connections = 200
+max_connections = ${PG_MAX_CONNECTIONS:-200}
 shared_buffers = 256MB
 dynamic_shared_memory_type = posix
 logging_collector = off

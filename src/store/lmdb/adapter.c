@@ -244,9 +244,9 @@ int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
     int tries = 0;
   again:
     lm_tables_lock(s, 0);
-    /* (parallel writers: the key's part, under its latch) */
-    pthread_mutex_t *latch = s->par ? &s->latch[umts_shard(key, klen)] : NULL;
-    if (latch) pthread_mutex_lock(latch);
+    /* (parallel writers: the key's part, under its latch, shared) */
+    pthread_rwlock_t *latch = s->par ? &s->latch[umts_shard(key, klen)] : NULL;
+    if (latch) pthread_rwlock_rdlock(latch);
     umt_entry *me = umts_find(s->active, key, klen);
     if (!me && s->frozen) me = umts_find(s->frozen, key, klen);
     if (me) {
@@ -257,11 +257,11 @@ int lm_get(ustore *base, const void *key, size_t klen, ubuf *val,
         ubuf_put(val, me->kv + me->klen, me->vlen);
         if (!ubuf_ok(val)) rc = UNICO_ENOMEM;
       }
-      if (latch) pthread_mutex_unlock(latch);
+      if (latch) pthread_rwlock_unlock(latch);
       lm_tables_unlock(s);
       return rc;
     }
-    if (latch) pthread_mutex_unlock(latch);
+    if (latch) pthread_rwlock_unlock(latch);
     rc = lm_tables_begin(s, NULL, &txn, &tries, e);
     if (rc == LM_RETRY) goto again;
     if (rc == UNICO_OK) pthread_rwlock_unlock(&s->mt_lock);

@@ -22,7 +22,7 @@ static const ustore_option_desc options[] = {
     {"txn", USTORE_OPT_WORD, "on", 0, 0, 0, 0, on_off},
     {"wal", USTORE_OPT_WORD, "off", 0, 0, 0, 0, on_off},
     {"wal_size", USTORE_OPT_SIZE, "64MiB", 0, 0, 0, 4096, NULL},
-    {"writers", USTORE_OPT_WORD, "leader", 0, 0, 0, 0, writer_names},
+    {"writers", USTORE_OPT_WORD, "parallel", 0, 0, 0, 0, writer_names},
 };
 
 static int lmdb_open(ustore **out, size_t scheme, const char *loc,

@@ -174,7 +174,9 @@ typedef struct lmdb_store {
    * durable above count log positions (bytes appended since the open)
    * instead of batches. */
   int par;
-  pthread_mutex_t latch[UMT_SHARDS]; /* one per part of the tables */
+  /* one per part of the tables: exclusive to change the part, shared to
+   * read it (a write's conditions on keys it does not change, a get) */
+  pthread_rwlock_t latch[UMT_SHARDS];
   int latch_init;
   pthread_mutex_t log_mu;   /* the log's critical section: lbuf, lsn_next */
   ubuf lbuf;                /* (log_mu) records not yet written to the file */
@@ -195,6 +197,7 @@ typedef struct lmdb_store {
   int par_init;
   _Atomic size_t adm_cost, adm_n; /* admitted, not yet in the table */
   _Atomic uint64_t par_requests, par_serial_ns;
+  _Atomic int par_applying; /* writers between their latches and answer */
   _Atomic uint64_t files_at_ms; /* the last lm_files_tick() */
   struct lm_rpool *rpool;   /* read handles for the writers (parallel.c) */
 } lmdb_store;

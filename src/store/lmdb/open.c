@@ -210,9 +210,10 @@ static int read_options(const ustore_opts *o, lm_config *c, ustore_err *e) {
       (rc = ustore_opt_long(o, "sync_delay_us", 0, SYNC_DELAY_MAX_US, &delay, e)) ||
       (rc = ustore_opt_word(o, "writers", writer_names, &c->par, e)))
     return rc;
-  if (c->par < 0) { /* not given: UNICO_LMDB_WRITERS, in log mode */
+  if (c->par < 0) { /* not given: parallel in log mode, unless the
+                     * environment's UNICO_LMDB_WRITERS says leader */
     const char *env = getenv("UNICO_LMDB_WRITERS");
-    c->par = c->wal && env && strcmp(env, "parallel") == 0;
+    c->par = c->wal && !(env && strcmp(env, "leader") == 0);
   }
   if (c->par && !c->wal) {
     seterr(e, "lmdb store: writers=parallel needs wal=on (plain mode keeps "
