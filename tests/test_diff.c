@@ -1499,11 +1499,12 @@ static void case_op(history *h, int kind, const char *table, const char *pk,
   o->kind = kind;
   o->table = table;
   o->other = other;
-  snprintf(o->pk, sizeof o->pk, "\"%s\"", pk);
   snprintf(o->json, sizeof o->json, "%s", json);
-  if (kind == OP_LOOKUP) {
+  if (kind == OP_LOOKUP) { /* (pk names the constraint, json the values) */
     snprintf(o->con, sizeof o->con, "%s", pk);
     snprintf(o->vals, sizeof o->vals, "%s", json);
+  } else {
+    snprintf(o->pk, sizeof o->pk, "\"%s\"", pk);
   }
   if (kind == OP_INSERT || kind == OP_UPDATE)
     snprintf(o->opid, sizeof o->opid, "op-%zu", h->n);
