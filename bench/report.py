@@ -308,15 +308,22 @@ def make_serial_section(rows, nosync):
     if not have:
         return ("_No serial_us_per_op in results.csv (written before "
                 "unico-bench measured it)._\n")
-    out = ["`serial_us_per_op` is the time the store's batch leaders spent "
-           "with the writer's role (from taking a batch to passing the role "
-           "on: the checks, the table or transaction updates, the log append "
-           "or commit, a rotation or a wait for the checkpointer; not the "
-           "sync, which runs beside the next batch), over the measured "
+    out = ["`serial_us_per_op` is the time per operation that the write "
+           "path spent where only one thread can be, over the measured "
            "interval, divided by the operations (lookups included, which take "
-           "no part in it). Only one thread can be there, so its inverse is "
-           "the most operations per second the write path allows on any "
-           "number of cores. unico-bench reads it from the library "
+           "no part in it). With the batch leader (plain mode, "
+           "`unico-log-leader`) that is the leader's role, from taking a "
+           "batch to passing the role on: the checks, the table or "
+           "transaction updates, the log append or commit, a rotation or a "
+           "wait for the checkpointer; not the sync, which runs beside the "
+           "next batch. With parallel writers (`unico-log`, `unico-async`: "
+           "log mode's default) it is the copy of a writer's log record "
+           "into the shared buffer under the log's lock, the file write of "
+           "the buffer, a freeze of the table and a write too wide for the "
+           "part latches; each writer's checks and table updates run in "
+           "parallel under its latches. Its inverse is the most operations "
+           "per second the write path allows on any number of cores. "
+           "unico-bench reads it from the library "
            "(`ustore_lmdb_serial_ns()`, src/store/lmdb.h).\n"]
     ix = index(rows)
     head = ["workload", "engine", "threads", "ops/s", "serial µs/op",

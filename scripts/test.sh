@@ -59,14 +59,16 @@ run_tests() {
 }
 
 # The library without the stores that need libcurl or the CQL client
-# (-DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF): it builds, links
-# neither (the test lean_link), and passes its tests, but for the HTTP
+# (-DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF, and unico serve
+# without its OTLP exporter, -DUNICO_WITH_OTLP=OFF): it builds, links
+# neither, nor does the unico program link libcurl (the test lean_link),
+# and passes its tests, but for the HTTP
 # service's (label http: they open DynamoDB and Cassandra URLs to check
 # what unico serve shows of them), the Python package's (one opens a
 # DynamoDB endpoint), the spin models (no library code) and the slow ones.
 lean_build_and_test() {
   build build-lean -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF &&
+    -DUNICO_WITH_DYNAMODB=OFF -DUNICO_WITH_CASSANDRA=OFF -DUNICO_WITH_OTLP=OFF &&
     run_tests build-lean -LE 'slow|model|http' -E '^python_'
 }
 

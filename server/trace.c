@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef UNICO_WITH_OTLP
 #include <curl/curl.h>
+#endif
 #include <jansson.h>
 
 #include "server.h"
@@ -101,6 +103,9 @@ void utrace_submit(const uspan *sp) {
   if (T.n >= BATCH_MAX / 2) pthread_cond_signal(&T.cond);
   pthread_mutex_unlock(&T.lock);
 }
+
+#ifdef UNICO_WITH_OTLP
+/* The exporter (built with UNICO_WITH_OTLP, which links libcurl). */
 
 static json_t *attr_s(const char *k, const char *v) {
   return json_pack("{s:s,s:{s:o}}", "key", k, "value", "stringValue", ucli_json_text(v));
@@ -238,7 +243,16 @@ static void *exporter(void *arg) {
   return NULL;
 }
 
+#endif
+
 int utrace_start(userv *s, const char *endpoint, char *err, size_t cap) {
+#ifndef UNICO_WITH_OTLP
+  (void)s;
+  snprintf(err, cap, "--otlp-endpoint %s: this unico was built without the "
+           "OTLP trace exporter (-DUNICO_WITH_OTLP=OFF, which leaves libcurl "
+           "out); build with -DUNICO_WITH_OTLP=ON to export traces", endpoint);
+  return -1;
+#else
   size_t n = strlen(endpoint);
   if (strncmp(endpoint, "http://", 7) && strncmp(endpoint, "https://", 8)) {
     snprintf(err, cap, "--otlp-endpoint needs an http:// or https:// URL, got \"%s\"", endpoint);
@@ -264,6 +278,7 @@ int utrace_start(userv *s, const char *endpoint, char *err, size_t cap) {
   }
   T.started = 1;
   return 0;
+#endif
 }
 
 const char *utrace_url(void) { return T.url; }

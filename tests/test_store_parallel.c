@@ -167,6 +167,21 @@ static void writer_join(writer *w) {
   for (size_t i = 0; i < w->n; i++) ubuf_free(&w->ops[i].cur);
 }
 
+/* A runs and is held with its latches (it has checked its conditions);
+ * B starts meanwhile and must wait for A: A is applied, B refused on
+ * A's write. */
+static void a_held_b_meets(writer *a, writer *b, ustore *s) {
+  hook_arm(USTORE_LMDB_HOOK_LATCHED);
+  writer_start(a, s);
+  hook_wait_held();
+  writer_start(b, s);
+  writer_join(a);
+  writer_join(b);
+  ustore_lmdb_hook = NULL;
+  assert_int_equal(a->rc, UNICO_OK);
+  assert_int_equal(b->rc, USTORE_NOT_APPLIED);
+}
+
 /* Two keys whose parts of the table differ, the first named "k1-*". */
 static void two_parts(char *k1, char *k2, size_t n) {
   snprintf(k1, n, "k1-0");
@@ -191,15 +206,7 @@ static void same_key(const char *sub, int two) {
   a.n = two ? 2 : 1;
   b.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "b");
   b.n = 1;
-  hook_arm(USTORE_LMDB_HOOK_LATCHED);
-  writer_start(&a, s);
-  hook_wait_held(); /* A checked k1 absent, holds its latches */
-  writer_start(&b, s);
-  writer_join(&a);
-  writer_join(&b);
-  ustore_lmdb_hook = NULL;
-  assert_int_equal(a.rc, UNICO_OK);
-  assert_int_equal(b.rc, USTORE_NOT_APPLIED);
+  a_held_b_meets(&a, &b, s);
   ubuf v = UBUF_INIT;
   ustore_err e = {{0}};
   assert_int_equal(s->vt->get(s, k1, strlen(k1), &v, NULL, &e), UNICO_OK);
@@ -244,15 +251,7 @@ static void test_latch_wide(void **state) {
   b.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_PUT, "b");
   b.n = 1;
   ustore *s = open_store("latch5", NULL);
-  hook_arm(USTORE_LMDB_HOOK_LATCHED);
-  writer_start(&a, s);
-  hook_wait_held();
-  writer_start(&b, s);
-  writer_join(&a);
-  writer_join(&b);
-  ustore_lmdb_hook = NULL;
-  assert_int_equal(a.rc, UNICO_OK);
-  assert_int_equal(b.rc, USTORE_NOT_APPLIED);
+  a_held_b_meets(&a, &b, s);
   s->vt->close(s);
 }
 
@@ -286,15 +285,7 @@ static void test_latch_check_waits(void **state) {
   b.ops[0] = op(k1, USTORE_ABSENT, 0, USTORE_CHECK, NULL);
   b.ops[1] = op(k2, USTORE_ABSENT, 0, USTORE_PUT, "b");
   b.n = 2;
-  hook_arm(USTORE_LMDB_HOOK_LATCHED);
-  writer_start(&a, s);
-  hook_wait_held();
-  writer_start(&b, s);
-  writer_join(&a);
-  writer_join(&b);
-  ustore_lmdb_hook = NULL;
-  assert_int_equal(a.rc, UNICO_OK);
-  assert_int_equal(b.rc, USTORE_NOT_APPLIED);
+  a_held_b_meets(&a, &b, s);
   ustore_err e = {{0}};
   assert_int_equal(s->vt->get(s, k2, strlen(k2), NULL, NULL, &e), UNICO_ENOTFOUND);
   s->vt->close(s);
