@@ -93,7 +93,6 @@ void uplan_free(uplan *p) {
   ubuf_free(&p->okey);
   ubuf_free(&p->oval);
   ubuf_free(&p->oidx);
-  free(p->rop);
   uplan_init(p);
 }
 
@@ -136,8 +135,7 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   p->req_table = table;
   p->req_fp = w->fp;
   p->rold = kind != UPLAN_INSERT ? old : NULL;
-  if (kind != UPLAN_INSERT && old && old->op_id && !(p->rop = strdup(old->op_id)))
-    goto oom;
+  p->rop = kind != UPLAN_INSERT && old ? old->op_id : NULL;
   if (kind != UPLAN_DELETE) {
     rc = claims_of(t, body, w->flat, &need, res);
     if (rc) goto leave;
