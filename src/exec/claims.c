@@ -1583,14 +1583,15 @@ static void undo(cx *c, uexec_refused *why) {
 /* releases read before the commit (an update) or with it (a delete):
  * docs/protocol.md, "Updates and deletes" */
 
-/* Does the record a delete replaces name op: its op id, or its history's
- * (the tombstone, p->rval, carries that history)? */
+/* Does the record a delete replaces name op: its op id (p->rold, as
+ * read), or its history's (the tombstone, p->rval, carries that
+ * history)? */
 static int named_by_record(const cx *c, const char *op) {
   const uplan *p = c->p;
   ustored_record r;
   int named;
   if (!op || !op[0]) return 0;
-  if (p->rop && !strcmp(op, p->rop)) return 1;
+  if (p->rold && p->rold->op_id && !strcmp(op, p->rold->op_id)) return 1;
   if (ustored_record_decode(p->rval.p, p->rval.len, &r)) return 0;
   named = ustored_hist_find(&r.hist, op) >= 0;
   ustored_record_free(&r);

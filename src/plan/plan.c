@@ -135,7 +135,6 @@ int uplan_write(uplan *p, const uplan_write_req *w, unico_result *res) {
   p->req_table = table;
   p->req_fp = w->fp;
   p->rold = kind != UPLAN_INSERT ? old : NULL;
-  p->rop = kind != UPLAN_INSERT && old ? old->op_id : NULL;
   if (kind != UPLAN_DELETE) {
     rc = claims_of(t, body, w->flat, &need, res);
     if (rc) goto leave;

@@ -54,12 +54,6 @@ typedef struct uplan {
                           same naming its owner as (table, pk...); empty
                           when the plan takes none */
   uclaims release;     /* claims to give up, groups to leave */
-  const char *rop;     /* update/delete: the op id of the record replaced
-                          (not owned: the record as read, alive while p is
-                          applied, as rold; NULL: none); the claims
-                          protocol's delete frees a released claim it read
-                          with its commit when the claim names it
-                          (exec/claims.c) */
   uclaims drop;        /* keys deleted without condition (hold indexes) */
   ubuf okey;           /* outcome key, empty when the caller gave no op id */
   ubuf oval;           /* the outcome */
